@@ -1,0 +1,32 @@
+//! The command line: parses flags, runs a command, maps the outcome to the
+//! documented exit codes. The only module (with the sinks) that writes to
+//! the terminal.
+
+pub mod args;
+pub mod run;
+pub mod validate;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// Exit code for bad input: a job, skill or flag the user must fix.
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout with exit 0; usage errors to stderr.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_BAD_INPUT } else { 0 });
+        }
+    };
+    let code = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Validate(args) => validate::validate(args),
+    };
+    ExitCode::from(code)
+}

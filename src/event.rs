@@ -1,0 +1,424 @@
+//! The events of a run: the single contract between the agent and everything
+//! that observes it.
+//!
+//! The agent emits [`EventKind`]s through an [`EventBus`], which stamps each
+//! with a gapless `seq`, an RFC 3339 `ts` and the `run_id`, and hands the
+//! finished [`Event`] to every sink in order. The JSONL trace is the serialized
+//! form of these types, so renaming a field here is a schema change: bump
+//! [`SCHEMA_VERSION`] and update `docs/trace-schema.json`.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of the trace format, written in `run.started`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of the trace.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub seq: u64,
+    pub ts: String,
+    pub run_id: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened. Serialized with a dotted `type` tag (`tool.call`, …).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    #[serde(rename = "run.started")]
+    RunStarted(RunStarted),
+    #[serde(rename = "skill.loaded")]
+    SkillLoaded(SkillLoaded),
+    #[serde(rename = "warning")]
+    Warning { source: String, message: String },
+    #[serde(rename = "plan.created")]
+    PlanCreated { steps: Vec<PlanStep> },
+    #[serde(rename = "plan.updated")]
+    PlanUpdated {
+        /// The whole plan after the update: completed steps unchanged, then the new remaining steps.
+        steps: Vec<PlanStep>,
+        /// Index of the first step that was replaced.
+        from_index: usize,
+    },
+    #[serde(rename = "step.started")]
+    StepStarted { index: usize, title: String },
+    #[serde(rename = "step.completed")]
+    StepCompleted {
+        index: usize,
+        title: String,
+        summary: String,
+    },
+    #[serde(rename = "model.request")]
+    ModelRequest(ModelRequest),
+    #[serde(rename = "model.response")]
+    ModelResponse(ModelResponse),
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
+    #[serde(rename = "permission.decision")]
+    PermissionDecision {
+        call_id: String,
+        tool: String,
+        decision: Decision,
+        /// The rule that decided, as written in the job (`exec(cargo test *)`),
+        /// or `default` / `skill allowed-tools` / `tool set`.
+        rule: String,
+    },
+    #[serde(rename = "tool.result")]
+    ToolResult(ToolResultEvent),
+    #[serde(rename = "budget.exceeded")]
+    BudgetExceeded {
+        limit: BudgetLimit,
+        used: f64,
+        max: f64,
+    },
+    #[serde(rename = "check.completed")]
+    CheckCompleted(CheckCompleted),
+    #[serde(rename = "run.completed")]
+    RunCompleted(RunCompleted),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunStarted {
+    pub schema_version: u32,
+    pub agentci_version: String,
+    pub job_name: String,
+    pub job_file: String,
+    pub skill: String,
+    pub goal: String,
+    pub model: ModelInfo,
+    pub workspace: String,
+    /// The tools the model is offered, after builtin ∩ job ∩ skill.
+    pub tools: Vec<String>,
+    /// Where the trace and JUnit go, so every sink can reference them.
+    pub outputs: OutputPaths,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputPaths {
+    pub dir: String,
+    pub trace: Option<String>,
+    pub junit: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ModelInfo {
+    pub provider: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SkillLoaded {
+    pub name: String,
+    pub path: String,
+    pub description: String,
+    /// Canonical tool patterns from `allowed-tools`; `None` when the skill does not restrict tools.
+    pub allowed_tools: Option<Vec<String>>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PlanStep {
+    pub title: String,
+    pub expected_outcome: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Plan,
+    Execute,
+    Summary,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ModelRequest {
+    pub call_id: String,
+    pub phase: Phase,
+    /// 1-based count of model calls in this run.
+    pub turn: u32,
+    /// Index of the plan step being executed, during `execute`.
+    pub step: Option<usize>,
+    pub messages: usize,
+    pub tools: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ModelResponse {
+    pub call_id: String,
+    pub latency_ms: u64,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+    pub text: Option<String>,
+    /// `(id, name)` of each tool call the model asked for, in order.
+    pub tool_calls: Vec<ToolCallRef>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolCallRef {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Deny,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolResultEvent {
+    pub call_id: String,
+    pub tool: String,
+    pub ok: bool,
+    /// Machine-readable error code (`INVALID_ARGUMENT`, `PERMISSION_DENIED`, …) when not ok.
+    pub error_code: Option<String>,
+    pub summary: String,
+    pub data: Value,
+    pub duration_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    MaxTurns,
+    MaxToolCalls,
+    MaxTokens,
+    MaxCostUsd,
+    Timeout,
+}
+
+impl BudgetLimit {
+    pub fn key(self) -> &'static str {
+        match self {
+            BudgetLimit::MaxTurns => "max_turns",
+            BudgetLimit::MaxToolCalls => "max_tool_calls",
+            BudgetLimit::MaxTokens => "max_tokens",
+            BudgetLimit::MaxCostUsd => "max_cost_usd",
+            BudgetLimit::Timeout => "timeout",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CheckCompleted {
+    pub name: String,
+    pub command: String,
+    pub outcome: CheckOutcome,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Combined stdout and stderr, capped.
+    pub output: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    Passed,
+    Failed,
+    TimedOut,
+    /// Not run, because the agent did not finish (budget or provider failure).
+    Skipped,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Passed,
+    Failed,
+    BudgetExceeded,
+    ProviderUnavailable,
+    Error,
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The documented exit code of a run that ended this way.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunStatus::Passed => 0,
+            RunStatus::Failed => 1,
+            RunStatus::Error => 2,
+            RunStatus::BudgetExceeded => 3,
+            RunStatus::ProviderUnavailable => 4,
+            RunStatus::Interrupted => 130,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Passed => "passed",
+            RunStatus::Failed => "failed",
+            RunStatus::BudgetExceeded => "budget_exceeded",
+            RunStatus::ProviderUnavailable => "provider_unavailable",
+            RunStatus::Error => "error",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None` when the price of the model is unknown; never reported as zero.
+    pub cost_usd: Option<f64>,
+    pub duration_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunCompleted {
+    pub status: RunStatus,
+    /// Why the run ended this way, in one line.
+    pub reason: String,
+    /// The agent's final summary, when it produced one.
+    pub summary: Option<String>,
+    pub totals: Totals,
+    pub checks_passed: u32,
+    pub checks_failed: u32,
+}
+
+/// Something that observes the event stream: trace writer, JUnit writer,
+/// progress display. Sinks never call back into the run.
+pub trait EventSink: Send {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError>;
+    /// Called once after `run.completed`, to write anything built up.
+    fn finish(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// A sink that could not write what it was given.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {path}: {source}")]
+pub struct SinkError {
+    pub what: &'static str,
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Stamps events and fans them out to sinks. Cheap to clone; shared by the
+/// concurrent parts of a run so that `seq` stays gapless.
+#[derive(Clone)]
+pub struct EventBus {
+    inner: Arc<Mutex<BusState>>,
+}
+
+struct BusState {
+    run_id: String,
+    next_seq: u64,
+    sinks: Vec<Box<dyn EventSink>>,
+    /// The first sink error; reported at the end, the run goes on.
+    errors: Vec<SinkError>,
+}
+
+impl EventBus {
+    pub fn new(run_id: impl Into<String>, sinks: Vec<Box<dyn EventSink>>) -> Self {
+        EventBus {
+            inner: Arc::new(Mutex::new(BusState {
+                run_id: run_id.into(),
+                next_seq: 1,
+                sinks,
+                errors: Vec::new(),
+            })),
+        }
+    }
+
+    pub fn run_id(&self) -> String {
+        self.lock().run_id.clone()
+    }
+
+    /// Stamp `kind` and deliver it to every sink; returns the finished event.
+    pub fn emit(&self, kind: EventKind) -> Event {
+        let mut state = self.lock();
+        let event = Event {
+            seq: state.next_seq,
+            ts: now_rfc3339(),
+            run_id: state.run_id.clone(),
+            kind,
+        };
+        state.next_seq += 1;
+        let BusState { sinks, errors, .. } = &mut *state;
+        for sink in sinks.iter_mut() {
+            if let Err(e) = sink.on_event(&event) {
+                errors.push(e);
+            }
+        }
+        event
+    }
+
+    /// Let every sink write what it built up; returns the sink errors of the whole run.
+    pub fn finish(&self) -> Vec<SinkError> {
+        let mut state = self.lock();
+        let BusState { sinks, errors, .. } = &mut *state;
+        for sink in sinks.iter_mut() {
+            if let Err(e) = sink.finish() {
+                errors.push(e);
+            }
+        }
+        std::mem::take(errors)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BusState> {
+        // A sink that panicked poisons the lock; the events are still worth delivering.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The current time as RFC 3339 with milliseconds, in UTC.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Collect(Arc<Mutex<Vec<Event>>>);
+    impl EventSink for Collect {
+        fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+            self.0.lock().unwrap().push(event.clone());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn tags_are_dotted_and_fields_flat() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let bus = EventBus::new("r1", vec![Box::new(Collect(seen.clone()))]);
+        bus.emit(EventKind::StepStarted {
+            index: 0,
+            title: "look".into(),
+        });
+        let line = serde_json::to_value(&seen.lock().unwrap()[0]).unwrap();
+        assert_eq!(line["type"], "step.started");
+        assert_eq!(line["seq"], 1);
+        assert_eq!(line["run_id"], "r1");
+        assert_eq!(line["title"], "look");
+    }
+}

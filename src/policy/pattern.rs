@@ -1,0 +1,305 @@
+//! Permission patterns: `tool`, `tool(argument-glob)`, or a glob over tool
+//! names such as `mcp__github__get_*`.
+//!
+//! The argument glob is matched against the call's *subject*: the command of
+//! `exec`, the path of the file tools. For commands `*` matches anything,
+//! and a trailing ` *` also matches nothing, so `exec(cargo test *)` allows
+//! a bare `cargo test`. For paths the glob is a path glob: `*` stays within
+//! one folder, `**` crosses folders.
+
+use std::fmt;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+/// A parsed permission pattern. Compares and prints as written.
+#[derive(Clone)]
+pub struct ToolPattern {
+    text: String,
+    tool: NameMatcher,
+    argument: Option<ArgumentGlob>,
+}
+
+#[derive(Clone)]
+enum NameMatcher {
+    Exact(String),
+    Glob(GlobMatcher),
+}
+
+#[derive(Clone)]
+struct ArgumentGlob {
+    raw: String,
+    path: GlobMatcher,
+}
+
+/// Why a pattern could not be parsed; the message says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid permission pattern `{pattern}`: {reason}")]
+pub struct PatternError {
+    pub pattern: String,
+    pub reason: String,
+}
+
+impl ToolPattern {
+    pub fn parse(text: &str) -> Result<Self, PatternError> {
+        let err = |reason: &str| PatternError {
+            pattern: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let trimmed = text.trim();
+        let (name, argument) = match trimmed.find('(') {
+            None => {
+                if trimmed.contains(')') {
+                    return Err(err("a `)` without an opening `(`"));
+                }
+                (trimmed, None)
+            }
+            Some(open) => {
+                let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                    return Err(err(
+                        "expected `tool(argument)` with a closing `)` at the end",
+                    ));
+                };
+                if inner.trim().is_empty() {
+                    return Err(err(
+                        "the argument in `tool(...)` is empty; write just `tool` to match every call",
+                    ));
+                }
+                (&trimmed[..open], Some(inner.trim()))
+            }
+        };
+        if name.is_empty() {
+            return Err(err(
+                "expected a tool name such as `read` or `exec(cargo test *)`",
+            ));
+        }
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*' || c == '.')
+        {
+            return Err(err(
+                "a tool name may hold letters, digits, `_`, `-`, `.` and `*` only",
+            ));
+        }
+        let tool = if name.contains('*') {
+            let glob = Glob::new(name).map_err(|e| err(&e.kind().to_string()))?;
+            NameMatcher::Glob(glob.compile_matcher())
+        } else {
+            NameMatcher::Exact(name.to_string())
+        };
+        let argument = match argument {
+            None => None,
+            Some(raw) => {
+                let path = GlobBuilder::new(raw.trim_start_matches("./"))
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| err(&e.kind().to_string()))?
+                    .compile_matcher();
+                Some(ArgumentGlob {
+                    raw: raw.to_string(),
+                    path,
+                })
+            }
+        };
+        Ok(ToolPattern {
+            text: trimmed.to_string(),
+            tool,
+            argument,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The tool name part, when it is a plain name (not a glob).
+    pub fn tool_name(&self) -> Option<&str> {
+        match &self.tool {
+            NameMatcher::Exact(name) => Some(name),
+            NameMatcher::Glob(_) => None,
+        }
+    }
+
+    /// True when the pattern has no argument part, so it matches every call of its tools.
+    pub fn is_bare(&self) -> bool {
+        self.argument.is_none()
+    }
+
+    /// Does the pattern's tool part match `tool` (ignoring any argument)?
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        match &self.tool {
+            NameMatcher::Exact(name) => name == tool,
+            NameMatcher::Glob(glob) => glob.is_match(tool),
+        }
+    }
+
+    /// Does the pattern match a call of `tool` whose subject is `subject`?
+    /// A pattern with an argument never matches a call without a subject.
+    pub fn matches(&self, tool: &str, subject: Option<&str>) -> bool {
+        if !self.matches_tool(tool) {
+            return false;
+        }
+        let Some(argument) = &self.argument else {
+            return true;
+        };
+        let Some(subject) = subject else {
+            return false;
+        };
+        if tool == "exec" {
+            command_glob_matches(&argument.raw, subject)
+        } else {
+            argument.path.is_match(subject)
+        }
+    }
+}
+
+impl fmt::Debug for ToolPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ToolPattern({})", self.text)
+    }
+}
+
+impl PartialEq for ToolPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+/// What a pattern's argument is matched against for a call of `tool`:
+/// the command for `exec`, the normalized path for the file tools.
+pub fn call_subject(tool: &str, args: &Value) -> Option<String> {
+    let field = |key: &str| args.get(key).and_then(Value::as_str);
+    match tool {
+        "exec" => field("command").map(|c| c.trim().to_string()),
+        "read" | "write" | "edit" => field("path").map(normalize_path),
+        "find" | "grep" | "ls" => Some(normalize_path(field("path").unwrap_or("."))),
+        _ => None,
+    }
+}
+
+/// `./a//b/` → `a/b`; `.` stays `.`. Lexical only: `..` is kept for the
+/// workspace check to refuse.
+fn normalize_path(path: &str) -> String {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// Shell-command glob: `*` matches any run of characters (spaces and `/`
+/// included), everything else is literal, and a trailing ` *` may match
+/// nothing at all.
+fn command_glob_matches(pattern: &str, command: &str) -> bool {
+    if let Some(prefix) = pattern.strip_suffix(" *")
+        && wildcard_matches(prefix, command)
+    {
+        return true;
+    }
+    wildcard_matches(pattern, command)
+}
+
+fn wildcard_matches(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Greedy matching with backtracking to the last `*`: linear in practice.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn m(pattern: &str, tool: &str, args: Value) -> bool {
+        let p = ToolPattern::parse(pattern).unwrap();
+        p.matches(tool, call_subject(tool, &args).as_deref())
+    }
+
+    #[test]
+    fn command_patterns() {
+        assert!(m(
+            "exec(cargo test *)",
+            "exec",
+            json!({"command": "cargo test -p core"})
+        ));
+        assert!(m(
+            "exec(cargo test *)",
+            "exec",
+            json!({"command": "cargo test"})
+        ));
+        assert!(!m(
+            "exec(cargo test *)",
+            "exec",
+            json!({"command": "cargo testx"})
+        ));
+        assert!(!m(
+            "exec(cargo test *)",
+            "exec",
+            json!({"command": "rm -rf / ; cargo test"})
+        ));
+        assert!(m(
+            "exec(git *)",
+            "exec",
+            json!({"command": "git log --oneline src/x"})
+        ));
+        assert!(m("exec", "exec", json!({"command": "anything"})));
+    }
+
+    #[test]
+    fn path_patterns() {
+        assert!(m("edit(src/**)", "edit", json!({"path": "src/a/b.rs"})));
+        assert!(m("edit(src/**)", "edit", json!({"path": "./src/lib.rs"})));
+        assert!(!m("edit(src/**)", "edit", json!({"path": "tests/a.rs"})));
+        assert!(!m("edit(src/*)", "edit", json!({"path": "src/a/b.rs"})));
+        assert!(m("ls(.)", "ls", json!({})));
+    }
+
+    #[test]
+    fn tool_name_globs() {
+        assert!(m("mcp__github__get_*", "mcp__github__get_issue", json!({})));
+        assert!(!m(
+            "mcp__github__get_*",
+            "mcp__github__create_issue",
+            json!({})
+        ));
+        assert!(!m("read", "write", json!({"path": "a"})));
+    }
+
+    #[test]
+    fn bad_patterns_say_what_was_expected() {
+        for bad in ["exec(cargo", "", "exec()", "ex ec", "read)"] {
+            let e = ToolPattern::parse(bad).unwrap_err();
+            assert!(!e.reason.is_empty(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wildcard_backtracks() {
+        assert!(wildcard_matches("a*b*c", "axxbyyc"));
+        assert!(!wildcard_matches("a*b*c", "axxbyy"));
+        assert!(wildcard_matches("*", ""));
+    }
+}

@@ -1,0 +1,4 @@
+//! (stub)
+pub struct SkillError;
+pub fn find_skill() {}
+pub fn load_skill_dir() {}

@@ -1,0 +1,41 @@
+//! Skills in the Agent Skills format: a folder named after the skill holding
+//! `SKILL.md` (YAML frontmatter + Markdown instructions).
+//!
+//! This module finds a skill by name in the skills paths, parses and
+//! validates its frontmatter, and maps Claude Code tool names to agentci's
+//! canonical ones. It does not decide which tools a run gets; the agent
+//! intersects the skill's patterns with the job's tools.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::policy::ToolPattern;
+
+pub mod discover;
+pub mod frontmatter;
+pub mod tool_names;
+
+pub use discover::{SkillError, find_skill, load_skill_dir};
+
+/// A loaded, validated skill.
+#[derive(Clone, Debug)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// The folder holding `SKILL.md`, absolute.
+    pub dir: PathBuf,
+    /// The Markdown body: the skill's instructions to the model.
+    pub instructions: String,
+    /// Canonical tool patterns from `allowed-tools` (`read`, `exec(git diff *)`);
+    /// `None` when the skill does not restrict tools.
+    pub allowed_tools: Option<Vec<ToolPattern>>,
+    pub license: Option<String>,
+    pub compatibility: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    /// agentci's own `model` key: a model name the skill prefers.
+    pub model: Option<String>,
+    /// agentci's own `max-turns` key.
+    pub max_turns: Option<u32>,
+    /// Problems that did not stop loading, such as an unknown tool name.
+    pub warnings: Vec<String>,
+}

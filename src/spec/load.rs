@@ -1,0 +1,3 @@
+//! (stub)
+pub struct LoadOptions;
+pub fn load_job() {}

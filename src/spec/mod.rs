@@ -1,0 +1,120 @@
+//! Job files: parsed from YAML into private raw structs, then validated into
+//! a [`JobSpec`] that cannot be invalid. Everything after this module trusts
+//! the spec.
+//!
+//! Errors are [`Diagnostic`]s that name the file, line and column and say what
+//! was expected; validation collects all of them in one pass.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::policy::ToolPattern;
+
+pub mod diagnostic;
+pub mod duration;
+pub mod load;
+mod raw;
+pub mod vars;
+
+pub use diagnostic::Diagnostic;
+pub use load::{LoadOptions, load_job};
+
+/// A validated job.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// The job file this came from.
+    pub path: PathBuf,
+    pub name: String,
+    pub skill: SkillRef,
+    /// The goal with `${{ vars.NAME }}` substituted.
+    pub goal: String,
+    pub vars: BTreeMap<String, String>,
+    pub model: ModelSpec,
+    /// The job's `tools`, canonical names; `None` means every builtin tool.
+    pub tools: Option<Vec<String>>,
+    pub permissions: PermissionsSpec,
+    pub budget: BudgetSpec,
+    /// Absolute workspace directory (resolved against the current directory).
+    pub workspace: PathBuf,
+    pub checks: Vec<CheckSpec>,
+    pub outputs: OutputsSpec,
+    /// Extra folders to look for skills in, absolute.
+    pub skills_path: Vec<PathBuf>,
+    /// Planning turns allowed before a plan must be submitted.
+    pub max_plan_turns: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SkillRef {
+    /// A skill found by name in the skills paths.
+    Name(String),
+    /// A skill folder given by path (relative paths resolved against the job file's folder).
+    Path(PathBuf),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderKind {
+    OpenAi,
+    Replay,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Replay => "replay",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpec {
+    pub provider: ProviderKind,
+    pub name: String,
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (never the key).
+    pub api_key_env: Option<String>,
+    /// For `replay`: the cassette to serve, absolute.
+    pub cassette: Option<PathBuf>,
+    /// Time allowed for one model request.
+    pub request_timeout: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultDecision {
+    Allow,
+    Deny,
+}
+
+#[derive(Clone, Debug)]
+pub struct PermissionsSpec {
+    pub default: DefaultDecision,
+    pub allow: Vec<ToolPattern>,
+    pub deny: Vec<ToolPattern>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BudgetSpec {
+    pub max_turns: Option<u32>,
+    pub max_tool_calls: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckSpec {
+    pub name: String,
+    /// A shell command, run with `sh -c` in the workspace.
+    pub run: String,
+    pub timeout: Duration,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutputsSpec {
+    /// The run folder; `None` means `.agentci/runs/<run-id>/` in the workspace.
+    pub dir: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+}

@@ -1,0 +1,207 @@
+//! The builtin tools the agent calls, and what every tool has in common: a
+//! name, a JSON schema for its arguments, and a [`ToolResult`] envelope.
+//!
+//! Tools do not decide permissions (that is [`crate::policy`]) and do not
+//! emit events (the agent does, around each call). They do keep every path
+//! inside the [`Workspace`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub mod edit;
+pub mod exec;
+pub mod find;
+pub mod grep;
+pub mod ls;
+pub mod read;
+pub mod schema;
+pub mod workspace;
+pub mod write;
+
+pub use workspace::{PathError, Workspace};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The canonical names of the builtin tools, in the order they are offered.
+pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "find", "grep", "ls", "exec"];
+
+/// The builtin tools that never change the workspace; they may run in parallel
+/// and are offered during planning.
+pub const READ_ONLY_TOOLS: &[&str] = &["read", "find", "grep", "ls"];
+
+/// How a tool presents itself to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    /// True when the tool never changes the workspace.
+    pub read_only: bool,
+}
+
+/// Machine-readable kinds of tool failure. The model sees the code and the
+/// message and can try again; none of these stops the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolErrorCode {
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    OutsideWorkspace,
+    NoMatch,
+    AmbiguousMatch,
+    Timeout,
+    Io,
+    UnknownTool,
+    LoopDetected,
+}
+
+impl ToolErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ToolErrorCode::NotFound => "NOT_FOUND",
+            ToolErrorCode::PermissionDenied => "PERMISSION_DENIED",
+            ToolErrorCode::OutsideWorkspace => "OUTSIDE_WORKSPACE",
+            ToolErrorCode::NoMatch => "NO_MATCH",
+            ToolErrorCode::AmbiguousMatch => "AMBIGUOUS_MATCH",
+            ToolErrorCode::Timeout => "TIMEOUT",
+            ToolErrorCode::Io => "IO_ERROR",
+            ToolErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ToolErrorCode::LoopDetected => "LOOP_DETECTED",
+        }
+    }
+}
+
+/// The envelope every tool call ends in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    pub ok: bool,
+    pub error: Option<ToolErrorCode>,
+    /// One line for the model and the logs: what happened.
+    pub summary: String,
+    /// The body the model reads (file contents, matches, command output). May be empty.
+    pub output: String,
+    /// Structured details for the trace.
+    pub data: Value,
+}
+
+impl ToolResult {
+    pub fn success(summary: impl Into<String>, output: impl Into<String>, data: Value) -> Self {
+        ToolResult {
+            ok: true,
+            error: None,
+            summary: summary.into(),
+            output: output.into(),
+            data,
+        }
+    }
+
+    pub fn failure(code: ToolErrorCode, message: impl Into<String>) -> Self {
+        ToolResult {
+            ok: false,
+            error: Some(code),
+            summary: message.into(),
+            output: String::new(),
+            data: Value::Null,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = data;
+        self
+    }
+
+    pub fn with_output(mut self, output: impl Into<String>) -> Self {
+        self.output = output.into();
+        self
+    }
+
+    /// The text the model gets back as the tool's result.
+    pub fn model_text(&self) -> String {
+        let head = match self.error {
+            Some(code) => format!("ERROR {}: {}", code.as_str(), self.summary),
+            None => self.summary.clone(),
+        };
+        if self.output.is_empty() {
+            head
+        } else {
+            format!("{head}\n{}", self.output)
+        }
+    }
+}
+
+/// Limits the tools work within; frozen before the run starts.
+#[derive(Clone, Debug)]
+pub struct ToolLimits {
+    /// Default and maximum time for one `exec` call.
+    pub exec_timeout: Duration,
+    pub exec_max_timeout: Duration,
+    /// Characters of output returned to the model before it is cut with a note.
+    pub max_output_chars: usize,
+    /// Matches `grep` returns before it stops with a truncation note.
+    pub grep_max_results: usize,
+    /// Entries `find` returns before it stops with a truncation note.
+    pub find_max_results: usize,
+    /// Lines `read` returns when no limit is given.
+    pub read_default_limit: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        ToolLimits {
+            exec_timeout: Duration::from_secs(120),
+            exec_max_timeout: Duration::from_secs(600),
+            max_output_chars: 30_000,
+            grep_max_results: 50,
+            find_max_results: 200,
+            read_default_limit: 2000,
+        }
+    }
+}
+
+/// What a tool call may touch.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub workspace: Workspace,
+    pub limits: ToolLimits,
+    /// Environment variables `exec` passes on, in addition to the inherited ones.
+    pub exec_env: Vec<(String, String)>,
+}
+
+/// A tool the agent can call. Arguments arrive already checked against
+/// [`Tool::spec`]'s schema.
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
+}
+
+/// The builtin tool called `name`, if there is one.
+pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
+    let tool: Box<dyn Tool> = match name {
+        "read" => Box::new(read::ReadTool::new()),
+        "write" => Box::new(write::WriteTool::new()),
+        "edit" => Box::new(edit::EditTool::new()),
+        "find" => Box::new(find::FindTool::new()),
+        "grep" => Box::new(grep::GrepTool::new()),
+        "ls" => Box::new(ls::LsTool::new()),
+        "exec" => Box::new(exec::ExecTool::new()),
+        _ => return None,
+    };
+    Some(tool)
+}
+
+/// Check `args` against `spec`'s schema and run the tool; a schema violation
+/// becomes an `INVALID_ARGUMENT` result without running anything.
+pub async fn call_checked(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> ToolResult {
+    if let Err(message) = schema::check_arguments(&tool.spec().parameters, &args) {
+        return ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!("invalid arguments for `{}`: {message}", tool.spec().name),
+        );
+    }
+    tool.call(args, ctx).await
+}

@@ -1,0 +1,8 @@
+mod support;
+
+mod policy;
+mod provider;
+mod run;
+mod sinks;
+mod tools;
+mod validate;
