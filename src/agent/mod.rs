@@ -1,1 +1,223 @@
-//! (stub)
+//! The agent: plan, execute, summarize, check — one run of a job.
+//!
+//! Everything the run does is reported as events on the [`EventBus`]; the
+//! run returns only its final [`RunCompleted`], which is also the last event.
+//! The agent knows nothing about files it writes (sinks do that) or about
+//! the terminal.
+
+pub mod batch;
+pub mod budget;
+pub mod checks;
+pub mod execute;
+pub mod loop_guard;
+pub mod plan;
+pub mod protocol;
+pub mod session;
+pub mod toolset;
+
+use std::time::Instant;
+
+use crate::event::{
+    EventBus, EventKind, OutputPaths, Phase, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
+    SkillLoaded, Totals,
+};
+use crate::policy::PermissionPolicy;
+use crate::provider::{Message, ModelProvider, ProviderError};
+use crate::skills::Skill;
+use crate::spec::JobSpec;
+use crate::tools::{ToolContext, ToolLimits, Workspace};
+
+use budget::BudgetTracker;
+use loop_guard::LoopGuard;
+use session::{Session, Stop};
+use toolset::ToolSet;
+
+/// Everything one run needs, validated and frozen.
+pub struct RunInput<'a> {
+    pub job: &'a JobSpec,
+    pub skill: &'a Skill,
+    pub provider: &'a dyn ModelProvider,
+    pub workspace: Workspace,
+    pub outputs: OutputPaths,
+    /// Problems found while loading that did not stop the run.
+    pub warnings: Vec<String>,
+    pub limits: ToolLimits,
+}
+
+/// Run the job to the end and return how it ended (also emitted as `run.completed`).
+pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
+    let started = Instant::now();
+    let RunInput {
+        job,
+        skill,
+        provider,
+        workspace,
+        outputs,
+        warnings,
+        limits,
+    } = input;
+    let tools = ToolSet::new(
+        job.tools.as_deref(),
+        skill.allowed_tools.as_deref(),
+    );
+    let workspace_display = workspace.root().display().to_string();
+    bus.emit(EventKind::RunStarted(RunStarted {
+        schema_version: SCHEMA_VERSION,
+        agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+        job_name: job.name.clone(),
+        job_file: job.path.display().to_string(),
+        skill: skill.name.clone(),
+        goal: job.goal.clone(),
+        model: provider.model_info(),
+        workspace: workspace_display.clone(),
+        tools: tools.names(),
+        outputs,
+    }));
+    bus.emit(EventKind::SkillLoaded(SkillLoaded {
+        name: skill.name.clone(),
+        path: skill.dir.display().to_string(),
+        description: skill.description.clone(),
+        allowed_tools: skill
+            .allowed_tools
+            .as_ref()
+            .map(|ps| ps.iter().map(|p| p.as_str().to_string()).collect()),
+        warnings: skill.warnings.clone(),
+    }));
+    for message in warnings.iter().chain(&skill.warnings) {
+        bus.emit(EventKind::Warning {
+            source: "load".into(),
+            message: message.clone(),
+        });
+    }
+
+    let mut session = Session {
+        provider,
+        model_name: job.model.name.clone(),
+        bus: bus.clone(),
+        ctx: ToolContext {
+            workspace: workspace.clone(),
+            limits,
+            exec_env: Vec::new(),
+        },
+        messages: vec![
+            Message::System {
+                content: protocol::system_prompt(skill, &workspace_display, &tools.names()),
+            },
+            Message::User {
+                content: protocol::goal_message(&job.goal),
+            },
+        ],
+        tools,
+        policy: PermissionPolicy::new(&job.permissions),
+        budget: BudgetTracker::new(&job.budget, skill.max_turns),
+        guard: LoopGuard::default(),
+        plan: Vec::new(),
+        step_summaries: Vec::new(),
+    };
+
+    let agent_result = match session.budget.remaining_time() {
+        Some(left) => match tokio::time::timeout(left, agent_phase(&mut session, job)).await {
+            Ok(result) => result,
+            Err(_) => Err(Stop::Budget(session.budget.timeout_exceeded())),
+        },
+        None => agent_phase(&mut session, job).await,
+    };
+    let summary = agent_result.as_ref().ok().cloned().flatten();
+
+    let (status, reason, checks_passed, checks_failed) = match agent_result {
+        Ok(_) => {
+            let (passed, failed) =
+                checks::run_checks(&job.checks, workspace.root(), &[], &bus).await;
+            if failed == 0 {
+                (RunStatus::Passed, passed_reason(passed), passed, failed)
+            } else {
+                (
+                    RunStatus::Failed,
+                    format!("{failed} of {} checks failed", passed + failed),
+                    passed,
+                    failed,
+                )
+            }
+        }
+        Err(Stop::Failed(reason)) => {
+            let (passed, failed) =
+                checks::run_checks(&job.checks, workspace.root(), &[], &bus).await;
+            (RunStatus::Failed, reason, passed, failed)
+        }
+        Err(Stop::Budget(exceeded)) => {
+            bus.emit(EventKind::BudgetExceeded {
+                limit: exceeded.limit,
+                used: exceeded.used,
+                max: exceeded.max,
+            });
+            let reason = exceeded.reason();
+            checks::skip_checks(&job.checks, &reason, &bus);
+            (RunStatus::BudgetExceeded, reason, 0, 0)
+        }
+        Err(Stop::Provider(error)) => {
+            let status = match error {
+                ProviderError::Config(_) => RunStatus::Error,
+                _ => RunStatus::ProviderUnavailable,
+            };
+            let reason = format!("model provider failed: {error}");
+            checks::skip_checks(&job.checks, &reason, &bus);
+            (status, reason, 0, 0)
+        }
+    };
+
+    let completed = RunCompleted {
+        status,
+        reason,
+        summary,
+        totals: Totals {
+            turns: session.budget.turns,
+            tool_calls: session.budget.tool_calls,
+            input_tokens: session.budget.usage.input_tokens,
+            output_tokens: session.budget.usage.output_tokens,
+            cost_usd: None,
+            duration_ms: started.elapsed().as_millis() as u64,
+        },
+        checks_passed,
+        checks_failed,
+    };
+    bus.emit(EventKind::RunCompleted(completed.clone()));
+    completed
+}
+
+fn passed_reason(checks: u32) -> String {
+    match checks {
+        0 => "the agent finished; the job has no checks".to_string(),
+        1 => "the check passed".to_string(),
+        n => format!("all {n} checks passed"),
+    }
+}
+
+/// Plan, execute, summarize. Returns the final summary, if the model gave one.
+async fn agent_phase(session: &mut Session<'_>, job: &JobSpec) -> Result<Option<String>, Stop> {
+    session.plan = plan::make_plan(session, job.max_plan_turns).await?;
+    execute::execute_plan(session).await?;
+    // The work is done; a budget too small for the summary turn does not fail the run.
+    if session.budget.check_model_call().is_err() {
+        return Ok(fallback_summary(session));
+    }
+    session.messages.push(Message::User {
+        content: protocol::SUMMARY_REQUEST.to_string(),
+    });
+    let response = session.call_model(Phase::Summary, None, Vec::new()).await?;
+    Ok(response
+        .text
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .or_else(|| fallback_summary(session)))
+}
+
+fn fallback_summary(session: &Session<'_>) -> Option<String> {
+    let joined = session
+        .step_summaries
+        .iter()
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    (!joined.is_empty()).then_some(joined)
+}

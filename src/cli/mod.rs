@@ -3,6 +3,8 @@
 //! the terminal.
 
 pub mod args;
+mod provider_setup;
+mod run_folder;
 pub mod run;
 pub mod validate;
 

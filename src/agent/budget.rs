@@ -1,0 +1,222 @@
+//! The run's budget: what has been spent and whether the next model call or
+//! tool batch may go ahead.
+//!
+//! Checked *before* spending, so a run stops cleanly between steps rather
+//! than in the middle of one. The wall-clock `timeout` is also enforced from
+//! outside (the agent phase runs under a deadline), because a single tool or
+//! model call can outlast it.
+
+use std::time::{Duration, Instant};
+
+use crate::event::{BudgetLimit, Usage};
+use crate::spec::BudgetSpec;
+
+/// Turns allowed when neither the job nor the skill sets `max_turns`:
+/// nobody is watching, so a run never goes on without a limit.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// A limit that ran out: which one, how much was used, what was allowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Exceeded {
+    pub limit: BudgetLimit,
+    pub used: f64,
+    pub max: f64,
+}
+
+impl Exceeded {
+    pub fn reason(&self) -> String {
+        match self.limit {
+            BudgetLimit::Timeout => format!(
+                "budget exceeded: timeout of {:.0}s reached",
+                self.max
+            ),
+            limit => format!(
+                "budget exceeded: {} is {} and {} were used",
+                limit.key(),
+                self.max,
+                self.used
+            ),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct BudgetTracker {
+    max_turns: u32,
+    max_tool_calls: Option<u32>,
+    max_tokens: Option<u64>,
+    timeout: Option<Duration>,
+    started: Instant,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+}
+
+impl BudgetTracker {
+    /// `skill_max_turns` applies when the job sets no `max_turns`.
+    pub fn new(spec: &BudgetSpec, skill_max_turns: Option<u32>) -> Self {
+        BudgetTracker {
+            max_turns: spec
+                .max_turns
+                .or(skill_max_turns)
+                .unwrap_or(DEFAULT_MAX_TURNS),
+            max_tool_calls: spec.max_tool_calls,
+            max_tokens: spec.max_tokens,
+            timeout: spec.timeout,
+            started: Instant::now(),
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Time left before `timeout`, if there is one.
+    pub fn remaining_time(&self) -> Option<Duration> {
+        self.timeout
+            .map(|t| t.saturating_sub(self.started.elapsed()))
+    }
+
+    /// The timeout as an [`Exceeded`], for when the deadline fires mid-call.
+    pub fn timeout_exceeded(&self) -> Exceeded {
+        let max = self.timeout.unwrap_or_default().as_secs_f64();
+        Exceeded {
+            limit: BudgetLimit::Timeout,
+            used: self.elapsed().as_secs_f64(),
+            max,
+        }
+    }
+
+    /// May another model call go ahead?
+    pub fn check_model_call(&self) -> Result<(), Exceeded> {
+        self.check_time()?;
+        if self.turns >= self.max_turns {
+            return Err(Exceeded {
+                limit: BudgetLimit::MaxTurns,
+                used: f64::from(self.turns),
+                max: f64::from(self.max_turns),
+            });
+        }
+        if let Some(max) = self.max_tokens
+            && self.usage.total() >= max
+        {
+            return Err(Exceeded {
+                limit: BudgetLimit::MaxTokens,
+                used: self.usage.total() as f64,
+                max: max as f64,
+            });
+        }
+        Ok(())
+    }
+
+    /// May a batch of `calls` tool calls go ahead?
+    pub fn check_tool_batch(&self, calls: u32) -> Result<(), Exceeded> {
+        self.check_time()?;
+        if let Some(max) = self.max_tool_calls
+            && self.tool_calls + calls > max
+        {
+            return Err(Exceeded {
+                limit: BudgetLimit::MaxToolCalls,
+                used: f64::from(self.tool_calls + calls),
+                max: f64::from(max),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_time(&self) -> Result<(), Exceeded> {
+        match self.timeout {
+            Some(t) if self.started.elapsed() >= t => Err(self.timeout_exceeded()),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn record_model_call(&mut self, usage: &Usage) {
+        self.turns += 1;
+        self.usage.input_tokens += usage.input_tokens;
+        self.usage.output_tokens += usage.output_tokens;
+        self.usage.cache_read_tokens += usage.cache_read_tokens;
+    }
+
+    pub fn record_tool_calls(&mut self, calls: u32) {
+        self.tool_calls += calls;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_run_out_before_the_next_call() {
+        let mut b = BudgetTracker::new(
+            &BudgetSpec {
+                max_turns: Some(2),
+                ..Default::default()
+            },
+            None,
+        );
+        assert!(b.check_model_call().is_ok());
+        b.record_model_call(&Usage::default());
+        assert!(b.check_model_call().is_ok());
+        b.record_model_call(&Usage::default());
+        let e = b.check_model_call().unwrap_err();
+        assert_eq!(e.limit, BudgetLimit::MaxTurns);
+    }
+
+    #[test]
+    fn tool_batch_that_would_overshoot_is_refused() {
+        let mut b = BudgetTracker::new(
+            &BudgetSpec {
+                max_tool_calls: Some(3),
+                ..Default::default()
+            },
+            None,
+        );
+        b.record_tool_calls(2);
+        assert!(b.check_tool_batch(1).is_ok());
+        assert_eq!(
+            b.check_tool_batch(2).unwrap_err().limit,
+            BudgetLimit::MaxToolCalls
+        );
+    }
+
+    #[test]
+    fn skill_turns_apply_only_when_the_job_sets_none() {
+        let b = BudgetTracker::new(&BudgetSpec::default(), Some(7));
+        assert_eq!(b.max_turns, 7);
+        let b = BudgetTracker::new(
+            &BudgetSpec {
+                max_turns: Some(3),
+                ..Default::default()
+            },
+            Some(7),
+        );
+        assert_eq!(b.max_turns, 3);
+        let b = BudgetTracker::new(&BudgetSpec::default(), None);
+        assert_eq!(b.max_turns, DEFAULT_MAX_TURNS);
+    }
+
+    #[test]
+    fn tokens_count_input_and_output() {
+        let mut b = BudgetTracker::new(
+            &BudgetSpec {
+                max_tokens: Some(100),
+                ..Default::default()
+            },
+            None,
+        );
+        b.record_model_call(&Usage {
+            input_tokens: 60,
+            output_tokens: 40,
+            cache_read_tokens: 0,
+        });
+        assert_eq!(
+            b.check_model_call().unwrap_err().limit,
+            BudgetLimit::MaxTokens
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! The job's checks: shell commands run in the workspace after the agent
+//! finishes. They, not the model, decide whether the run passed.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::event::{CheckCompleted, CheckOutcome, EventBus, EventKind};
+use crate::spec::CheckSpec;
+use crate::tools::exec::{ShellCommand, run_shell};
+
+/// Characters of check output kept in the trace and JUnit: the end, where failures are.
+const CHECK_OUTPUT_CHARS: usize = 20_000;
+
+/// Run every check in order and record each; returns how many passed and failed.
+pub async fn run_checks(
+    checks: &[CheckSpec],
+    workspace: &Path,
+    env: &[(String, String)],
+    bus: &EventBus,
+) -> (u32, u32) {
+    let (mut passed, mut failed) = (0, 0);
+    for check in checks {
+        let started = Instant::now();
+        let outcome = run_shell(&ShellCommand {
+            command: &check.run,
+            cwd: workspace,
+            timeout: check.timeout,
+            env,
+            max_output_chars: CHECK_OUTPUT_CHARS,
+        })
+        .await;
+        let (result, exit_code, output) = match outcome {
+            Ok(out) if out.timed_out => (CheckOutcome::TimedOut, out.exit_code, out.output),
+            Ok(out) if out.exit_code == Some(0) => (CheckOutcome::Passed, out.exit_code, out.output),
+            Ok(out) => (CheckOutcome::Failed, out.exit_code, out.output),
+            Err(e) => (CheckOutcome::Failed, None, format!("could not start the check: {e}")),
+        };
+        if result == CheckOutcome::Passed {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        bus.emit(EventKind::CheckCompleted(CheckCompleted {
+            name: check.name.clone(),
+            command: check.run.clone(),
+            outcome: result,
+            exit_code,
+            duration_ms: started.elapsed().as_millis() as u64,
+            output,
+        }));
+    }
+    (passed, failed)
+}
+
+/// Record every check as skipped: the agent did not finish, so they would judge nothing.
+pub fn skip_checks(checks: &[CheckSpec], reason: &str, bus: &EventBus) {
+    for check in checks {
+        bus.emit(EventKind::CheckCompleted(CheckCompleted {
+            name: check.name.clone(),
+            command: check.run.clone(),
+            outcome: CheckOutcome::Skipped,
+            exit_code: None,
+            duration_ms: 0,
+            output: reason.to_string(),
+        }));
+    }
+}

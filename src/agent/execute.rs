@@ -1,0 +1,78 @@
+//! The execution phase: each plan step runs a tool-calling loop until the
+//! model calls `step_done` (or answers with text only). The model may
+//! replace the steps after the current one with `update_plan`; completed
+//! steps never change.
+
+use crate::event::{EventKind, Phase};
+use crate::provider::Message;
+
+use super::protocol::{self, STEP_DONE, UPDATE_PLAN};
+use super::session::{Session, Stop};
+
+pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
+    let mut index = 0;
+    while index < session.plan.len() {
+        let step = session.plan[index].clone();
+        session.bus.emit(EventKind::StepStarted {
+            index,
+            title: step.title.clone(),
+        });
+        session.messages.push(Message::User {
+            content: protocol::step_message(index, session.plan.len(), &step),
+        });
+        let summary = run_step(session, index).await?;
+        session.bus.emit(EventKind::StepCompleted {
+            index,
+            title: step.title,
+            summary: summary.clone(),
+        });
+        session.step_summaries.push(summary);
+        index += 1;
+    }
+    Ok(())
+}
+
+/// Run step `index` to completion; returns its summary.
+async fn run_step(session: &mut Session<'_>, index: usize) -> Result<String, Stop> {
+    let mut tools = session.tools.definitions(false);
+    tools.push(protocol::step_done_tool());
+    tools.push(protocol::update_plan_tool());
+    loop {
+        let response = session
+            .call_model(Phase::Execute, Some(index), tools.clone())
+            .await?;
+        if response.tool_calls.is_empty() {
+            return Ok(response.text.unwrap_or_default().trim().to_string());
+        }
+        let applied = session
+            .run_calls(&response.tool_calls, &[STEP_DONE, UPDATE_PLAN], false, |call| {
+                let args = call.arguments.as_ref().map_err(Clone::clone)?;
+                if call.name == STEP_DONE {
+                    protocol::parse_summary(args).map(|_| protocol::STEP_DONE_ACK.to_string())
+                } else {
+                    protocol::parse_steps(args, true)
+                        .map(|steps| format!("Plan updated: {} steps after this one.", steps.len()))
+                }
+            })
+            .await?;
+        let mut done = None;
+        for call in applied {
+            let Ok(args) = call.arguments else { continue };
+            if call.name == UPDATE_PLAN {
+                if let Ok(steps) = protocol::parse_steps(&args, true) {
+                    session.plan.truncate(index + 1);
+                    session.plan.extend(steps);
+                    session.bus.emit(EventKind::PlanUpdated {
+                        steps: session.plan.clone(),
+                        from_index: index + 1,
+                    });
+                }
+            } else if done.is_none() {
+                done = protocol::parse_summary(&args).ok();
+            }
+        }
+        if let Some(summary) = done {
+            return Ok(summary);
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The state of one agent run and the two things every phase does: call the
+//! model (within budget, recorded) and run a turn's tool calls (control
+//! calls answered here, the rest through a [`batch`](super::batch)).
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::event::{
+    EventBus, EventKind, ModelRequest, ModelResponse, Phase, PlanStep, ToolCallRef,
+};
+use crate::policy::PermissionPolicy;
+use crate::provider::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolDefinition};
+use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
+
+use super::batch::{BatchEnv, run_batch};
+use super::budget::{BudgetTracker, Exceeded};
+use super::loop_guard::{LoopGuard, STOP_AT};
+use super::toolset::ToolSet;
+
+/// Why the agent phase ended early.
+#[derive(Debug)]
+pub enum Stop {
+    Budget(Exceeded),
+    Provider(ProviderError),
+    /// The agent could not finish (no plan, stuck in a loop).
+    Failed(String),
+}
+
+pub struct Session<'a> {
+    pub provider: &'a dyn ModelProvider,
+    pub model_name: String,
+    pub bus: EventBus,
+    pub ctx: ToolContext,
+    pub tools: ToolSet,
+    pub policy: PermissionPolicy,
+    pub budget: BudgetTracker,
+    pub guard: LoopGuard,
+    pub messages: Vec<Message>,
+    pub plan: Vec<PlanStep>,
+    /// Summaries of completed steps, in order.
+    pub step_summaries: Vec<String>,
+}
+
+/// A control call seen in a turn, applied by the phase that asked for it.
+#[derive(Debug, Clone)]
+pub struct ControlCall {
+    pub name: String,
+    pub arguments: Result<Value, String>,
+}
+
+impl Session<'_> {
+    /// Call the model with the conversation so far and `tools`; the reply is
+    /// appended to the conversation.
+    pub async fn call_model(
+        &mut self,
+        phase: Phase,
+        step: Option<usize>,
+        tools: Vec<ToolDefinition>,
+    ) -> Result<ChatResponse, Stop> {
+        self.budget.check_model_call().map_err(Stop::Budget)?;
+        let turn = self.budget.turns + 1;
+        let call_id = format!("model-{turn}");
+        self.bus.emit(EventKind::ModelRequest(ModelRequest {
+            call_id: call_id.clone(),
+            phase,
+            turn,
+            step,
+            messages: self.messages.len(),
+            tools: tools.iter().map(|t| t.name.clone()).collect(),
+        }));
+        let request = ChatRequest {
+            model: self.model_name.clone(),
+            messages: self.messages.clone(),
+            tools,
+        };
+        let started = Instant::now();
+        let response = self
+            .provider
+            .complete(&request)
+            .await
+            .map_err(Stop::Provider)?;
+        self.budget.record_model_call(&response.usage);
+        self.bus.emit(EventKind::ModelResponse(ModelResponse {
+            call_id,
+            latency_ms: started.elapsed().as_millis() as u64,
+            usage: response.usage.clone(),
+            finish_reason: response.finish_reason.clone(),
+            text: response.text.clone(),
+            tool_calls: response
+                .tool_calls
+                .iter()
+                .map(|c| ToolCallRef {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                })
+                .collect(),
+        }));
+        self.messages.push(Message::Assistant {
+            content: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        Ok(response)
+    }
+
+    /// Run one turn's calls. Calls named in `control` are not run: they are
+    /// returned for the phase to apply, and `answer` gives their result text.
+    /// Every call gets a tool message, in the order the model made them.
+    pub async fn run_calls(
+        &mut self,
+        calls: &[ToolCall],
+        control: &[&str],
+        read_only_phase: bool,
+        mut answer: impl FnMut(&ControlCall) -> Result<String, String>,
+    ) -> Result<Vec<ControlCall>, Stop> {
+        let (controls, regular): (Vec<(usize, &ToolCall)>, Vec<(usize, &ToolCall)>) = calls
+            .iter()
+            .enumerate()
+            .partition(|(_, c)| control.contains(&c.name.as_str()));
+        let regular_calls: Vec<ToolCall> = regular.iter().map(|(_, c)| (*c).clone()).collect();
+        self.budget
+            .check_tool_batch(regular_calls.len() as u32)
+            .map_err(Stop::Budget)?;
+
+        let mut texts: Vec<Option<String>> = vec![None; calls.len()];
+        let mut applied = Vec::new();
+        for (index, call) in controls {
+            let control_call = ControlCall {
+                name: call.name.clone(),
+                arguments: serde_json::from_str(&call.arguments)
+                    .map_err(|e| format!("arguments are not valid JSON: {e}")),
+            };
+            texts[index] = Some(match answer(&control_call) {
+                Ok(text) => {
+                    applied.push(control_call);
+                    text
+                }
+                Err(message) => ToolResult::failure(ToolErrorCode::InvalidArgument, message).model_text(),
+            });
+        }
+
+        let env = BatchEnv {
+            tools: &self.tools,
+            policy: &self.policy,
+            ctx: &self.ctx,
+            bus: &self.bus,
+            read_only_phase,
+        };
+        let results = run_batch(&env, &regular_calls, &mut self.guard).await;
+        self.budget.record_tool_calls(regular_calls.len() as u32);
+        for ((index, _), result) in regular.iter().zip(results) {
+            texts[*index] = Some(result.model_text());
+        }
+
+        for (call, text) in calls.iter().zip(texts) {
+            self.messages.push(Message::Tool {
+                tool_call_id: call.id.clone(),
+                content: text.unwrap_or_default(),
+            });
+        }
+        if self.guard.stuck() {
+            return Err(Stop::Failed(format!(
+                "the model made the same call {STOP_AT} times in a row"
+            )));
+        }
+        Ok(applied)
+    }
+}

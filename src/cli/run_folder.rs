@@ -1,0 +1,121 @@
+//! The run folder: where a run's trace, JUnit and other files go, and the
+//! run id that names it.
+//!
+//! Defaults to `.agentci/runs/<run-id>/` in the workspace; `.agentci/` is
+//! added to the repository's `.git/info/exclude` so it never shows up in
+//! the agent's diff.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::spec::OutputsSpec;
+
+/// A run id that sorts by start time and is unique across parallel runs.
+pub fn new_run_id() -> String {
+    let time = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{time}-{}", &random[..8])
+}
+
+pub struct RunFolder {
+    pub dir: PathBuf,
+    pub trace: PathBuf,
+    pub junit: PathBuf,
+}
+
+impl RunFolder {
+    /// `--out` (relative to `cwd`) beats `outputs.dir`; `outputs.trace` and
+    /// `outputs.junit` beat the folder's defaults (the CLI's `--trace` and
+    /// `--junit` are applied by the caller).
+    pub fn resolve(
+        run_id: &str,
+        workspace: &Path,
+        cwd: &Path,
+        out_flag: Option<&Path>,
+        outputs: &OutputsSpec,
+    ) -> RunFolder {
+        let dir = match (out_flag, &outputs.dir) {
+            (Some(flag), _) => cwd.join(flag),
+            (None, Some(dir)) => dir.clone(),
+            (None, None) => workspace.join(".agentci").join("runs").join(run_id),
+        };
+        RunFolder {
+            trace: outputs
+                .trace
+                .clone()
+                .unwrap_or_else(|| dir.join("trace.jsonl")),
+            junit: outputs
+                .junit
+                .clone()
+                .unwrap_or_else(|| dir.join("junit.xml")),
+            dir,
+        }
+    }
+
+    /// Create the folder and keep `.agentci/` out of the workspace's git status.
+    pub fn create(&self, workspace: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
+            format!("cannot create the run folder {}: {e}", self.dir.display())
+        })?;
+        exclude_from_git(workspace).map_err(|e| {
+            format!(
+                "cannot add .agentci/ to {}: {e}",
+                workspace.join(".git/info/exclude").display()
+            )
+        })
+    }
+}
+
+/// Add `.agentci/` to `.git/info/exclude` when the workspace is a repository root.
+fn exclude_from_git(workspace: &Path) -> std::io::Result<()> {
+    let git = workspace.join(".git");
+    if !git.is_dir() {
+        return Ok(());
+    }
+    let info = git.join("info");
+    std::fs::create_dir_all(&info)?;
+    let exclude = info.join("exclude");
+    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if current.lines().any(|l| l.trim() == ".agentci/" || l.trim() == "/.agentci/") {
+        return Ok(());
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&exclude)?;
+    if !current.is_empty() && !current.ends_with('\n') {
+        writeln!(file)?;
+    }
+    writeln!(file, "/.agentci/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exclude_is_added_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        exclude_from_git(dir.path()).unwrap();
+        exclude_from_git(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
+        assert_eq!(text.matches(".agentci/").count(), 1);
+    }
+
+    #[test]
+    fn flags_beat_job_outputs() {
+        let outputs = OutputsSpec {
+            dir: Some(PathBuf::from("/ws/out")),
+            trace: None,
+            junit: Some(PathBuf::from("/ws/j.xml")),
+        };
+        let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), None, &outputs);
+        assert_eq!(f.trace, PathBuf::from("/ws/out/trace.jsonl"));
+        assert_eq!(f.junit, PathBuf::from("/ws/j.xml"));
+        let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), Some(Path::new("o")), &OutputsSpec::default());
+        assert_eq!(f.dir, PathBuf::from("/cwd/o"));
+        let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), None, &OutputsSpec::default());
+        assert_eq!(f.dir, PathBuf::from("/ws/.agentci/runs/r"));
+    }
+}
