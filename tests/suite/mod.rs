@@ -1,5 +1,6 @@
 mod support;
 
+mod examples;
 mod policy;
 mod provider;
 mod run;

@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod fake_model;
+pub mod harness;
 pub mod trace_schema;

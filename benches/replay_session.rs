@@ -1,0 +1,114 @@
+//! A replayed 200-turn session: wall time and peak RSS of `agentci run --replay`.
+//!
+//! Records a scripted 200-turn session against the test fake model server
+//! once, then replays it several times. Run with
+//! `cargo bench --bench replay_session`. Prints figures; asserts nothing.
+
+#[path = "../tests/suite/support/fake_model.rs"]
+#[allow(dead_code)]
+mod fake_model;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_model::{FakeModel, Reply};
+use serde_json::json;
+
+const TURNS: usize = 200;
+const REPLAYS: usize = 7;
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    setup(root);
+
+    // plan + (TURNS - 3) tool turns + step_done + summary = TURNS model calls.
+    let mut script = vec![Reply::plan(&[("Read everything", "all files read")])];
+    for i in 0..TURNS - 3 {
+        let call = if i % 2 == 0 {
+            ("read", json!({"path": format!("src/file{}.txt", i % 10), "offset": 1 + i % 7}))
+        } else {
+            ("grep", json!({"pattern": format!("line {}", i % 50)}))
+        };
+        script.push(Reply::tool_calls(vec![(&format!("call_{i}"), call.0, call.1)]));
+    }
+    script.push(Reply::step_done("read everything"));
+    script.push(Reply::text("Read all the files."));
+    let model = FakeModel::start(script);
+    let job = std::fs::read_to_string(root.join("job.yaml"))
+        .expect("job")
+        .replace("BASE_URL", &model.base_url());
+    std::fs::write(root.join("job.yaml"), job).expect("job");
+
+    let (status, wall, rss) = run(root, &["--record", "cassette.jsonl"]);
+    assert!(status == 0, "recording run failed with exit code {status}");
+    println!("recorded: {TURNS} turns live against the fake server in {:.0} ms", ms(wall));
+    drop(model);
+
+    let mut walls = Vec::new();
+    let mut peak = 0;
+    for _ in 0..REPLAYS {
+        let (status, wall, rss_kb) = run(root, &["--replay", "cassette.jsonl"]);
+        assert!(status == 0, "replay failed with exit code {status}");
+        walls.push(wall);
+        peak = peak.max(rss_kb);
+    }
+    walls.sort();
+    let size = std::fs::metadata(root.join("cassette.jsonl")).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "replay of {TURNS} turns ({:.1} MB cassette): median {:.0} ms, min {:.0} ms, peak RSS {:.1} MB over {REPLAYS} runs (target: < 1 s, < 40 MB); recording run peak RSS {:.1} MB",
+        size as f64 / 1e6,
+        ms(walls[REPLAYS / 2]),
+        ms(walls[0]),
+        peak as f64 / 1024.0,
+        rss as f64 / 1024.0,
+    );
+}
+
+fn setup(root: &Path) {
+    for i in 0..10 {
+        let text: String = (0..200).map(|l| format!("line {l} of file {i}\n")).collect();
+        write(&root.join(format!("ws/src/file{i}.txt")), &text);
+    }
+    write(
+        &root.join("skills/reader/SKILL.md"),
+        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
+    );
+    write(
+        &root.join("job.yaml"),
+        "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
+         model: {provider: openai, name: bench, base_url: BASE_URL}\n\
+         tools: [read, grep]\npermissions: {default: allow}\nbudget: {max_turns: 250}\nworkspace: ws\n",
+    );
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// Run agentci in `root`; returns exit code, wall time and peak RSS in KiB.
+fn run(root: &Path, extra: &[&str]) -> (i32, Duration, i64) {
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_agentci"))
+        .args(["run", "job.yaml", "--progress", "none", "--out", "out"])
+        .args(extra)
+        .current_dir(root)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agentci");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, whose pid we just got; `status` and `usage` outlive the call.
+    unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    (libc::WEXITSTATUS(status), wall, usage.ru_maxrss)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,102 @@
+//! Running the real `agentci` binary on a temporary workspace.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A temporary folder holding a workspace, a skills folder and job files.
+pub struct Sandbox {
+    pub root: TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let sandbox = Sandbox {
+            root: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(sandbox.workspace()).unwrap();
+        sandbox
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.root.path().join("ws")
+    }
+
+    /// Write a file relative to the sandbox root, creating folders.
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.root.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.root.path().join(relative)).unwrap()
+    }
+
+    /// A skill `name` under `skills/` with the given `allowed-tools` line (or none).
+    pub fn skill(&self, name: &str, allowed_tools: Option<&str>) {
+        let tools = allowed_tools
+            .map(|t| format!("allowed-tools: {t}\n"))
+            .unwrap_or_default();
+        self.write(
+            &format!("skills/{name}/SKILL.md"),
+            &format!(
+                "---\nname: {name}\ndescription: A test skill that fixes small things.\n{tools}---\n\nFix what the goal says, then check it.\n"
+            ),
+        );
+    }
+
+    /// Run `agentci` with `args` in the sandbox root.
+    pub fn agentci(&self, args: &[&str]) -> Output {
+        agentci_in(self.root.path(), args, &[])
+    }
+
+    pub fn trace(&self, relative: &str) -> Vec<Value> {
+        read_jsonl(&self.root.path().join(relative))
+    }
+}
+
+pub fn agentci_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
+    cmd.args(args).current_dir(dir).env_remove("OPENAI_API_KEY");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `type` of every event, in order.
+pub fn types(trace: &[Value]) -> Vec<String> {
+    trace
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every event of `kind`.
+pub fn events<'a>(trace: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    trace.iter().filter(|e| e["type"] == kind).collect()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
