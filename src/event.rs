@@ -422,3 +422,39 @@ mod tests {
         assert_eq!(line["title"], "look");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    struct Seqs(Arc<Mutex<Vec<u64>>>);
+    impl EventSink for Seqs {
+        fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+            self.0.lock().unwrap().push(event.seq);
+            Ok(())
+        }
+    }
+
+    proptest! {
+        /// Events emitted from several threads at once still get seq 1, 2, 3… in delivery order.
+        #[test]
+        fn seq_is_gapless_under_concurrent_emitters(threads in 1usize..6, per_thread in 0usize..40) {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let bus = EventBus::new("r", vec![Box::new(Seqs(seen.clone()))]);
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    let bus = bus.clone();
+                    s.spawn(move || {
+                        for i in 0..per_thread {
+                            bus.emit(EventKind::StepStarted { index: i, title: String::new() });
+                        }
+                    });
+                }
+            });
+            let seqs = seen.lock().unwrap().clone();
+            let expected: Vec<u64> = (1..=(threads * per_thread) as u64).collect();
+            prop_assert_eq!(seqs, expected);
+        }
+    }
+}

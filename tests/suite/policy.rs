@@ -1,1 +1,72 @@
-//! (to be written)
+//! Properties of the permission policy that must hold for any input.
+
+use agentci::event::Decision;
+use agentci::policy::{PermissionPolicy, ToolPattern};
+use agentci::spec::{DefaultDecision, PermissionsSpec};
+use proptest::prelude::*;
+use serde_json::json;
+
+fn policy(default: DefaultDecision, allow: &[String], deny: &[String]) -> PermissionPolicy {
+    let parse = |v: &[String]| v.iter().map(|s| ToolPattern::parse(s).unwrap()).collect();
+    PermissionPolicy::new(&PermissionsSpec {
+        default,
+        allow: parse(allow),
+        deny: parse(deny),
+    })
+}
+
+fn word() -> impl Strategy<Value = String> {
+    "[a-z][a-z0-9_-]{0,6}"
+}
+
+proptest! {
+    /// Deny beats allow: a command a deny rule matches is denied whatever the allow rules say.
+    #[test]
+    fn deny_beats_allow_for_any_command(
+        program in word(),
+        args in proptest::collection::vec("[ -~]{0,12}", 0..4),
+        default_allow in any::<bool>(),
+    ) {
+        let command = std::iter::once(program.clone()).chain(args).collect::<Vec<_>>().join(" ");
+        let p = policy(
+            if default_allow { DefaultDecision::Allow } else { DefaultDecision::Deny },
+            &["exec".to_string(), format!("exec({program} *)")],
+            &[format!("exec({program} *)")],
+        );
+        let verdict = p.decide("exec", &json!({ "command": command }));
+        prop_assert_eq!(verdict.decision, Decision::Deny);
+    }
+
+    /// `exec(PREFIX *)` allows exactly the commands that are PREFIX or start with `PREFIX `.
+    #[test]
+    fn command_prefix_pattern_matches_only_that_program(
+        program in word(),
+        other in word(),
+        rest in "[ -~]{0,20}",
+    ) {
+        let p = policy(DefaultDecision::Deny, &[format!("exec({program} *)")], &[]);
+        let allowed = |c: &str| p.decide("exec", &json!({ "command": c })).decision == Decision::Allow;
+        prop_assert!(allowed(&program));
+        let with_args = format!("{program} {rest}");
+        prop_assert!(allowed(&with_args));
+        if other != program {
+            let other_cmd = format!("{other} {rest}");
+            prop_assert!(!allowed(&other_cmd), "{} must not be allowed by exec({} *)", other_cmd, program);
+        }
+    }
+
+    /// A path pattern `DIR/**` allows every path under DIR and nothing beside it.
+    #[test]
+    fn directory_glob_stays_in_its_directory(
+        dir in word(),
+        sibling in word(),
+        parts in proptest::collection::vec(word(), 1..4),
+    ) {
+        prop_assume!(dir != sibling);
+        let p = policy(DefaultDecision::Deny, &[format!("edit({dir}/**)")], &[]);
+        let inside = format!("{dir}/{}", parts.join("/"));
+        let outside = format!("{sibling}/{}", parts.join("/"));
+        prop_assert_eq!(p.decide("edit", &json!({ "path": inside })).decision, Decision::Allow);
+        prop_assert_eq!(p.decide("edit", &json!({ "path": outside })).decision, Decision::Deny);
+    }
+}
