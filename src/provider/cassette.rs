@@ -142,8 +142,9 @@ impl WorkspacePaths {
         let mut forms = Vec::new();
         let mut push = |path: &Path| {
             let text = path.to_string_lossy().trim_end_matches('/').to_string();
-            // An empty or "/" root would rewrite every slash; leave text alone.
-            if text.is_empty() {
+            // A relative root ("." would rewrite every dot) or "/" (every
+            // slash) is not a recognisable path; leave text alone.
+            if text.is_empty() || !path.is_absolute() {
                 return;
             }
             // Inside tool-call arguments the path is JSON-escaped.
@@ -158,15 +159,20 @@ impl WorkspacePaths {
         };
         push(root);
         // A workspace under a symlink (macOS /var → /private/var) shows up both ways.
-        if let Ok(canonical) = root.canonicalize()
-            && canonical != root
-        {
-            push(&canonical);
+        let canonical = root.canonicalize().ok();
+        if let Some(canonical) = canonical.as_deref().filter(|canonical| *canonical != root) {
+            push(canonical);
         }
+        // Expand to the path as given, or to the canonical one for a relative root.
+        let expanded = if root.is_absolute() {
+            Some(root)
+        } else {
+            canonical.as_deref()
+        };
+        let root = expanded
+            .map(|path| path.to_string_lossy().trim_end_matches('/').to_string())
+            .filter(|text| !text.is_empty());
         forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
-        let root = forms
-            .first()
-            .map(|_| root.to_string_lossy().trim_end_matches('/').to_string());
         Self { forms, root }
     }
 
@@ -472,5 +478,13 @@ mod tests {
         let root = WorkspacePaths::new(Path::new("/"));
         assert_eq!(root.normalize_text("/etc/passwd"), "/etc/passwd");
         assert_eq!(root.expand_text("${WORKSPACE}"), "${WORKSPACE}");
+        // A relative root is used through its absolute form, never as is.
+        let here = WorkspacePaths::new(Path::new("."));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(here.normalize_text("a.b"), "a.b");
+        assert_eq!(
+            here.normalize_text(&format!("{}/x", cwd.display())),
+            "${WORKSPACE}/x"
+        );
     }
 }
