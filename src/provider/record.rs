@@ -1,1 +1,114 @@
-//! (stub)
+//! Recording: a provider wrapper that writes every exchange to a cassette.
+//!
+//! [`RecordingProvider`] forwards each request to the real provider and, when
+//! it answers, appends the normalized exchange to the cassette and flushes it
+//! right away, so a run that is killed keeps everything recorded so far.
+//! Failed calls are not recorded. The format lives in [`super::cassette`].
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::cassette::{CassetteHeader, Exchange, WorkspacePaths};
+use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
+use crate::event::ModelInfo;
+use crate::tools::BoxFuture;
+
+/// Wraps any provider and records what it says.
+pub struct RecordingProvider {
+    inner: Box<dyn ModelProvider>,
+    path: PathBuf,
+    paths: WorkspacePaths,
+    file: Mutex<File>,
+}
+
+impl std::fmt::Debug for RecordingProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingProvider")
+            .field("model", &self.inner.model_info())
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RecordingProvider {
+    /// Creates (or truncates) the cassette at `path` and writes its header.
+    /// `workspace_root` is the absolute path replaced by `${WORKSPACE}`.
+    pub fn new(
+        inner: Box<dyn ModelProvider>,
+        path: impl Into<PathBuf>,
+        workspace_root: &Path,
+    ) -> Result<Self, ProviderError> {
+        let path = path.into();
+        let cannot_create = |err: std::io::Error| {
+            ProviderError::Config(format!("cannot create cassette {}: {err}", path.display()))
+        };
+        if let Some(parent) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent).map_err(cannot_create)?;
+        }
+        let file = File::create(&path).map_err(cannot_create)?;
+        let info = inner.model_info();
+        let recorder = Self {
+            inner,
+            paths: WorkspacePaths::new(workspace_root),
+            file: Mutex::new(file),
+            path,
+        };
+        recorder.append(&CassetteHeader::new(info.provider, info.name))?;
+        Ok(recorder)
+    }
+
+    /// The cassette being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one JSON line and flushes it, whole lines only, under the lock
+    /// so concurrent calls never interleave.
+    fn append(&self, line: &impl serde::Serialize) -> Result<(), ProviderError> {
+        let write_error = |err: &dyn std::fmt::Display| {
+            ProviderError::Config(format!(
+                "cannot write to cassette {}: {err}; check free space and permissions",
+                self.path.display()
+            ))
+        };
+        let mut text = serde_json::to_string(line).map_err(|err| write_error(&err))?;
+        text.push('\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| write_error(&"an earlier write panicked"))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|err| write_error(&err))
+    }
+
+    fn record(&self, request: &ChatRequest, response: &ChatResponse) -> Result<(), ProviderError> {
+        self.append(&Exchange {
+            request: self.paths.normalize_request(request),
+            response: self.paths.normalize_response(response),
+        })
+    }
+}
+
+impl ModelProvider for RecordingProvider {
+    /// The wrapped provider's identity: recording does not change who answers.
+    fn model_info(&self) -> ModelInfo {
+        self.inner.model_info()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let response = self.inner.complete(request).await?;
+            self.record(request, &response)?;
+            Ok(response)
+        })
+    }
+}

@@ -1,1 +1,96 @@
-//! (stub)
+//! Replay: a provider that serves a recorded cassette instead of a model.
+//!
+//! [`ReplayProvider`] answers the run's requests with the recorded responses,
+//! in order, and insists that each request (normalized, model name aside)
+//! equals the one recorded; when it does not, the error names the exchange,
+//! the cassette line and the first field that differs. It needs no key and no
+//! network. Reading the file and comparing live in [`super::cassette`].
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::cassette::{Cassette, RecordedExchange, WorkspacePaths, comparable, first_difference};
+use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
+use crate::event::ModelInfo;
+use crate::tools::BoxFuture;
+
+#[derive(Debug)]
+pub struct ReplayProvider {
+    cassette: Cassette,
+    paths: WorkspacePaths,
+    /// Index of the next exchange to serve; moves only on a match.
+    next: Mutex<usize>,
+}
+
+impl ReplayProvider {
+    /// Reads the whole cassette up front, so a malformed line fails before
+    /// the run starts. `workspace_root` is what `${WORKSPACE}` stands for.
+    pub fn open(path: impl AsRef<Path>, workspace_root: &Path) -> Result<Self, ProviderError> {
+        Ok(Self {
+            cassette: Cassette::read(path.as_ref())?,
+            paths: WorkspacePaths::new(workspace_root),
+            next: Mutex::new(0),
+        })
+    }
+
+    /// How many exchanges the cassette holds.
+    pub fn len(&self) -> usize {
+        self.cassette.exchanges.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cassette.exchanges.is_empty()
+    }
+
+    /// How many exchanges have been served so far.
+    pub fn served(&self) -> usize {
+        self.next.lock().map_or(0, |next| *next)
+    }
+
+    fn serve(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let shown = self.cassette.path.display();
+        let mut next = self.next.lock().map_err(|_| {
+            ProviderError::ReplayDiverged(format!(
+                "cassette {shown}: an earlier replay call panicked"
+            ))
+        })?;
+        let Some(RecordedExchange { line, exchange }) = self.cassette.exchanges.get(*next) else {
+            return Err(ProviderError::ReplayDiverged(format!(
+                "cassette {shown} has only {} exchanges; the run asked for more",
+                self.cassette.exchanges.len()
+            )));
+        };
+        let sent = comparable(&self.paths.normalize_request(request));
+        if let Some(diff) = first_difference(&comparable(&exchange.request), &sent) {
+            return Err(ProviderError::ReplayDiverged(format!(
+                "replay diverged from cassette {shown} at exchange {} (line {line}): {}: recorded {} but the run sent {}; re-record with --record",
+                *next + 1,
+                if diff.path.is_empty() {
+                    "request"
+                } else {
+                    &diff.path
+                },
+                diff.recorded,
+                diff.actual
+            )));
+        }
+        *next += 1;
+        Ok(self.paths.expand_response(&exchange.response))
+    }
+}
+
+impl ModelProvider for ReplayProvider {
+    fn model_info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: "replay".to_string(),
+            name: self.cassette.header.model.clone(),
+        }
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move { self.serve(request) })
+    }
+}
