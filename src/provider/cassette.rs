@@ -280,12 +280,42 @@ fn map_value(value: &Value, f: MapText<'_>) -> Value {
 }
 
 /// The part of a (normalized) request that replay compares: everything but
-/// the model name, which may differ between the recording and the replaying job.
+/// the model name, which may differ between the recording and the replaying
+/// job, and the bodies of tool results.
+///
+/// A tool result is compared by its first line only (the summary, such as
+/// `exit code 101` or `ERROR NO_MATCH: ...`), with durations masked: command
+/// output differs between machines and toolchain versions by nature, while
+/// the summary says whether the run took the same path as the recording.
 pub fn comparable(request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => serde_json::json!({
+                "role": "tool",
+                "tool_call_id": tool_call_id,
+                "content": mask_durations(content.lines().next().unwrap_or_default()),
+            }),
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        })
+        .collect();
     serde_json::json!({
-        "messages": request.messages,
+        "messages": messages,
         "tools": request.tools,
     })
+}
+
+/// `in 0.42s`, `(1200 ms)` → `<duration>`: times differ between runs.
+fn mask_durations(text: &str) -> String {
+    static DURATION: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match DURATION.get_or_init(|| regex::Regex::new(r"\b\d+(\.\d+)?\s?(ms|s|m)\b").ok()) {
+        Some(re) => re.replace_all(text, "<duration>").into_owned(),
+        None => text.to_string(),
+    }
 }
 
 /// Where two JSON values first differ, both sides abbreviated for a message.
