@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 use crate::event::{
-    BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventKind, EventSink, RunCompleted,
-    RunStatus, SinkError,
+    BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventKind, EventSink, PlanStep,
+    RunCompleted, RunStatus, SinkError,
 };
 
 const PREFIX: &str = "[agentci]";
@@ -61,18 +61,14 @@ impl PlainLog {
             EventKind::Warning { source, message } => {
                 lines.push(format!("warning: {source}: {message}"));
             }
-            EventKind::PlanCreated { steps } | EventKind::PlanUpdated { steps, .. } => {
-                let verb = match &event.kind {
-                    EventKind::PlanUpdated { from_index, .. } => {
-                        format!("plan updated from step {}", from_index + 1)
-                    }
-                    _ => "plan".to_string(),
-                };
+            EventKind::PlanCreated { steps } => {
                 self.plan_len = Some(steps.len());
-                lines.push(format!("{verb}: {}", plural(steps.len() as u64, "step")));
-                for (i, step) in steps.iter().enumerate() {
-                    lines.push(format!("  {}. {}", i + 1, one_line(&step.title, 100)));
-                }
+                lines.extend(plan_lines("plan".to_string(), steps));
+            }
+            EventKind::PlanUpdated { steps, from_index } => {
+                self.plan_len = Some(steps.len());
+                let verb = format!("plan updated from step {}", from_index + 1);
+                lines.extend(plan_lines(verb, steps));
             }
             EventKind::StepStarted { index, title } => {
                 lines.push(format!(
@@ -352,6 +348,14 @@ fn describe_call(tool: &str, arguments: &Value) -> String {
         Some(argument) => format!("{tool} {}", one_line(argument, 80)),
         None => tool.to_string(),
     }
+}
+
+fn plan_lines(verb: String, steps: &[PlanStep]) -> Vec<String> {
+    let mut lines = vec![format!("{verb}: {}", plural(steps.len() as u64, "step"))];
+    for (i, step) in steps.iter().enumerate() {
+        lines.push(format!("  {}. {}", i + 1, one_line(&step.title, 100)));
+    }
+    lines
 }
 
 fn check_lines(check: &CheckCompleted) -> Vec<String> {

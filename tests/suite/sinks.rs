@@ -967,9 +967,13 @@ fn plain_log_reports_why_a_run_stopped() {
     let out = Captured::default();
     let mut log = PlainLog::new(Box::new(out.clone()));
     for event in stamped(vec![
+        EventKind::PlanUpdated {
+            steps: plan(&["Look", "Retry"]),
+            from_index: 1,
+        },
         EventKind::StepStarted {
             index: 4,
-            title: "no plan was announced".into(),
+            title: "beyond the plan".into(),
         },
         EventKind::BudgetExceeded {
             limit: BudgetLimit::MaxCostUsd,
@@ -983,7 +987,10 @@ fn plain_log_reports_why_a_run_stopped() {
     assert_eq!(
         out.text(),
         "\
-[agentci] step 5: no plan was announced
+[agentci] plan updated from step 2: 2 steps
+[agentci]   1. Look
+[agentci]   2. Retry
+[agentci] step 5: beyond the plan
 [agentci] budget exceeded: max_cost_usd $2.0400 of $2.0000
 [agentci] run stopped (budget exceeded) in 7.1s: 12 turns, 9 tool calls, 3,400 tokens
 [agentci]   reason: max_cost_usd exceeded
