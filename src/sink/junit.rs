@@ -1,0 +1,303 @@
+//! The JUnit XML report of a run, in the Jenkins flavour CI servers read.
+//!
+//! One `<testsuite>` named after the job holds one `<testcase>` for the agent
+//! and one per check. The writer only collects what it needs from the events
+//! and writes the file in [`EventSink::finish`], so a run that crashed before
+//! `run.completed` still gets a valid report whose agent testcase is an error.
+//! It does not decide pass or fail itself: statuses come from the events.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, FixedOffset};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::event::{
+    CheckCompleted, CheckOutcome, Event, EventKind, EventSink, RunCompleted, RunStarted, RunStatus,
+    SinkError,
+};
+
+/// Collects a run's events and writes JUnit XML when the run finishes.
+pub struct JunitWriter {
+    path: PathBuf,
+    started: Option<RunStarted>,
+    started_ts: Option<String>,
+    last_ts: Option<String>,
+    checks: Vec<CheckCompleted>,
+    completed: Option<RunCompleted>,
+    /// Counted from the events, for a run that never reached `run.completed`.
+    counted: Counted,
+}
+
+#[derive(Default)]
+struct Counted {
+    turns: u64,
+    tool_calls: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl JunitWriter {
+    pub fn new(path: PathBuf) -> JunitWriter {
+        JunitWriter {
+            path,
+            started: None,
+            started_ts: None,
+            last_ts: None,
+            checks: Vec::new(),
+            completed: None,
+            counted: Counted::default(),
+        }
+    }
+
+    /// The report as XML, from the events seen so far.
+    pub fn to_xml(&self) -> Result<String, quick_junit::SerializeError> {
+        let mut report = Report::new("agentci");
+        report.add_test_suite(self.suite());
+        report.to_string()
+    }
+
+    fn suite(&self) -> TestSuite {
+        let name = self
+            .started
+            .as_ref()
+            .map_or("agentci", |s| s.job_name.as_str());
+        let mut suite = TestSuite::new(name);
+        let timestamp = self
+            .started_ts
+            .as_deref()
+            .or(self.last_ts.as_deref())
+            .and_then(parse_ts)
+            .unwrap_or_else(|| chrono::Utc::now().fixed_offset());
+        suite.set_timestamp(timestamp);
+        suite.set_time(self.run_time());
+        self.add_properties(&mut suite);
+
+        let mut names = UniqueNames::default();
+        suite.add_test_case(self.agent_case(&mut names));
+        for check in &self.checks {
+            suite.add_test_case(self.check_case(check, &mut names));
+        }
+        suite
+    }
+
+    /// The whole run: its own total, or the span of the events seen when it crashed.
+    fn run_time(&self) -> Duration {
+        if let Some(done) = &self.completed {
+            return Duration::from_millis(done.totals.duration_ms);
+        }
+        match (
+            self.started_ts.as_deref().and_then(parse_ts),
+            self.last_ts.as_deref().and_then(parse_ts),
+        ) {
+            (Some(start), Some(last)) => (last - start).to_std().unwrap_or_default(),
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn add_properties(&self, suite: &mut TestSuite) {
+        let mut props: Vec<(&str, String)> = Vec::new();
+        if let Some(started) = &self.started {
+            props.push((
+                "model",
+                format!("{}:{}", started.model.provider, started.model.name),
+            ));
+        }
+        let (turns, tool_calls, input, output, cost) = match &self.completed {
+            Some(done) => (
+                u64::from(done.totals.turns),
+                u64::from(done.totals.tool_calls),
+                done.totals.input_tokens,
+                done.totals.output_tokens,
+                done.totals.cost_usd,
+            ),
+            None => (
+                self.counted.turns,
+                self.counted.tool_calls,
+                self.counted.input_tokens,
+                self.counted.output_tokens,
+                None,
+            ),
+        };
+        props.push(("turns", turns.to_string()));
+        props.push(("tool_calls", tool_calls.to_string()));
+        props.push(("input_tokens", input.to_string()));
+        props.push(("output_tokens", output.to_string()));
+        // An unknown price is "unknown", never a misleading zero.
+        props.push((
+            "cost_usd",
+            cost.map_or_else(|| "unknown".to_string(), |c| format!("{c:.4}")),
+        ));
+        if let Some(trace) = self.started.as_ref().and_then(|s| s.outputs.trace.clone()) {
+            props.push(("trace", trace));
+        }
+        let status = self
+            .completed
+            .as_ref()
+            .map_or("incomplete", |done| done.status.as_str());
+        props.push(("status", status.to_string()));
+        for (name, value) in props {
+            suite.add_property((name, value.as_str()));
+        }
+    }
+
+    fn classname(&self) -> &str {
+        self.started
+            .as_ref()
+            .map_or("agentci", |s| s.skill.as_str())
+    }
+
+    fn with_location(&self, case: &mut TestCase) {
+        case.set_classname(self.classname());
+        if let Some(started) = &self.started {
+            case.extra
+                .insert("file".into(), started.job_file.as_str().into());
+        }
+    }
+
+    /// The agent testcase reflects the agent, not the checks: a run that
+    /// failed only because checks failed has a passing agent testcase (the
+    /// failing checks are their own testcases, so the failure is not counted
+    /// twice). It fails when the run failed with no failed check (the agent
+    /// gave up or broke something the run itself detected), and is an error
+    /// when the agent could not finish (budget, provider, error, interrupt).
+    fn agent_case(&self, names: &mut UniqueNames) -> TestCase {
+        let status = match &self.completed {
+            None => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message("run did not complete").set_type("incomplete");
+                s
+            }
+            Some(done) => match done.status {
+                RunStatus::Passed => TestCaseStatus::success(),
+                RunStatus::Failed if done.checks_failed > 0 => TestCaseStatus::success(),
+                RunStatus::Failed => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(done.reason.as_str()).set_type("failed");
+                    s
+                }
+                RunStatus::BudgetExceeded
+                | RunStatus::ProviderUnavailable
+                | RunStatus::Error
+                | RunStatus::Interrupted => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                    s.set_message(done.reason.as_str())
+                        .set_type(done.status.as_str());
+                    s
+                }
+            },
+        };
+        let mut case = TestCase::new(names.claim("agent"), status);
+        self.with_location(&mut case);
+        // The agent's share of the run: everything except the checks.
+        let checks: Duration = self
+            .checks
+            .iter()
+            .map(|c| Duration::from_millis(c.duration_ms))
+            .sum();
+        case.set_time(self.run_time().saturating_sub(checks));
+        if let Some(summary) = self.completed.as_ref().and_then(|d| d.summary.as_deref()) {
+            case.set_system_out(summary);
+        }
+        case
+    }
+
+    fn check_case(&self, check: &CheckCompleted, names: &mut UniqueNames) -> TestCase {
+        let status = match check.outcome {
+            CheckOutcome::Passed => TestCaseStatus::success(),
+            CheckOutcome::Failed => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                let message = match check.exit_code {
+                    Some(code) => format!("check failed: exit code {code}"),
+                    None => "check failed: killed by a signal".to_string(),
+                };
+                s.set_message(message)
+                    .set_type("failed")
+                    .set_description(check.output.as_str());
+                s
+            }
+            CheckOutcome::TimedOut => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                let secs = Duration::from_millis(check.duration_ms).as_secs_f64();
+                s.set_message(format!("check timed out after {secs:.1}s"))
+                    .set_type("timed_out")
+                    .set_description(check.output.as_str());
+                s
+            }
+            CheckOutcome::Skipped => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("not run: the agent did not finish");
+                s
+            }
+        };
+        let mut case = TestCase::new(names.claim(&check.name), status);
+        self.with_location(&mut case);
+        case.set_time(Duration::from_millis(check.duration_ms));
+        if check.outcome == CheckOutcome::Passed && !check.output.is_empty() {
+            case.set_system_out(check.output.as_str());
+        }
+        case
+    }
+
+    fn error(&self, source: std::io::Error) -> SinkError {
+        SinkError {
+            what: "write junit xml to",
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+}
+
+impl EventSink for JunitWriter {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        self.last_ts = Some(event.ts.clone());
+        match &event.kind {
+            EventKind::RunStarted(started) => {
+                self.started = Some(started.clone());
+                self.started_ts = Some(event.ts.clone());
+            }
+            EventKind::ModelRequest(_) => self.counted.turns += 1,
+            EventKind::ModelResponse(response) => {
+                self.counted.input_tokens += response.usage.input_tokens;
+                self.counted.output_tokens += response.usage.output_tokens;
+            }
+            EventKind::ToolCall { .. } => self.counted.tool_calls += 1,
+            EventKind::CheckCompleted(check) => self.checks.push(check.clone()),
+            EventKind::RunCompleted(done) => self.completed = Some(done.clone()),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        let xml = self
+            .to_xml()
+            .map_err(|e| self.error(std::io::Error::other(e)))?;
+        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| self.error(e))?;
+        }
+        std::fs::write(&self.path, xml).map_err(|e| self.error(e))
+    }
+}
+
+fn parse_ts(ts: &str) -> Option<DateTime<FixedOffset>> {
+    DateTime::parse_from_rfc3339(ts).ok()
+}
+
+/// Testcase names must be unique within a suite; later duplicates get ` (2)`, ` (3)`, ….
+#[derive(Default)]
+struct UniqueNames(HashSet<String>);
+
+impl UniqueNames {
+    fn claim(&mut self, name: &str) -> String {
+        let mut candidate = name.to_string();
+        let mut n = 2;
+        while self.0.contains(&candidate) {
+            candidate = format!("{name} ({n})");
+            n += 1;
+        }
+        self.0.insert(candidate.clone());
+        candidate
+    }
+}

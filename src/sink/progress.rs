@@ -1,0 +1,480 @@
+//! What a person watching a run sees: [`PlainLog`] writes one line per
+//! meaningful event (CI logs, pipes, anything that is not a terminal) and
+//! [`ProgressBars`] draws a live bar on a terminal's stderr.
+//!
+//! Both only describe the events they are given; neither decides anything
+//! about the run. They tolerate any order of events (a step without a plan, a
+//! result without its call) because a display must never be the thing that
+//! breaks a run. The GitHub step summary and annotations are not here.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+
+use crate::event::{
+    BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventKind, EventSink, PlanStep,
+    RunCompleted, RunStatus, SinkError,
+};
+
+const PREFIX: &str = "[agentci]";
+
+/// One line per meaningful event, for logs.
+pub struct PlainLog {
+    out: Box<dyn Write + Send>,
+    /// Set after the first failed write: a closed log is reported once, not per event.
+    broken: bool,
+    calls: CallBook,
+    plan_len: Option<usize>,
+}
+
+impl PlainLog {
+    pub fn new(out: Box<dyn Write + Send>) -> PlainLog {
+        PlainLog {
+            out,
+            broken: false,
+            calls: CallBook::default(),
+            plan_len: None,
+        }
+    }
+
+    /// The lines `event` is shown as; empty for events a log reader does not need.
+    fn lines(&mut self, event: &Event) -> Vec<String> {
+        let mut lines = Vec::new();
+        match &event.kind {
+            EventKind::RunStarted(run) => lines.push(format!(
+                "run {}: skill {}, model {}:{}, {} tools",
+                run.job_name,
+                run.skill,
+                run.model.provider,
+                run.model.name,
+                run.tools.len()
+            )),
+            EventKind::SkillLoaded(skill) => {
+                lines.push(format!("skill {} loaded from {}", skill.name, skill.path));
+                for warning in &skill.warnings {
+                    lines.push(format!("warning: skill {}: {warning}", skill.name));
+                }
+            }
+            EventKind::Warning { source, message } => {
+                lines.push(format!("warning: {source}: {message}"));
+            }
+            EventKind::PlanCreated { steps } => {
+                self.plan_len = Some(steps.len());
+                lines.extend(plan_lines("plan".to_string(), steps));
+            }
+            EventKind::PlanUpdated { steps, from_index } => {
+                self.plan_len = Some(steps.len());
+                let verb = format!("plan updated from step {}", from_index + 1);
+                lines.extend(plan_lines(verb, steps));
+            }
+            EventKind::StepStarted { index, title } => {
+                lines.push(format!(
+                    "step {}: {}",
+                    step_of(*index, self.plan_len),
+                    title
+                ));
+            }
+            EventKind::StepCompleted { index, summary, .. } => lines.push(format!(
+                "step {} done: {}",
+                step_of(*index, self.plan_len),
+                one_line(summary, 160)
+            )),
+            EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {}
+            EventKind::ToolCall {
+                call_id,
+                tool,
+                arguments,
+            } => self.calls.called(call_id, tool, arguments),
+            EventKind::PermissionDecision {
+                call_id,
+                tool,
+                decision: Decision::Deny,
+                rule,
+            } => {
+                let call = self.calls.denied(call_id, tool);
+                lines.push(format!("  denied {call} (rule: {rule})"));
+            }
+            EventKind::PermissionDecision { .. } => {}
+            EventKind::ToolResult(result) => {
+                if let Some(call) = self.calls.finished(&result.call_id, &result.tool) {
+                    let outcome = match (&result.ok, &result.error_code) {
+                        (true, _) => "ok".to_string(),
+                        (false, Some(code)) => {
+                            format!("{code}: {}", one_line(&result.summary, 120))
+                        }
+                        (false, None) => format!("error: {}", one_line(&result.summary, 120)),
+                    };
+                    lines.push(format!(
+                        "  {call} -> {outcome} ({})",
+                        secs(result.duration_ms)
+                    ));
+                }
+            }
+            EventKind::BudgetExceeded { limit, used, max } => {
+                lines.push(format!(
+                    "budget exceeded: {} {} of {}",
+                    limit.key(),
+                    budget_amount(*limit, *used),
+                    budget_amount(*limit, *max)
+                ));
+            }
+            EventKind::CheckCompleted(check) => lines.extend(check_lines(check)),
+            EventKind::RunCompleted(done) => {
+                lines.push(run_line(done));
+                if done.status != RunStatus::Passed {
+                    lines.push(format!("  reason: {}", done.reason));
+                }
+            }
+        }
+        lines
+    }
+}
+
+impl EventSink for PlainLog {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        let lines = self.lines(event);
+        if self.broken || lines.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(PREFIX);
+            text.push(' ');
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let written = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush());
+        written.map_err(|source| {
+            self.broken = true;
+            SinkError {
+                what: "write the progress log to",
+                path: "its output".to_string(),
+                source,
+            }
+        })
+    }
+}
+
+/// A live progress bar on stderr for a terminal: the plan's steps as a bar,
+/// with the current step and tool as its message.
+pub struct ProgressBars {
+    bar: ProgressBar,
+    calls: CallBook,
+    plan_len: Option<usize>,
+    step: Option<String>,
+    tool: Option<String>,
+}
+
+impl Default for ProgressBars {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProgressBars {
+    pub fn new() -> ProgressBars {
+        Self::with_draw_target(ProgressDrawTarget::stderr())
+    }
+
+    /// For tests and embedding: draw somewhere other than stderr (or nowhere).
+    pub fn with_draw_target(target: ProgressDrawTarget) -> ProgressBars {
+        let bar = ProgressBar::with_draw_target(None, target);
+        bar.set_style(style("{spinner:.cyan} [{elapsed}] {wide_msg}"));
+        bar.set_message("starting");
+        bar.enable_steady_tick(Duration::from_millis(120));
+        ProgressBars {
+            bar,
+            calls: CallBook::default(),
+            plan_len: None,
+            step: None,
+            tool: None,
+        }
+    }
+
+    fn refresh_message(&self) {
+        let mut message = self.step.clone().unwrap_or_else(|| "planning".to_string());
+        if let Some(tool) = &self.tool {
+            message.push_str(" · ");
+            message.push_str(tool);
+        }
+        self.bar.set_message(message);
+    }
+
+    fn set_plan(&mut self, len: usize, done: usize) {
+        self.plan_len = Some(len);
+        if len == 0 {
+            return;
+        }
+        self.bar.set_style(style(
+            "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}",
+        ));
+        self.bar.set_length(len as u64);
+        self.bar.set_position(done.min(len) as u64);
+    }
+}
+
+impl EventSink for ProgressBars {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        match &event.kind {
+            EventKind::RunStarted(run) => {
+                self.bar.println(format!("{PREFIX} run {}", run.job_name));
+                self.refresh_message();
+            }
+            EventKind::Warning { source, message } => {
+                self.bar
+                    .println(format!("{PREFIX} warning: {source}: {message}"));
+            }
+            EventKind::PlanCreated { steps } => self.set_plan(steps.len(), 0),
+            EventKind::PlanUpdated { steps, from_index } => {
+                self.set_plan(steps.len(), *from_index);
+            }
+            EventKind::StepStarted { index, title } => {
+                self.step = Some(format!("step {}: {title}", step_of(*index, self.plan_len)));
+                self.tool = None;
+                self.refresh_message();
+            }
+            EventKind::StepCompleted { index, .. } => {
+                if let Some(len) = self.plan_len.filter(|&len| len > 0) {
+                    self.bar.set_position((index + 1).min(len) as u64);
+                }
+            }
+            EventKind::ToolCall {
+                call_id,
+                tool,
+                arguments,
+            } => {
+                self.calls.called(call_id, tool, arguments);
+                self.tool = Some(describe_call(tool, arguments));
+                self.refresh_message();
+            }
+            EventKind::PermissionDecision {
+                call_id,
+                tool,
+                decision: Decision::Deny,
+                rule,
+            } => {
+                let call = self.calls.denied(call_id, tool);
+                self.bar
+                    .println(format!("{PREFIX}   denied {call} (rule: {rule})"));
+            }
+            EventKind::ToolResult(result) => {
+                self.calls.finished(&result.call_id, &result.tool);
+                self.tool = None;
+                self.refresh_message();
+            }
+            EventKind::BudgetExceeded { limit, .. } => {
+                self.bar
+                    .println(format!("{PREFIX} budget exceeded: {}", limit.key()));
+            }
+            EventKind::CheckCompleted(check) => {
+                self.step = Some(format!("check \"{}\"", check.name));
+                self.refresh_message();
+                if let Some(first) = check_lines(check).first() {
+                    self.bar.println(format!("{PREFIX} {first}"));
+                }
+            }
+            EventKind::RunCompleted(done) => {
+                self.bar.set_style(style("{msg}"));
+                let mut message = format!("{PREFIX} {}", run_line(done));
+                if done.status != RunStatus::Passed {
+                    message.push_str(&format!("\n{PREFIX}   reason: {}", done.reason));
+                }
+                self.bar.finish_with_message(message);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        if !self.bar.is_finished() {
+            self.bar.set_style(style("{msg}"));
+            self.bar
+                .abandon_with_message(format!("{PREFIX} run did not complete"));
+        }
+        Ok(())
+    }
+}
+
+fn style(template: &str) -> ProgressStyle {
+    // The templates are constants; falling back keeps a typo from being a panic.
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+/// Remembers each call's description so the result and denial lines can name it.
+#[derive(Default)]
+struct CallBook {
+    calls: HashMap<String, String>,
+    denied: HashSet<String>,
+}
+
+impl CallBook {
+    fn called(&mut self, call_id: &str, tool: &str, arguments: &Value) {
+        self.calls
+            .insert(call_id.to_string(), describe_call(tool, arguments));
+    }
+
+    fn denied(&mut self, call_id: &str, tool: &str) -> String {
+        self.denied.insert(call_id.to_string());
+        self.calls
+            .get(call_id)
+            .cloned()
+            .unwrap_or_else(|| tool.to_string())
+    }
+
+    /// The call's description, or `None` when its denial was already shown.
+    fn finished(&mut self, call_id: &str, tool: &str) -> Option<String> {
+        let call = self
+            .calls
+            .remove(call_id)
+            .unwrap_or_else(|| tool.to_string());
+        (!self.denied.remove(call_id)).then_some(call)
+    }
+}
+
+/// `exec cargo test`, `read src/lib.rs`: the tool and its most telling argument.
+fn describe_call(tool: &str, arguments: &Value) -> String {
+    const TELLING: [&str; 6] = ["command", "path", "pattern", "url", "prompt", "action"];
+    let argument = TELLING
+        .iter()
+        .find_map(|key| arguments.get(key).and_then(Value::as_str));
+    match argument {
+        Some(argument) => format!("{tool} {}", one_line(argument, 80)),
+        None => tool.to_string(),
+    }
+}
+
+fn plan_lines(verb: String, steps: &[PlanStep]) -> Vec<String> {
+    let mut lines = vec![format!("{verb}: {}", plural(steps.len() as u64, "step"))];
+    for (i, step) in steps.iter().enumerate() {
+        lines.push(format!("  {}. {}", i + 1, one_line(&step.title, 100)));
+    }
+    lines
+}
+
+fn check_lines(check: &CheckCompleted) -> Vec<String> {
+    let time = secs(check.duration_ms);
+    let outcome = match (check.outcome, check.exit_code) {
+        (CheckOutcome::Passed, _) => format!("passed ({time})"),
+        (CheckOutcome::Failed, Some(code)) => format!("failed: exit code {code} ({time})"),
+        (CheckOutcome::Failed, None) => format!("failed: killed by a signal ({time})"),
+        (CheckOutcome::TimedOut, _) => format!("timed out after {time}"),
+        (CheckOutcome::Skipped, _) => "skipped: the agent did not finish".to_string(),
+    };
+    let mut lines = vec![format!("check \"{}\": {outcome}", check.name)];
+    if matches!(check.outcome, CheckOutcome::Failed | CheckOutcome::TimedOut) {
+        // The end of the output is where test runners put the verdict.
+        let output: Vec<&str> = check.output.lines().collect();
+        let tail = &output[output.len().saturating_sub(20)..];
+        lines.extend(tail.iter().map(|line| format!("  | {line}")));
+    }
+    lines
+}
+
+fn run_line(done: &RunCompleted) -> String {
+    let status = match done.status {
+        RunStatus::Passed => "passed",
+        RunStatus::Failed => "failed",
+        RunStatus::BudgetExceeded => "stopped (budget exceeded)",
+        RunStatus::ProviderUnavailable => "stopped (provider unavailable)",
+        RunStatus::Error => "stopped (error)",
+        RunStatus::Interrupted => "interrupted",
+    };
+    let t = &done.totals;
+    let mut line = format!(
+        "run {status} in {}: {}, {}, {} tokens",
+        secs(t.duration_ms),
+        plural(u64::from(t.turns), "turn"),
+        plural(u64::from(t.tool_calls), "tool call"),
+        thousands(t.input_tokens + t.output_tokens)
+    );
+    if let Some(cost) = t.cost_usd {
+        line.push_str(&format!(", ${cost:.4}"));
+    }
+    line
+}
+
+fn step_of(index: usize, plan_len: Option<usize>) -> String {
+    match plan_len {
+        Some(len) if index < len => format!("{}/{len}", index + 1),
+        _ => format!("{}", index + 1),
+    }
+}
+
+fn budget_amount(limit: BudgetLimit, amount: f64) -> String {
+    match limit {
+        BudgetLimit::MaxCostUsd => format!("${amount:.4}"),
+        BudgetLimit::Timeout => format!("{amount:.1}s"),
+        _ => thousands(amount as u64),
+    }
+}
+
+fn secs(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", thousands(n))
+    }
+}
+
+/// `3400` as `3,400`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The first line of `text`, cut to `max` characters, for a one-line display.
+fn one_line(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or("").trim();
+    let mut out: String = first.chars().take(max).collect();
+    if first.chars().count() > max || text.trim().lines().count() > 1 {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_like_a_person_wrote_them() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(3400), "3,400");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(secs(1234), "1.2s");
+        assert_eq!(secs(125_000), "2m05s");
+        assert_eq!(plural(1, "turn"), "1 turn");
+        assert_eq!(plural(12, "tool call"), "12 tool calls");
+    }
+
+    #[test]
+    fn long_and_multiline_text_is_cut_to_one_line() {
+        assert_eq!(one_line("short", 10), "short");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("first\nsecond", 80), "first…");
+        assert_eq!(one_line("", 5), "");
+    }
+}

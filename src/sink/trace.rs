@@ -1,0 +1,115 @@
+//! The JSONL trace: one serialized [`Event`] per line, written as it happens.
+//!
+//! The trace is what survives a crash or a kill, so every line is written in
+//! a single `write_all` on an unbuffered file: when the process dies, every
+//! event delivered so far is complete on disk and at most the line being
+//! written is cut short. Reading a trace back ([`read_trace`],
+//! [`read_trace_partial`]) is here too, so the format has one owner; what the
+//! lines mean is `docs/trace-schema.json` and [`crate::event`].
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::event::{Event, EventSink, SinkError};
+
+/// Streams every event to a JSONL file.
+pub struct TraceWriter {
+    path: PathBuf,
+    file: File,
+}
+
+impl TraceWriter {
+    /// Create (or truncate) the trace file, creating its parent directories.
+    pub fn create(path: &Path) -> Result<TraceWriter, SinkError> {
+        let display = path.display().to_string();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| SinkError {
+                what: "create the trace directory for",
+                path: display.clone(),
+                source,
+            })?;
+        }
+        let file = File::create(path).map_err(|source| SinkError {
+            what: "create trace file",
+            path: display,
+            source,
+        })?;
+        Ok(TraceWriter {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, source: std::io::Error) -> SinkError {
+        SinkError {
+            what: "write trace to",
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+}
+
+impl EventSink for TraceWriter {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        let mut line = serde_json::to_vec(event).map_err(|e| self.error(e.into()))?;
+        line.push(b'\n');
+        // One write per line, straight to the file: nothing sits in a user-space
+        // buffer when the process is killed.
+        self.file.write_all(&line).map_err(|e| self.error(e))
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.file.flush().map_err(|e| self.error(e))
+    }
+}
+
+/// The events of a trace up to its first malformed line.
+#[derive(Debug, Default)]
+pub struct PartialTrace {
+    pub events: Vec<Event>,
+    /// Why reading stopped early, naming the file and 1-based line number.
+    pub error: Option<String>,
+}
+
+/// Read a whole trace; fails on the first malformed line, naming it.
+pub fn read_trace(path: &Path) -> Result<Vec<Event>, String> {
+    let partial = read_trace_partial(path)?;
+    match partial.error {
+        Some(error) => Err(error),
+        None => Ok(partial.events),
+    }
+}
+
+/// Read a trace as far as it is intact: the events before the first
+/// malformed line (a run killed mid-write leaves half a line at the end),
+/// plus what was wrong with that line. Fails only if the file cannot be read.
+pub fn read_trace_partial(path: &Path) -> Result<PartialTrace, String> {
+    let text =
+        std::fs::read(path).map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+    let mut trace = PartialTrace::default();
+    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    let last = lines.len().saturating_sub(1);
+    for (index, line) in lines.into_iter().enumerate() {
+        let number = index + 1;
+        // The newline that ends the last line leaves one empty piece behind it.
+        if index == last && line.is_empty() {
+            break;
+        }
+        match serde_json::from_slice::<Event>(line) {
+            Ok(event) => trace.events.push(event),
+            Err(e) => {
+                trace.error = Some(format!(
+                    "trace {} line {number}: not a valid event: {e}",
+                    path.display()
+                ));
+                break;
+            }
+        }
+    }
+    Ok(trace)
+}
