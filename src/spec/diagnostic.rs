@@ -225,6 +225,21 @@ fn yaml_message(error: &serde_saphyr::Error) -> String {
             "unknown value `{variant}`; expected one of: {}",
             expected.join(", ")
         ),
+        E::Unexpected { expected, .. } => match *expected {
+            "string scalar" => {
+                "expected a string, found a list or mapping; quote text that starts \
+                                with `[` or `{`"
+                    .to_string()
+            }
+            "sequence start" => {
+                "expected a list (`[a, b]` or lines starting with `- `)".to_string()
+            }
+            "mapping start" => {
+                "expected a mapping (`{key: value}` or indented `key: value` lines)".to_string()
+            }
+            "scalar" => "expected a single value, found a list or mapping".to_string(),
+            other => format!("expected {other}"),
+        },
         E::SerdeMissingField { field, .. } => format!("missing required key `{field}`"),
         E::SerdeInvalidType {
             unexpected,
