@@ -2,7 +2,7 @@
 //! line and column it is about and what was expected.
 //!
 //! This module also turns serde-saphyr's errors and source locations into
-//! diagnostics ([`Reporter`]), so the job loader and the SKILL.md parser
+//! diagnostics (`Reporter`), so the job loader and the SKILL.md parser
 //! report positions the same way. It does not decide what is a problem.
 
 use std::borrow::Cow;

@@ -11,16 +11,17 @@ use std::time::Duration;
 
 use serde_saphyr::Spanned;
 
-use super::diagnostic::{Pos, Reporter};
-use super::duration::parse_duration;
-use super::load::{Overrides, check_base_url, existing_dir, normalize, pos_of};
-use super::raw::{RawBudget, RawJob, RawModel, RawPermissions, RawSkill, Scalar};
-use super::vars::{is_valid_name, substitute};
-use super::{
-    BudgetSpec, CheckSpec, DefaultDecision, Diagnostic, JobSpec, ModelSpec, OutputsSpec,
-    PermissionsSpec, ProviderKind, SkillRef,
-};
+mod model;
+mod numbers;
+
 use crate::policy::ToolPattern;
+use crate::spec::diagnostic::{Pos, Reporter};
+use crate::spec::load::{Overrides, existing_dir, normalize, pos_of};
+use crate::spec::raw::{RawCheck, RawJob, RawOutputs, RawPermissions, RawSkill, Scalar};
+use crate::spec::vars::{is_valid_name, substitute};
+use crate::spec::{
+    CheckSpec, DefaultDecision, Diagnostic, JobSpec, OutputsSpec, PermissionsSpec, SkillRef,
+};
 use crate::tools::BUILTIN_TOOLS;
 
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
@@ -224,119 +225,6 @@ impl Checker<'_> {
         }
     }
 
-    fn model(
-        &mut self,
-        raw: Option<&Spanned<RawModel>>,
-        overrides: &Overrides,
-    ) -> Option<ModelSpec> {
-        let pos = raw.map_or_else(|| self.r.start(), |m| pos_of(&self.r, m));
-        let raw = raw.map(|m| &m.value);
-        let field = |f: fn(&RawModel) -> &Option<Spanned<String>>| raw.and_then(|m| f(m).as_ref());
-        let mut provider = match field(|m| &m.provider) {
-            None => Some(ProviderKind::OpenAi),
-            Some(p) => match p.value.as_str() {
-                "openai" => Some(ProviderKind::OpenAi),
-                "replay" => Some(ProviderKind::Replay),
-                other => {
-                    let at = pos_of(&self.r, p);
-                    self.r.error(
-                        at,
-                        format!(
-                            "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
-                             server) or `replay`"
-                        ),
-                    );
-                    None
-                }
-            },
-        };
-        let mut name = field(|m| &m.name).map(|n| n.value.trim().to_string());
-        if let Some((kind, flag_name)) = &overrides.model {
-            provider = Some(*kind);
-            name = Some(flag_name.clone());
-        }
-        let mut cassette = field(|m| &m.cassette).and_then(|c| self.existing_file(c, "cassette"));
-        if let Some(replay) = &overrides.replay {
-            provider = Some(ProviderKind::Replay);
-            cassette = Some(replay.clone());
-        }
-        let base_url = match &overrides.base_url {
-            Some(url) => Some(url.clone()),
-            None => field(|m| &m.base_url).and_then(|url| match check_base_url(&url.value) {
-                Ok(()) => Some(url.value.clone()),
-                Err(message) => {
-                    let at = pos_of(&self.r, url);
-                    self.r.error(at, message);
-                    None
-                }
-            }),
-        };
-        let request_timeout = raw
-            .and_then(|m| m.request_timeout.as_ref())
-            .and_then(|t| self.duration(t, "request_timeout"))
-            .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-        let api_key_env = field(|m| &m.api_key_env).map(|e| e.value.clone());
-        match provider? {
-            ProviderKind::OpenAi => {
-                let Some(name) = name.filter(|n| !n.is_empty()) else {
-                    self.r.error(
-                        pos,
-                        "missing model name: add `model: {provider: openai, name: MODEL}` or pass \
-                         --model openai:MODEL",
-                    );
-                    return None;
-                };
-                Some(ModelSpec {
-                    provider: ProviderKind::OpenAi,
-                    name,
-                    base_url,
-                    api_key_env: Some(api_key_env.unwrap_or_else(|| DEFAULT_API_KEY_ENV.into())),
-                    cassette: None,
-                    request_timeout,
-                })
-            }
-            ProviderKind::Replay => {
-                let Some(cassette) = cassette else {
-                    if field(|m| &m.cassette).is_none() {
-                        self.r.error(
-                            pos,
-                            "the replay provider needs a cassette: add `cassette: FILE` or pass \
-                             --replay FILE",
-                        );
-                    }
-                    return None;
-                };
-                Some(ModelSpec {
-                    provider: ProviderKind::Replay,
-                    name: name.unwrap_or_else(|| "replay".to_string()),
-                    base_url,
-                    api_key_env,
-                    cassette: Some(cassette),
-                    request_timeout,
-                })
-            }
-        }
-    }
-
-    /// A file path relative to the job file's folder that must exist.
-    fn existing_file(&mut self, value: &Spanned<String>, key: &str) -> Option<PathBuf> {
-        let path = normalize(&self.job_dir.join(&value.value));
-        if path.is_file() {
-            return Some(path);
-        }
-        let pos = pos_of(&self.r, value);
-        self.r.error(
-            pos,
-            format!(
-                "{key} `{}` does not exist (looked for {}; relative paths start at the job \
-                 file's folder)",
-                value.value,
-                path.display()
-            ),
-        );
-        None
-    }
-
     fn tools(&mut self, tools: &[Spanned<String>]) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for tool in tools {
@@ -420,94 +308,6 @@ impl Checker<'_> {
         out
     }
 
-    fn budget(&mut self, raw: &RawBudget) -> BudgetSpec {
-        let int = |this: &mut Self, v: &Option<Spanned<Scalar>>, key, max| {
-            v.as_ref().and_then(|v| this.positive(v, key, max))
-        };
-        BudgetSpec {
-            max_turns: int(self, &raw.max_turns, "max_turns", u32::MAX.into()).map(|n| n as u32),
-            max_tool_calls: int(self, &raw.max_tool_calls, "max_tool_calls", u32::MAX.into())
-                .map(|n| n as u32),
-            max_tokens: int(self, &raw.max_tokens, "max_tokens", u64::MAX),
-            max_cost_usd: raw.max_cost_usd.as_ref().and_then(|v| self.cost(v)),
-            timeout: raw
-                .timeout
-                .as_ref()
-                .and_then(|v| self.duration(v, "timeout")),
-        }
-    }
-
-    /// A whole number from 1 to `max`.
-    fn positive(&mut self, value: &Spanned<Scalar>, key: &str, max: u64) -> Option<u64> {
-        if let Scalar::Int(n) = value.value
-            && n >= 1
-            && n <= i128::from(max)
-        {
-            return u64::try_from(n).ok();
-        }
-        let pos = pos_of(&self.r, value);
-        let found = match &value.value {
-            Scalar::Int(n) => format!("`{n}`"),
-            other => format!("{} `{}`", other.kind(), other.text()),
-        };
-        self.r.error(
-            pos,
-            format!("`{key}` must be a whole number from 1 to {max}, found {found}"),
-        );
-        None
-    }
-
-    fn cost(&mut self, value: &Spanned<Scalar>) -> Option<f64> {
-        let number = match value.value {
-            Scalar::Int(n) => Some(n as f64),
-            Scalar::Float(f) => Some(f),
-            _ => None,
-        };
-        match number {
-            Some(n) if n.is_finite() && n > 0.0 => Some(n),
-            _ => {
-                let pos = pos_of(&self.r, value);
-                self.r.error(
-                    pos,
-                    format!(
-                        "`max_cost_usd` must be a positive number of US dollars such as 2.5, \
-                         found {} `{}`",
-                        value.value.kind(),
-                        value.value.text()
-                    ),
-                );
-                None
-            }
-        }
-    }
-
-    /// A positive duration: `15m`, `1h30m`, `500ms`, or whole seconds.
-    fn duration(&mut self, value: &Spanned<Scalar>, key: &str) -> Option<Duration> {
-        let pos = pos_of(&self.r, value);
-        let parsed = match &value.value {
-            Scalar::Int(n) => u64::try_from(*n)
-                .map(Duration::from_secs)
-                .map_err(|_| format!("`{key}` must not be negative, found `{n}`")),
-            Scalar::Str(text) => parse_duration(text).map_err(|e| format!("`{key}`: {e}")),
-            other => Err(format!(
-                "`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {} `{}`",
-                other.kind(),
-                other.text()
-            )),
-        };
-        match parsed {
-            Ok(d) if d.is_zero() => {
-                self.r.error(pos, format!("`{key}` must be more than zero"));
-                None
-            }
-            Ok(d) => Some(d),
-            Err(message) => {
-                self.r.error(pos, message);
-                None
-            }
-        }
-    }
-
     fn workspace(
         &mut self,
         raw: Option<&Spanned<String>>,
@@ -545,7 +345,7 @@ impl Checker<'_> {
 
     fn checks(
         &mut self,
-        raw: &[Spanned<super::raw::RawCheck>],
+        raw: &[Spanned<RawCheck>],
         vars: &BTreeMap<String, String>,
     ) -> Vec<CheckSpec> {
         let mut out = Vec::new();
@@ -614,7 +414,7 @@ impl Checker<'_> {
         out
     }
 
-    fn outputs(&mut self, raw: Option<&super::raw::RawOutputs>, workspace: &Path) -> OutputsSpec {
+    fn outputs(&mut self, raw: Option<&RawOutputs>, workspace: &Path) -> OutputsSpec {
         let resolve =
             |v: &Option<Spanned<String>>| v.as_ref().map(|p| normalize(&workspace.join(&p.value)));
         match raw {
