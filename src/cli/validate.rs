@@ -1,6 +1,295 @@
-//! `agentci validate`. (stub)
-use super::args::ValidateArgs;
+//! `agentci validate [PATH...]`: check job files and skills without running
+//! anything, printing every problem of every file in one pass.
+//!
+//! A path is a job file (`.yaml`/`.yml`), a `SKILL.md`, a skill folder, or
+//! a folder searched recursively for job files and skills. The search skips
+//! `.git`, `.github` (workflows are YAML too), `.agentci`, `target`,
+//! `node_modules`, whatever `.gitignore` and `.agentciignore` files exclude,
+//! and YAML files that do not look like jobs (no top-level `goal:` or
+//! `skill:`). A job's skill is found and validated too. Output goes to
+//! stdout: `FILE:LINE:COLUMN: error: message` per problem and
+//! `ok   FILE (…)` per valid file; the exit code is 2 when anything is wrong.
 
-pub fn validate(_args: ValidateArgs) -> u8 {
-    todo!()
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ignore::WalkBuilder;
+
+use super::EXIT_BAD_INPUT;
+use super::args::ValidateArgs;
+use crate::skills::{Skill, find_skill_dir, read_skill_dir, skill_search_paths};
+use crate::spec::{Diagnostic, LoadOptions, Severity, SkillRef, load_job_detailed};
+
+/// Folders never searched for job files and skills.
+const SKIPPED_DIRS: &[&str] = &[".git", ".github", ".agentci", "target", "node_modules"];
+
+pub fn validate(args: ValidateArgs) -> u8 {
+    let stdout = std::io::stdout();
+    let mut validation = Validation {
+        out: stdout.lock(),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        skills_path: Vec::new(),
+        skills: HashMap::new(),
+        files: 0,
+        errors: 0,
+        warnings: 0,
+    };
+    for dir in &args.skills_path {
+        if validation.cwd.join(dir).is_dir() {
+            validation.skills_path.push(dir.clone());
+        } else {
+            validation.report(vec![Diagnostic::flag(
+                "--skills-path",
+                format!("{} is not a directory", dir.display()),
+            )]);
+        }
+    }
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths
+    };
+    for path in &paths {
+        validation.path(path);
+    }
+    let summary = format!(
+        "validated {} file{}: {} error{}, {} warning{}",
+        validation.files,
+        plural(validation.files),
+        validation.errors,
+        plural(validation.errors),
+        validation.warnings,
+        plural(validation.warnings),
+    );
+    let _ = writeln!(std::io::stderr(), "{summary}");
+    if validation.errors > 0 {
+        EXIT_BAD_INPUT
+    } else {
+        0
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+struct Validation<W: Write> {
+    out: W,
+    cwd: PathBuf,
+    skills_path: Vec<PathBuf>,
+    /// Skill folders already validated, with the skill's name when it was valid.
+    skills: HashMap<PathBuf, Option<String>>,
+    files: usize,
+    errors: usize,
+    warnings: usize,
+}
+
+enum Target {
+    Job(PathBuf),
+    /// A skill folder.
+    Skill(PathBuf),
+}
+
+impl<W: Write> Validation<W> {
+    fn path(&mut self, path: &Path) {
+        let targets = match targets(path) {
+            Ok(targets) => targets,
+            Err(message) => {
+                self.report(vec![Diagnostic::error(path, 0, 0, message)]);
+                return;
+            }
+        };
+        for target in targets {
+            match target {
+                Target::Job(file) => self.job(&file),
+                Target::Skill(dir) => {
+                    self.skill(&dir);
+                }
+            }
+        }
+    }
+
+    fn job(&mut self, file: &Path) {
+        self.files += 1;
+        let options = LoadOptions {
+            cwd: self.cwd.clone(),
+            ..LoadOptions::default()
+        };
+        let loaded = match load_job_detailed(file, &options) {
+            Ok(loaded) => loaded,
+            Err(diagnostics) => {
+                self.report(diagnostics);
+                return;
+            }
+        };
+        self.report(loaded.warnings);
+        let job = &loaded.job;
+        let (line, column) = loaded.skill_position;
+        let dir = match &job.skill {
+            SkillRef::Name(name) => {
+                find_skill_dir(name, &skill_search_paths(job, &self.skills_path))
+            }
+            SkillRef::Path(dir) if dir.join("SKILL.md").is_file() => Ok(dir.clone()),
+            SkillRef::Path(dir) => {
+                let message = format!(
+                    "skill folder {} has no SKILL.md (relative paths start at the job file's folder)",
+                    self.shown(dir).display()
+                );
+                self.report(vec![Diagnostic::error(file, line, column, message)]);
+                return;
+            }
+        };
+        let dir = match dir {
+            Ok(dir) => dir,
+            Err(e) => {
+                self.report(e.diagnostics(file, line, column));
+                return;
+            }
+        };
+        if let Some(skill) = self.skill(&dir) {
+            let line = format!(
+                "ok   {} (job {}, skill {skill})",
+                self.shown(file).display(),
+                job.name
+            );
+            let _ = writeln!(self.out, "{line}");
+        } else {
+            let message = format!(
+                "skill {} is invalid (see above)",
+                self.skill_label(&job.skill)
+            );
+            self.report(vec![Diagnostic::error(file, line, column, message)]);
+        }
+    }
+
+    /// Validates a skill folder once; returns its name when it is valid.
+    fn skill(&mut self, dir: &Path) -> Option<String> {
+        let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if let Some(done) = self.skills.get(&key) {
+            return done.clone();
+        }
+        self.files += 1;
+        let name = match read_skill_dir(dir) {
+            Ok((Skill { name, .. }, warnings)) => {
+                self.report(warnings);
+                let file = self.shown(&key.join("SKILL.md"));
+                let _ = writeln!(self.out, "ok   {} (skill {name})", file.display());
+                Some(name)
+            }
+            Err(e) => {
+                self.report(e.diagnostics(&key.join("SKILL.md"), 0, 0));
+                None
+            }
+        };
+        self.skills.insert(key, name.clone());
+        name
+    }
+
+    /// Prints problems sorted by position, with file paths relative to the current directory.
+    fn report(&mut self, mut diagnostics: Vec<Diagnostic>) {
+        diagnostics.sort_by_key(|d| (d.file.clone(), d.line, d.column));
+        for mut d in diagnostics {
+            match d.severity {
+                Severity::Error => self.errors += 1,
+                Severity::Warning => self.warnings += 1,
+            }
+            d.file = self.shown(&d.file);
+            let _ = writeln!(self.out, "{}", d.with_severity());
+        }
+    }
+
+    fn skill_label(&self, skill: &SkillRef) -> String {
+        match skill {
+            SkillRef::Name(name) => format!("`{name}`"),
+            SkillRef::Path(dir) => self.shown(dir).display().to_string(),
+        }
+    }
+
+    /// `path` as users should see it: relative to the current directory when inside it.
+    fn shown(&self, path: &Path) -> PathBuf {
+        let relative = path.strip_prefix(&self.cwd).unwrap_or(path);
+        let relative = relative.strip_prefix(".").unwrap_or(relative);
+        if relative.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            relative.to_path_buf()
+        }
+    }
+}
+
+/// What to validate for one command-line path.
+fn targets(path: &Path) -> Result<Vec<Target>, String> {
+    if path.is_file() {
+        return if path.file_name().is_some_and(|n| n == "SKILL.md") {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+            Ok(vec![Target::Skill(
+                dir.unwrap_or(Path::new(".")).to_path_buf(),
+            )])
+        } else if is_yaml(path) {
+            Ok(vec![Target::Job(path.to_path_buf())])
+        } else {
+            Err("not a job file (.yaml, .yml), a SKILL.md or a folder".to_string())
+        };
+    }
+    if !path.is_dir() {
+        return Err("no such file or folder".to_string());
+    }
+    if path.join("SKILL.md").is_file() {
+        return Ok(vec![Target::Skill(path.to_path_buf())]);
+    }
+    let targets = scan(path);
+    if targets.is_empty() {
+        return Err("no job files or skills found in this folder".to_string());
+    }
+    Ok(targets)
+}
+
+/// Job files and skill folders under `dir`, in a stable order.
+fn scan(dir: &Path) -> Vec<Target> {
+    let walker = WalkBuilder::new(dir)
+        .hidden(false)
+        .require_git(false)
+        .add_custom_ignore_filename(".agentciignore")
+        .filter_entry(|entry| {
+            let skipped = entry.depth() > 0
+                && entry.file_type().is_some_and(|t| t.is_dir())
+                && SKIPPED_DIRS.iter().any(|s| entry.file_name() == *s);
+            !skipped
+        })
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    let mut targets = Vec::new();
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "SKILL.md") {
+            if let Some(parent) = path.parent() {
+                targets.push(Target::Skill(parent.to_path_buf()));
+            }
+        } else if is_yaml(path) && looks_like_job(path) {
+            targets.push(Target::Job(path.to_path_buf()));
+        }
+    }
+    targets
+}
+
+fn is_yaml(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+}
+
+/// A job file has a top-level `goal:` or `skill:`; GitHub workflows (`on:`,
+/// `jobs:`) and eval suites (`cases:`) do not count.
+fn looks_like_job(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let top_level = |key: &str| text.lines().any(|line| line.starts_with(key));
+    (top_level("goal:") || top_level("skill:"))
+        && !top_level("cases:")
+        && !top_level("jobs:")
+        && !top_level("on:")
 }

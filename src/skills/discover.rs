@@ -1,4 +1,194 @@
-//! (stub)
-pub struct SkillError;
-pub fn find_skill() {}
-pub fn load_skill_dir() {}
+//! Finding skills: by name in an ordered list of folders, or by folder.
+//!
+//! The search order is the job's `skills_path`, then `--skills-path`, then
+//! the workspace's `skills/`, `.agents/skills/` and `.claude/skills/`; the
+//! first `<folder>/<name>/SKILL.md` wins. Parsing the file is
+//! [`super::frontmatter`]'s job.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::Skill;
+use super::frontmatter::{check_skill_name, parse_skill};
+use crate::spec::load::read_source;
+use crate::spec::{Diagnostic, JobSpec};
+
+/// Why a skill could not be loaded.
+#[derive(Debug, Clone)]
+pub enum SkillError {
+    /// No `<folder>/<name>/SKILL.md` in any search folder.
+    NotFound {
+        name: String,
+        searched: Vec<PathBuf>,
+    },
+    /// The name cannot be a skill's name (and must not become a path).
+    BadName { name: String, reason: String },
+    /// The skill exists but is invalid; every problem, with its position.
+    Invalid { diagnostics: Vec<Diagnostic> },
+}
+
+impl SkillError {
+    /// The problems as diagnostics; those without a file of their own are
+    /// placed at `file:line:column` (where the job names the skill).
+    pub fn diagnostics(&self, file: &Path, line: u32, column: u32) -> Vec<Diagnostic> {
+        match self {
+            SkillError::Invalid { diagnostics } => diagnostics.clone(),
+            other => vec![Diagnostic::error(file, line, column, other.to_string())],
+        }
+    }
+}
+
+impl fmt::Display for SkillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkillError::NotFound { name, searched } => {
+                write!(f, "skill `{name}` not found; looked for ")?;
+                if searched.is_empty() {
+                    return write!(f, "it in no folder (no skills path)");
+                }
+                let places: Vec<String> = searched
+                    .iter()
+                    .map(|p| p.join(name).join("SKILL.md").display().to_string())
+                    .collect();
+                write!(
+                    f,
+                    "{}; add a skills path with `skills_path` or --skills-path",
+                    places.join(", ")
+                )
+            }
+            SkillError::BadName { name, reason } => {
+                write!(f, "`{name}` is not a valid skill name: {reason}")
+            }
+            SkillError::Invalid { diagnostics } => {
+                let lines: Vec<String> = diagnostics
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .map(ToString::to_string)
+                    .collect();
+                f.write_str(&lines.join("\n"))
+            }
+        }
+    }
+}
+
+impl std::error::Error for SkillError {}
+
+/// Finds skill `name` in `search_paths` (the first match wins) and loads it.
+pub fn find_skill(name: &str, search_paths: &[PathBuf]) -> Result<Skill, SkillError> {
+    find_skill_dir(name, search_paths).and_then(|dir| load_skill_dir(&dir))
+}
+
+/// The folder of skill `name`: the first `<path>/<name>/` holding a SKILL.md.
+pub fn find_skill_dir(name: &str, search_paths: &[PathBuf]) -> Result<PathBuf, SkillError> {
+    check_skill_name(name).map_err(|reason| SkillError::BadName {
+        name: name.to_string(),
+        reason,
+    })?;
+    search_paths
+        .iter()
+        .map(|path| path.join(name))
+        .find(|dir| dir.join("SKILL.md").is_file())
+        .ok_or_else(|| SkillError::NotFound {
+            name: name.to_string(),
+            searched: search_paths.to_vec(),
+        })
+}
+
+/// Loads the skill in `dir` (which holds SKILL.md); warnings are in [`Skill::warnings`].
+pub fn load_skill_dir(dir: &Path) -> Result<Skill, SkillError> {
+    read_skill_dir(dir).map(|(skill, _)| skill)
+}
+
+/// [`load_skill_dir`], also returning the warnings as diagnostics.
+pub fn read_skill_dir(dir: &Path) -> Result<(Skill, Vec<Diagnostic>), SkillError> {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let file = dir.join("SKILL.md");
+    if !file.is_file() {
+        return Err(SkillError::Invalid {
+            diagnostics: vec![Diagnostic::error(
+                &dir,
+                0,
+                0,
+                "no SKILL.md in this folder; a skill is a folder holding SKILL.md",
+            )],
+        });
+    }
+    let text = read_source(&file).map_err(|d| SkillError::Invalid {
+        diagnostics: vec![d],
+    })?;
+    parse_skill(&file, &text, &dir).map_err(|diagnostics| SkillError::Invalid { diagnostics })
+}
+
+/// Where to look for a job's skill, in order, without duplicates: the job's
+/// `skills_path`, then `extra` (`--skills-path`), then the workspace's
+/// `skills/`, `.agents/skills/` and `.claude/skills/`.
+pub fn skill_search_paths(job: &JobSpec, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let workspace = &job.workspace;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let candidates = job
+        .skills_path
+        .iter()
+        .cloned()
+        .chain(extra.iter().cloned())
+        .chain([
+            workspace.join("skills"),
+            workspace.join(".agents").join("skills"),
+            workspace.join(".claude").join("skills"),
+        ]);
+    for path in candidates {
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_skill(root: &Path, name: &str, description: &str) -> PathBuf {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\nDo it.\n"),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn first_search_path_wins() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        write_skill(&a, "lint", "from a");
+        write_skill(&b, "lint", "from b");
+        let skill = find_skill("lint", &[b.clone(), a.clone()]).unwrap();
+        assert_eq!(skill.description, "from b");
+        let skill = find_skill("lint", &[tmp.path().join("none"), a]).unwrap();
+        assert_eq!(skill.description, "from a");
+    }
+
+    #[test]
+    fn not_found_lists_where_it_looked() {
+        let e = find_skill("lint", &[PathBuf::from("/x"), PathBuf::from("/y")]).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.contains("/x/lint/SKILL.md, /y/lint/SKILL.md"),
+            "{message}"
+        );
+        let e = find_skill("../etc", &[PathBuf::from("/x")]).unwrap_err();
+        assert!(matches!(e, SkillError::BadName { .. }));
+    }
+
+    #[test]
+    fn invalid_skill_reports_file_positions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = write_skill(tmp.path(), "lint", "''");
+        let e = load_skill_dir(&dir).unwrap_err();
+        let diagnostics = e.diagnostics(Path::new("job.yaml"), 1, 1);
+        assert_eq!(diagnostics[0].line, 3);
+        assert!(diagnostics[0].file.ends_with("lint/SKILL.md"));
+    }
+}

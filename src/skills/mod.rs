@@ -15,7 +15,9 @@ pub mod discover;
 pub mod frontmatter;
 pub mod tool_names;
 
-pub use discover::{SkillError, find_skill, load_skill_dir};
+pub use discover::{
+    SkillError, find_skill, find_skill_dir, load_skill_dir, read_skill_dir, skill_search_paths,
+};
 
 /// A loaded, validated skill.
 #[derive(Clone, Debug)]

@@ -1,3 +1,295 @@
-//! (stub)
-pub struct LoadOptions;
-pub fn load_job() {}
+//! Loading a job: read the file, parse it into the raw structs, apply the
+//! command-line overrides, and validate everything into a [`JobSpec`].
+//!
+//! A structural YAML problem (bad syntax, an unknown key, a list where a
+//! mapping belongs) stops the parse and is reported alone; every semantic
+//! problem after that is collected, so one run of `agentci validate` shows
+//! them all. This module does not look for the skill; see
+//! [`crate::skills::discover`].
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use serde_saphyr::Spanned;
+
+use super::check::Checker;
+use super::diagnostic::{Diagnostic, Pos, Reporter, has_errors};
+use super::raw::RawJob;
+use super::vars::parse_var_flag;
+use super::{JobSpec, ProviderKind};
+
+/// Job files larger than this are refused before parsing.
+const MAX_JOB_BYTES: u64 = 1024 * 1024;
+
+/// What the command line adds to a job file. Relative paths are resolved
+/// against `cwd`.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// The directory relative paths on the command line (and the job's
+    /// `workspace`) are resolved against.
+    pub cwd: PathBuf,
+    /// Raw `--var K=V` flags; they override the job's `vars`.
+    pub vars: Vec<String>,
+    /// `--workspace DIR`, overriding the job's `workspace`.
+    pub workspace: Option<PathBuf>,
+    /// `--skills-path DIR` flags; checked to exist here, searched by
+    /// [`crate::skills::skill_search_paths`].
+    pub skills_path: Vec<PathBuf>,
+    /// `--model PROVIDER:NAME`.
+    pub model: Option<String>,
+    /// `--base-url URL`.
+    pub base_url: Option<String>,
+    /// `--replay CASSETTE`: forces the replay provider with that cassette.
+    pub replay: Option<PathBuf>,
+}
+
+/// A loaded job with what `agentci validate` needs beyond the spec.
+#[derive(Clone, Debug)]
+pub struct LoadedJob {
+    pub job: JobSpec,
+    /// Problems that do not stop the job.
+    pub warnings: Vec<Diagnostic>,
+    /// Line and column of the job's `skill` value, to report a missing skill there.
+    pub skill_position: (u32, u32),
+}
+
+/// Flag values after parsing, applied over the job file.
+#[derive(Default)]
+pub(super) struct Overrides {
+    pub vars: BTreeMap<String, String>,
+    pub model: Option<(ProviderKind, String)>,
+    pub base_url: Option<String>,
+    pub replay: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+}
+
+/// Loads and validates a job file. On success returns the spec and its
+/// warnings; on failure every problem found (errors and warnings).
+pub fn load_job(
+    path: &Path,
+    opts: &LoadOptions,
+) -> Result<(JobSpec, Vec<Diagnostic>), Vec<Diagnostic>> {
+    load_job_detailed(path, opts).map(|loaded| (loaded.job, loaded.warnings))
+}
+
+/// [`load_job`], also returning where the `skill` value is.
+pub fn load_job_detailed(path: &Path, opts: &LoadOptions) -> Result<LoadedJob, Vec<Diagnostic>> {
+    let mut diagnostics = Vec::new();
+    let overrides = parse_flags(opts, &mut diagnostics);
+    let source = match read_source(path) {
+        Ok(source) => source,
+        Err(problem) => {
+            diagnostics.push(problem);
+            return Err(diagnostics);
+        }
+    };
+    let mut reporter = Reporter::new(path, &source, 0);
+    let Some(raw) = parse_raw(&source, &mut reporter) else {
+        diagnostics.extend(reporter.diagnostics);
+        return Err(diagnostics);
+    };
+    let job_dir = normalize(&opts.cwd.join(path))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| opts.cwd.clone());
+    let checker = Checker {
+        r: reporter,
+        cwd: &opts.cwd,
+        job_dir: &job_dir,
+    };
+    let (job, skill_position, file_diagnostics) = checker.check(path, raw, overrides);
+    diagnostics.extend(file_diagnostics);
+    match job {
+        Some(job) if !has_errors(&diagnostics) => Ok(LoadedJob {
+            job,
+            warnings: diagnostics,
+            skill_position,
+        }),
+        _ => Err(diagnostics),
+    }
+}
+
+/// Parses the YAML into the raw structs; a structural error is reported and ends the parse.
+fn parse_raw(source: &str, reporter: &mut Reporter<'_>) -> Option<RawJob> {
+    if source.trim().is_empty() {
+        reporter.error(
+            reporter.start(),
+            "the job file is empty; expected a mapping with at least `name`, `skill` and `goal`",
+        );
+        return None;
+    }
+    let mut options = serde_saphyr::Options::default();
+    options.with_snippet = false;
+    match serde_saphyr::from_str_with_options::<RawJob>(source, options) {
+        Ok(raw) => Some(raw),
+        Err(e) => {
+            reporter.yaml_error(&e);
+            None
+        }
+    }
+}
+
+/// Reads a file as UTF-8 text, refusing huge files.
+pub(crate) fn read_source(path: &Path) -> Result<String, Diagnostic> {
+    let fail = |message: String| Diagnostic::error(path, 0, 0, message);
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_JOB_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    if bytes.len() as u64 > MAX_JOB_BYTES {
+        return Err(fail(format!(
+            "the file is larger than {} KiB; job files and SKILL.md must be small",
+            MAX_JOB_BYTES / 1024
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| fail("the file is not valid UTF-8".to_string()))
+}
+
+/// Parses the command-line overrides, reporting bad flags as diagnostics.
+fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrides {
+    let mut overrides = Overrides::default();
+    for flag in &opts.vars {
+        match parse_var_flag(flag) {
+            Ok((name, value)) => {
+                overrides.vars.insert(name, value);
+            }
+            Err(message) => diagnostics.push(Diagnostic::flag("--var", message)),
+        }
+    }
+    if let Some(model) = &opts.model {
+        match parse_model_flag(model) {
+            Ok(parsed) => overrides.model = Some(parsed),
+            Err(message) => diagnostics.push(Diagnostic::flag("--model", message)),
+        }
+    }
+    if let Some(url) = &opts.base_url {
+        match check_base_url(url) {
+            Ok(()) => overrides.base_url = Some(url.clone()),
+            Err(message) => diagnostics.push(Diagnostic::flag("--base-url", message)),
+        }
+    }
+    if let Some(cassette) = &opts.replay {
+        let cassette = normalize(&opts.cwd.join(cassette));
+        if cassette.is_file() {
+            overrides.replay = Some(cassette);
+        } else {
+            diagnostics.push(Diagnostic::flag(
+                "--replay",
+                format!("cassette {} does not exist", cassette.display()),
+            ));
+        }
+    }
+    if let Some(workspace) = &opts.workspace {
+        match existing_dir(&opts.cwd.join(workspace)) {
+            Ok(dir) => overrides.workspace = Some(dir),
+            Err(message) => diagnostics.push(Diagnostic::flag("--workspace", message)),
+        }
+    }
+    for dir in &opts.skills_path {
+        if !opts.cwd.join(dir).is_dir() {
+            diagnostics.push(Diagnostic::flag(
+                "--skills-path",
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+    }
+    overrides
+}
+
+/// `openai:gpt-4.1-mini` → (OpenAi, "gpt-4.1-mini"). The name may hold `:`.
+fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
+    let Some((provider, name)) = flag.split_once(':') else {
+        return Err(format!(
+            "`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
+        ));
+    };
+    match provider {
+        "openai" if !name.trim().is_empty() => Ok((ProviderKind::OpenAi, name.trim().to_string())),
+        "openai" => Err(format!("`{flag}` has no model name after `openai:`")),
+        "replay" => Err("use --replay CASSETTE to replay a recorded session".to_string()),
+        other => Err(format!(
+            "unknown provider `{other}` in `{flag}`; expected `openai` (any OpenAI-compatible \
+             server; set --base-url for others)"
+        )),
+    }
+}
+
+pub(super) fn check_base_url(url: &str) -> Result<(), String> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!(
+            "base URL `{url}` must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
+        ))
+    }
+}
+
+/// An existing directory, absolute and with symlinks resolved.
+pub(super) fn existing_dir(path: &Path) -> Result<PathBuf, String> {
+    let normalized = normalize(path);
+    if !normalized.is_dir() {
+        return Err(format!(
+            "{} is not a directory; create it or give another",
+            normalized.display()
+        ));
+    }
+    Ok(std::fs::canonicalize(&normalized).unwrap_or(normalized))
+}
+
+/// Lexically removes `.` and resolves `..` components (without touching the disk).
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The position of a spanned value.
+pub(super) fn pos_of<T>(reporter: &Reporter<'_>, value: &Spanned<T>) -> Pos {
+    reporter.pos(&value.referenced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_flags() {
+        assert_eq!(
+            parse_model_flag("openai:llama3:8b").unwrap(),
+            (ProviderKind::OpenAi, "llama3:8b".to_string())
+        );
+        assert!(
+            parse_model_flag("gpt-4")
+                .unwrap_err()
+                .contains("PROVIDER:NAME")
+        );
+        assert!(
+            parse_model_flag("anthropic:x")
+                .unwrap_err()
+                .contains("unknown provider")
+        );
+        assert!(
+            parse_model_flag("openai:")
+                .unwrap_err()
+                .contains("no model name")
+        );
+    }
+
+    #[test]
+    fn normalizes_lexically() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("a/../../b")), PathBuf::from("../b"));
+    }
+}

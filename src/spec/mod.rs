@@ -11,14 +11,15 @@ use std::time::Duration;
 
 use crate::policy::ToolPattern;
 
+mod check;
 pub mod diagnostic;
 pub mod duration;
 pub mod load;
-mod raw;
+pub(crate) mod raw;
 pub mod vars;
 
-pub use diagnostic::Diagnostic;
-pub use load::{LoadOptions, load_job};
+pub use diagnostic::{Diagnostic, Severity};
+pub use load::{LoadOptions, LoadedJob, load_job, load_job_detailed};
 
 /// A validated job.
 #[derive(Clone, Debug)]

@@ -1,1 +1,209 @@
-//! (stub)
+//! The job file as written: private structs that serde fills from YAML.
+//!
+//! They only fix the shape (which keys exist, which are lists or mappings);
+//! every value that needs a semantic check is `Spanned` so the loader can
+//! point at it. Numbers and durations arrive as [`Scalar`] so that a wrong
+//! value is reported with the other semantic problems instead of stopping
+//! the parse. Unknown keys stop the parse with the list of valid keys.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde_saphyr::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawJob {
+    pub version: Option<Spanned<Scalar>>,
+    pub name: Option<Spanned<String>>,
+    pub skill: Option<Spanned<RawSkill>>,
+    pub goal: Option<Spanned<String>>,
+    #[serde(default)]
+    pub vars: BTreeMap<String, Spanned<Scalar>>,
+    pub model: Option<Spanned<RawModel>>,
+    pub tools: Option<Vec<Spanned<String>>>,
+    pub permissions: Option<RawPermissions>,
+    pub budget: Option<RawBudget>,
+    pub workspace: Option<Spanned<String>>,
+    pub checks: Option<Vec<Spanned<RawCheck>>>,
+    pub outputs: Option<RawOutputs>,
+    pub skills_path: Option<Vec<Spanned<String>>>,
+    pub max_plan_turns: Option<Spanned<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawModel {
+    pub provider: Option<Spanned<String>>,
+    pub name: Option<Spanned<String>>,
+    pub base_url: Option<Spanned<String>>,
+    pub api_key_env: Option<Spanned<String>>,
+    pub cassette: Option<Spanned<String>>,
+    pub request_timeout: Option<Spanned<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPermissions {
+    pub default: Option<Spanned<String>>,
+    #[serde(default)]
+    pub allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBudget {
+    pub max_turns: Option<Spanned<Scalar>>,
+    pub max_tool_calls: Option<Spanned<Scalar>>,
+    pub max_tokens: Option<Spanned<Scalar>>,
+    pub max_cost_usd: Option<Spanned<Scalar>>,
+    pub timeout: Option<Spanned<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCheck {
+    pub name: Option<Spanned<String>>,
+    pub run: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOutputs {
+    pub dir: Option<Spanned<String>>,
+    pub trace: Option<Spanned<String>>,
+    pub junit: Option<Spanned<String>>,
+}
+
+/// A YAML scalar of any type; the loader decides which types a key accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Scalar {
+    Null,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Str(String),
+}
+
+impl Scalar {
+    /// What the user wrote, for messages and for vars (`1` → "1", `true` → "true").
+    pub fn text(&self) -> String {
+        match self {
+            Scalar::Null => String::new(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Int(i) => i.to_string(),
+            Scalar::Float(f) => f.to_string(),
+            Scalar::Str(s) => s.clone(),
+        }
+    }
+
+    /// A short description of the type for "expected …, found …" messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Scalar::Null => "nothing",
+            Scalar::Bool(_) => "a boolean",
+            Scalar::Int(_) => "an integer",
+            Scalar::Float(_) => "a decimal number",
+            Scalar::Str(_) => "a string",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string, number or boolean")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v.into()))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v))
+    }
+}
+
+/// `skill: NAME`, `skill: {path: DIR}` or `skill: {git: URL, rev: SHA, path: DIR}`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum RawSkill {
+    Name(String),
+    Path(String),
+    /// Not supported yet; kept so the loader can say so at the right place.
+    Git,
+}
+
+const SKILL_KEYS: &[&str] = &["path", "git", "rev"];
+
+impl<'de> Deserialize<'de> for RawSkill {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkillVisitor)
+    }
+}
+
+struct SkillVisitor;
+
+impl<'de> Visitor<'de> for SkillVisitor {
+    type Value = RawSkill;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a skill name or a mapping `{path: DIR}`")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSkill, E> {
+        Ok(RawSkill::Name(v.to_string()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSkill, A::Error> {
+        let mut path = None;
+        let mut git = false;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "path" => path = Some(map.next_value::<String>()?),
+                "git" | "rev" => {
+                    git = true;
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+                other => return Err(de::Error::unknown_field(other, SKILL_KEYS)),
+            }
+        }
+        match (git, path) {
+            (true, _) => Ok(RawSkill::Git),
+            (false, Some(path)) => Ok(RawSkill::Path(path)),
+            (false, None) => Err(de::Error::missing_field("path")),
+        }
+    }
+}

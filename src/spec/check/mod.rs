@@ -1,0 +1,456 @@
+//! Semantic validation of a parsed job: turns a [`RawJob`] into a
+//! [`JobSpec`], reporting every problem at its own line and column.
+//!
+//! Defaults live here (provider `openai`, permission default `deny`, check
+//! timeout 10m, `max_plan_turns` 5). Reading files and flags is
+//! [`super::load`]'s job.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_saphyr::Spanned;
+
+mod model;
+mod numbers;
+
+use crate::policy::ToolPattern;
+use crate::spec::diagnostic::{Pos, Reporter};
+use crate::spec::load::{Overrides, existing_dir, normalize, pos_of};
+use crate::spec::raw::{RawCheck, RawJob, RawOutputs, RawPermissions, RawSkill, Scalar};
+use crate::spec::vars::{is_valid_name, substitute};
+use crate::spec::{
+    CheckSpec, DefaultDecision, Diagnostic, JobSpec, OutputsSpec, PermissionsSpec, SkillRef,
+};
+use crate::tools::BUILTIN_TOOLS;
+
+const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
+const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// Canonical tools that are not builtin (yet); permission patterns may name them.
+const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "web_fetch", "task"];
+
+pub(super) struct Checker<'a> {
+    pub r: Reporter<'a>,
+    pub cwd: &'a Path,
+    pub job_dir: &'a Path,
+}
+
+impl Checker<'_> {
+    /// Validates the whole job. Returns the spec when nothing was wrong
+    /// enough to build one, the skill's position, and all diagnostics.
+    pub fn check(
+        mut self,
+        path: &Path,
+        raw: RawJob,
+        overrides: Overrides,
+    ) -> (Option<JobSpec>, Pos, Vec<Diagnostic>) {
+        self.version(raw.version.as_ref());
+        let vars = self.vars(&raw.vars, overrides.vars.clone());
+        let name = self.required_text(raw.name.as_ref(), "name", "a short name for the job", &vars);
+        let skill_position = raw
+            .skill
+            .as_ref()
+            .map_or_else(|| self.r.start(), |s| pos_of(&self.r, s));
+        let skill = self.skill(raw.skill.as_ref());
+        let goal = self.required_text(
+            raw.goal.as_ref(),
+            "goal",
+            "what the agent should achieve",
+            &vars,
+        );
+        let model = self.model(raw.model.as_ref(), &overrides);
+        let tools = raw.tools.as_ref().map(|tools| self.tools(tools));
+        let permissions = self.permissions(raw.permissions.as_ref());
+        let budget = raw
+            .budget
+            .as_ref()
+            .map(|b| self.budget(b))
+            .unwrap_or_default();
+        let workspace = self.workspace(raw.workspace.as_ref(), overrides.workspace);
+        let checks = self.checks(raw.checks.as_deref().unwrap_or_default(), &vars);
+        let outputs = workspace
+            .as_deref()
+            .map(|ws| self.outputs(raw.outputs.as_ref(), ws))
+            .unwrap_or_default();
+        let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
+        let max_plan_turns = raw
+            .max_plan_turns
+            .as_ref()
+            .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
+            .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
+
+        let job = match (name, skill, goal, model, workspace) {
+            (Some(name), Some(skill), Some(goal), Some(model), Some(workspace)) => Some(JobSpec {
+                path: path.to_path_buf(),
+                name,
+                skill,
+                goal,
+                vars,
+                model,
+                tools,
+                permissions,
+                budget,
+                workspace,
+                checks,
+                outputs,
+                skills_path,
+                max_plan_turns,
+            }),
+            _ => None,
+        };
+        (job, skill_position, self.r.diagnostics)
+    }
+
+    fn version(&mut self, version: Option<&Spanned<Scalar>>) {
+        if let Some(v) = version
+            && v.value != Scalar::Int(1)
+        {
+            let pos = pos_of(&self.r, v);
+            self.r.error(
+                pos,
+                format!(
+                    "unsupported version `{}`; this agentci reads `version: 1`",
+                    v.value.text()
+                ),
+            );
+        }
+    }
+
+    fn vars(
+        &mut self,
+        raw: &BTreeMap<String, Spanned<Scalar>>,
+        flags: BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut vars = BTreeMap::new();
+        for (name, value) in raw {
+            let pos = pos_of(&self.r, value);
+            if !is_valid_name(name) {
+                self.r.error(
+                    pos,
+                    format!(
+                        "`{name}` is not a valid var name; use letters, digits, `_` and `-`, \
+                         starting with a letter"
+                    ),
+                );
+            }
+            if value.value == Scalar::Null && !flags.contains_key(name) {
+                self.r.error(
+                    pos,
+                    format!("var `{name}` has no value; write `{name}: \"\"` for an empty string"),
+                );
+            }
+            vars.insert(name.clone(), value.value.text());
+        }
+        vars.extend(flags);
+        vars
+    }
+
+    /// A required string key with `${{ vars.NAME }}` substituted; must not be blank.
+    fn required_text(
+        &mut self,
+        value: Option<&Spanned<String>>,
+        key: &str,
+        what: &str,
+        vars: &BTreeMap<String, String>,
+    ) -> Option<String> {
+        let Some(value) = value else {
+            let pos = self.r.start();
+            self.r
+                .error(pos, format!("missing required key `{key}` ({what})"));
+            return None;
+        };
+        let text = self.substitute(value, vars)?;
+        if text.trim().is_empty() {
+            let pos = pos_of(&self.r, value);
+            self.r
+                .error(pos, format!("`{key}` is empty; expected {what}"));
+            return None;
+        }
+        Some(text)
+    }
+
+    /// Substitutes vars, reporting each bad expression at its own position.
+    fn substitute(
+        &mut self,
+        value: &Spanned<String>,
+        vars: &BTreeMap<String, String>,
+    ) -> Option<String> {
+        match substitute(&value.value, vars) {
+            Ok(text) => Some(text),
+            Err(problems) => {
+                for problem in problems {
+                    let nth = value.value[..problem.start]
+                        .matches(problem.expression.as_str())
+                        .count();
+                    let pos = self
+                        .r
+                        .pos_in_scalar(&value.referenced, &problem.expression, nth);
+                    self.r.error(pos, problem.message);
+                }
+                None
+            }
+        }
+    }
+
+    fn skill(&mut self, skill: Option<&Spanned<RawSkill>>) -> Option<SkillRef> {
+        let Some(skill) = skill else {
+            let pos = self.r.start();
+            self.r.error(
+                pos,
+                "missing required key `skill` (a skill name, or `{path: DIR}`)",
+            );
+            return None;
+        };
+        let pos = pos_of(&self.r, skill);
+        match &skill.value {
+            RawSkill::Name(name) if name.trim().is_empty() => {
+                self.r.error(
+                    pos,
+                    "`skill` is empty; expected a skill name or `{path: DIR}`",
+                );
+                None
+            }
+            RawSkill::Name(name) => Some(SkillRef::Name(name.trim().to_string())),
+            RawSkill::Path(dir) => Some(SkillRef::Path(normalize(&self.job_dir.join(dir)))),
+            RawSkill::Git => {
+                self.r.error(
+                    pos,
+                    "skills from git (`skill: {git: ...}`) are not supported yet; copy the skill \
+                     into the repository and use `skill: {path: DIR}` or a skill name",
+                );
+                None
+            }
+        }
+    }
+
+    fn tools(&mut self, tools: &[Spanned<String>]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for tool in tools {
+            let pos = pos_of(&self.r, tool);
+            let name = tool.value.trim();
+            if !BUILTIN_TOOLS.contains(&name) {
+                let hint = BUILTIN_TOOLS
+                    .iter()
+                    .find(|b| b.eq_ignore_ascii_case(name))
+                    .map(|b| format!(" (did you mean `{b}`?)"))
+                    .unwrap_or_default();
+                self.r.error(
+                    pos,
+                    format!(
+                        "unknown tool `{name}`{hint}; expected one of: {}",
+                        BUILTIN_TOOLS.join(", ")
+                    ),
+                );
+            } else if out.iter().any(|t| t == name) {
+                self.r
+                    .warning(pos, format!("tool `{name}` is listed more than once"));
+            } else {
+                out.push(name.to_string());
+            }
+        }
+        out
+    }
+
+    fn permissions(&mut self, raw: Option<&RawPermissions>) -> PermissionsSpec {
+        let default = match raw.and_then(|p| p.default.as_ref()) {
+            None => DefaultDecision::Deny,
+            Some(d) => match d.value.as_str() {
+                "allow" => DefaultDecision::Allow,
+                "deny" => DefaultDecision::Deny,
+                other => {
+                    let pos = pos_of(&self.r, d);
+                    self.r.error(
+                        pos,
+                        format!("unknown permission default `{other}`; expected `allow` or `deny`"),
+                    );
+                    DefaultDecision::Deny
+                }
+            },
+        };
+        let (allow, deny) = match raw {
+            Some(p) => (self.patterns(&p.allow), self.patterns(&p.deny)),
+            None => (Vec::new(), Vec::new()),
+        };
+        PermissionsSpec {
+            default,
+            allow,
+            deny,
+        }
+    }
+
+    fn patterns(&mut self, raw: &[Spanned<String>]) -> Vec<ToolPattern> {
+        let mut out = Vec::new();
+        for text in raw {
+            let pos = pos_of(&self.r, text);
+            match ToolPattern::parse(&text.value) {
+                Ok(pattern) => {
+                    if let Some(tool) = pattern.tool_name()
+                        && !is_known_tool(tool)
+                    {
+                        self.r.warning(
+                            pos,
+                            format!(
+                                "permission pattern `{}` names no known tool; tools are {}, {} \
+                                 and mcp__SERVER__TOOL",
+                                text.value,
+                                BUILTIN_TOOLS.join(", "),
+                                OTHER_CANONICAL_TOOLS.join(", ")
+                            ),
+                        );
+                    }
+                    out.push(pattern);
+                }
+                Err(e) => self.r.error(pos, e.to_string()),
+            }
+        }
+        out
+    }
+
+    fn workspace(
+        &mut self,
+        raw: Option<&Spanned<String>>,
+        flag: Option<PathBuf>,
+    ) -> Option<PathBuf> {
+        if flag.is_some() {
+            return flag;
+        }
+        let Some(raw) = raw else {
+            return match existing_dir(self.cwd) {
+                Ok(dir) => Some(dir),
+                Err(message) => {
+                    let pos = self.r.start();
+                    self.r.error(pos, format!("workspace: {message}"));
+                    None
+                }
+            };
+        };
+        match existing_dir(&self.cwd.join(&raw.value)) {
+            Ok(dir) => Some(dir),
+            Err(message) => {
+                let pos = pos_of(&self.r, raw);
+                self.r.error(
+                    pos,
+                    format!(
+                        "workspace `{}`: {message} (relative to the current directory, or pass \
+                         --workspace DIR)",
+                        raw.value
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn checks(
+        &mut self,
+        raw: &[Spanned<RawCheck>],
+        vars: &BTreeMap<String, String>,
+    ) -> Vec<CheckSpec> {
+        let mut out = Vec::new();
+        let mut seen: HashMap<String, Pos> = HashMap::new();
+        for check in raw {
+            let at = pos_of(&self.r, check);
+            let name = match &check.value.name {
+                None => {
+                    self.r.error(
+                        at,
+                        "check without a `name`; every check needs a unique name",
+                    );
+                    None
+                }
+                Some(n) => {
+                    let text = self.substitute(n, vars);
+                    let pos = pos_of(&self.r, n);
+                    match text {
+                        Some(t) if t.trim().is_empty() => {
+                            self.r.error(pos, "check `name` is empty");
+                            None
+                        }
+                        Some(t) => {
+                            if let Some(first) = seen.get(&t) {
+                                self.r.error(
+                                    pos,
+                                    format!(
+                                        "duplicate check name `{t}` (first used at line {}); \
+                                         check names must be unique",
+                                        first.0
+                                    ),
+                                );
+                            } else {
+                                seen.insert(t.clone(), pos);
+                            }
+                            Some(t)
+                        }
+                        None => None,
+                    }
+                }
+            };
+            let run = match &check.value.run {
+                None => {
+                    self.r
+                        .error(at, "check without `run`; expected a shell command");
+                    None
+                }
+                Some(r) => match self.substitute(r, vars) {
+                    Some(t) if t.trim().is_empty() => {
+                        let pos = pos_of(&self.r, r);
+                        self.r
+                            .error(pos, "check `run` is empty; expected a shell command");
+                        None
+                    }
+                    other => other,
+                },
+            };
+            let timeout = match &check.value.timeout {
+                None => Some(DEFAULT_CHECK_TIMEOUT),
+                Some(t) => self.duration(t, "timeout"),
+            };
+            if let (Some(name), Some(run), Some(timeout)) = (name, run, timeout) {
+                out.push(CheckSpec { name, run, timeout });
+            }
+        }
+        out
+    }
+
+    fn outputs(&mut self, raw: Option<&RawOutputs>, workspace: &Path) -> OutputsSpec {
+        let resolve =
+            |v: &Option<Spanned<String>>| v.as_ref().map(|p| normalize(&workspace.join(&p.value)));
+        match raw {
+            None => OutputsSpec::default(),
+            Some(o) => OutputsSpec {
+                dir: resolve(&o.dir),
+                trace: resolve(&o.trace),
+                junit: resolve(&o.junit),
+            },
+        }
+    }
+
+    fn skills_path(&mut self, raw: &[Spanned<String>]) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for dir in raw {
+            let path = normalize(&self.job_dir.join(&dir.value));
+            if !path.is_dir() {
+                let pos = pos_of(&self.r, dir);
+                self.r.warning(
+                    pos,
+                    format!(
+                        "skills_path `{}` is not a directory (looked for {}; relative paths start \
+                         at the job file's folder)",
+                        dir.value,
+                        path.display()
+                    ),
+                );
+            }
+            out.push(path);
+        }
+        out
+    }
+}
+
+fn is_known_tool(name: &str) -> bool {
+    BUILTIN_TOOLS.contains(&name)
+        || OTHER_CANONICAL_TOOLS.contains(&name)
+        || name.starts_with("mcp__")
+}

@@ -1,0 +1,126 @@
+//! The `model` section: provider, model name, endpoint and cassette, with
+//! `--model`, `--base-url` and `--replay` applied over the job file.
+
+use std::path::PathBuf;
+
+use serde_saphyr::Spanned;
+
+use super::{Checker, DEFAULT_API_KEY_ENV, DEFAULT_REQUEST_TIMEOUT};
+use crate::spec::load::{Overrides, check_base_url, normalize, pos_of};
+use crate::spec::raw::RawModel;
+use crate::spec::{ModelSpec, ProviderKind};
+
+impl Checker<'_> {
+    pub(super) fn model(
+        &mut self,
+        raw: Option<&Spanned<RawModel>>,
+        overrides: &Overrides,
+    ) -> Option<ModelSpec> {
+        let pos = raw.map_or_else(|| self.r.start(), |m| pos_of(&self.r, m));
+        let raw = raw.map(|m| &m.value);
+        let field = |f: fn(&RawModel) -> &Option<Spanned<String>>| raw.and_then(|m| f(m).as_ref());
+        let mut provider = match field(|m| &m.provider) {
+            None => Some(ProviderKind::OpenAi),
+            Some(p) => match p.value.as_str() {
+                "openai" => Some(ProviderKind::OpenAi),
+                "replay" => Some(ProviderKind::Replay),
+                other => {
+                    let at = pos_of(&self.r, p);
+                    self.r.error(
+                        at,
+                        format!(
+                            "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
+                             server) or `replay`"
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        let mut name = field(|m| &m.name).map(|n| n.value.trim().to_string());
+        if let Some((kind, flag_name)) = &overrides.model {
+            provider = Some(*kind);
+            name = Some(flag_name.clone());
+        }
+        let mut cassette = field(|m| &m.cassette).and_then(|c| self.existing_file(c, "cassette"));
+        if let Some(replay) = &overrides.replay {
+            provider = Some(ProviderKind::Replay);
+            cassette = Some(replay.clone());
+        }
+        let base_url = match &overrides.base_url {
+            Some(url) => Some(url.clone()),
+            None => field(|m| &m.base_url).and_then(|url| match check_base_url(&url.value) {
+                Ok(()) => Some(url.value.clone()),
+                Err(message) => {
+                    let at = pos_of(&self.r, url);
+                    self.r.error(at, message);
+                    None
+                }
+            }),
+        };
+        let request_timeout = raw
+            .and_then(|m| m.request_timeout.as_ref())
+            .and_then(|t| self.duration(t, "request_timeout"))
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        let api_key_env = field(|m| &m.api_key_env).map(|e| e.value.clone());
+        match provider? {
+            ProviderKind::OpenAi => {
+                let Some(name) = name.filter(|n| !n.is_empty()) else {
+                    self.r.error(
+                        pos,
+                        "missing model name: add `model: {provider: openai, name: MODEL}` or pass \
+                         --model openai:MODEL",
+                    );
+                    return None;
+                };
+                Some(ModelSpec {
+                    provider: ProviderKind::OpenAi,
+                    name,
+                    base_url,
+                    api_key_env: Some(api_key_env.unwrap_or_else(|| DEFAULT_API_KEY_ENV.into())),
+                    cassette: None,
+                    request_timeout,
+                })
+            }
+            ProviderKind::Replay => {
+                let Some(cassette) = cassette else {
+                    if field(|m| &m.cassette).is_none() {
+                        self.r.error(
+                            pos,
+                            "the replay provider needs a cassette: add `cassette: FILE` or pass \
+                             --replay FILE",
+                        );
+                    }
+                    return None;
+                };
+                Some(ModelSpec {
+                    provider: ProviderKind::Replay,
+                    name: name.unwrap_or_else(|| "replay".to_string()),
+                    base_url,
+                    api_key_env,
+                    cassette: Some(cassette),
+                    request_timeout,
+                })
+            }
+        }
+    }
+
+    /// A file path relative to the job file's folder that must exist.
+    pub(super) fn existing_file(&mut self, value: &Spanned<String>, key: &str) -> Option<PathBuf> {
+        let path = normalize(&self.job_dir.join(&value.value));
+        if path.is_file() {
+            return Some(path);
+        }
+        let pos = pos_of(&self.r, value);
+        self.r.error(
+            pos,
+            format!(
+                "{key} `{}` does not exist (looked for {}; relative paths start at the job \
+                 file's folder)",
+                value.value,
+                path.display()
+            ),
+        );
+        None
+    }
+}
