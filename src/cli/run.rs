@@ -12,7 +12,7 @@ use crate::agent::{self, RunInput};
 use crate::event::{EventBus, EventSink, OutputPaths, RunStatus};
 use crate::sink::{JunitWriter, PlainLog, ProgressBars, TraceWriter};
 use crate::skills::{self, Skill};
-use crate::spec::{self, Diagnostic, JobSpec, LoadOptions, SkillRef};
+use crate::spec::{self, JobSpec, LoadOptions, SkillRef};
 use crate::tools::{ToolLimits, Workspace};
 
 use super::EXIT_BAD_INPUT;
@@ -26,7 +26,7 @@ pub fn run(args: RunArgs) -> u8 {
         Ok(prepared) => execute(prepared, &args),
         Err(problems) => {
             for problem in problems {
-                let _ = writeln!(stderr, "error: {problem}");
+                let _ = writeln!(stderr, "{problem}");
             }
             EXIT_BAD_INPUT
         }
@@ -53,17 +53,22 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Vec<String>> {
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),
     };
-    let (job, load_warnings) = spec::load_job(&args.job, &options).map_err(render)?;
+    let (job, load_warnings) = spec::load_job(&args.job, &options).map_err(|diagnostics| {
+        diagnostics
+            .iter()
+            .map(|d| d.with_severity().to_string())
+            .collect::<Vec<_>>()
+    })?;
     let skill = match &job.skill {
         SkillRef::Name(name) => {
             skills::find_skill(name, &skills::skill_search_paths(&job, &args.skills_path))
         }
         SkillRef::Path(dir) => skills::load_skill_dir(dir),
     }
-    .map_err(|e| vec![e.to_string()])?;
+    .map_err(|e| vec![format!("error: {e}")])?;
     let workspace = Workspace::new(&job.workspace).map_err(|e| {
         vec![format!(
-            "workspace {} cannot be used: {e}; create it or pass --workspace DIR",
+            "error: workspace {} cannot be used: {e}; create it or pass --workspace DIR",
             job.workspace.display()
         )]
     })?;
@@ -73,10 +78,6 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Vec<String>> {
         skill,
         workspace,
     })
-}
-
-fn render(diagnostics: Vec<Diagnostic>) -> Vec<String> {
-    diagnostics.iter().map(ToString::to_string).collect()
 }
 
 fn execute(prepared: Prepared, args: &RunArgs) -> u8 {
