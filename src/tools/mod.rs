@@ -255,7 +255,10 @@ pub(crate) mod support {
     {
         match tokio::task::spawn_blocking(work).await {
             Ok(result) => result,
-            Err(e) => ToolResult::failure(ToolErrorCode::Io, format!("the tool stopped unexpectedly: {e}")),
+            Err(e) => ToolResult::failure(
+                ToolErrorCode::Io,
+                format!("the tool stopped unexpectedly: {e}"),
+            ),
         }
     }
 

@@ -138,7 +138,12 @@ fn expectation(schema: &Value) -> Option<String> {
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         let list = options
             .iter()
-            .map(|o| format!("`{}`", o.as_str().map_or_else(|| o.to_string(), str::to_string)))
+            .map(|o| {
+                format!(
+                    "`{}`",
+                    o.as_str().map_or_else(|| o.to_string(), str::to_string)
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ");
         return Some(format!("one of {list}"));
@@ -198,7 +203,10 @@ mod tests {
 
     #[test]
     fn valid_arguments_pass() {
-        assert_eq!(check_arguments(&schema(), &json!({"path": "a", "limit": 3})), Ok(()));
+        assert_eq!(
+            check_arguments(&schema(), &json!({"path": "a", "limit": 3})),
+            Ok(())
+        );
     }
 
     #[test]

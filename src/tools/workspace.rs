@@ -166,7 +166,10 @@ mod tests {
     #[test]
     fn existing_and_missing_paths_resolve_inside() {
         let (_dir, ws) = workspace();
-        assert_eq!(ws.resolve("src/lib.rs").unwrap(), ws.root().join("src/lib.rs"));
+        assert_eq!(
+            ws.resolve("src/lib.rs").unwrap(),
+            ws.root().join("src/lib.rs")
+        );
         assert_eq!(
             ws.resolve("./src/new/dir/file.rs").unwrap(),
             ws.root().join("src/new/dir/file.rs")
@@ -179,7 +182,10 @@ mod tests {
         let (_dir, ws) = workspace();
         for bad in ["..", "../x", "src/../../x", "/etc/passwd", "a\0b"] {
             let err = ws.resolve(bad).unwrap_err().to_string();
-            assert!(err.contains("relative") || err.contains("NUL"), "{bad}: {err}");
+            assert!(
+                err.contains("relative") || err.contains("NUL"),
+                "{bad}: {err}"
+            );
         }
         assert!(
             ws.resolve("../x")
@@ -194,16 +200,16 @@ mod tests {
         let (dir, ws) = workspace();
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(
-            outside.path().join("missing"),
-            dir.path().join("dangling"),
-        )
-        .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("missing"), dir.path().join("dangling"))
+            .unwrap();
         std::os::unix::fs::symlink("src", dir.path().join("inside")).unwrap();
         assert!(ws.resolve("out").is_err());
         assert!(ws.resolve("out/new.txt").is_err());
         assert!(ws.resolve("dangling").is_err());
         assert!(ws.resolve("dangling/x").is_err());
-        assert_eq!(ws.resolve("inside/lib.rs").unwrap(), ws.root().join("src/lib.rs"));
+        assert_eq!(
+            ws.resolve("inside/lib.rs").unwrap(),
+            ws.root().join("src/lib.rs")
+        );
     }
 }
