@@ -10,7 +10,7 @@
 //! same output. This module does not decide what the model may search.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -423,6 +423,7 @@ fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn collected_keeps_only_files_that_can_still_be_shown() {

@@ -37,6 +37,7 @@ impl LsTool {
                         "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH,
                                   "description": "Levels to show. Default 1."}
                     },
+                    "required": [],
                     "additionalProperties": false
                 }),
                 read_only: true,
