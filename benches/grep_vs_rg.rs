@@ -41,7 +41,10 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5)
         .max(1);
-    println!("tree: {}  pattern: {PATTERN}  runs: {runs} (+1 warm-up)", tree.display());
+    println!(
+        "tree: {}  pattern: {PATTERN}  runs: {runs} (+1 warm-up)",
+        tree.display()
+    );
 
     let ctx = ToolContext {
         workspace: Workspace::new(&tree).expect("the bench tree must exist"),

@@ -73,7 +73,7 @@ pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
         .kill_on_drop(true)
         .spawn()?;
     // The child leads its own group, so the group id is its pid.
-    let group = ProcessGroup(child.id().and_then(|id| i32::try_from(id).ok()));
+    let mut group = ProcessGroup(child.id().and_then(|id| i32::try_from(id).ok()));
     let keep = cmd.max_output_chars;
     let stdout = child.stdout.take().map(|pipe| capture(pipe, keep));
     let stderr = child.stderr.take().map(|pipe| capture(pipe, keep));
@@ -105,8 +105,9 @@ pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
 struct ProcessGroup(Option<i32>);
 
 impl ProcessGroup {
-    fn kill(&self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 1) {
+    /// Kill the group once; afterwards the id may belong to someone else.
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take().filter(|&p| p > 1) {
             // SAFETY: killpg only sends a signal; pgid is our child's own group
             // (process_group(0)), never 0 or 1, so it cannot hit our own group or init.
             unsafe {

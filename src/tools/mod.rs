@@ -221,10 +221,16 @@ pub(crate) mod support {
     }
 
     /// A non-negative integer argument; the schema has already checked its type.
+    /// JSON Schema counts `2.0` as an integer too, so accept whole floats.
     pub fn usize_arg(args: &Value, name: &str) -> Option<usize> {
-        args.get(name)
-            .and_then(Value::as_u64)
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        let value = args.get(name)?;
+        let n = value.as_u64().or_else(|| {
+            value
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        })?;
+        Some(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     pub fn bool_arg(args: &Value, name: &str) -> Option<bool> {

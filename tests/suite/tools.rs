@@ -117,6 +117,15 @@ async fn read_numbers_lines_and_pages() {
     assert_eq!(r.data["lines"], json!([3, 4]));
     assert_eq!(r.data["total_lines"], 10);
 
+    // JSON Schema counts 2.0 as an integer, so the tool must honour it too.
+    let r = call(
+        &ctx,
+        "read",
+        json!({"path": "f.txt", "offset": 9.0, "limit": 1.0}),
+    )
+    .await;
+    assert_eq!(r.output, "     9\tline 9");
+
     let r = call(&ctx, "read", json!({"path": "f.txt", "offset": 11})).await;
     assert_eq!(r.error, Some(ToolErrorCode::InvalidArgument));
     assert!(r.summary.contains("past the end"), "{}", r.summary);
