@@ -1,8 +1,237 @@
-//! The `exec` tool. (stub: to be written)
+//! The `exec` tool, and [`run_shell`], the one way agentci runs a shell
+//! command (the job's checks use it too).
+//!
+//! A command runs as `sh -c COMMAND` with stdin from `/dev/null`, in a new
+//! process group. When it finishes or times out the whole group is killed
+//! with SIGKILL, so grandchildren (a `sleep &`, a test server) never outlive
+//! it or hold its output pipes open. Output is captured with bounded memory:
+//! the start and the end of each stream are kept and the middle is cut with
+//! a note saying how much. Whether a command may run is decided by
+//! [`crate::policy`], not here.
 
-use serde_json::Value;
+use std::collections::VecDeque;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use super::{BoxFuture, Tool, ToolContext, ToolResult, ToolSpec};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use super::support::{outside, str_arg, usize_arg};
+use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+
+/// How long to keep reading output after the command's group was killed;
+/// only a process that left the group (setsid) can keep the pipes open.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// A shell command to run.
+#[derive(Clone, Copy, Debug)]
+pub struct ShellCommand<'a> {
+    pub command: &'a str,
+    /// Absolute directory to run in.
+    pub cwd: &'a Path,
+    pub timeout: Duration,
+    /// Variables set in addition to the inherited environment.
+    pub env: &'a [(String, String)],
+    /// Characters of stdout and stderr together kept in [`ShellOutput::output`].
+    pub max_output_chars: usize,
+}
+
+/// What a command did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShellOutput {
+    /// `None` when it was killed by a signal (including on timeout).
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// stdout then stderr (under a `[stderr]` line when both are present),
+    /// cut in the middle of each stream to fit `max_output_chars`.
+    pub output: String,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Bytes of output not shown in `output`.
+    pub cut_bytes: u64,
+    pub duration: Duration,
+}
+
+/// Run `cmd` to completion or timeout; `Err` only when it could not be started.
+pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
+    let started = Instant::now();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd.command)
+        .current_dir(cmd.cwd)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    // The child leads its own group, so the group id is its pid.
+    let mut group = ProcessGroup(child.id().and_then(|id| i32::try_from(id).ok()));
+    let keep = cmd.max_output_chars;
+    let stdout = child.stdout.take().map(|pipe| capture(pipe, keep));
+    let stderr = child.stderr.take().map(|pipe| capture(pipe, keep));
+
+    let status = tokio::time::timeout(cmd.timeout, child.wait()).await;
+    group.kill();
+    let (status, timed_out) = match status {
+        Ok(status) => (status?, false),
+        Err(_) => (child.wait().await?, true),
+    };
+    let stdout = finish_capture(stdout).await;
+    let stderr = finish_capture(stderr).await;
+
+    let (output, cut_bytes) = render(&stdout, &stderr, cmd.max_output_chars);
+    Ok(ShellOutput {
+        exit_code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        output,
+        stdout_bytes: stdout.total,
+        stderr_bytes: stderr.total,
+        cut_bytes,
+        duration: started.elapsed(),
+    })
+}
+
+/// The command's process group; killed when dropped, so a cancelled call
+/// leaves nothing running either.
+struct ProcessGroup(Option<i32>);
+
+impl ProcessGroup {
+    /// Kill the group once; afterwards the id may belong to someone else.
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take().filter(|&p| p > 1) {
+            // SAFETY: killpg only sends a signal; pgid is our child's own group
+            // (process_group(0)), never 0 or 1, so it cannot hit our own group or init.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One stream's output with bounded memory: the first `keep` bytes, the
+/// last `keep` bytes after those, and how many there were in all.
+#[derive(Debug, Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    keep: usize,
+    total: u64,
+}
+
+impl Capture {
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if self.head.len() < self.keep {
+            let take = bytes.len().min(self.keep - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(self.keep);
+        self.tail.drain(..excess);
+    }
+
+    /// The stream shown within `budget` bytes: whole, or its start and end
+    /// around a note; and how many bytes were cut.
+    fn shown(&self, budget: usize, name: &str) -> (String, u64) {
+        let total = usize::try_from(self.total).unwrap_or(usize::MAX);
+        if total <= budget {
+            let mut all = self.head.clone();
+            all.extend(self.tail.iter());
+            return (String::from_utf8_lossy(&all).into_owned(), 0);
+        }
+        let front = budget / 2;
+        let back = budget - front;
+        let head = &self.head[..front.min(self.head.len())];
+        let end: Vec<u8> = {
+            // Anything not in `tail` is at the end of `head` (nothing was dropped yet).
+            let from_head = back.saturating_sub(self.tail.len());
+            let mut end = self.head[self.head.len() - from_head.min(self.head.len())..].to_vec();
+            end.extend(self.tail.iter().skip(self.tail.len().saturating_sub(back)));
+            end
+        };
+        let cut = self.total - (head.len() + end.len()) as u64;
+        let text = format!(
+            "{}\n[... {cut} of {} bytes of {name} cut ...]\n{}",
+            String::from_utf8_lossy(head),
+            self.total,
+            String::from_utf8_lossy(&end)
+        );
+        (text, cut)
+    }
+}
+
+type SharedCapture = (Arc<Mutex<Capture>>, tokio::task::JoinHandle<()>);
+
+fn capture<R: AsyncRead + Unpin + Send + 'static>(mut pipe: R, keep: usize) -> SharedCapture {
+    let shared = Arc::new(Mutex::new(Capture {
+        keep,
+        ..Capture::default()
+    }));
+    let sink = Arc::clone(&shared);
+    let task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 16 * 1024];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(&buf[..n]);
+        }
+    });
+    (shared, task)
+}
+
+/// Wait briefly for the reader to reach end of file, then take what it has.
+async fn finish_capture(capture: Option<SharedCapture>) -> Capture {
+    let Some((shared, mut task)) = capture else {
+        return Capture::default();
+    };
+    if tokio::time::timeout(DRAIN_GRACE, &mut task).await.is_err() {
+        task.abort();
+    }
+    std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Both streams within `max` bytes: each keeps what it needs if the other
+/// is short, otherwise they share the budget evenly.
+fn render(stdout: &Capture, stderr: &Capture, max: usize) -> (String, u64) {
+    let out_len = usize::try_from(stdout.total).unwrap_or(usize::MAX);
+    let err_len = usize::try_from(stderr.total).unwrap_or(usize::MAX);
+    let half = max / 2;
+    let out_budget = if err_len < half {
+        max - err_len
+    } else if out_len < half {
+        out_len
+    } else {
+        half
+    };
+    let err_budget = max - out_budget.min(max);
+    let (out, out_cut) = stdout.shown(out_budget, "stdout");
+    let (err, err_cut) = stderr.shown(err_budget, "stderr");
+    let text = match (out.is_empty(), err.is_empty()) {
+        (_, true) => out,
+        (true, false) => err,
+        (false, false) => format!("{}\n[stderr]\n{err}", out.trim_end_matches('\n')),
+    };
+    (text, out_cut + err_cut)
+}
 
 pub struct ExecTool {
     spec: ToolSpec,
@@ -13,11 +242,37 @@ impl ExecTool {
         ExecTool {
             spec: ToolSpec {
                 name: "exec".into(),
-                description: String::new(),
-                parameters: serde_json::json!({"type": "object"}),
+                description: "Run a shell command with `sh -c` in the workspace root (or in \
+                    `cwd`, a directory inside the workspace). stdin is empty, so interactive \
+                    commands fail rather than wait. Returns the exit code, stdout and then \
+                    stderr (after a `[stderr]` line); long output keeps its start and end and \
+                    says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
+                    600000; on timeout the command and everything it started are killed. \
+                    Background processes do not survive the command: when it exits, its whole \
+                    process group is killed."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "minLength": 1,
+                                    "description": "Shell command line, e.g. `cargo test -q`."},
+                        "cwd": {"type": "string",
+                                "description": "Directory to run in, relative to the workspace root. Default: the root."},
+                        "timeout_ms": {"type": "integer", "minimum": 1,
+                                       "description": "Time limit in milliseconds. Default 120000."}
+                    },
+                    "required": ["command"],
+                    "additionalProperties": false
+                }),
                 read_only: false,
             },
         }
+    }
+}
+
+impl Default for ExecTool {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -25,7 +280,134 @@ impl Tool for ExecTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
-    fn call<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        todo!()
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(exec(args, ctx))
+    }
+}
+
+async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
+    let command = str_arg(&args, "command").unwrap_or_default();
+    let cwd = match ctx.workspace.resolve(str_arg(&args, "cwd").unwrap_or(".")) {
+        Ok(p) => p,
+        Err(e) => return outside(e),
+    };
+    let shown_cwd = ctx.workspace.relative(&cwd);
+    if !cwd.is_dir() {
+        return ToolResult::failure(
+            ToolErrorCode::NotFound,
+            format!("`cwd` `{shown_cwd}` is not a directory in the workspace"),
+        );
+    }
+    let timeout = usize_arg(&args, "timeout_ms")
+        .map(|ms| Duration::from_millis(ms as u64))
+        .unwrap_or(ctx.limits.exec_timeout)
+        .min(ctx.limits.exec_max_timeout);
+    let shell = ShellCommand {
+        command,
+        cwd: &cwd,
+        timeout,
+        env: &ctx.exec_env,
+        max_output_chars: ctx.limits.max_output_chars,
+    };
+    let run = match run_shell(&shell).await {
+        Ok(run) => run,
+        Err(e) => {
+            return ToolResult::failure(
+                ToolErrorCode::Io,
+                format!("cannot start `sh` to run the command: {e}"),
+            );
+        }
+    };
+    let data = json!({
+        "command": command,
+        "cwd": shown_cwd,
+        "exit_code": run.exit_code,
+        "signal": run.signal,
+        "timed_out": run.timed_out,
+        "timeout_ms": timeout.as_millis() as u64,
+        "duration_ms": run.duration.as_millis() as u64,
+        "stdout_bytes": run.stdout_bytes,
+        "stderr_bytes": run.stderr_bytes,
+        "truncated": run.cut_bytes > 0,
+        "cut_bytes": run.cut_bytes,
+    });
+    let mut notes = String::new();
+    if run.output.is_empty() {
+        notes.push_str(" (no output)");
+    }
+    if run.cut_bytes > 0 {
+        notes.push_str(&format!("; output cut, {} bytes not shown", run.cut_bytes));
+    }
+    if run.timed_out {
+        return ToolResult::failure(
+            ToolErrorCode::Timeout,
+            format!(
+                "command timed out after {} ms and was killed with everything it started{notes}",
+                timeout.as_millis()
+            ),
+        )
+        .with_output(run.output)
+        .with_data(data);
+    }
+    let summary = match (run.exit_code, run.signal) {
+        (Some(code), _) => format!("exit code {code}{notes}"),
+        (None, Some(signal)) => format!("killed by signal {signal}{notes}"),
+        (None, None) => format!("ended without an exit code{notes}"),
+    };
+    // A failing command is a normal outcome for the model to read, not a tool error.
+    ToolResult {
+        ok: run.exit_code == Some(0),
+        error: None,
+        summary,
+        output: run.output,
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn captured(bytes: &[u8], keep: usize) -> Capture {
+        let mut c = Capture {
+            keep,
+            ..Capture::default()
+        };
+        for chunk in bytes.chunks(3) {
+            c.push(chunk);
+        }
+        c
+    }
+
+    #[test]
+    fn capture_keeps_start_and_end() {
+        let c = captured(b"0123456789abcdefghij", 4);
+        assert_eq!(c.head, b"0123");
+        assert_eq!(c.tail.iter().copied().collect::<Vec<_>>(), b"ghij");
+        let (text, cut) = c.shown(6, "stdout");
+        assert_eq!(text, "012\n[... 14 of 20 bytes of stdout cut ...]\nhij");
+        assert_eq!(cut, 14);
+    }
+
+    #[test]
+    fn short_output_is_whole() {
+        let c = captured(b"hello\n", 100);
+        assert_eq!(c.shown(100, "stdout"), ("hello\n".to_string(), 0));
+        // End taken partly from head when the tail is short.
+        let c = captured(b"0123456789", 8);
+        assert_eq!(
+            c.shown(6, "x").0,
+            "012\n[... 4 of 10 bytes of x cut ...]\n789"
+        );
+    }
+
+    #[test]
+    fn a_quiet_stream_leaves_its_budget_to_the_other() {
+        let out = captured(&[b'o'; 50], 100);
+        let err = captured(b"e", 100);
+        let (text, cut) = render(&out, &err, 40);
+        assert_eq!(cut, 11);
+        assert!(text.ends_with("\n[stderr]\ne"), "{text}");
     }
 }

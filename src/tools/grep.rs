@@ -1,8 +1,33 @@
-//! The `grep` tool. (stub: to be written)
+//! The `grep` tool: a regex search over the workspace's files, printed the
+//! way ripgrep prints it (`path:line:text`, `path-line-text` for context).
+//!
+//! Files are searched in parallel with ripgrep's own crates (`ignore` for the
+//! walk, `grep-searcher` and `grep-regex` for the search), so `.gitignore` is
+//! honoured and binary files are skipped. Every file is searched even when
+//! only `max_results` matches are shown, so the summary can say how many
+//! there are in total; the shown matches are the first ones in path order,
+//! never whichever thread finished first, so the same call always gives the
+//! same output. This module does not decide what the model may search.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-use super::{BoxFuture, Tool, ToolContext, ToolResult, ToolSpec};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+use ignore::WalkState;
+use serde_json::{Value, json};
+
+use super::find::{PathGlob, walker};
+use super::support::{blocking, bool_arg, io_failure, outside, str_arg, usize_arg};
+use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace};
+
+/// Characters of one line shown before it is cut (minified files have huge lines).
+const MAX_LINE_CHARS: usize = 400;
+/// Most context lines around a match.
+const MAX_CONTEXT: u64 = 20;
 
 pub struct GrepTool {
     spec: ToolSpec,
@@ -13,11 +38,43 @@ impl GrepTool {
         GrepTool {
             spec: ToolSpec {
                 name: "grep".into(),
-                description: String::new(),
-                parameters: serde_json::json!({"type": "object"}),
-                read_only: false,
+                description: "Search file contents with a regular expression (Rust regex \
+                    syntax, like ripgrep; a match never spans lines). Prints `path:line:text` \
+                    for matching lines and `path-line-text` for context lines, with `--` between \
+                    separate groups. Searches `path` (a directory or one file; default the whole \
+                    workspace), skipping .gitignore'd and binary files. `glob` keeps only files \
+                    matching it (`*.rs`, `src/**/*.ts`). `case_sensitive` defaults to true. At \
+                    most `max_results` matching lines are shown (default 50); the summary gives \
+                    the total."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "minLength": 1,
+                                    "description": "Regular expression to search for."},
+                        "path": {"type": "string",
+                                 "description": "Directory or file to search, relative to the workspace root. Default: the root."},
+                        "glob": {"type": "string", "minLength": 1,
+                                 "description": "Only search files matching this glob, e.g. `*.rs`."},
+                        "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT,
+                                    "description": "Lines of context before and after each match. Default 0."},
+                        "case_sensitive": {"type": "boolean",
+                                           "description": "Match case exactly. Default true."},
+                        "max_results": {"type": "integer", "minimum": 1,
+                                        "description": "Most matching lines to show. Default 50."}
+                    },
+                    "required": ["pattern"],
+                    "additionalProperties": false
+                }),
+                read_only: true,
             },
         }
+    }
+}
+
+impl Default for GrepTool {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -25,7 +82,368 @@ impl Tool for GrepTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
-    fn call<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        todo!()
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let query = match GrepQuery::from_args(&args, ctx) {
+                Ok(q) => q,
+                Err(failure) => return *failure,
+            };
+            let workspace = ctx.workspace.clone();
+            blocking(move || search(&workspace, &query)).await
+        })
+    }
+}
+
+/// A checked `grep` call.
+struct GrepQuery {
+    pattern: String,
+    matcher: RegexMatcher,
+    base: PathBuf,
+    glob: Option<PathGlob>,
+    context: usize,
+    max_results: usize,
+    max_chars: usize,
+}
+
+impl GrepQuery {
+    fn from_args(args: &Value, ctx: &ToolContext) -> Result<Self, Box<ToolResult>> {
+        let pattern = str_arg(args, "pattern").unwrap_or_default().to_string();
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(!bool_arg(args, "case_sensitive").unwrap_or(true))
+            .line_terminator(Some(b'\n'))
+            .build(&pattern)
+            .map_err(|e| {
+                let detail = e.to_string();
+                let first = detail.lines().last().unwrap_or_default().trim().to_string();
+                Box::new(
+                    ToolResult::failure(
+                        ToolErrorCode::InvalidArgument,
+                        format!("`pattern` is not a valid regex: {first}"),
+                    )
+                    .with_output(detail),
+                )
+            })?;
+        let glob =
+            match str_arg(args, "glob") {
+                Some(g) => Some(PathGlob::new(g).map_err(|e| {
+                    Box::new(ToolResult::failure(ToolErrorCode::InvalidArgument, e))
+                })?),
+                None => None,
+            };
+        let base = ctx
+            .workspace
+            .resolve(str_arg(args, "path").unwrap_or("."))
+            .map_err(|e| Box::new(outside(e)))?;
+        Ok(GrepQuery {
+            pattern,
+            matcher,
+            base,
+            glob,
+            context: usize_arg(args, "context").unwrap_or(0),
+            max_results: usize_arg(args, "max_results").unwrap_or(ctx.limits.grep_max_results),
+            max_chars: ctx.limits.max_output_chars,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum LineKind {
+    Match,
+    Before,
+    After,
+    /// A gap between two groups of lines in one file (`--`).
+    Break,
+}
+
+#[derive(Debug)]
+struct Hit {
+    kind: LineKind,
+    number: u64,
+    text: String,
+}
+
+/// What one file contributed: its lines (up to a cap) and its match count.
+#[derive(Debug, Default)]
+struct FileHits {
+    hits: Vec<Hit>,
+    matches: usize,
+    stored: usize,
+}
+
+/// Collects one file's matches; stops storing lines after `cap` matches but keeps counting.
+struct FileSink {
+    file: FileHits,
+    cap: usize,
+    binary: bool,
+}
+
+impl FileSink {
+    fn push(&mut self, kind: LineKind, number: Option<u64>, bytes: &[u8]) {
+        let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let text = String::from_utf8_lossy(line);
+        let (head, cut) = super::support::cut_chars(&text, MAX_LINE_CHARS);
+        let text = if cut > 0 {
+            format!("{head}... [{cut} more characters]")
+        } else {
+            head.to_string()
+        };
+        self.file.hits.push(Hit {
+            kind,
+            number: number.unwrap_or(0),
+            text,
+        });
+    }
+}
+
+impl Sink for FileSink {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        let first = mat.line_number();
+        for (i, line) in mat.lines().enumerate() {
+            self.file.matches += 1;
+            if self.file.stored < self.cap {
+                self.file.stored += 1;
+                self.push(LineKind::Match, first.map(|n| n + i as u64), line);
+            }
+        }
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        // Context after the last stored match is still wanted; anything beyond is not.
+        if self.file.matches <= self.cap {
+            let kind = match ctx.kind() {
+                SinkContextKind::After => LineKind::After,
+                _ => LineKind::Before,
+            };
+            self.push(kind, ctx.line_number(), ctx.bytes());
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        if self.file.matches <= self.cap {
+            self.file.hits.push(Hit {
+                kind: LineKind::Break,
+                number: 0,
+                text: String::new(),
+            });
+        }
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, Self::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// Everything the search threads found, kept in path order. Files that can
+/// no longer be among the first `cap` matches only add to the counts, so
+/// memory stays bounded on a huge tree.
+#[derive(Default)]
+struct Collected {
+    files: BTreeMap<PathBuf, FileHits>,
+    stored: usize,
+    cap: usize,
+    total_matches: usize,
+    matching_files: usize,
+    binary_skipped: usize,
+    unreadable: usize,
+}
+
+impl Collected {
+    fn add(&mut self, path: PathBuf, file: FileHits) {
+        self.total_matches += file.matches;
+        self.matching_files += 1;
+        self.stored += file.stored;
+        self.files.insert(path, file);
+        while self.files.len() > 1 {
+            let Some(last) = self.files.last_key_value().map(|(_, f)| f.stored) else {
+                break;
+            };
+            if self.stored - last < self.cap {
+                break;
+            }
+            self.files.pop_last();
+            self.stored -= last;
+        }
+    }
+}
+
+fn search(workspace: &Workspace, query: &GrepQuery) -> ToolResult {
+    let shown_base = workspace.relative(&query.base);
+    if let Err(e) = std::fs::metadata(&query.base) {
+        return io_failure("search", &shown_base, &e);
+    }
+    // No more lines per file than could ever be shown.
+    let per_file_cap = query.max_results.min(query.max_chars);
+    let collected = Arc::new(Mutex::new(Collected {
+        cap: query.max_results,
+        ..Collected::default()
+    }));
+    let searcher = SearcherBuilder::new()
+        .line_number(true)
+        .before_context(query.context)
+        .after_context(query.context)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+
+    walker(&query.base).build_parallel().run(|| {
+        let collected = Arc::clone(&collected);
+        let mut searcher = searcher.clone();
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                lock(&collected).unreadable += 1;
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if entry.depth() > 0
+                && let Some(glob) = &query.glob
+                && !glob.is_match(workspace, &query.base, entry.path())
+            {
+                return WalkState::Continue;
+            }
+            let mut sink = FileSink {
+                file: FileHits::default(),
+                cap: per_file_cap,
+                binary: false,
+            };
+            let outcome = searcher.search_path(&query.matcher, entry.path(), &mut sink);
+            let mut all = lock(&collected);
+            if outcome.is_err() {
+                all.unreadable += 1;
+            } else if sink.binary {
+                all.binary_skipped += 1;
+            } else if sink.file.matches > 0 {
+                all.add(entry.into_path(), sink.file);
+            }
+            WalkState::Continue
+        })
+    });
+
+    let collected = std::mem::take(&mut *lock(&collected));
+    render(workspace, query, &shown_base, collected)
+}
+
+fn lock(collected: &Mutex<Collected>) -> std::sync::MutexGuard<'_, Collected> {
+    collected.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn render(
+    workspace: &Workspace,
+    query: &GrepQuery,
+    shown_base: &str,
+    collected: Collected,
+) -> ToolResult {
+    let mut lines: Vec<String> = Vec::new();
+    let mut chars = 0usize;
+    let mut shown = 0usize;
+    let mut cut_by_size = false;
+    'files: for (path, file) in &collected.files {
+        let name = workspace.relative(path);
+        if query.context > 0 && !lines.is_empty() {
+            lines.push("--".to_string());
+        }
+        for hit in &file.hits {
+            if shown == query.max_results && hit.kind != LineKind::After {
+                break 'files;
+            }
+            let line = match hit.kind {
+                LineKind::Match => format!("{name}:{}:{}", hit.number, hit.text),
+                LineKind::Before | LineKind::After => format!("{name}-{}-{}", hit.number, hit.text),
+                LineKind::Break => "--".to_string(),
+            };
+            if chars + line.len() + 1 > query.max_chars {
+                cut_by_size = true;
+                break 'files;
+            }
+            chars += line.len() + 1;
+            lines.push(line);
+            if hit.kind == LineKind::Match {
+                shown += 1;
+            }
+        }
+    }
+    while lines.last().is_some_and(|l| l == "--") {
+        lines.pop();
+    }
+    let mut out = lines.join("\n");
+    let total = collected.total_matches;
+    let truncated = shown < total;
+    let summary = if total == 0 {
+        format!("no matches for `{}` in `{shown_base}`", query.pattern)
+    } else if !truncated {
+        format!(
+            "{total} matching lines in {} files for `{}` in `{shown_base}`",
+            collected.matching_files, query.pattern
+        )
+    } else {
+        let why = if cut_by_size {
+            format!(
+                "the output limit of {} characters was reached",
+                query.max_chars
+            )
+        } else {
+            format!("max_results is {}", query.max_results)
+        };
+        format!(
+            "showing the first {shown} of {total} matching lines in {} files for `{}` in \
+             `{shown_base}` ({why}); narrow the search with `path` or `glob`",
+            collected.matching_files, query.pattern
+        )
+    };
+    if truncated {
+        out.push_str(&format!(
+            "\n[{} more matching lines not shown]",
+            total - shown
+        ));
+    }
+    ToolResult::success(
+        summary,
+        out,
+        json!({
+            "pattern": query.pattern,
+            "path": shown_base,
+            "matches": total,
+            "files": collected.matching_files,
+            "shown": shown,
+            "truncated": truncated,
+            "binary_files_skipped": collected.binary_skipped,
+            "unreadable": collected.unreadable,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn collected_keeps_only_files_that_can_still_be_shown() {
+        let mut c = Collected {
+            cap: 3,
+            ..Collected::default()
+        };
+        let file = |n: usize| FileHits {
+            hits: Vec::new(),
+            matches: n,
+            stored: n,
+        };
+        c.add(PathBuf::from("b"), file(2));
+        c.add(PathBuf::from("d"), file(2));
+        c.add(PathBuf::from("a"), file(2));
+        // a(2) + b(2) already reach the cap, so d can never be shown.
+        assert_eq!(
+            c.files.keys().collect::<Vec<_>>(),
+            [Path::new("a"), Path::new("b")]
+        );
+        assert_eq!((c.total_matches, c.matching_files), (6, 3));
     }
 }

@@ -205,3 +205,74 @@ pub async fn call_checked(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> To
     }
     tool.call(args, ctx).await
 }
+
+/// Helpers the builtin tools share: reading checked arguments and turning
+/// path and I/O errors into results the model can act on.
+pub(crate) mod support {
+    use std::io;
+
+    use serde_json::Value;
+
+    use super::{PathError, ToolErrorCode, ToolResult};
+
+    /// A string argument; the schema has already checked its type.
+    pub fn str_arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
+        args.get(name).and_then(Value::as_str)
+    }
+
+    /// A non-negative integer argument; the schema has already checked its type.
+    /// JSON Schema counts `2.0` as an integer too, so accept whole floats.
+    pub fn usize_arg(args: &Value, name: &str) -> Option<usize> {
+        let value = args.get(name)?;
+        let n = value.as_u64().or_else(|| {
+            value
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        })?;
+        Some(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    pub fn bool_arg(args: &Value, name: &str) -> Option<bool> {
+        args.get(name).and_then(Value::as_bool)
+    }
+
+    pub fn outside(error: PathError) -> ToolResult {
+        ToolResult::failure(ToolErrorCode::OutsideWorkspace, error.0)
+    }
+
+    /// An I/O error on `path` (as the model wrote it) while doing `what`.
+    pub fn io_failure(what: &str, path: &str, error: &io::Error) -> ToolResult {
+        let code = match error.kind() {
+            io::ErrorKind::NotFound => ToolErrorCode::NotFound,
+            _ => ToolErrorCode::Io,
+        };
+        let hint = match error.kind() {
+            io::ErrorKind::NotFound => "; check the path with `ls` or `find`",
+            _ => "",
+        };
+        ToolResult::failure(code, format!("cannot {what} `{path}`: {error}{hint}"))
+    }
+
+    /// Run blocking file-system work off the async threads.
+    pub async fn blocking<F>(work: F) -> ToolResult
+    where
+        F: FnOnce() -> ToolResult + Send + 'static,
+    {
+        match tokio::task::spawn_blocking(work).await {
+            Ok(result) => result,
+            Err(e) => ToolResult::failure(
+                ToolErrorCode::Io,
+                format!("the tool stopped unexpectedly: {e}"),
+            ),
+        }
+    }
+
+    /// The first `max_chars` characters of `text`, and how many were cut.
+    pub fn cut_chars(text: &str, max_chars: usize) -> (&str, usize) {
+        match text.char_indices().nth(max_chars) {
+            Some((at, _)) => (&text[..at], text[at..].chars().count()),
+            None => (text, 0),
+        }
+    }
+}

@@ -1,22 +1,215 @@
-//! The workspace boundary. (stub)
-use std::path::{Path, PathBuf};
+//! The workspace boundary: turning a path the model wrote into a path on
+//! disk that is guaranteed to be inside the workspace root.
+//!
+//! Every tool that touches the file system goes through [`Workspace::resolve`].
+//! It refuses absolute paths, `..` that climbs out of the root, and symlinks
+//! (existing or dangling) that lead outside. It does not check permissions
+//! (that is [`crate::policy`]) and does not care whether the path exists.
+//!
+//! The check is done on the path as it is when the call is made; a process
+//! that swaps a directory for a symlink between the check and the use could
+//! still race it. The agent's own tools do not do that.
 
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// The directory the agent works in; every tool path is relative to it.
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
 }
 
+/// A path the model gave that does not stay inside the workspace. The
+/// message is written for the model and says how to fix the call.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct PathError(pub String);
 
 impl Workspace {
-    pub fn new(root: &Path) -> std::io::Result<Self> {
+    /// A workspace rooted at `root`, which must exist; the root is kept in
+    /// canonical form so later prefix checks compare like with like.
+    pub fn new(root: &Path) -> io::Result<Self> {
         Ok(Workspace {
             root: root.canonicalize()?,
         })
     }
+
+    /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The absolute path for `relative`, refusing anything that would end
+    /// up outside the workspace. `""` and `"."` are the root itself.
+    ///
+    /// Existing symlinks are resolved, so the result of resolving a link
+    /// inside the workspace is its (inside) target.
+    pub fn resolve(&self, relative: &str) -> Result<PathBuf, PathError> {
+        if relative.contains('\0') {
+            return Err(PathError(format!(
+                "path `{}` contains a NUL byte; use a plain relative path",
+                relative.escape_debug()
+            )));
+        }
+        let lexical = self.normalize(relative)?;
+
+        // Canonicalize the longest prefix that exists; the rest does not
+        // exist yet (a file about to be written, say) and holds no `..`.
+        let mut existing = self.root.join(&lexical);
+        let mut missing: Vec<OsString> = Vec::new();
+        let canonical = loop {
+            match existing.canonicalize() {
+                Ok(path) => break path,
+                Err(_) => {
+                    let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                        return Err(outside(relative));
+                    };
+                    missing.push(name);
+                    if !existing.pop() || !existing.starts_with(&self.root) {
+                        return Err(outside(relative));
+                    }
+                }
+            }
+        };
+        if !canonical.starts_with(&self.root) {
+            return Err(outside(relative));
+        }
+        // The first missing entry may still be a dangling symlink; writing
+        // through it would create its target, possibly outside the root.
+        if let Some(first) = missing.last() {
+            let entry = canonical.join(first);
+            if entry
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(PathError(format!(
+                    "path `{relative}` goes through the broken symlink `{}`; \
+                     remove it or use another path",
+                    self.relative(&entry)
+                )));
+            }
+        }
+        let mut path = canonical;
+        for name in missing.iter().rev() {
+            path.push(name);
+        }
+        Ok(path)
+    }
+
+    /// `abs` written relative to the root, with `/` separators, for output
+    /// the model reads; the root itself is `.`. A path outside the root is
+    /// returned as it is.
+    pub fn relative(&self, abs: &Path) -> String {
+        match abs.strip_prefix(&self.root) {
+            Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
+            Ok(rest) => rest
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            Err(_) => abs.display().to_string(),
+        }
+    }
+
+    /// `relative` with `.` and `..` folded away, or an error when it is
+    /// absolute or climbs above the root.
+    fn normalize(&self, relative: &str) -> Result<PathBuf, PathError> {
+        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+        for component in Path::new(relative).components() {
+            match component {
+                Component::Normal(name) => parts.push(name),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if parts.pop().is_none() {
+                        return Err(outside(relative));
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(PathError(format!(
+                        "path `{relative}` is absolute; use a path relative to the workspace root"
+                    )));
+                }
+            }
+        }
+        Ok(parts.iter().collect())
+    }
+}
+
+fn outside(relative: &str) -> PathError {
+    PathError(format!(
+        "path `{relative}` is outside the workspace; use a path relative to the workspace root"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn root_and_dot_are_the_root() {
+        let (_dir, ws) = workspace();
+        assert_eq!(ws.resolve("").unwrap(), ws.root());
+        assert_eq!(ws.resolve(".").unwrap(), ws.root());
+        assert_eq!(ws.resolve("src/..").unwrap(), ws.root());
+        assert_eq!(ws.relative(ws.root()), ".");
+    }
+
+    #[test]
+    fn existing_and_missing_paths_resolve_inside() {
+        let (_dir, ws) = workspace();
+        assert_eq!(
+            ws.resolve("src/lib.rs").unwrap(),
+            ws.root().join("src/lib.rs")
+        );
+        assert_eq!(
+            ws.resolve("./src/new/dir/file.rs").unwrap(),
+            ws.root().join("src/new/dir/file.rs")
+        );
+        assert_eq!(ws.relative(&ws.root().join("src/lib.rs")), "src/lib.rs");
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let (_dir, ws) = workspace();
+        for bad in ["..", "../x", "src/../../x", "/etc/passwd", "a\0b"] {
+            let err = ws.resolve(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("relative") || err.contains("NUL"),
+                "{bad}: {err}"
+            );
+        }
+        assert!(
+            ws.resolve("../x")
+                .unwrap_err()
+                .to_string()
+                .contains("outside the workspace")
+        );
+    }
+
+    #[test]
+    fn symlinks_out_are_refused_and_in_are_followed() {
+        let (dir, ws) = workspace();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("missing"), dir.path().join("dangling"))
+            .unwrap();
+        std::os::unix::fs::symlink("src", dir.path().join("inside")).unwrap();
+        assert!(ws.resolve("out").is_err());
+        assert!(ws.resolve("out/new.txt").is_err());
+        assert!(ws.resolve("dangling").is_err());
+        assert!(ws.resolve("dangling/x").is_err());
+        assert_eq!(
+            ws.resolve("inside/lib.rs").unwrap(),
+            ws.root().join("src/lib.rs")
+        );
     }
 }

@@ -1,8 +1,15 @@
-//! The `write` tool. (stub: to be written)
+//! The `write` tool: create or overwrite a file with the given content,
+//! creating missing parent directories.
+//!
+//! Whole-file writes only; targeted changes are `edit`'s job. Permission
+//! to write is not decided here.
 
-use serde_json::Value;
+use std::path::Path;
 
-use super::{BoxFuture, Tool, ToolContext, ToolResult, ToolSpec};
+use serde_json::{Value, json};
+
+use super::support::{blocking, io_failure, outside, str_arg};
+use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub struct WriteTool {
     spec: ToolSpec,
@@ -13,11 +20,30 @@ impl WriteTool {
         WriteTool {
             spec: ToolSpec {
                 name: "write".into(),
-                description: String::new(),
-                parameters: serde_json::json!({"type": "object"}),
+                description: "Write a file in the workspace: creates it (and any missing parent \
+                    directories) or replaces its whole content. `content` is the complete new \
+                    text of the file. To change part of an existing file, prefer `edit`."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "minLength": 1,
+                                 "description": "File path relative to the workspace root."},
+                        "content": {"type": "string",
+                                    "description": "The complete content of the file."}
+                    },
+                    "required": ["path", "content"],
+                    "additionalProperties": false
+                }),
                 read_only: false,
             },
         }
+    }
+}
+
+impl Default for WriteTool {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -25,7 +51,42 @@ impl Tool for WriteTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
-    fn call<'a>(&'a self, _args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        todo!()
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let path = str_arg(&args, "path").unwrap_or_default();
+            let resolved = match ctx.workspace.resolve(path) {
+                Ok(p) => p,
+                Err(e) => return outside(e),
+            };
+            let shown = ctx.workspace.relative(&resolved);
+            let content = str_arg(&args, "content").unwrap_or_default().to_string();
+            blocking(move || write_file(&resolved, &shown, &content)).await
+        })
     }
+}
+
+fn write_file(path: &Path, shown: &str, content: &str) -> ToolResult {
+    if shown == "." || path.is_dir() {
+        return ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!("`{shown}` is a directory; give the path of a file inside it"),
+        );
+    }
+    let existed = path.exists();
+    if let Some(parent) = path.parent()
+        && let Err(e) = std::fs::create_dir_all(parent)
+    {
+        return io_failure("create the directories for", shown, &e);
+    }
+    if let Err(e) = std::fs::write(path, content) {
+        return io_failure("write", shown, &e);
+    }
+    let lines = content.lines().count();
+    let verb = if existed { "overwrote" } else { "created" };
+    ToolResult::success(
+        format!("{verb} `{shown}` ({lines} lines, {} bytes)", content.len()),
+        "",
+        json!({"path": shown, "bytes": content.len(), "lines": lines, "created": !existed}),
+    )
 }

@@ -1,0 +1,126 @@
+//! How fast is the `grep` tool next to ripgrep on a large tree?
+//!
+//! Runs the tool in-process (as the agent does, through `call_checked`) and,
+//! when an `rg` binary is on PATH, ripgrep with the same walk rules, and
+//! prints the median wall time of each and their ratio.
+//!
+//! What is compared: the tool always searches every file (it reports the
+//! total number of matching lines even when it shows only `max_results` of
+//! them), so its time does not depend on the cap; it runs with the default
+//! cap of 50. ripgrep runs uncapped, printing every matching line to a pipe
+//! that this program counts. Both honour .gitignore outside git repositories
+//! (`--no-require-git`), show hidden files but skip `.git` (`--hidden -g
+//! '!.git'`), skip binary files and do not follow symlinks. The two totals
+//! are printed so a difference in what was searched shows up.
+//!
+//! Usage: `cargo bench --bench grep_vs_rg [-- TREE]`; TREE defaults to
+//! `$AGENTCI_BENCH_TREE`, then `~/.cargo/registry/src`. `AGENTCI_BENCH_RUNS`
+//! sets the number of timed runs (default 5, after one warm-up run).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentci::tools::{ToolContext, ToolLimits, Workspace, builtin, call_checked};
+use serde_json::json;
+
+const PATTERN: &str = r"fn\s+new";
+
+fn main() {
+    let tree = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("AGENTCI_BENCH_TREE").map(PathBuf::from))
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(".cargo/registry/src")
+        });
+    let runs: usize = std::env::var("AGENTCI_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    println!(
+        "tree: {}  pattern: {PATTERN}  runs: {runs} (+1 warm-up)",
+        tree.display()
+    );
+
+    let ctx = ToolContext {
+        workspace: Workspace::new(&tree).expect("the bench tree must exist"),
+        limits: ToolLimits::default(),
+        exec_env: Vec::new(),
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let tool = builtin("grep").expect("grep tool");
+    let mut tool_matches = 0;
+    let tool_time = median(runs, || {
+        let result = runtime.block_on(call_checked(
+            tool.as_ref(),
+            json!({"pattern": PATTERN}),
+            &ctx,
+        ));
+        assert!(result.ok, "grep failed: {}", result.summary);
+        tool_matches = result.data["matches"].as_u64().unwrap_or(0);
+    });
+    println!(
+        "agentci grep: median {:>8.1} ms, {tool_matches} matching lines",
+        ms(tool_time)
+    );
+
+    let rg_present = Command::new("rg")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !rg_present {
+        println!("rg: not on PATH, comparison skipped");
+        return;
+    }
+    let mut rg_matches = 0;
+    let rg_time = median(runs, || {
+        let out = Command::new("rg")
+            .args([
+                "--no-config",
+                "--line-number",
+                "--no-heading",
+                "--color=never",
+                "--hidden",
+                "--no-require-git",
+                "--glob=!.git",
+                "--regexp",
+                PATTERN,
+                ".",
+            ])
+            .current_dir(&tree)
+            .stderr(Stdio::null())
+            .output()
+            .expect("run rg");
+        rg_matches = out.stdout.iter().filter(|&&b| b == b'\n').count() as u64;
+    });
+    println!(
+        "rg:           median {:>8.1} ms, {rg_matches} matching lines",
+        ms(rg_time)
+    );
+    println!(
+        "ratio agentci/rg: {:.2}x",
+        tool_time.as_secs_f64() / rg_time.as_secs_f64()
+    );
+}
+
+fn median(runs: usize, mut run: impl FnMut()) -> Duration {
+    run();
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            run();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
