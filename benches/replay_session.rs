@@ -27,11 +27,18 @@ fn main() {
     let mut script = vec![Reply::plan(&[("Read everything", "all files read")])];
     for i in 0..TURNS - 3 {
         let call = if i % 2 == 0 {
-            ("read", json!({"path": format!("src/file{}.txt", i % 10), "offset": 1 + i % 7}))
+            (
+                "read",
+                json!({"path": format!("src/file{}.txt", i % 10), "offset": 1 + i % 7}),
+            )
         } else {
             ("grep", json!({"pattern": format!("line {}", i % 50)}))
         };
-        script.push(Reply::tool_calls(vec![(&format!("call_{i}"), call.0, call.1)]));
+        script.push(Reply::tool_calls(vec![(
+            &format!("call_{i}"),
+            call.0,
+            call.1,
+        )]));
     }
     script.push(Reply::step_done("read everything"));
     script.push(Reply::text("Read all the files."));
@@ -43,7 +50,10 @@ fn main() {
 
     let (status, wall, rss) = run(root, &["--record", "cassette.jsonl"]);
     assert!(status == 0, "recording run failed with exit code {status}");
-    println!("recorded: {TURNS} turns live against the fake server in {:.0} ms", ms(wall));
+    println!(
+        "recorded: {TURNS} turns live against the fake server in {:.0} ms",
+        ms(wall)
+    );
     drop(model);
 
     let mut walls = Vec::new();
@@ -55,7 +65,9 @@ fn main() {
         peak = peak.max(rss_kb);
     }
     walls.sort();
-    let size = std::fs::metadata(root.join("cassette.jsonl")).map(|m| m.len()).unwrap_or(0);
+    let size = std::fs::metadata(root.join("cassette.jsonl"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     println!(
         "replay of {TURNS} turns ({:.1} MB cassette): median {:.0} ms, min {:.0} ms, peak RSS {:.1} MB over {REPLAYS} runs (target: < 1 s, < 40 MB); recording run peak RSS {:.1} MB",
         size as f64 / 1e6,
@@ -68,7 +80,9 @@ fn main() {
 
 fn setup(root: &Path) {
     for i in 0..10 {
-        let text: String = (0..200).map(|l| format!("line {l} of file {i}\n")).collect();
+        let text: String = (0..200)
+            .map(|l| format!("line {l} of file {i}\n"))
+            .collect();
         write(&root.join(format!("ws/src/file{i}.txt")), &text);
     }
     write(
@@ -91,6 +105,10 @@ fn write(path: &Path, text: &str) {
 /// Run agentci in `root`; returns exit code, wall time and peak RSS in KiB.
 fn run(root: &Path, extra: &[&str]) -> (i32, Duration, i64) {
     let started = Instant::now();
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also gives the rusage"
+    )]
     let child = Command::new(env!("CARGO_BIN_EXE_agentci"))
         .args(["run", "job.yaml", "--progress", "none", "--out", "out"])
         .args(extra)

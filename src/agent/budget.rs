@@ -26,10 +26,7 @@ pub struct Exceeded {
 impl Exceeded {
     pub fn reason(&self) -> String {
         match self.limit {
-            BudgetLimit::Timeout => format!(
-                "budget exceeded: timeout of {:.0}s reached",
-                self.max
-            ),
+            BudgetLimit::Timeout => format!("budget exceeded: timeout of {:.0}s reached", self.max),
             limit => format!(
                 "budget exceeded: {} is {} and {} were used",
                 limit.key(),

@@ -31,9 +31,15 @@ pub async fn run_checks(
         .await;
         let (result, exit_code, output) = match outcome {
             Ok(out) if out.timed_out => (CheckOutcome::TimedOut, out.exit_code, out.output),
-            Ok(out) if out.exit_code == Some(0) => (CheckOutcome::Passed, out.exit_code, out.output),
+            Ok(out) if out.exit_code == Some(0) => {
+                (CheckOutcome::Passed, out.exit_code, out.output)
+            }
             Ok(out) => (CheckOutcome::Failed, out.exit_code, out.output),
-            Err(e) => (CheckOutcome::Failed, None, format!("could not start the check: {e}")),
+            Err(e) => (
+                CheckOutcome::Failed,
+                None,
+                format!("could not start the check: {e}"),
+            ),
         };
         if result == CheckOutcome::Passed {
             passed += 1;

@@ -45,15 +45,21 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<String, Sto
             return Ok(response.text.unwrap_or_default().trim().to_string());
         }
         let applied = session
-            .run_calls(&response.tool_calls, &[STEP_DONE, UPDATE_PLAN], false, |call| {
-                let args = call.arguments.as_ref().map_err(Clone::clone)?;
-                if call.name == STEP_DONE {
-                    protocol::parse_summary(args).map(|_| protocol::STEP_DONE_ACK.to_string())
-                } else {
-                    protocol::parse_steps(args, true)
-                        .map(|steps| format!("Plan updated: {} steps after this one.", steps.len()))
-                }
-            })
+            .run_calls(
+                &response.tool_calls,
+                &[STEP_DONE, UPDATE_PLAN],
+                false,
+                |call| {
+                    let args = call.arguments.as_ref().map_err(Clone::clone)?;
+                    if call.name == STEP_DONE {
+                        protocol::parse_summary(args).map(|_| protocol::STEP_DONE_ACK.to_string())
+                    } else {
+                        protocol::parse_steps(args, true).map(|steps| {
+                            format!("Plan updated: {} steps after this one.", steps.len())
+                        })
+                    }
+                },
+            )
             .await?;
         let mut done = None;
         for call in applied {

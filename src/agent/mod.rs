@@ -56,10 +56,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         warnings,
         limits,
     } = input;
-    let tools = ToolSet::new(
-        job.tools.as_deref(),
-        skill.allowed_tools.as_deref(),
-    );
+    let tools = ToolSet::new(job.tools.as_deref(), skill.allowed_tools.as_deref());
     let workspace_display = workspace.root().display().to_string();
     bus.emit(EventKind::RunStarted(RunStarted {
         schema_version: SCHEMA_VERSION,

@@ -7,7 +7,10 @@ use crate::provider::Message;
 use super::protocol::{self, SUBMIT_PLAN};
 use super::session::{Session, Stop};
 
-pub async fn make_plan(session: &mut Session<'_>, max_plan_turns: u32) -> Result<Vec<PlanStep>, Stop> {
+pub async fn make_plan(
+    session: &mut Session<'_>,
+    max_plan_turns: u32,
+) -> Result<Vec<PlanStep>, Stop> {
     let mut tools = session.tools.definitions(true);
     tools.push(protocol::submit_plan_tool());
     for turn in 1..=max_plan_turns {

@@ -10,7 +10,9 @@ use crate::event::{
     EventBus, EventKind, ModelRequest, ModelResponse, Phase, PlanStep, ToolCallRef,
 };
 use crate::policy::PermissionPolicy;
-use crate::provider::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolDefinition};
+use crate::provider::{
+    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolDefinition,
+};
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
@@ -113,7 +115,8 @@ impl Session<'_> {
         read_only_phase: bool,
         mut answer: impl FnMut(&ControlCall) -> Result<String, String>,
     ) -> Result<Vec<ControlCall>, Stop> {
-        let (controls, regular): (Vec<(usize, &ToolCall)>, Vec<(usize, &ToolCall)>) = calls
+        type Indexed<'c> = Vec<(usize, &'c ToolCall)>;
+        let (controls, regular): (Indexed, Indexed) = calls
             .iter()
             .enumerate()
             .partition(|(_, c)| control.contains(&c.name.as_str()));
@@ -135,7 +138,9 @@ impl Session<'_> {
                     applied.push(control_call);
                     text
                 }
-                Err(message) => ToolResult::failure(ToolErrorCode::InvalidArgument, message).model_text(),
+                Err(message) => {
+                    ToolResult::failure(ToolErrorCode::InvalidArgument, message).model_text()
+                }
             });
         }
 

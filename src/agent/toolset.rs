@@ -87,7 +87,8 @@ impl ToolSet {
         let Some(patterns) = &self.skill_patterns else {
             return Ok(());
         };
-        let relevant: Vec<&ToolPattern> = patterns.iter().filter(|p| p.matches_tool(tool)).collect();
+        let relevant: Vec<&ToolPattern> =
+            patterns.iter().filter(|p| p.matches_tool(tool)).collect();
         let subject = call_subject(tool, args);
         if relevant.iter().any(|p| p.matches(tool, subject.as_deref())) {
             Ok(())
@@ -105,7 +106,9 @@ mod tests {
     use serde_json::json;
 
     fn patterns(list: &[&str]) -> Vec<ToolPattern> {
-        list.iter().map(|p| ToolPattern::parse(p).unwrap()).collect()
+        list.iter()
+            .map(|p| ToolPattern::parse(p).unwrap())
+            .collect()
     }
 
     #[test]
@@ -122,8 +125,14 @@ mod tests {
     fn skill_argument_patterns_restrict_calls() {
         let skill = patterns(&["exec(cargo test *)"]);
         let set = ToolSet::new(None, Some(&skill));
-        assert!(set.skill_permits("exec", &json!({"command": "cargo test"})).is_ok());
-        assert!(set.skill_permits("exec", &json!({"command": "rm -rf x"})).is_err());
+        assert!(
+            set.skill_permits("exec", &json!({"command": "cargo test"}))
+                .is_ok()
+        );
+        assert!(
+            set.skill_permits("exec", &json!({"command": "rm -rf x"}))
+                .is_err()
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a job file against a workspace.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check job files and skills without running anything.
     Validate(ValidateArgs),
 }

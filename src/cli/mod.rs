@@ -4,8 +4,8 @@
 
 pub mod args;
 mod provider_setup;
-mod run_folder;
 pub mod run;
+mod run_folder;
 pub mod validate;
 
 use std::process::ExitCode;
@@ -27,7 +27,7 @@ pub fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::validate(args),
     };
     ExitCode::from(code)

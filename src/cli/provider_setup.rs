@@ -76,7 +76,9 @@ impl ModelProvider for BrokenProvider {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .unwrap_or_else(|| ProviderError::Unavailable("the model provider is unavailable".into()));
+            .unwrap_or_else(|| {
+                ProviderError::Unavailable("the model provider is unavailable".into())
+            });
         Box::pin(async move { Err(error) })
     }
 }

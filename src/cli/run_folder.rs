@@ -54,9 +54,8 @@ impl RunFolder {
 
     /// Create the folder and keep `.agentci/` out of the workspace's git status.
     pub fn create(&self, workspace: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| {
-            format!("cannot create the run folder {}: {e}", self.dir.display())
-        })?;
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("cannot create the run folder {}: {e}", self.dir.display()))?;
         exclude_from_git(workspace).map_err(|e| {
             format!(
                 "cannot add .agentci/ to {}: {e}",
@@ -76,7 +75,10 @@ fn exclude_from_git(workspace: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(&info)?;
     let exclude = info.join("exclude");
     let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-    if current.lines().any(|l| l.trim() == ".agentci/" || l.trim() == "/.agentci/") {
+    if current
+        .lines()
+        .any(|l| l.trim() == ".agentci/" || l.trim() == "/.agentci/")
+    {
         return Ok(());
     }
     let mut file = std::fs::OpenOptions::new()
@@ -113,9 +115,21 @@ mod tests {
         let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), None, &outputs);
         assert_eq!(f.trace, PathBuf::from("/ws/out/trace.jsonl"));
         assert_eq!(f.junit, PathBuf::from("/ws/j.xml"));
-        let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), Some(Path::new("o")), &OutputsSpec::default());
+        let f = RunFolder::resolve(
+            "r",
+            Path::new("/ws"),
+            Path::new("/cwd"),
+            Some(Path::new("o")),
+            &OutputsSpec::default(),
+        );
         assert_eq!(f.dir, PathBuf::from("/cwd/o"));
-        let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), None, &OutputsSpec::default());
+        let f = RunFolder::resolve(
+            "r",
+            Path::new("/ws"),
+            Path::new("/cwd"),
+            None,
+            &OutputsSpec::default(),
+        );
         assert_eq!(f.dir, PathBuf::from("/ws/.agentci/runs/r"));
     }
 }

@@ -18,14 +18,16 @@ use super::support::{blocking, io_failure, outside, str_arg, usize_arg};
 use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace};
 
 /// A walk over `root` with the workspace's rules: ignore files honoured,
-/// hidden files shown, `.git` skipped, symlinks not followed.
+/// hidden files shown, `.git` and agentci's own run folders (`.agentci`)
+/// skipped, symlinks not followed. Run folders are hidden so that what the
+/// agent sees does not depend on earlier runs.
 pub(crate) fn walker(root: &Path) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(|entry| entry.file_name() != ".git" && entry.file_name() != ".agentci");
     builder
 }
 

@@ -43,7 +43,10 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Run a workflow on a copy of the fixture with `model_args` (`--replay` or `--record`).
-fn run_example(workflow: &str, model_args: &[&str]) -> (tempfile::TempDir, tempfile::TempDir, std::process::Output) {
+fn run_example(
+    workflow: &str,
+    model_args: &[&str],
+) -> (tempfile::TempDir, tempfile::TempDir, std::process::Output) {
     let ws = calc_copy();
     let out_dir = tempfile::tempdir().unwrap();
     let mut args = vec![
@@ -58,7 +61,14 @@ fn run_example(workflow: &str, model_args: &[&str]) -> (tempfile::TempDir, tempf
     ];
     args.extend(model_args.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = agentci_in(&repo(), &args, &[("CARGO_TARGET_DIR", &ws.path().join("target").display().to_string())]);
+    let out = agentci_in(
+        &repo(),
+        &args,
+        &[(
+            "CARGO_TARGET_DIR",
+            &ws.path().join("target").display().to_string(),
+        )],
+    );
     (ws, out_dir, out)
 }
 
@@ -75,7 +85,13 @@ fn fix_failing_test_example_replays_offline() {
     let trace_path = out_dir.path().join("trace.jsonl");
     assert_valid_trace(&trace_path);
     let trace = read_jsonl(&trace_path);
-    assert_eq!(events(&trace, "plan.created")[0]["steps"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        events(&trace, "plan.created")[0]["steps"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
     let tools: Vec<&str> = events(&trace, "tool.call")
         .iter()
         .map(|e| e["tool"].as_str().unwrap())
@@ -101,7 +117,10 @@ fn write_changelog_example_replays_offline() {
     );
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let changelog = std::fs::read_to_string(ws.path().join("CHANGELOG.md")).unwrap();
-    assert!(changelog.contains("### Fixed\n- `add` now returns the sum"), "{changelog}");
+    assert!(
+        changelog.contains("### Fixed\n- `add` now returns the sum"),
+        "{changelog}"
+    );
 }
 
 /// The scripted session behind `fixtures/cassettes/fix-failing-test.jsonl`.
@@ -109,15 +128,29 @@ fn fix_failing_test_script() -> Vec<Reply> {
     vec![
         Reply::tool_calls(vec![
             ("call_1", "ls", json!({})),
-            ("call_2", "grep", json!({"pattern": "fn add", "path": "src"})),
+            (
+                "call_2",
+                "grep",
+                json!({"pattern": "fn add", "path": "src"}),
+            ),
         ]),
         Reply::tool_calls(vec![("call_3", "read", json!({"path": "src/lib.rs"}))]),
         Reply::plan(&[
-            ("Reproduce the failure", "cargo test shows which test fails and why"),
-            ("Fix the code under test", "add returns the sum of its arguments"),
+            (
+                "Reproduce the failure",
+                "cargo test shows which test fails and why",
+            ),
+            (
+                "Fix the code under test",
+                "add returns the sum of its arguments",
+            ),
             ("Confirm the fix", "cargo test passes"),
         ]),
-        Reply::tool_calls(vec![("call_5", "exec", json!({"command": "cargo test --quiet"}))]),
+        Reply::tool_calls(vec![(
+            "call_5",
+            "exec",
+            json!({"command": "cargo test --quiet"}),
+        )]),
         Reply::step_done("tests::adds fails: add(2, 3) returns -1 instead of 5"),
         Reply::tool_calls(vec![(
             "call_7",
@@ -125,7 +158,11 @@ fn fix_failing_test_script() -> Vec<Reply> {
             json!({"path": "src/lib.rs", "old_text": "    a - b", "new_text": "    a + b"}),
         )]),
         Reply::step_done("add now returns a + b"),
-        Reply::tool_calls(vec![("call_9", "exec", json!({"command": "cargo test --quiet"}))]),
+        Reply::tool_calls(vec![(
+            "call_9",
+            "exec",
+            json!({"command": "cargo test --quiet"}),
+        )]),
         Reply::step_done("cargo test passes"),
         Reply::text(
             "Fixed `add` in src/lib.rs: it subtracted its arguments (`a - b`) instead of adding \
@@ -139,8 +176,14 @@ fn write_changelog_script() -> Vec<Reply> {
     vec![
         Reply::tool_calls(vec![("call_1", "read", json!({"path": "CHANGELOG.md"}))]),
         Reply::plan(&[
-            ("Add the entry", "a Fixed section with one bullet under ## Unreleased"),
-            ("Check the result", "the entry is in place and released sections are unchanged"),
+            (
+                "Add the entry",
+                "a Fixed section with one bullet under ## Unreleased",
+            ),
+            (
+                "Check the result",
+                "the entry is in place and released sections are unchanged",
+            ),
         ]),
         Reply::tool_calls(vec![(
             "call_3",
@@ -152,9 +195,15 @@ fn write_changelog_script() -> Vec<Reply> {
             }),
         )]),
         Reply::step_done("added a Fixed entry under Unreleased"),
-        Reply::tool_calls(vec![("call_5", "read", json!({"path": "CHANGELOG.md", "limit": 14}))]),
+        Reply::tool_calls(vec![(
+            "call_5",
+            "read",
+            json!({"path": "CHANGELOG.md", "limit": 14}),
+        )]),
         Reply::step_done("the entry is under Unreleased; 0.1.0 is unchanged"),
-        Reply::text("Added a `### Fixed` entry under `## Unreleased` in CHANGELOG.md for the `add` fix."),
+        Reply::text(
+            "Added a `### Fixed` entry under `## Unreleased` in CHANGELOG.md for the `add` fix.",
+        ),
     ]
 }
 

@@ -13,7 +13,10 @@ const TYPO: &str = "hello wrold\n";
 fn sandbox(base_url: &str, extra: &str) -> Sandbox {
     let sb = Sandbox::new();
     sb.write("ws/greeting.txt", TYPO);
-    sb.skill("fixer", Some("Read Grep LS Edit Bash(cat:*) Bash(rm:*)"));
+    sb.skill(
+        "fixer",
+        Some("Read Grep LS Edit Bash(cat:*) Bash(rm:*) Bash(echo:*)"),
+    );
     sb.write(
         "job.yaml",
         &format!(
@@ -56,7 +59,11 @@ fn fixing_script() -> Vec<Reply> {
             "edit",
             json!({"path": "greeting.txt", "old_text": "wrold", "new_text": "world"}),
         )]),
-        Reply::tool_calls(vec![("call_cat", "exec", json!({"command": "cat greeting.txt"}))]),
+        Reply::tool_calls(vec![(
+            "call_cat",
+            "exec",
+            json!({"command": "cat greeting.txt"}),
+        )]),
         Reply::step_done("fixed the typo"),
         Reply::text("Fixed the typo `wrold` -> `world` in greeting.txt."),
     ]
@@ -130,7 +137,10 @@ fn passing_job_plans_executes_checks_and_writes_trace_and_junit() {
     assert_eq!(done["totals"]["turns"], 8);
     assert_eq!(done["totals"]["tool_calls"], 4);
     assert_eq!(done["checks_passed"], 1);
-    assert_eq!(trace[0]["tools"], json!(["read", "edit", "grep", "ls", "exec"]));
+    assert_eq!(
+        trace[0]["tools"],
+        json!(["read", "edit", "grep", "ls", "exec"])
+    );
 
     // Every allowed call was decided by the rule that matched it.
     let decisions: Vec<(String, String)> = events(&trace, "permission.decision")
@@ -161,7 +171,15 @@ fn passing_job_plans_executes_checks_and_writes_trace_and_junit() {
     assert_eq!(offered(0), vec!["read", "grep", "ls", "submit_plan"]);
     assert_eq!(
         offered(2),
-        vec!["read", "edit", "grep", "ls", "exec", "step_done", "update_plan"]
+        vec![
+            "read",
+            "edit",
+            "grep",
+            "ls",
+            "exec",
+            "step_done",
+            "update_plan"
+        ]
     );
     assert!(offered(7).is_empty(), "the summary turn offers no tools");
     assert!(tool_message(&requests, "call_read").contains("hello wrold"));
@@ -171,7 +189,10 @@ fn passing_job_plans_executes_checks_and_writes_trace_and_junit() {
     assert!(junit.contains("<testsuites"), "{junit}");
     assert!(junit.contains("name=\"greeting fixed\""), "{junit}");
     assert!(!junit.contains("<failure"), "{junit}");
-    assert!(junit.contains("Fixed the typo"), "summary in system-out: {junit}");
+    assert!(
+        junit.contains("Fixed the typo"),
+        "summary in system-out: {junit}"
+    );
 }
 
 #[test]
@@ -198,7 +219,11 @@ fn budget_stop_exits_3_and_skips_checks() {
     let sb = sandbox(&model.base_url(), "budget: {max_turns: 3}\n");
     let out = run_job(&sb, &[]);
     assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr(&out));
-    assert_eq!(model.requests().len(), 3, "no model call after the budget ran out");
+    assert_eq!(
+        model.requests().len(),
+        3,
+        "no model call after the budget ran out"
+    );
     let trace = sb.trace("out/trace.jsonl");
     let exceeded = events(&trace, "budget.exceeded");
     assert_eq!(exceeded.len(), 1);
@@ -219,7 +244,10 @@ fn tool_call_budget_stops_before_the_batch_runs() {
     // ls and read ran; the edit would have been the third call.
     assert_eq!(sb.read("ws/greeting.txt"), TYPO);
     let trace = sb.trace("out/trace.jsonl");
-    assert_eq!(events(&trace, "budget.exceeded")[0]["limit"], "max_tool_calls");
+    assert_eq!(
+        events(&trace, "budget.exceeded")[0]["limit"],
+        "max_tool_calls"
+    );
 }
 
 /// A script whose execution turns are `calls`, one turn each, then done.
@@ -242,7 +270,10 @@ fn denied_call_is_refused_recorded_and_the_run_goes_on() {
     let out = run_job(&sb, &[]);
     // The typo is still there, so the check fails, but the agent finished.
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
-    assert!(sb.path().join("ws/greeting.txt").exists(), "denied rm must not run");
+    assert!(
+        sb.path().join("ws/greeting.txt").exists(),
+        "denied rm must not run"
+    );
     let trace = sb.trace("out/trace.jsonl");
     let decision = events(&trace, "permission.decision")
         .into_iter()
@@ -300,7 +331,10 @@ fn bad_arguments_return_invalid_argument_and_the_run_goes_on() {
         .into_iter()
         .find(|e| e["call_id"] == "call_garbled")
         .unwrap();
-    assert_eq!(garbled_call["arguments"]["_unparsed"], "{\"path\": \"greeting.txt\"");
+    assert_eq!(
+        garbled_call["arguments"]["_unparsed"],
+        "{\"path\": \"greeting.txt\""
+    );
 }
 
 #[test]
@@ -316,7 +350,10 @@ fn tool_not_given_is_refused_even_if_the_model_calls_it() {
     let requests = model.requests();
     let text = tool_message(&requests, "call_write");
     assert!(text.contains("UNKNOWN_TOOL"), "{text}");
-    assert!(text.contains("available: read, edit, grep, ls, exec"), "{text}");
+    assert!(
+        text.contains("available: read, edit, grep, ls, exec"),
+        "{text}"
+    );
     let trace = sb.trace("out/trace.jsonl");
     assert_eq!(events(&trace, "permission.decision")[0]["rule"], "tool set");
 }
@@ -336,7 +373,8 @@ fn mutating_tool_is_refused_while_planning() {
     let sb = sandbox(&model.base_url(), "");
     run_job(&sb, &[]);
     assert_eq!(sb.read("ws/greeting.txt"), TYPO);
-    let text = tool_message(&model.requests(), "call_edit");
+    let requests = model.requests();
+    let text = tool_message(&requests, "call_edit");
     assert!(text.contains("while planning"), "{text}");
 }
 
@@ -346,7 +384,11 @@ fn path_escapes_are_refused() {
         ("call_up", "read", json!({"path": "../secret.txt"})),
         ("call_abs", "read", json!({"path": "/etc/hostname"})),
         ("call_link", "read", json!({"path": "link/secret.txt"})),
-        ("call_edit_up", "edit", json!({"path": "../secret.txt", "old_text": "s", "new_text": "x"})),
+        (
+            "call_edit_up",
+            "edit",
+            json!({"path": "../secret.txt", "old_text": "s", "new_text": "x"}),
+        ),
     ])]));
     let sb = sandbox(&model.base_url(), "");
     sb.write("secret.txt", "s3cr3t-outside\n");
@@ -362,7 +404,10 @@ fn path_escapes_are_refused() {
     assert!(tool_message(&requests, "call_edit_up").starts_with("ERROR"));
     assert_eq!(sb.read("secret.txt"), "s3cr3t-outside\n");
     let trace = std::fs::read_to_string(sb.path().join("out/trace.jsonl")).unwrap();
-    assert!(!trace.contains("s3cr3t"), "outside content leaked into the trace");
+    assert!(
+        !trace.contains("s3cr3t"),
+        "outside content leaked into the trace"
+    );
 }
 
 #[test]
@@ -380,7 +425,10 @@ fn loop_of_identical_calls_is_refused_then_stopped() {
     assert_eq!(loops, 3);
     let done = run_completed(&trace);
     assert_eq!(done["status"], "failed");
-    assert!(done["reason"].as_str().unwrap().contains("same call"), "{done}");
+    assert!(
+        done["reason"].as_str().unwrap().contains("same call"),
+        "{done}"
+    );
 }
 
 #[test]
@@ -422,16 +470,29 @@ fn update_plan_replaces_only_the_remaining_steps() {
 
 #[test]
 fn no_plan_within_the_planning_turns_fails_the_run() {
-    let model = FakeModel::start(vec![Reply::text("I think..."), Reply::text("Still thinking")]);
+    let model = FakeModel::start(vec![
+        Reply::text("I think..."),
+        Reply::text("Still thinking"),
+    ]);
     let sb = sandbox(&model.base_url(), "max_plan_turns: 2\n");
     let out = run_job(&sb, &[]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    let last = requests[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert!(last["content"].as_str().unwrap().contains("submit_plan"));
     let trace = sb.trace("out/trace.jsonl");
-    assert!(run_completed(&trace)["reason"].as_str().unwrap().contains("plan"));
+    assert!(
+        run_completed(&trace)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("plan")
+    );
 }
 
 #[test]
@@ -443,7 +504,11 @@ fn unreachable_provider_exits_4_with_trace_and_junit() {
     let sb = sandbox(&format!("http://127.0.0.1:{port}/v1"), "");
     let out = run_job(&sb, &[]);
     assert_eq!(out.status.code(), Some(4), "stderr: {}", stderr(&out));
-    assert!(stderr(&out).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        stderr(&out)
+    );
     let trace = sb.trace("out/trace.jsonl");
     assert_eq!(run_completed(&trace)["status"], "provider_unavailable");
     assert!(sb.read("out/junit.xml").contains("<error"));
@@ -465,7 +530,14 @@ fn api_key_never_reaches_the_trace() {
     let sb = sandbox(&model.base_url(), "");
     let out = super::support::harness::agentci_in(
         sb.path(),
-        &["run", "job.yaml", "--trace", "out/trace.jsonl", "--progress", "none"],
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "out/trace.jsonl",
+            "--progress",
+            "none",
+        ],
         &[("OPENAI_API_KEY", "sk-test-very-secret-key")],
     );
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -490,6 +562,10 @@ fn default_run_folder_is_in_the_workspace_and_excluded_from_git() {
     assert!(run_dir.join("junit.xml").exists());
     let exclude = sb.read("ws/.git/info/exclude");
     assert!(exclude.contains(".agentci/"), "{exclude}");
+    // Regression: the run folder showed up in `ls`, so a replay diverged
+    // depending on how many runs had gone before.
+    let listing = tool_message(&model.requests(), "call_ls").to_string();
+    assert!(!listing.contains(".agentci"), "{listing}");
 }
 
 /// Drop what differs between two runs by nature: times, durations, ids, paths.
@@ -499,8 +575,22 @@ fn comparable(trace: &[Value]) -> Vec<Value> {
         .map(|e| {
             let mut e = e.clone();
             let obj = e.as_object_mut().unwrap();
-            for key in ["ts", "run_id", "latency_ms", "duration_ms", "outputs", "workspace", "model"] {
+            for key in [
+                "ts",
+                "run_id",
+                "latency_ms",
+                "duration_ms",
+                "outputs",
+                "workspace",
+                "model",
+            ] {
                 obj.remove(key);
+            }
+            if obj["type"] == "skill.loaded" {
+                obj.remove("path");
+            }
+            if let Some(data) = obj.get_mut("data").and_then(Value::as_object_mut) {
+                data.remove("duration_ms");
             }
             if let Some(totals) = obj.get_mut("totals").and_then(Value::as_object_mut) {
                 totals.remove("duration_ms");
@@ -543,7 +633,11 @@ fn replay_that_diverges_says_where() {
     let sb = sandbox("http://127.0.0.1:9/v1", "");
     let job = sb.read("job.yaml").replace("Fix the typo", "Fix the typos");
     sb.write("job.yaml", &job);
-    std::fs::copy(live.path().join("cassette.jsonl"), sb.path().join("cassette.jsonl")).unwrap();
+    std::fs::copy(
+        live.path().join("cassette.jsonl"),
+        sb.path().join("cassette.jsonl"),
+    )
+    .unwrap();
     let out = run_job(&sb, &["--replay", "cassette.jsonl"]);
     assert_eq!(out.status.code(), Some(4), "stderr: {}", stderr(&out));
     let err = stderr(&out);
