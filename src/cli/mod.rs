@@ -3,9 +3,7 @@
 //! the terminal.
 
 pub mod args;
-mod provider_setup;
 pub mod run;
-mod run_folder;
 pub mod validate;
 
 use std::process::ExitCode;

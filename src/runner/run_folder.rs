@@ -24,18 +24,17 @@ pub struct RunFolder {
 }
 
 impl RunFolder {
-    /// `--out` (relative to `cwd`) beats `outputs.dir`; `outputs.trace` and
-    /// `outputs.junit` beat the folder's defaults (the CLI's `--trace` and
-    /// `--junit` are applied by the caller).
+    /// `out_dir` (`--out`, already absolute) beats `outputs.dir`;
+    /// `outputs.trace` and `outputs.junit` beat the folder's defaults (the
+    /// CLI's `--trace` and `--junit` are applied by the caller).
     pub fn resolve(
         run_id: &str,
         workspace: &Path,
-        cwd: &Path,
-        out_flag: Option<&Path>,
+        out_dir: Option<&Path>,
         outputs: &OutputsSpec,
     ) -> RunFolder {
-        let dir = match (out_flag, &outputs.dir) {
-            (Some(flag), _) => cwd.join(flag),
+        let dir = match (out_dir, &outputs.dir) {
+            (Some(dir), _) => dir.to_path_buf(),
             (None, Some(dir)) => dir.clone(),
             (None, None) => workspace.join(".agentci").join("runs").join(run_id),
         };
@@ -112,24 +111,17 @@ mod tests {
             trace: None,
             junit: Some(PathBuf::from("/ws/j.xml")),
         };
-        let f = RunFolder::resolve("r", Path::new("/ws"), Path::new("/cwd"), None, &outputs);
+        let f = RunFolder::resolve("r", Path::new("/ws"), None, &outputs);
         assert_eq!(f.trace, PathBuf::from("/ws/out/trace.jsonl"));
         assert_eq!(f.junit, PathBuf::from("/ws/j.xml"));
         let f = RunFolder::resolve(
             "r",
             Path::new("/ws"),
-            Path::new("/cwd"),
-            Some(Path::new("o")),
+            Some(Path::new("/cwd/o")),
             &OutputsSpec::default(),
         );
         assert_eq!(f.dir, PathBuf::from("/cwd/o"));
-        let f = RunFolder::resolve(
-            "r",
-            Path::new("/ws"),
-            Path::new("/cwd"),
-            None,
-            &OutputsSpec::default(),
-        );
+        let f = RunFolder::resolve("r", Path::new("/ws"), None, &OutputsSpec::default());
         assert_eq!(f.dir, PathBuf::from("/ws/.agentci/runs/r"));
     }
 }

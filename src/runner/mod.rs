@@ -1,0 +1,122 @@
+//! Wiring one run: a validated job and skill, a provider, the run folder and
+//! the sinks, around [`agent::run`](crate::agent::run).
+//!
+//! Shared by `agentci run` and the evaluation of suites, which runs many of
+//! these at once in one process. It never prints: problems before the sinks
+//! exist are returned, everything after goes through the event stream, so
+//! the trace and the JUnit file are written whatever happens.
+
+mod prepare;
+mod provider_setup;
+mod run_folder;
+
+use std::path::PathBuf;
+
+pub use prepare::{Prepared, prepare};
+pub use provider_setup::build_provider;
+pub use run_folder::{RunFolder, new_run_id};
+
+use crate::agent::{self, RunInput};
+use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
+use crate::sink::{JunitWriter, TraceWriter};
+use crate::tools::ToolLimits;
+
+/// Where one run's files go and what else observes it.
+#[derive(Default)]
+pub struct RunOptions {
+    /// The run folder (`--out`); `None`: `outputs.dir` or `.agentci/runs/<run-id>/`.
+    pub out_dir: Option<PathBuf>,
+    /// Trace path (`--trace`), beating `outputs.trace`.
+    pub trace: Option<PathBuf>,
+    /// JUnit path (`--junit`), beating `outputs.junit`.
+    pub junit: Option<PathBuf>,
+    /// Save the model exchanges to this cassette.
+    pub record: Option<PathBuf>,
+    /// Sinks besides the trace and JUnit writers (progress, GitHub, eval).
+    pub sinks: Vec<Box<dyn EventSink>>,
+    /// A run id to use instead of a fresh one.
+    pub run_id: Option<String>,
+}
+
+/// What a finished run left behind.
+#[derive(Debug)]
+pub struct RunReport {
+    pub completed: RunCompleted,
+    pub run_dir: PathBuf,
+    pub trace: PathBuf,
+    pub junit: PathBuf,
+    /// Sinks that could not write; the run itself went on.
+    pub sink_errors: Vec<SinkError>,
+}
+
+/// Why a run could not start at all.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    RunFolder(String),
+    #[error("failed to create the trace: {0}")]
+    Trace(SinkError),
+}
+
+/// Run a prepared job to the end.
+pub async fn run_prepared(
+    prepared: &Prepared,
+    options: RunOptions,
+) -> Result<RunReport, StartError> {
+    let Prepared {
+        job,
+        skill,
+        workspace,
+        warnings,
+    } = prepared;
+    let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+    let folder = RunFolder::resolve(
+        &run_id,
+        workspace.root(),
+        options.out_dir.as_deref(),
+        &job.outputs,
+    );
+    let trace_path = options
+        .trace
+        .clone()
+        .unwrap_or_else(|| folder.trace.clone());
+    let junit_path = options
+        .junit
+        .clone()
+        .unwrap_or_else(|| folder.junit.clone());
+    folder
+        .create(workspace.root())
+        .map_err(StartError::RunFolder)?;
+
+    let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
+    sinks.push(Box::new(
+        TraceWriter::create(&trace_path).map_err(StartError::Trace)?,
+    ));
+    sinks.push(Box::new(JunitWriter::new(junit_path.clone())));
+    sinks.extend(options.sinks);
+    let bus = EventBus::new(run_id, sinks);
+
+    let provider = build_provider(job, workspace.root(), options.record.as_deref());
+    let input = RunInput {
+        job,
+        skill,
+        provider: provider.as_ref(),
+        workspace: workspace.clone(),
+        outputs: OutputPaths {
+            dir: folder.dir.display().to_string(),
+            trace: Some(trace_path.display().to_string()),
+            junit: Some(junit_path.display().to_string()),
+        },
+        warnings: warnings.clone(),
+        limits: ToolLimits::default(),
+    };
+    let completed = agent::run(input, bus.clone()).await;
+    let sink_errors = bus.finish();
+    Ok(RunReport {
+        completed,
+        run_dir: folder.dir,
+        trace: trace_path,
+        junit: junit_path,
+        sink_errors,
+    })
+}
