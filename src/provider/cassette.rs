@@ -1,8 +1,12 @@
 //! The cassette format shared by recording and replay.
 //!
 //! A cassette is JSONL: a header line
-//! `{"cassette": 1, "provider": …, "model": …, "agentci_version": …}`, then one
-//! `{"request": …, "response": …}` line per model exchange. This module owns
+//! `{"cassette": 2, "provider": …, "model": …, "agentci_version": …}`, then one
+//! `{"request": …, "response": …}` line per model exchange. A conversation
+//! only grows, so each stored request holds just what is new: `keep` messages
+//! of the previous request, then its own `messages`, and `tools` only when
+//! they changed. That keeps a long session's cassette (and a replay's memory)
+//! linear in its length instead of quadratic. This module owns
 //! the line types, reading a cassette back, the workspace-path normalization
 //! applied on both sides, and the "first difference" report a diverged replay
 //! shows. It does not decide when to record or how to serve (see
@@ -13,10 +17,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolCall};
+use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolCall, ToolDefinition};
 
 /// The format version this build reads and writes.
-pub const CASSETTE_VERSION: u64 = 1;
+pub const CASSETTE_VERSION: u64 = 2;
 
 /// What the workspace's absolute path becomes inside a cassette.
 pub const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
@@ -45,12 +49,80 @@ impl CassetteHeader {
     }
 }
 
-/// One model exchange, with the workspace path already normalized.
+/// One model exchange as stored, with the workspace path already normalized.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Exchange {
-    pub request: ChatRequest,
+    pub request: StoredRequest,
     pub response: ChatResponse,
+}
+
+/// A request stored as what it adds to the previous one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredRequest {
+    pub model: String,
+    /// How many messages of the previous request this one starts with.
+    #[serde(default)]
+    pub keep: usize,
+    /// The messages after those.
+    pub messages: Vec<Message>,
+    /// The tools, when they differ from the previous request's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolDefinition>>,
+}
+
+/// The previous request of a cassette, which the next stored one builds on.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Conversation {
+    messages: Vec<Message>,
+    tools: Vec<ToolDefinition>,
+}
+
+impl Conversation {
+    /// Store `request` as a delta on the previous one, and remember it.
+    pub fn encode(&mut self, request: &ChatRequest) -> StoredRequest {
+        let keep = self
+            .messages
+            .iter()
+            .zip(&request.messages)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let stored = StoredRequest {
+            model: request.model.clone(),
+            keep,
+            messages: request.messages[keep..].to_vec(),
+            tools: (request.tools != self.tools).then(|| request.tools.clone()),
+        };
+        self.messages = request.messages.clone();
+        self.tools = request.tools.clone();
+        stored
+    }
+
+    /// The full request `stored` stands for; does not move on (see [`Self::advance`]).
+    pub fn decode(&self, stored: &StoredRequest) -> Result<ChatRequest, String> {
+        let Some(kept) = self.messages.get(..stored.keep) else {
+            return Err(format!(
+                "keeps {} messages but the previous request has only {}",
+                stored.keep,
+                self.messages.len()
+            ));
+        };
+        let mut messages = Vec::with_capacity(stored.keep + stored.messages.len());
+        messages.extend_from_slice(kept);
+        messages.extend_from_slice(&stored.messages);
+        Ok(ChatRequest {
+            model: stored.model.clone(),
+            messages,
+            tools: stored.tools.clone().unwrap_or_else(|| self.tools.clone()),
+        })
+    }
+
+    /// Make `request` the previous request.
+    pub fn advance(&mut self, request: ChatRequest) {
+        self.messages = request.messages;
+        self.tools = request.tools;
+    }
 }
 
 /// An exchange and the 1-based line it was read from.
@@ -102,15 +174,22 @@ impl Cassette {
                 header.cassette
             )));
         }
+        let mut previous_len = 0;
         let exchanges = lines
             .map(|(line, text)| {
-                serde_json::from_str(text)
-                    .map(|exchange| RecordedExchange { line, exchange })
-                    .map_err(|err| {
-                        ProviderError::Config(format!(
-                            "cassette {shown} line {line} is not a valid exchange: {err}"
-                        ))
-                    })
+                let exchange: Exchange = serde_json::from_str(text).map_err(|err| {
+                    ProviderError::Config(format!(
+                        "cassette {shown} line {line} is not a valid exchange: {err}"
+                    ))
+                })?;
+                if exchange.request.keep > previous_len {
+                    return Err(ProviderError::Config(format!(
+                        "cassette {shown} line {line} keeps {} messages but the previous request has only {previous_len}; re-record it with --record",
+                        exchange.request.keep
+                    )));
+                }
+                previous_len = exchange.request.keep + exchange.request.messages.len();
+                Ok(RecordedExchange { line, exchange })
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::cassette::{CassetteHeader, Exchange, WorkspacePaths};
+use super::cassette::{CassetteHeader, Conversation, Exchange, WorkspacePaths};
 use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
 use crate::event::ModelInfo;
 use crate::tools::BoxFuture;
@@ -20,7 +20,8 @@ pub struct RecordingProvider {
     inner: Box<dyn ModelProvider>,
     path: PathBuf,
     paths: WorkspacePaths,
-    file: Mutex<File>,
+    /// The file and the previous request, which the next line is stored against.
+    file: Mutex<(File, Conversation)>,
 }
 
 impl std::fmt::Debug for RecordingProvider {
@@ -55,10 +56,11 @@ impl RecordingProvider {
         let recorder = Self {
             inner,
             paths: WorkspacePaths::new(workspace_root),
-            file: Mutex::new(file),
+            file: Mutex::new((file, Conversation::default())),
             path,
         };
-        recorder.append(&CassetteHeader::new(info.provider, info.name))?;
+        let header = CassetteHeader::new(info.provider, info.name);
+        recorder.append(|_| &header)?;
         Ok(recorder)
     }
 
@@ -67,30 +69,38 @@ impl RecordingProvider {
         &self.path
     }
 
-    /// Writes one JSON line and flushes it, whole lines only, under the lock
-    /// so concurrent calls never interleave.
-    fn append(&self, line: &impl serde::Serialize) -> Result<(), ProviderError> {
+    /// Writes one JSON line, made from the previous request by `line`, and
+    /// flushes it: whole lines only, under the lock so concurrent calls never
+    /// interleave and every delta is against the line before it.
+    fn append<T: serde::Serialize>(
+        &self,
+        line: impl FnOnce(&mut Conversation) -> T,
+    ) -> Result<(), ProviderError> {
         let write_error = |err: &dyn std::fmt::Display| {
             ProviderError::Config(format!(
                 "cannot write to cassette {}: {err}; check free space and permissions",
                 self.path.display()
             ))
         };
-        let mut text = serde_json::to_string(line).map_err(|err| write_error(&err))?;
-        text.push('\n');
-        let mut file = self
+        let mut guard = self
             .file
             .lock()
             .map_err(|_| write_error(&"an earlier write panicked"))?;
+        let (file, conversation) = &mut *guard;
+        let mut text =
+            serde_json::to_string(&line(conversation)).map_err(|err| write_error(&err))?;
+        text.push('\n');
         file.write_all(text.as_bytes())
             .and_then(|()| file.flush())
             .map_err(|err| write_error(&err))
     }
 
     fn record(&self, request: &ChatRequest, response: &ChatResponse) -> Result<(), ProviderError> {
-        self.append(&Exchange {
-            request: self.paths.normalize_request(request),
-            response: self.paths.normalize_response(response),
+        let normalized = self.paths.normalize_request(request);
+        let response = self.paths.normalize_response(response);
+        self.append(|conversation| Exchange {
+            request: conversation.encode(&normalized),
+            response,
         })
     }
 }

@@ -9,7 +9,9 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::cassette::{Cassette, RecordedExchange, WorkspacePaths, comparable, first_difference};
+use super::cassette::{
+    Cassette, Conversation, RecordedExchange, WorkspacePaths, comparable, first_difference,
+};
 use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
 use crate::event::ModelInfo;
 use crate::tools::BoxFuture;
@@ -18,8 +20,9 @@ use crate::tools::BoxFuture;
 pub struct ReplayProvider {
     cassette: Cassette,
     paths: WorkspacePaths,
-    /// Index of the next exchange to serve; moves only on a match.
-    next: Mutex<usize>,
+    /// Index of the next exchange to serve and the request before it; both
+    /// move only on a match.
+    next: Mutex<(usize, Conversation)>,
 }
 
 impl ReplayProvider {
@@ -29,7 +32,7 @@ impl ReplayProvider {
         Ok(Self {
             cassette: Cassette::read(path.as_ref())?,
             paths: WorkspacePaths::new(workspace_root),
-            next: Mutex::new(0),
+            next: Mutex::new((0, Conversation::default())),
         })
     }
 
@@ -44,24 +47,28 @@ impl ReplayProvider {
 
     /// How many exchanges have been served so far.
     pub fn served(&self) -> usize {
-        self.next.lock().map_or(0, |next| *next)
+        self.next.lock().map_or(0, |next| next.0)
     }
 
     fn serve(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let shown = self.cassette.path.display();
-        let mut next = self.next.lock().map_err(|_| {
+        let mut guard = self.next.lock().map_err(|_| {
             ProviderError::ReplayDiverged(format!(
                 "cassette {shown}: an earlier replay call panicked"
             ))
         })?;
+        let (next, conversation) = &mut *guard;
         let Some(RecordedExchange { line, exchange }) = self.cassette.exchanges.get(*next) else {
             return Err(ProviderError::ReplayDiverged(format!(
                 "cassette {shown} has only {} exchanges; the run asked for more",
                 self.cassette.exchanges.len()
             )));
         };
+        let recorded = conversation.decode(&exchange.request).map_err(|e| {
+            ProviderError::ReplayDiverged(format!("cassette {shown} line {line}: {e}"))
+        })?;
         let sent = comparable(&self.paths.normalize_request(request));
-        if let Some(diff) = first_difference(&comparable(&exchange.request), &sent) {
+        if let Some(diff) = first_difference(&comparable(&recorded), &sent) {
             return Err(ProviderError::ReplayDiverged(format!(
                 "replay diverged from cassette {shown} at exchange {} (line {line}): {}: recorded {} but the run sent {}; re-record with --record",
                 *next + 1,
@@ -75,6 +82,7 @@ impl ReplayProvider {
             )));
         }
         *next += 1;
+        conversation.advance(recorded);
         Ok(self.paths.expand_response(&exchange.response))
     }
 }

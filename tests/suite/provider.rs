@@ -413,12 +413,14 @@ async fn record_then_replay_gives_identical_responses() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(lines.len(), 3);
-    assert_eq!(lines[0]["cassette"], 1);
+    assert_eq!(lines[0]["cassette"], 2);
     assert_eq!(lines[0]["provider"], "openai");
     assert_eq!(lines[0]["model"], "gpt-test");
     assert_eq!(lines[0]["agentci_version"], env!("CARGO_PKG_VERSION"));
+    let stored = &lines[2]["request"];
+    let keep = stored["keep"].as_u64().unwrap() as usize;
     assert_eq!(
-        lines[2]["request"]["messages"][1]["content"],
+        stored["messages"][1 - keep]["content"],
         "fix the bug in ${WORKSPACE}/src/lib.rs"
     );
 
@@ -537,8 +539,9 @@ fn malformed_or_missing_cassette_names_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("bad.jsonl");
     let header =
-        r#"{"cassette": 1, "provider": "openai", "model": "m", "agentci_version": "0.1.0"}"#;
-    let exchange = json!({"request": request("x"), "response": {"text": "ok"}}).to_string();
+        r#"{"cassette": 2, "provider": "openai", "model": "m", "agentci_version": "0.1.0"}"#;
+    let exchange =
+        json!({"request": {"model": "m", "messages": []}, "response": {"text": "ok"}}).to_string();
     std::fs::write(
         &cassette,
         format!("{header}\n{exchange}\n\n{{\"request\": 42\n"),
@@ -554,12 +557,19 @@ fn malformed_or_missing_cassette_names_file_and_line() {
         "{err}"
     );
 
-    std::fs::write(&cassette, "{\"cassette\": 2, \"provider\": \"openai\", \"model\": \"m\", \"agentci_version\": \"9\"}\n").unwrap();
+    std::fs::write(&cassette, "{\"cassette\": 1, \"provider\": \"openai\", \"model\": \"m\", \"agentci_version\": \"9\"}\n").unwrap();
     let err = ReplayProvider::open(&cassette, dir.path()).unwrap_err();
     assert!(
-        err.to_string().contains("line 1 has format version 2"),
+        err.to_string().contains("line 1 has format version 1"),
         "{err}"
     );
+
+    // A line that keeps more messages than the line before it had.
+    let header = r#"{"cassette": 2, "provider": "openai", "model": "m", "agentci_version": "9"}"#;
+    let bad_keep = json!({"request": {"model": "m", "keep": 3, "messages": []}, "response": {}});
+    std::fs::write(&cassette, format!("{header}\n{bad_keep}\n")).unwrap();
+    let err = ReplayProvider::open(&cassette, dir.path()).unwrap_err();
+    assert!(err.to_string().contains("line 2 keeps 3 messages"), "{err}");
 
     let missing = dir.path().join("missing.jsonl");
     let err = ReplayProvider::open(&missing, dir.path()).unwrap_err();
@@ -588,5 +598,55 @@ async fn recording_keeps_each_exchange_on_disk_as_it_happens() {
     assert_eq!(
         std::fs::read_to_string(&cassette).unwrap().lines().count(),
         2
+    );
+}
+
+/// A growing conversation is stored as deltas: each line holds only the
+/// messages after the ones it keeps, and tools only when they change.
+/// Regression: full requests made a 200-turn cassette 70 MB and its replay 140 MB of memory.
+#[tokio::test]
+async fn cassette_stores_each_request_as_a_delta() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let root = dir.path().join("ws");
+    let first = request("one");
+    let mut second = first.clone();
+    second.messages.push(Message::Assistant {
+        content: Some("a".into()),
+        tool_calls: Vec::new(),
+    });
+    second.messages.push(Message::User {
+        content: "two".into(),
+    });
+    let requests = vec![first.clone(), second.clone()];
+    record(
+        &cassette,
+        &root,
+        &requests,
+        vec![Reply::text("a"), Reply::text("b")],
+    )
+    .await;
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&cassette)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines[1]["request"]["keep"], 0);
+    assert!(lines[1]["request"].get("tools").is_some());
+    assert_eq!(lines[2]["request"]["keep"], first.messages.len());
+    assert_eq!(lines[2]["request"]["messages"].as_array().unwrap().len(), 2);
+    assert!(
+        lines[2]["request"].get("tools").is_none(),
+        "unchanged tools are not stored again"
+    );
+
+    let replay = ReplayProvider::open(&cassette, &root).unwrap();
+    assert_eq!(
+        replay.complete(&first).await.unwrap().text.as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        replay.complete(&second).await.unwrap().text.as_deref(),
+        Some("b")
     );
 }
