@@ -57,7 +57,7 @@ fn main() {
         .replace("BASE_URL", &model.base_url());
     std::fs::write(root.join("job.yaml"), job).expect("job");
 
-    let (status, wall, rss) = run(root, &["--record", "cassette.jsonl"]);
+    let (status, wall, _) = run(root, &["--record", "cassette.jsonl"]);
     assert!(status == 0, "recording run failed with exit code {status}");
     println!(
         "recorded: {TURNS} turns live against the fake server in {:.0} ms",
