@@ -190,6 +190,7 @@ impl GithubActions {
         let mut out = Vec::new();
         let mut plain = plain.into_iter();
         let headline = plain.next().unwrap_or_default();
+        let headline = headline.trim_start_matches(PREFIX).trim().to_string();
         out.push(format!("::group::{}", escape_data(&headline)));
         out.extend(plain);
         out.push("::endgroup::".to_string());
@@ -201,7 +202,7 @@ impl GithubActions {
             }
         };
         let title = format!("check \"{}\" failed", check.name);
-        let mut message = headline.trim_start_matches(PREFIX).trim().to_string();
+        let mut message = headline;
         let output: Vec<&str> = check.output.lines().collect();
         for l in &output[output.len().saturating_sub(10)..] {
             message.push('\n');
