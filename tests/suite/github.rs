@@ -521,3 +521,45 @@ fn action_yml_declares_its_interface_and_its_command_line_runs() {
     let trace = Path::new(&gh.outputs()["trace"]).to_path_buf();
     assert_valid_trace(&trace);
 }
+
+#[test]
+fn example_workflows_call_the_action_with_declared_inputs_and_real_jobs() {
+    let action = action();
+    let dir = repo().join(".github/workflows");
+    let mut calls = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let workflow: Value = serde_saphyr::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
+        for (job_name, job) in workflow["jobs"].as_object().unwrap() {
+            for step in job["steps"].as_array().unwrap() {
+                if step["uses"] != "./.github/actions/agentci" {
+                    continue;
+                }
+                calls += 1;
+                let with = step["with"].as_object().unwrap();
+                for key in with.keys() {
+                    assert!(
+                        action["inputs"][key].is_object(),
+                        "{} job {job_name}: the action has no input `{key}`",
+                        path.display()
+                    );
+                }
+                let job_file = with["job"].as_str().unwrap();
+                let out = agentci_in(&repo(), &["validate", job_file], &[]);
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{}: {job_file} does not validate:\n{}",
+                    path.display(),
+                    stdout(&out)
+                );
+            }
+        }
+    }
+    assert!(
+        calls >= 4,
+        "the CI and the three maintenance workflows use the action"
+    );
+}
