@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::redact::Redactor;
+
 /// Version of the trace format, written in `run.started`.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -333,20 +335,38 @@ struct BusState {
     run_id: String,
     next_seq: u64,
     sinks: Vec<Box<dyn EventSink>>,
+    /// Masks secrets in every event before any sink sees it.
+    redactor: Redactor,
     /// The first sink error; reported at the end, the run goes on.
     errors: Vec<SinkError>,
 }
 
 impl EventBus {
     pub fn new(run_id: impl Into<String>, sinks: Vec<Box<dyn EventSink>>) -> Self {
+        Self::with_redactor(run_id, sinks, Redactor::default())
+    }
+
+    /// A bus that masks the secrets `redactor` knows in every event it delivers.
+    pub fn with_redactor(
+        run_id: impl Into<String>,
+        sinks: Vec<Box<dyn EventSink>>,
+        redactor: Redactor,
+    ) -> Self {
         EventBus {
             inner: Arc::new(Mutex::new(BusState {
                 run_id: run_id.into(),
                 next_seq: 1,
                 sinks,
+                redactor,
                 errors: Vec::new(),
             })),
         }
+    }
+
+    /// `text` with the bus's secrets masked, for what leaves the run another
+    /// way than as an event (tool results sent to the model).
+    pub fn redact(&self, text: &str) -> String {
+        self.lock().redactor.redact(text).into_owned()
     }
 
     pub fn run_id(&self) -> String {
@@ -356,6 +376,7 @@ impl EventBus {
     /// Stamp `kind` and deliver it to every sink; returns the finished event.
     pub fn emit(&self, kind: EventKind) -> Event {
         let mut state = self.lock();
+        let kind = redact_kind(&state.redactor, kind);
         let event = Event {
             seq: state.next_seq,
             ts: now_rfc3339(),
@@ -387,6 +408,26 @@ impl EventBus {
     fn lock(&self) -> std::sync::MutexGuard<'_, BusState> {
         // A sink that panicked poisons the lock; the events are still worth delivering.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// `kind` with every secret masked. The rare event that no longer loads once
+/// masked (a secret equal to an enum tag) is replaced rather than leaked.
+fn redact_kind(redactor: &Redactor, kind: EventKind) -> EventKind {
+    match redactor.redact_serde(kind) {
+        Ok(kind) => kind,
+        Err(EventKind::RunCompleted(mut done)) => {
+            // The trace must still end with run.completed: mask its free text by hand.
+            done.reason = redactor.redact(&done.reason).into_owned();
+            done.summary = done.summary.map(|s| redactor.redact(&s).into_owned());
+            EventKind::RunCompleted(done)
+        }
+        Err(_) => EventKind::Warning {
+            source: "redact".into(),
+            message: "an event was withheld: a secret's value equals one of the trace's \
+                      keywords, so it could not be masked"
+                .into(),
+        },
     }
 }
 

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod event;
 pub mod policy;
 pub mod provider;
+pub mod redact;
 pub mod runner;
 pub mod sink;
 pub mod skills;

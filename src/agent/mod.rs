@@ -42,6 +42,9 @@ pub struct RunInput<'a> {
     /// Problems found while loading that did not stop the run.
     pub warnings: Vec<String>,
     pub limits: ToolLimits,
+    /// Variables `exec` and the checks get on top of the scrubbed
+    /// environment: the job's `env:`, secret references already resolved.
+    pub exec_env: Vec<(String, String)>,
 }
 
 /// Run the job to the end and return how it ended (also emitted as `run.completed`).
@@ -55,6 +58,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         outputs,
         warnings,
         limits,
+        exec_env,
     } = input;
     let tools = ToolSet::new(job.tools.as_deref(), skill.allowed_tools.as_deref());
     let workspace_display = workspace.root().display().to_string();
@@ -94,7 +98,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         ctx: ToolContext {
             workspace: workspace.clone(),
             limits,
-            exec_env: Vec::new(),
+            exec_env: exec_env.clone(),
         },
         messages: vec![
             Message::System {
@@ -124,7 +128,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     let (status, reason, checks_passed, checks_failed) = match agent_result {
         Ok(_) => {
             let (passed, failed) =
-                checks::run_checks(&job.checks, workspace.root(), &[], &bus).await;
+                checks::run_checks(&job.checks, workspace.root(), &exec_env, &bus).await;
             if failed == 0 {
                 (RunStatus::Passed, passed_reason(passed), passed, failed)
             } else {
@@ -138,7 +142,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         }
         Err(Stop::Failed(reason)) => {
             let (passed, failed) =
-                checks::run_checks(&job.checks, workspace.root(), &[], &bus).await;
+                checks::run_checks(&job.checks, workspace.root(), &exec_env, &bus).await;
             (RunStatus::Failed, reason, passed, failed)
         }
         Err(Stop::Budget(exceeded)) => {
@@ -177,8 +181,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         checks_passed,
         checks_failed,
     };
-    bus.emit(EventKind::RunCompleted(completed.clone()));
-    completed
+    // Return what the sinks saw: the same event, with secrets masked.
+    match bus.emit(EventKind::RunCompleted(completed.clone())).kind {
+        EventKind::RunCompleted(masked) => masked,
+        _ => completed,
+    }
 }
 
 fn passed_reason(checks: u32) -> String {

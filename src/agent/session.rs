@@ -154,7 +154,8 @@ impl Session<'_> {
         let results = run_batch(&env, &regular_calls, &mut self.guard).await;
         self.budget.record_tool_calls(regular_calls.len() as u32);
         for ((index, _), result) in regular.iter().zip(results) {
-            texts[*index] = Some(result.model_text());
+            // The model provider is a third party: it never sees a secret a tool printed.
+            texts[*index] = Some(self.bus.redact(&result.model_text()));
         }
 
         for (call, text) in calls.iter().zip(texts) {

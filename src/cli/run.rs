@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::event::{EventSink, RunStatus};
 use crate::runner::{self, RunOptions};
-use crate::sink::{PlainLog, ProgressBars};
+use crate::sink::{GithubActions, GithubConfig, PlainLog, ProgressBars};
 use crate::spec::LoadOptions;
 
 use super::EXIT_BAD_INPUT;
@@ -47,7 +47,7 @@ pub fn run(args: RunArgs) -> u8 {
         trace: absolute(&args.trace),
         junit: absolute(&args.junit),
         record: absolute(&args.record),
-        sinks: progress_sinks(args.progress),
+        sinks: progress_sinks(args.progress, &cwd),
         run_id: None,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -89,10 +89,37 @@ pub fn run(args: RunArgs) -> u8 {
     completed.status.exit_code()
 }
 
-fn progress_sinks(mode: ProgressMode) -> Vec<Box<dyn EventSink>> {
+/// The display of a run. Under GitHub Actions (`GITHUB_ACTIONS=true`) the
+/// GitHub sink replaces bars and plain logs: grouped log lines and
+/// annotations, plus the step summary and outputs (written even with
+/// `--progress none`). `NO_COLOR` turns the bars' colours off.
+fn progress_sinks(mode: ProgressMode, cwd: &Path) -> Vec<Box<dyn EventSink>> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        let log: Option<Box<dyn Write + Send>> = match mode {
+            ProgressMode::None => None,
+            ProgressMode::Auto | ProgressMode::Plain => Some(Box::new(std::io::stderr())),
+        };
+        return vec![Box::new(GithubActions::new(GithubConfig {
+            log,
+            step_summary: env("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            output: env("GITHUB_OUTPUT").map(PathBuf::from),
+            cwd: cwd.to_path_buf(),
+            repo_root: env("GITHUB_WORKSPACE").map(PathBuf::from),
+        }))];
+    }
     let terminal = std::io::stderr().is_terminal();
     match mode {
-        ProgressMode::Auto if terminal => vec![Box::new(ProgressBars::new())],
+        ProgressMode::Auto if terminal => {
+            let bars = ProgressBars::new();
+            // https://no-color.org: any non-empty value turns colour off.
+            let bars = if env("NO_COLOR").is_some() {
+                bars.without_color()
+            } else {
+                bars
+            };
+            vec![Box::new(bars)]
+        }
         ProgressMode::Auto | ProgressMode::Plain => {
             vec![Box::new(PlainLog::new(Box::new(std::io::stderr())))]
         }

@@ -18,6 +18,7 @@ pub use run_folder::{RunFolder, new_run_id};
 
 use crate::agent::{self, RunInput};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
+use crate::redact::{Redactor, secret_values};
 use crate::sink::{JunitWriter, TraceWriter};
 use crate::tools::ToolLimits;
 
@@ -94,7 +95,15 @@ pub async fn run_prepared(
     ));
     sinks.push(Box::new(JunitWriter::new(junit_path.clone())));
     sinks.extend(options.sinks);
-    let bus = EventBus::new(run_id, sinks);
+    // Secrets are read once, here: the bus masks them in every event, and
+    // `exec` gets only the ones the job passes through `env:`.
+    let lookup = |name: &str| std::env::var(name).ok();
+    let bus = EventBus::with_redactor(run_id, sinks, Redactor::new(secret_values(job, lookup)));
+    let (exec_env, missing) = job.resolve_env(lookup);
+    let mut warnings = warnings.clone();
+    warnings.extend(missing.iter().map(|name| {
+        format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
+    }));
 
     let provider = build_provider(job, workspace.root(), options.record.as_deref());
     let input = RunInput {
@@ -107,8 +116,9 @@ pub async fn run_prepared(
             trace: Some(trace_path.display().to_string()),
             junit: Some(junit_path.display().to_string()),
         },
-        warnings: warnings.clone(),
+        warnings,
         limits: ToolLimits::default(),
+        exec_env,
     };
     let completed = agent::run(input, bus.clone()).await;
     let sink_errors = bus.finish();

@@ -4,15 +4,19 @@
 //! Each sink is configured when it is built and then only consumes
 //! [`Event`](crate::event::Event)s through [`EventSink`](crate::event::EventSink):
 //! the JSONL trace ([`TraceWriter`]), the JUnit XML ([`JunitWriter`]) and the
-//! terminal display ([`PlainLog`] for logs, [`ProgressBars`] for a terminal).
+//! terminal display ([`PlainLog`] for logs, [`ProgressBars`] for a terminal)
+//! and, under GitHub Actions, grouped logs, annotations, the step summary
+//! and step outputs ([`GithubActions`]).
 //! Sinks never call back into the run, and a sink that fails to write does
 //! not stop it: the [`EventBus`](crate::event::EventBus) collects the error.
 //! Choosing which sinks a run gets (terminal or not, `--out`) is the CLI's job.
 
+mod github;
 mod junit;
 mod progress;
 mod trace;
 
+pub use github::{GithubActions, GithubConfig, escape_data, escape_property};
 pub use junit::JunitWriter;
 pub use progress::{PlainLog, ProgressBars};
 pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};

@@ -19,15 +19,14 @@ use crate::event::{
     RunCompleted, RunStatus, SinkError,
 };
 
-const PREFIX: &str = "[agentci]";
+pub(super) const PREFIX: &str = "[agentci]";
 
 /// One line per meaningful event, for logs.
 pub struct PlainLog {
     out: Box<dyn Write + Send>,
     /// Set after the first failed write: a closed log is reported once, not per event.
     broken: bool,
-    calls: CallBook,
-    plan_len: Option<usize>,
+    lines: LogLines,
 }
 
 impl PlainLog {
@@ -35,13 +34,22 @@ impl PlainLog {
         PlainLog {
             out,
             broken: false,
-            calls: CallBook::default(),
-            plan_len: None,
+            lines: LogLines::default(),
         }
     }
+}
 
+/// What a log shows for each event, without the prefix; shared by
+/// [`PlainLog`] and the GitHub Actions log, which adds groups around it.
+#[derive(Default)]
+pub(super) struct LogLines {
+    calls: CallBook,
+    plan_len: Option<usize>,
+}
+
+impl LogLines {
     /// The lines `event` is shown as; empty for events a log reader does not need.
-    fn lines(&mut self, event: &Event) -> Vec<String> {
+    pub(super) fn lines(&mut self, event: &Event) -> Vec<String> {
         let mut lines = Vec::new();
         match &event.kind {
             EventKind::RunStarted(run) => lines.push(format!(
@@ -135,7 +143,7 @@ impl PlainLog {
 
 impl EventSink for PlainLog {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
-        let lines = self.lines(event);
+        let lines = self.lines.lines(event);
         if self.broken || lines.is_empty() {
             return Ok(());
         }
@@ -169,6 +177,8 @@ pub struct ProgressBars {
     plan_len: Option<usize>,
     step: Option<String>,
     tool: Option<String>,
+    /// False under `NO_COLOR`: the same bar without colour codes.
+    color: bool,
 }
 
 impl Default for ProgressBars {
@@ -185,16 +195,37 @@ impl ProgressBars {
     /// For tests and embedding: draw somewhere other than stderr (or nowhere).
     pub fn with_draw_target(target: ProgressDrawTarget) -> ProgressBars {
         let bar = ProgressBar::with_draw_target(None, target);
-        bar.set_style(style("{spinner:.cyan} [{elapsed}] {wide_msg}"));
         bar.set_message("starting");
         bar.enable_steady_tick(Duration::from_millis(120));
-        ProgressBars {
+        let bars = ProgressBars {
             bar,
             calls: CallBook::default(),
             plan_len: None,
             step: None,
             tool: None,
+            color: true,
+        };
+        bars.bar.set_style(bars.style(SPINNER));
+        bars
+    }
+
+    /// Draw without colours (`NO_COLOR`); the caller decides, the sink never reads the environment.
+    pub fn without_color(mut self) -> ProgressBars {
+        self.color = false;
+        self.bar.set_style(self.style(SPINNER));
+        self
+    }
+
+    /// `template` with its colour specs (`.cyan`, `.cyan/blue`) removed when colour is off.
+    fn style(&self, template: &str) -> ProgressStyle {
+        if self.color {
+            return style(template);
         }
+        style(
+            &template
+                .replace(":24.cyan/blue}", ":24}")
+                .replace(":.cyan}", "}"),
+        )
     }
 
     fn refresh_message(&self) {
@@ -211,9 +242,7 @@ impl ProgressBars {
         if len == 0 {
             return;
         }
-        self.bar.set_style(style(
-            "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}",
-        ));
+        self.bar.set_style(self.style(BAR));
         self.bar.set_length(len as u64);
         self.bar.set_position(done.min(len) as u64);
     }
@@ -302,6 +331,9 @@ impl EventSink for ProgressBars {
     }
 }
 
+const SPINNER: &str = "{spinner:.cyan} [{elapsed}] {wide_msg}";
+const BAR: &str = "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}";
+
 fn style(template: &str) -> ProgressStyle {
     // The templates are constants; falling back keeps a typo from being a panic.
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
@@ -339,7 +371,7 @@ impl CallBook {
 }
 
 /// `exec cargo test`, `read src/lib.rs`: the tool and its most telling argument.
-fn describe_call(tool: &str, arguments: &Value) -> String {
+pub(super) fn describe_call(tool: &str, arguments: &Value) -> String {
     const TELLING: [&str; 6] = ["command", "path", "pattern", "url", "prompt", "action"];
     let argument = TELLING
         .iter()
@@ -358,7 +390,7 @@ fn plan_lines(verb: String, steps: &[PlanStep]) -> Vec<String> {
     lines
 }
 
-fn check_lines(check: &CheckCompleted) -> Vec<String> {
+pub(super) fn check_lines(check: &CheckCompleted) -> Vec<String> {
     let time = secs(check.duration_ms);
     let outcome = match (check.outcome, check.exit_code) {
         (CheckOutcome::Passed, _) => format!("passed ({time})"),
@@ -377,7 +409,7 @@ fn check_lines(check: &CheckCompleted) -> Vec<String> {
     lines
 }
 
-fn run_line(done: &RunCompleted) -> String {
+pub(super) fn run_line(done: &RunCompleted) -> String {
     let status = match done.status {
         RunStatus::Passed => "passed",
         RunStatus::Failed => "failed",
@@ -400,7 +432,7 @@ fn run_line(done: &RunCompleted) -> String {
     line
 }
 
-fn step_of(index: usize, plan_len: Option<usize>) -> String {
+pub(super) fn step_of(index: usize, plan_len: Option<usize>) -> String {
     match plan_len {
         Some(len) if index < len => format!("{}/{len}", index + 1),
         _ => format!("{}", index + 1),
@@ -415,7 +447,7 @@ fn budget_amount(limit: BudgetLimit, amount: f64) -> String {
     }
 }
 
-fn secs(ms: u64) -> String {
+pub(super) fn secs(ms: u64) -> String {
     if ms < 60_000 {
         format!("{:.1}s", ms as f64 / 1000.0)
     } else {
@@ -423,7 +455,7 @@ fn secs(ms: u64) -> String {
     }
 }
 
-fn plural(n: u64, noun: &str) -> String {
+pub(super) fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
@@ -432,7 +464,7 @@ fn plural(n: u64, noun: &str) -> String {
 }
 
 /// `3400` as `3,400`.
-fn thousands(n: u64) -> String {
+pub(super) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -445,7 +477,7 @@ fn thousands(n: u64) -> String {
 }
 
 /// The first line of `text`, cut to `max` characters, for a one-line display.
-fn one_line(text: &str, max: usize) -> String {
+pub(super) fn one_line(text: &str, max: usize) -> String {
     let first = text.lines().next().unwrap_or("").trim();
     let mut out: String = first.chars().take(max).collect();
     if first.chars().count() > max || text.trim().lines().count() > 1 {

@@ -44,6 +44,47 @@ pub struct JobSpec {
     pub skills_path: Vec<PathBuf>,
     /// Planning turns allowed before a plan must be submitted.
     pub max_plan_turns: u32,
+    /// Names of environment variables whose values are masked everywhere.
+    pub secrets: Vec<String>,
+    /// Variables `exec` and the checks get on top of the scrubbed environment.
+    pub env: Vec<EnvVar>,
+}
+
+/// One `env` entry of a job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: EnvValue,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum EnvValue {
+    /// The value as written, vars substituted.
+    Text(String),
+    /// `${{ secrets.NAME }}`: the value of the environment variable NAME when the run starts.
+    Secret(String),
+}
+
+impl JobSpec {
+    /// The job's `env` with secret references looked up with `lookup`;
+    /// also the names of referenced secrets that are not set (left out).
+    pub fn resolve_env(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> (Vec<(String, String)>, Vec<String>) {
+        let mut env = Vec::new();
+        let mut missing = Vec::new();
+        for var in &self.env {
+            match &var.value {
+                EnvValue::Text(text) => env.push((var.name.clone(), text.clone())),
+                EnvValue::Secret(name) => match lookup(name) {
+                    Some(value) => env.push((var.name.clone(), value)),
+                    None => missing.push(name.clone()),
+                },
+            }
+        }
+        (env, missing)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -31,6 +31,9 @@ pub(super) struct RawJob {
     pub outputs: Option<RawOutputs>,
     pub skills_path: Option<Vec<Spanned<String>>>,
     pub max_plan_turns: Option<Spanned<Scalar>>,
+    pub secrets: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

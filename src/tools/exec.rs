@@ -8,6 +8,12 @@
 //! the start and the end of each stream are kept and the middle is cut with
 //! a note saying how much. Whether a command may run is decided by
 //! [`crate::policy`], not here.
+//!
+//! Commands get a scrubbed environment: only the variables in
+//! [`INHERITED_ENV`] (and the `LC_*` locale variables) come from agentci's
+//! own environment, plus what the caller passes (the job's `env:`). API keys,
+//! CI tokens and everything else a runner exports stay out of reach of a
+//! command the model wrote.
 
 use std::collections::VecDeque;
 use std::io;
@@ -28,6 +34,38 @@ use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 /// only a process that left the group (setsid) can keep the pipes open.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
+/// Variables a command inherits from agentci's environment. The cargo and
+/// rustup ones are there so `cargo test` finds the same toolchain, registry
+/// cache and target folder as the caller when they are not in the default place.
+pub const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "CARGO_HOME",
+    "CARGO_TARGET_DIR",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+];
+
+/// Prefixes of inherited variable names (the locale categories).
+pub const INHERITED_ENV_PREFIXES: &[&str] = &["LC_"];
+
+/// Whether a command inherits the variable `name` from agentci's environment.
+pub fn is_inherited(name: &str) -> bool {
+    INHERITED_ENV.contains(&name) || INHERITED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The inherited part of a command's environment, from agentci's own.
+fn inherited_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_some_and(is_inherited))
+        .collect()
+}
+
 /// A shell command to run.
 #[derive(Clone, Copy, Debug)]
 pub struct ShellCommand<'a> {
@@ -35,7 +73,7 @@ pub struct ShellCommand<'a> {
     /// Absolute directory to run in.
     pub cwd: &'a Path,
     pub timeout: Duration,
-    /// Variables set in addition to the inherited environment.
+    /// Variables set on top of the scrubbed environment ([`INHERITED_ENV`]).
     pub env: &'a [(String, String)],
     /// Characters of stdout and stderr together kept in [`ShellOutput::output`].
     pub max_output_chars: usize,
@@ -65,6 +103,8 @@ pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
         .arg("-c")
         .arg(cmd.command)
         .current_dir(cmd.cwd)
+        .env_clear()
+        .envs(inherited_env())
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -378,6 +418,13 @@ mod tests {
             c.push(chunk);
         }
         c
+    }
+
+    #[test]
+    fn only_the_allow_list_is_inherited() {
+        assert!(is_inherited("PATH") && is_inherited("LC_ALL") && is_inherited("CARGO_HOME"));
+        assert!(!is_inherited("OPENAI_API_KEY") && !is_inherited("GITHUB_TOKEN"));
+        assert!(!is_inherited("CARGO_REGISTRY_TOKEN") && !is_inherited("PATHX"));
     }
 
     #[test]

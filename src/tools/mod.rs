@@ -168,7 +168,8 @@ impl Default for ToolLimits {
 pub struct ToolContext {
     pub workspace: Workspace,
     pub limits: ToolLimits,
-    /// Environment variables `exec` passes on, in addition to the inherited ones.
+    /// Environment variables `exec` sets on top of the scrubbed environment
+    /// (see [`exec::INHERITED_ENV`]): the job's `env:`.
     pub exec_env: Vec<(String, String)>,
 }
 

@@ -1,6 +1,7 @@
 mod support;
 
 mod examples;
+mod github;
 mod policy;
 mod provider;
 mod run;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_saphyr::Spanned;
 
+mod env;
 mod model;
 mod numbers;
 
@@ -75,6 +76,8 @@ impl Checker<'_> {
             .map(|ws| self.outputs(raw.outputs.as_ref(), ws))
             .unwrap_or_default();
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
+        let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
+        let env = self.env(&raw.env, &secrets, &vars);
         let max_plan_turns = raw
             .max_plan_turns
             .as_ref()
@@ -97,6 +100,8 @@ impl Checker<'_> {
                 outputs,
                 skills_path,
                 max_plan_turns,
+                secrets,
+                env,
             }),
             _ => None,
         };

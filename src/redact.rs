@@ -1,0 +1,196 @@
+//! Masking secrets: every known secret value is replaced by `***` before it
+//! can leave the process.
+//!
+//! Masking happens once, in the event stream: the [`EventBus`](crate::event::EventBus)
+//! passes every event through a [`Redactor`] before any sink sees it, so the
+//! trace, the JUnit file, the logs and the GitHub summary can never disagree
+//! about what is hidden, and a new sink is covered without doing anything.
+//! The run also masks tool results before they go back to the model (a model
+//! provider is a third party) and the summary the CLI prints.
+//!
+//! What counts as a secret (the job's API key, its `secrets:`, well-known
+//! token variables) is decided by [`secret_values`]; this module only masks.
+//! Values shorter than [`MIN_SECRET_LEN`] are ignored: masking `1` or `ab`
+//! would garble every line without protecting anything.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::spec::JobSpec;
+
+/// What a masked secret is replaced with.
+pub const MASK: &str = "***";
+
+/// Secrets shorter than this many bytes are not masked.
+pub const MIN_SECRET_LEN: usize = 4;
+
+/// Environment variables that hold credentials in the places agentci runs,
+/// masked whether or not the job lists them.
+pub const WELL_KNOWN_SECRETS: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+];
+
+/// Replaces known secret values with [`MASK`].
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    /// Longest first, so a secret that contains another is masked whole.
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor for `values`; empty and too-short values are dropped.
+    pub fn new<I, S>(values: I) -> Redactor
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut secrets: Vec<String> = values
+            .into_iter()
+            .map(Into::into)
+            .filter(|s| s.len() >= MIN_SECRET_LEN)
+            .collect();
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `text` with every secret replaced by [`MASK`].
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.secrets.iter().any(|s| text.contains(s.as_str())) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = text.to_string();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), MASK);
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// Mask every string inside a JSON value, in place (object keys included).
+    pub fn redact_json(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(masked) = self.redact(s) {
+                    *s = masked;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
+            Value::Object(map) => {
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for key in keys {
+                    let Some(mut inner) = map.remove(&key) else {
+                        continue;
+                    };
+                    self.redact_json(&mut inner);
+                    map.insert(self.redact(&key).into_owned(), inner);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// `value` with every string in it masked, by a round trip through JSON
+    /// so that a field added to an event later is covered too. `Err` gives
+    /// the value back when it no longer deserializes after masking (a secret
+    /// equal to an enum tag such as `passed`); the caller must not show it.
+    pub fn redact_serde<T: Serialize + DeserializeOwned>(&self, value: T) -> Result<T, T> {
+        if self.is_empty() {
+            return Ok(value);
+        }
+        let Ok(mut json) = serde_json::to_value(&value) else {
+            return Err(value);
+        };
+        if !contains_secret(self, &json) {
+            return Ok(value);
+        }
+        self.redact_json(&mut json);
+        serde_json::from_value(json).map_err(|_| value)
+    }
+}
+
+fn contains_secret(redactor: &Redactor, value: &Value) -> bool {
+    match value {
+        Value::String(s) => matches!(redactor.redact(s), Cow::Owned(_)),
+        Value::Array(items) => items.iter().any(|v| contains_secret(redactor, v)),
+        Value::Object(map) => map.iter().any(|(k, v)| {
+            matches!(redactor.redact(k), Cow::Owned(_)) || contains_secret(redactor, v)
+        }),
+        _ => false,
+    }
+}
+
+/// The secret values of a run of `job`, looked up with `env` (the process
+/// environment in the CLI): the value of the model's `api_key_env`, of every
+/// variable in the job's `secrets:`, and of [`WELL_KNOWN_SECRETS`].
+pub fn secret_values(job: &JobSpec, env: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let names = job
+        .model
+        .api_key_env
+        .iter()
+        .map(String::as_str)
+        .chain(job.secrets.iter().map(String::as_str))
+        .chain(WELL_KNOWN_SECRETS.iter().copied());
+    names.filter_map(env).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventKind, ToolResultEvent};
+    use serde_json::json;
+
+    #[test]
+    fn masks_every_occurrence_longest_first() {
+        let r = Redactor::new(["abcd", "abcdef", "", "xy"]);
+        assert_eq!(r.redact("abcdef abcd abc xy"), "*** *** abc xy");
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn short_and_empty_values_are_not_secrets() {
+        assert!(Redactor::new(["", "a", "abc"]).is_empty());
+    }
+
+    #[test]
+    fn every_string_of_an_event_is_masked() {
+        let r = Redactor::new(["s3cr3t-token"]);
+        let kind = EventKind::ToolResult(ToolResultEvent {
+            call_id: "c1".into(),
+            tool: "exec".into(),
+            ok: true,
+            error_code: None,
+            summary: "printed s3cr3t-token".into(),
+            data: json!({"command": "echo s3cr3t-token", "nested": ["x-s3cr3t-token-y"],
+                         "s3cr3t-token": 1}),
+            duration_ms: 3,
+        });
+        let masked = r.redact_serde(kind).unwrap();
+        let text = serde_json::to_string(&masked).unwrap();
+        assert!(!text.contains("s3cr3t-token"), "{text}");
+        assert!(
+            text.contains("printed ***") && text.contains("x-***-y"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_secret_equal_to_an_enum_tag_withholds_the_value() {
+        let r = Redactor::new(["passed"]);
+        let status = crate::event::RunStatus::Passed;
+        assert!(r.redact_serde(status).is_err());
+    }
+}

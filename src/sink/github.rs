@@ -1,0 +1,462 @@
+//! GitHub Actions: what a run looks like in a workflow's log, annotations,
+//! step summary and step outputs.
+//!
+//! [`GithubActions`] replaces the progress display when `GITHUB_ACTIONS=true`:
+//! the log lines of [`PlainLog`](super::PlainLog) with the planning phase and
+//! each plan step folded into `::group::` blocks; failed checks and run
+//! errors as `::error file=…,line=…::` annotations; a Markdown summary
+//! appended to `$GITHUB_STEP_SUMMARY`; and `status`, `exit-code`, `trace`,
+//! `junit`, `patch` and `cost-usd` appended to `$GITHUB_OUTPUT`.
+//!
+//! It only renders events: the CLI reads the environment and passes the
+//! paths in a [`GithubConfig`]. Secrets are already masked by the event bus.
+//! Every log line starts with `[agentci]`, so nothing the model or a check
+//! prints can start a line with `::` and pass for a workflow command.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::progress::{LogLines, PREFIX, one_line};
+use crate::event::{
+    CheckCompleted, CheckOutcome, Event, EventKind, EventSink, Phase, PlanStep, RunCompleted,
+    RunStarted, RunStatus, SinkError,
+};
+
+/// Where a run under GitHub Actions writes; built by the CLI from the environment.
+pub struct GithubConfig {
+    /// The grouped log with workflow commands (stderr); `None`: no log.
+    pub log: Option<Box<dyn Write + Send>>,
+    /// `$GITHUB_STEP_SUMMARY`: the Markdown summary is appended here.
+    pub step_summary: Option<PathBuf>,
+    /// `$GITHUB_OUTPUT`: the step outputs are appended here.
+    pub output: Option<PathBuf>,
+    /// The directory relative paths in events are relative to (the current directory).
+    pub cwd: PathBuf,
+    /// `$GITHUB_WORKSPACE`, the checkout annotations' paths are relative to.
+    pub repo_root: Option<PathBuf>,
+}
+
+/// The GitHub Actions sink.
+pub struct GithubActions {
+    config: GithubConfig,
+    lines: LogLines,
+    /// Set after the first failed log write: reported once, not per event.
+    broken: bool,
+    group_open: bool,
+    report: RunReport,
+    /// The job file's text, to point annotations at the right line.
+    job_text: String,
+    written: bool,
+}
+
+mod summary;
+
+use summary::summary_markdown;
+
+/// What the summary and outputs need, collected from the events.
+#[derive(Default)]
+struct RunReport {
+    started: Option<RunStarted>,
+    plan: Vec<PlanStep>,
+    step_started: BTreeSet<usize>,
+    step_summaries: BTreeMap<usize, String>,
+    checks: Vec<CheckCompleted>,
+    /// Paths of successful `write` and `edit` calls, relative to the workspace.
+    changed_files: BTreeSet<String>,
+    completed: Option<RunCompleted>,
+}
+
+impl GithubActions {
+    pub fn new(config: GithubConfig) -> GithubActions {
+        GithubActions {
+            config,
+            lines: LogLines::default(),
+            broken: false,
+            group_open: false,
+            report: RunReport::default(),
+            job_text: String::new(),
+            written: false,
+        }
+    }
+
+    /// The workflow-command lines `event` is shown as, and the report updated.
+    fn log_lines(&mut self, event: &Event) -> Vec<String> {
+        let mut out = Vec::new();
+        let plain: Vec<String> = self
+            .lines
+            .lines(event)
+            .into_iter()
+            .map(|l| format!("{PREFIX} {l}"))
+            .collect();
+        match &event.kind {
+            EventKind::RunStarted(run) => {
+                self.job_text = std::fs::read_to_string(self.config.cwd.join(&run.job_file))
+                    .unwrap_or_default();
+                self.report.started = Some(run.clone());
+                out.extend(plain);
+            }
+            EventKind::Warning { source, message } => {
+                let (file, line) = self.job_location(&[]);
+                out.push(annotation(
+                    "warning",
+                    &file,
+                    line,
+                    None,
+                    &format!("{source}: {message}"),
+                ));
+            }
+            EventKind::ModelRequest(request) => {
+                if request.phase == Phase::Plan && !self.group_open && self.report.plan.is_empty() {
+                    self.open_group(&mut out, "Plan");
+                }
+                if request.phase == Phase::Summary {
+                    self.close_group(&mut out);
+                }
+            }
+            EventKind::PlanCreated { steps } => {
+                self.report.plan = steps.clone();
+                self.close_group(&mut out);
+                out.extend(plain);
+            }
+            EventKind::PlanUpdated { steps, .. } => {
+                self.report.plan = steps.clone();
+                out.extend(plain);
+            }
+            EventKind::StepStarted { index, .. } => {
+                self.report.step_started.insert(*index);
+                self.close_group(&mut out);
+                let title = plain
+                    .first()
+                    .map_or("step", |l| l.trim_start_matches(PREFIX).trim());
+                let title = title.to_string();
+                self.open_group(&mut out, &title);
+            }
+            EventKind::StepCompleted { index, summary, .. } => {
+                self.report.step_summaries.insert(*index, summary.clone());
+                out.extend(plain);
+                self.close_group(&mut out);
+            }
+            EventKind::ToolResult(result) => {
+                if result.ok
+                    && matches!(result.tool.as_str(), "write" | "edit")
+                    && let Some(path) = result.data.get("path").and_then(Value::as_str)
+                {
+                    self.report.changed_files.insert(path.to_string());
+                }
+                out.extend(plain);
+            }
+            EventKind::CheckCompleted(check) => {
+                self.close_group(&mut out);
+                self.report.checks.push(check.clone());
+                out.extend(self.check_lines(check, plain));
+            }
+            EventKind::RunCompleted(done) => {
+                self.close_group(&mut out);
+                out.extend(plain);
+                self.report.completed = Some(done.clone());
+                if done.status != RunStatus::Passed && done.checks_failed == 0 {
+                    let key = match done.status {
+                        RunStatus::BudgetExceeded => "budget:",
+                        RunStatus::ProviderUnavailable | RunStatus::Error => "model:",
+                        _ => "goal:",
+                    };
+                    let (file, line) = self.job_location(&[key]);
+                    let title = format!("agentci: {}", done.status.as_str());
+                    out.push(annotation("error", &file, line, Some(&title), &done.reason));
+                }
+            }
+            _ => out.extend(plain),
+        }
+        out
+    }
+
+    fn open_group(&mut self, out: &mut Vec<String>, title: &str) {
+        out.push(format!("::group::{}", escape_data(&one_line(title, 200))));
+        self.group_open = true;
+    }
+
+    fn close_group(&mut self, out: &mut Vec<String>) {
+        if self.group_open {
+            out.push("::endgroup::".to_string());
+            self.group_open = false;
+        }
+    }
+
+    /// A check's line; when it failed, its output folded in a group and an annotation.
+    fn check_lines(&self, check: &CheckCompleted, plain: Vec<String>) -> Vec<String> {
+        if !matches!(check.outcome, CheckOutcome::Failed | CheckOutcome::TimedOut) {
+            return plain;
+        }
+        let mut out = Vec::new();
+        let mut plain = plain.into_iter();
+        let headline = plain.next().unwrap_or_default();
+        let headline = headline.trim_start_matches(PREFIX).trim().to_string();
+        out.push(format!("::group::{}", escape_data(&headline)));
+        out.extend(plain);
+        out.push("::endgroup::".to_string());
+        let (file, line, column) = match self.location_in_output(&check.output) {
+            Some(found) => found,
+            None => {
+                let (file, line) = self.job_location(&[&check.name, "checks:"]);
+                (file, line, None)
+            }
+        };
+        let title = format!("check \"{}\" failed", check.name);
+        let mut message = headline;
+        let output: Vec<&str> = check.output.lines().collect();
+        for l in &output[output.len().saturating_sub(10)..] {
+            message.push('\n');
+            message.push_str(l);
+        }
+        let mut command = annotation("error", &file, line, Some(&title), &message);
+        if let Some(column) = column {
+            command = command.replacen(
+                &format!(",line={line}"),
+                &format!(",line={line},col={column}"),
+                1,
+            );
+        }
+        out.push(command);
+        out
+    }
+
+    /// The first `file:line[:col]` in a check's output that names a file in
+    /// the workspace (rustc's `--> src/lib.rs:3:5`, a Rust panic's
+    /// `src/lib.rs:3:5`, pytest's `tests/test_x.py:12:`), as a path for annotations.
+    fn location_in_output(&self, output: &str) -> Option<(String, usize, Option<usize>)> {
+        let workspace = PathBuf::from(&self.report.started.as_ref()?.workspace);
+        let pattern =
+            Regex::new(r"(?:^|[\s(\[`'])((?:\.?/)?[\w.-]+(?:/[\w.-]+)*\.\w+):(\d+)(?::(\d+))?")
+                .ok()?;
+        for found in pattern.captures_iter(output) {
+            let file = found[1].trim_start_matches("./");
+            let Ok(line) = found[2].parse::<usize>() else {
+                continue;
+            };
+            let path = workspace.join(file);
+            if line > 0 && path.is_file() {
+                let column = found.get(3).and_then(|c| c.as_str().parse().ok());
+                return Some((self.repo_relative(&path), line, column));
+            }
+        }
+        None
+    }
+
+    /// The job file and the line of the first of `needles` found in it (else line 1).
+    fn job_location(&self, needles: &[&str]) -> (String, usize) {
+        let Some(started) = &self.report.started else {
+            return (String::new(), 1);
+        };
+        let file = self.repo_relative(&self.config.cwd.join(&started.job_file));
+        let line = needles
+            .iter()
+            .find_map(|needle| {
+                self.job_text
+                    .lines()
+                    .position(|l| l.contains(needle))
+                    .map(|i| i + 1)
+            })
+            .unwrap_or(1);
+        (file, line)
+    }
+
+    /// `path` relative to the checkout when it is inside it, as annotations want.
+    fn repo_relative(&self, path: &Path) -> String {
+        let root = self.config.repo_root.as_deref().unwrap_or(&self.config.cwd);
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let full = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        full.strip_prefix(&root)
+            .unwrap_or(&full)
+            .display()
+            .to_string()
+    }
+
+    fn write_log(&mut self, lines: &[String]) -> Result<(), SinkError> {
+        let Some(log) = self.config.log.as_mut() else {
+            return Ok(());
+        };
+        if self.broken || lines.is_empty() {
+            return Ok(());
+        }
+        let mut text = lines.join("\n");
+        text.push('\n');
+        log.write_all(text.as_bytes())
+            .and_then(|()| log.flush())
+            .map_err(|source| {
+                self.broken = true;
+                SinkError {
+                    what: "write the GitHub Actions log to",
+                    path: "stderr".to_string(),
+                    source,
+                }
+            })
+    }
+
+    /// Append the summary and the outputs, once.
+    fn write_files(&mut self) -> Result<(), SinkError> {
+        if self.written {
+            return Ok(());
+        }
+        self.written = true;
+        if let Some(path) = &self.config.step_summary {
+            append(
+                path,
+                &summary_markdown(&self.report),
+                "append the step summary to",
+            )?;
+        }
+        if let Some(path) = &self.config.output {
+            let delimiter = format!("ghadelimiter_{}", uuid::Uuid::new_v4().simple());
+            append(
+                path,
+                &outputs_text(&self.report, &delimiter),
+                "append step outputs to",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl EventSink for GithubActions {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        let lines = self.log_lines(event);
+        let logged = self.write_log(&lines);
+        if matches!(event.kind, EventKind::RunCompleted(_)) {
+            self.write_files()?;
+        }
+        logged
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        let mut lines = Vec::new();
+        self.close_group(&mut lines);
+        let logged = self.write_log(&lines);
+        self.write_files()?;
+        logged
+    }
+}
+
+fn append(path: &Path, text: &str, what: &'static str) -> Result<(), SinkError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .map_err(|source| SinkError {
+            what,
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+/// `::KIND file=F,line=L,title=T::MESSAGE`, escaped as the runner expects.
+fn annotation(kind: &str, file: &str, line: usize, title: Option<&str>, message: &str) -> String {
+    let mut properties = Vec::new();
+    if !file.is_empty() {
+        properties.push(format!("file={}", escape_property(file)));
+        properties.push(format!("line={line}"));
+    }
+    if let Some(title) = title {
+        properties.push(format!("title={}", escape_property(title)));
+    }
+    let properties = if properties.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", properties.join(","))
+    };
+    format!("::{kind}{properties}::{}", escape_data(message))
+}
+
+/// The message part of a workflow command.
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A `key=value` property of a workflow command.
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// The step outputs: `name=value` lines, or `name<<DELIM` blocks for values
+/// with a line break.
+fn outputs_text(report: &RunReport, delimiter: &str) -> String {
+    let status = report
+        .completed
+        .as_ref()
+        .map_or(RunStatus::Error, |done| done.status);
+    let outputs = report.started.as_ref().map(|s| &s.outputs);
+    let path = |key: &str| {
+        outputs
+            .and_then(|o| serde_json::to_value(o).ok())
+            .and_then(|o| o.get(key).and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default()
+    };
+    let cost = report
+        .completed
+        .as_ref()
+        .and_then(|done| done.totals.cost_usd)
+        .map(|c| format!("{c:.6}"))
+        .unwrap_or_default();
+    let pairs = [
+        ("status", status.as_str().to_string()),
+        ("exit-code", status.exit_code().to_string()),
+        ("trace", path("trace")),
+        ("junit", path("junit")),
+        // The patch path, once the run writes one (`outputs.patch`).
+        ("patch", path("patch")),
+        ("cost-usd", cost),
+    ];
+    pairs
+        .iter()
+        .map(|(name, value)| output_line(name, value, delimiter))
+        .collect()
+}
+
+/// `name=value`, or a `name<<DELIM` block when the value has a line break.
+fn output_line(name: &str, value: &str, delimiter: &str) -> String {
+    if value.contains('\n') || value.contains('\r') {
+        format!("{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    } else {
+        format!("{name}={value}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_command_values_are_escaped() {
+        assert_eq!(escape_data("50%\nnext\r"), "50%25%0Anext%0D");
+        assert_eq!(escape_property("a:b,c"), "a%3Ab%2Cc");
+        assert_eq!(
+            annotation("error", "src/x.rs", 3, Some("t: 1"), "bad\nthing"),
+            "::error file=src/x.rs,line=3,title=t%3A 1::bad%0Athing"
+        );
+    }
+
+    #[test]
+    fn multiline_outputs_use_a_delimiter() {
+        let report = RunReport {
+            completed: Some(RunCompleted {
+                status: RunStatus::Failed,
+                reason: String::new(),
+                summary: None,
+                totals: Default::default(),
+                checks_passed: 0,
+                checks_failed: 1,
+            }),
+            ..RunReport::default()
+        };
+        let text = outputs_text(&report, "EOF_X");
+        assert!(text.starts_with("status=failed\nexit-code=1\n"), "{text}");
+        assert!(text.contains("cost-usd=\n"), "{text}");
+        assert_eq!(output_line("a", "x\ny", "EOF_X"), "a<<EOF_X\nx\ny\nEOF_X\n");
+    }
+}

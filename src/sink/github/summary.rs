@@ -1,0 +1,175 @@
+//! The Markdown step summary of one run, appended to `$GITHUB_STEP_SUMMARY`:
+//! status, the numbers of the run, the plan with each step's outcome, the
+//! checks (with the output of failed ones), the changed files and the
+//! agent's summary. Text from the run is escaped for the table cell or code
+//! fence it lands in; it is already free of secrets.
+
+use std::fmt::Write as _;
+
+use super::RunReport;
+use crate::event::{CheckOutcome, RunStatus};
+use crate::sink::progress::{one_line, plural, secs, thousands};
+
+/// The Markdown step summary of one run.
+pub(super) fn summary_markdown(report: &RunReport) -> String {
+    let mut md = String::new();
+    let name = report
+        .started
+        .as_ref()
+        .map_or("agentci", |s| s.job_name.as_str());
+    let (icon, status, reason) = match &report.completed {
+        Some(done) => (
+            status_icon(done.status),
+            done.status.as_str(),
+            done.reason.as_str(),
+        ),
+        None => ("❌", "error", "the run did not complete"),
+    };
+    let _ = writeln!(md, "## {icon} agentci: {} — {status}\n", cell(name));
+    let _ = writeln!(md, "{}\n", cell(reason));
+
+    md.push_str("| | |\n|---|---|\n");
+    if let Some(started) = &report.started {
+        let _ = writeln!(md, "| Skill | `{}` |", cell(&started.skill));
+        let _ = writeln!(
+            md,
+            "| Model | `{}:{}` |",
+            cell(&started.model.provider),
+            cell(&started.model.name)
+        );
+    }
+    if let Some(done) = &report.completed {
+        let t = &done.totals;
+        let _ = writeln!(md, "| Duration | {} |", secs(t.duration_ms));
+        let _ = writeln!(md, "| Turns | {} |", t.turns);
+        let _ = writeln!(md, "| Tool calls | {} |", t.tool_calls);
+        let _ = writeln!(
+            md,
+            "| Tokens | {} ({} in, {} out) |",
+            thousands(t.input_tokens + t.output_tokens),
+            thousands(t.input_tokens),
+            thousands(t.output_tokens)
+        );
+        let cost = t
+            .cost_usd
+            .map_or_else(|| "unknown".to_string(), |c| format!("${c:.4}"));
+        let _ = writeln!(md, "| Cost | {cost} |");
+    }
+    md.push('\n');
+
+    if !report.plan.is_empty() {
+        md.push_str("### Plan\n\n");
+        for (i, step) in report.plan.iter().enumerate() {
+            let (mark, note) = match report.step_summaries.get(&i) {
+                Some(summary) => ("✅", format!(" — {}", cell(&one_line(summary, 200)))),
+                None if report.step_started.contains(&i) => ("❌", " — not finished".to_string()),
+                None => ("⏭️", " — not reached".to_string()),
+            };
+            let _ = writeln!(md, "{}. {mark} {}{note}", i + 1, cell(&step.title));
+        }
+        md.push('\n');
+    }
+
+    if !report.checks.is_empty() {
+        md.push_str("### Checks\n\n| Check | Result | Exit code | Duration |\n|---|---|---|---|\n");
+        for check in &report.checks {
+            let (mark, word) = match check.outcome {
+                CheckOutcome::Passed => ("✅", "passed"),
+                CheckOutcome::Failed => ("❌", "failed"),
+                CheckOutcome::TimedOut => ("⏱️", "timed out"),
+                CheckOutcome::Skipped => ("⏭️", "skipped"),
+            };
+            let code = check
+                .exit_code
+                .map_or_else(|| "—".to_string(), |c| c.to_string());
+            let _ = writeln!(
+                md,
+                "| {} | {mark} {word} | {code} | {} |",
+                cell(&check.name),
+                secs(check.duration_ms)
+            );
+        }
+        md.push('\n');
+        for check in &report.checks {
+            if matches!(check.outcome, CheckOutcome::Failed | CheckOutcome::TimedOut) {
+                let output: Vec<&str> = check.output.lines().collect();
+                let tail = output[output.len().saturating_sub(30)..].join("\n");
+                let fence = fence_for(&tail);
+                let _ = writeln!(
+                    md,
+                    "<details><summary>Output of <code>{}</code> (last 30 lines)</summary>\n\n{fence}text\n{tail}\n{fence}\n\n</details>\n",
+                    html(&check.name)
+                );
+            }
+        }
+    }
+
+    md.push_str("### Changed files\n\n");
+    if report.changed_files.is_empty() {
+        md.push_str("None.\n\n");
+    } else {
+        for file in &report.changed_files {
+            let _ = writeln!(md, "- `{}`", cell(file));
+        }
+        md.push('\n');
+    }
+
+    if let Some(summary) = report.completed.as_ref().and_then(|d| d.summary.as_deref()) {
+        let _ = writeln!(md, "### Summary\n\n{}\n", summary.trim());
+    }
+    if let Some(started) = &report.started {
+        let outputs = &started.outputs;
+        let _ = writeln!(
+            md,
+            "<sub>{} · trace `{}` · JUnit `{}`</sub>\n",
+            plural(report.plan.len() as u64, "plan step"),
+            outputs.trace.as_deref().unwrap_or("-"),
+            outputs.junit.as_deref().unwrap_or("-")
+        );
+    }
+    md
+}
+
+fn status_icon(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Passed => "✅",
+        RunStatus::Failed | RunStatus::Error | RunStatus::ProviderUnavailable => "❌",
+        RunStatus::BudgetExceeded => "⏱️",
+        RunStatus::Interrupted => "⚠️",
+    }
+}
+
+/// Text that sits in a table cell or a list item: one line, no column breaks.
+fn cell(text: &str) -> String {
+    text.replace('\r', "")
+        .replace('\n', " ")
+        .replace('|', "\\|")
+}
+
+fn html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A code fence longer than any run of backticks in `text`.
+fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_outgrow_backticks_in_the_text() {
+        assert_eq!(fence_for("plain"), "```");
+        assert_eq!(fence_for("a ```` b"), "`````");
+    }
+
+    #[test]
+    fn cells_stay_on_one_line_and_in_their_column() {
+        assert_eq!(cell("a|b\nc\r"), "a\\|b c");
+    }
+}
