@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod cli;
 pub mod event;
+pub mod git;
 pub mod policy;
 pub mod provider;
 pub mod runner;
