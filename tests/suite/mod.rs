@@ -1,9 +1,12 @@
 mod support;
 
 mod examples;
+mod git_output;
+mod git_skill;
 mod policy;
 mod provider;
 mod run;
+mod signals;
 mod sinks;
 mod tools;
 mod validate;

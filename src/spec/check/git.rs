@@ -248,7 +248,58 @@ fn absolute_url(url: &str, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::absolute_url;
+    use crate::spec::{GitSkillRef, LoadOptions, SkillRef, load_job};
     use std::path::Path;
+
+    fn load(yaml: &str) -> crate::spec::JobSpec {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("job.yaml"), yaml).unwrap();
+        let options = LoadOptions {
+            cwd: dir.path().to_path_buf(),
+            ..LoadOptions::default()
+        };
+        load_job(&dir.path().join("job.yaml"), &options).unwrap().0
+    }
+
+    #[test]
+    fn push_true_and_commit_defaults() {
+        let job = load(
+            "name: bump\nskill: s\ngoal: g\nmodel: {name: m}\nvars: {dep: serde}\n\
+             allow_dirty: true\n\
+             outputs: {patch: out/p.diff, commit: {branch: 'agentci/bump-${{ vars.dep }}'}, push: true}\n",
+        );
+        assert!(job.allow_dirty);
+        assert!(job.outputs.patch.unwrap().ends_with("out/p.diff"));
+        let commit = job.outputs.commit.unwrap();
+        assert_eq!(commit.branch, "agentci/bump-serde");
+        assert_eq!(commit.message, "agentci: bump");
+        assert_eq!(commit.author_name, "agentci");
+        assert_eq!(commit.author_email, "agentci@users.noreply.github.com");
+        assert!(!commit.on_failure);
+        let push = job.outputs.push.unwrap();
+        assert_eq!(
+            (push.remote.as_str(), push.token_env.as_str()),
+            ("origin", "GITHUB_TOKEN")
+        );
+    }
+
+    #[test]
+    fn git_skills_keep_urls_and_clean_paths() {
+        let job = load(
+            "name: j\nskill: {git: 'https://github.com/o/s.git', rev: v1, path: ./skills/lint/}\n\
+             goal: g\nmodel: {name: m}\n",
+        );
+        assert_eq!(
+            job.skill,
+            SkillRef::Git(GitSkillRef {
+                url: "https://github.com/o/s.git".into(),
+                rev: "v1".into(),
+                path: "skills/lint".into(),
+            })
+        );
+        assert!(!job.allow_dirty);
+        assert_eq!(job.outputs.push, None);
+    }
 
     #[test]
     fn local_paths_are_made_absolute_and_urls_kept() {
