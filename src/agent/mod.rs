@@ -185,19 +185,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     if let Some(after) = after_checks
         && status != RunStatus::Interrupted
     {
-        let outcome = tokio::select! {
-            biased;
-            why = cancel.cancelled() => Err(why),
-            outcome = after(status, bus.clone()) => Ok(outcome),
-        };
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(message)) if status == RunStatus::Passed => {
-                (status, reason) = (RunStatus::Failed, message);
-            }
-            Ok(Err(message)) => reason = format!("{reason}; {message}"),
-            Err(why) => (status, reason) = (RunStatus::Interrupted, why),
-        }
+        (status, reason) = run_after_checks(after, status, reason, &cancel, &bus).await;
     }
 
     let completed = RunCompleted {
@@ -217,6 +205,28 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     };
     bus.emit(EventKind::RunCompleted(completed.clone()));
     completed
+}
+
+/// The caller's step after the checks; returns the run's status and reason after it.
+async fn run_after_checks(
+    after: AfterChecks<'_>,
+    status: RunStatus,
+    reason: String,
+    cancel: &CancelSignal,
+    bus: &EventBus,
+) -> (RunStatus, String) {
+    let outcome = tokio::select! {
+        biased;
+        why = cancel.cancelled() => Err(why),
+        outcome = after(status, bus.clone()) => Ok(outcome),
+    };
+    match outcome {
+        Ok(Ok(())) => (status, reason),
+        // Outputs the job asked for and did not get: a passing run fails.
+        Ok(Err(message)) if status == RunStatus::Passed => (RunStatus::Failed, message),
+        Ok(Err(message)) => (status, format!("{reason}; {message}")),
+        Err(why) => (RunStatus::Interrupted, why),
+    }
 }
 
 fn interrupted(stopped: checks::ChecksStopped) -> (RunStatus, String, u32, u32) {

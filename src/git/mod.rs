@@ -40,6 +40,13 @@ impl GitWorkspace {
         let repo = match Repository::discover(workspace) {
             Ok(repo) => repo,
             Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) if e.code() == ErrorCode::Owner => {
+                return Err(format!(
+                    "git refuses to open the repository of {} because another user owns it; \
+                     trust it with `git config --global --add safe.directory '*'` (or that path)",
+                    workspace.display()
+                ));
+            }
             Err(e) => {
                 return Err(format!(
                     "cannot open the git repository of {}: {}",

@@ -363,3 +363,33 @@ fn no_commit_when_the_checks_fail_unless_on_failure() {
         message.message()
     );
 }
+
+#[test]
+fn an_unknown_remote_stops_the_run_before_it_and_a_failed_push_fails_it() {
+    let outputs = "outputs: {commit: {branch: agentci/fix}, push: true}\n";
+    let model = FakeModel::start(fixing_script());
+    let (sb, repo) = sandbox(&model.base_url(), outputs);
+    let (out, _) = run(&sb);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no remote `origin`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(model.requests().len(), 0);
+
+    // A remote that is configured but does not answer: the commit stays, the run fails.
+    repo.remote("origin", sb.path().join("gone.git").to_str().unwrap())
+        .unwrap();
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let last = trace.last().unwrap();
+    assert_eq!(last["status"], "failed");
+    let reason = last["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cannot push branch `agentci/fix` to `origin`"),
+        "{reason}"
+    );
+    assert_eq!(events(&trace, "git.commit").len(), 1);
+    assert!(events(&trace, "git.push").is_empty());
+}
