@@ -83,8 +83,23 @@ pub enum EventKind {
     },
     #[serde(rename = "check.completed")]
     CheckCompleted(CheckCompleted),
+    #[serde(rename = "git.patch")]
+    GitPatch(GitPatch),
+    #[serde(rename = "git.commit")]
+    GitCommit { branch: String, sha: String },
+    #[serde(rename = "git.push")]
+    GitPush { remote: String, branch: String },
     #[serde(rename = "run.completed")]
     RunCompleted(RunCompleted),
+}
+
+/// The agent's changes written as a unified diff (`outputs.patch`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GitPatch {
+    pub path: String,
+    pub files_changed: usize,
+    pub insertions: usize,
+    pub deletions: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -108,6 +123,9 @@ pub struct OutputPaths {
     pub dir: String,
     pub trace: Option<String>,
     pub junit: Option<String>,
+    /// `outputs.patch`, where the agent's changes are written after the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -124,6 +142,20 @@ pub struct SkillLoaded {
     /// Canonical tool patterns from `allowed-tools`; `None` when the skill does not restrict tools.
     pub allowed_tools: Option<Vec<String>>,
     pub warnings: Vec<String>,
+    /// Where a skill from git came from, with the commit its revision resolved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SkillSource>,
+}
+
+/// The lock of a skill from git: what the job asked for and what it got.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SkillSource {
+    pub git: String,
+    pub rev: String,
+    /// The full commit id `rev` resolved to.
+    pub commit: String,
+    /// The skill's folder inside the repository; empty for the root.
+    pub path: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

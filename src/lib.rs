@@ -3,7 +3,8 @@
 //! Data flows one way: a job file is validated into a [`spec::JobSpec`], the
 //! [`agent`] runs it with [`tools`] under a [`policy`], talking to a model
 //! through a [`provider`], and everything that happens is an [`event::Event`]
-//! that the [`sink`]s (trace, JUnit, progress, exit status) observe.
+//! that the [`sink`]s (trace, JUnit, progress, exit status) observe. The
+//! agent's changes leave as a patch, commit or push through [`git`].
 //! The library never prints; only the CLI and the sinks write to the terminal.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -11,6 +12,7 @@
 pub mod agent;
 pub mod cli;
 pub mod event;
+pub mod git;
 pub mod policy;
 pub mod provider;
 pub mod redact;

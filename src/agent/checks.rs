@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::cancel::CancelSignal;
 use crate::event::{CheckCompleted, CheckOutcome, EventBus, EventKind};
 use crate::spec::CheckSpec;
 use crate::tools::exec::{ShellCommand, run_shell};
@@ -18,17 +19,49 @@ pub async fn run_checks(
     env: &[(String, String)],
     bus: &EventBus,
 ) -> (u32, u32) {
+    let never = CancelSignal::never();
+    match run_checks_until(checks, workspace, env, bus, &never).await {
+        Ok(counts) => counts,
+        Err(stopped) => (stopped.passed, stopped.failed),
+    }
+}
+
+/// Checks cut short by `cancel`: how many had finished, and why it stopped.
+#[derive(Debug)]
+pub struct ChecksStopped {
+    pub reason: String,
+    pub passed: u32,
+    pub failed: u32,
+}
+
+/// [`run_checks`], stopped when `cancel` fires: the running check is killed
+/// (dropping it kills its process group) and it and the rest are recorded
+/// as skipped.
+pub async fn run_checks_until(
+    checks: &[CheckSpec],
+    workspace: &Path,
+    env: &[(String, String)],
+    bus: &EventBus,
+    cancel: &CancelSignal,
+) -> Result<(u32, u32), ChecksStopped> {
     let (mut passed, mut failed) = (0, 0);
-    for check in checks {
+    for (index, check) in checks.iter().enumerate() {
         let started = Instant::now();
-        let outcome = run_shell(&ShellCommand {
+        let shell = ShellCommand {
             command: &check.run,
             cwd: workspace,
             timeout: check.timeout,
             env,
             max_output_chars: CHECK_OUTPUT_CHARS,
-        })
-        .await;
+        };
+        let outcome = tokio::select! {
+            biased;
+            reason = cancel.cancelled() => {
+                skip_checks(&checks[index..], &reason, bus);
+                return Err(ChecksStopped { reason, passed, failed });
+            }
+            outcome = run_shell(&shell) => outcome,
+        };
         let (result, exit_code, output) = match outcome {
             Ok(out) if out.timed_out => (CheckOutcome::TimedOut, out.exit_code, out.output),
             Ok(out) if out.exit_code == Some(0) => {
@@ -55,7 +88,7 @@ pub async fn run_checks(
             output,
         }));
     }
-    (passed, failed)
+    Ok((passed, failed))
 }
 
 /// Record every check as skipped: the agent did not finish, so they would judge nothing.

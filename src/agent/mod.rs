@@ -3,10 +3,13 @@
 //! Everything the run does is reported as events on the [`EventBus`]; the
 //! run returns only its final [`RunCompleted`], which is also the last event.
 //! The agent knows nothing about files it writes (sinks do that) or about
-//! the terminal.
+//! the terminal. What happens to the workspace afterwards (a patch, a
+//! commit) is the caller's [`AfterChecks`] step; signals reach the run as a
+//! [`CancelSignal`].
 
 pub mod batch;
 pub mod budget;
+pub mod cancel;
 pub mod checks;
 pub mod execute;
 pub mod loop_guard;
@@ -17,6 +20,8 @@ pub mod toolset;
 
 use std::time::Instant;
 
+use futures_util::future::BoxFuture;
+
 use crate::event::{
     EventBus, EventKind, OutputPaths, Phase, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
     SkillLoaded, Totals,
@@ -26,6 +31,8 @@ use crate::provider::{Message, ModelProvider, ProviderError};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolContext, ToolLimits, Workspace};
+
+pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 
 use budget::BudgetTracker;
 use loop_guard::LoopGuard;
@@ -45,7 +52,17 @@ pub struct RunInput<'a> {
     /// Variables `exec` and the checks get on top of the scrubbed
     /// environment: the job's `env:`, secret references already resolved.
     pub exec_env: Vec<(String, String)>,
+    /// Stops the run from outside; [`CancelSignal::never`] when nothing does.
+    pub cancel: CancelSignal,
+    /// Runs after the checks and before `run.completed`, unless the run was interrupted.
+    pub after_checks: Option<AfterChecks<'a>>,
 }
+
+/// A step after the checks (the runner's git outputs). It gets the status
+/// so far and the bus for its own events; an `Err` is a line for the user
+/// and makes a passing run fail.
+pub type AfterChecks<'a> =
+    Box<dyn FnOnce(RunStatus, EventBus) -> BoxFuture<'a, Result<(), String>> + Send + 'a>;
 
 /// Run the job to the end and return how it ended (also emitted as `run.completed`).
 pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
@@ -59,6 +76,8 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         warnings,
         limits,
         exec_env,
+        cancel,
+        after_checks,
     } = input;
     let tools = ToolSet::new(job.tools.as_deref(), skill.allowed_tools.as_deref());
     let workspace_display = workspace.root().display().to_string();
@@ -83,6 +102,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             .as_ref()
             .map(|ps| ps.iter().map(|p| p.as_str().to_string()).collect()),
         warnings: skill.warnings.clone(),
+        source: skill.source.clone(),
     }));
     for message in warnings.iter().chain(&skill.warnings) {
         bus.emit(EventKind::Warning {
@@ -116,34 +136,35 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         step_summaries: Vec::new(),
     };
 
-    let agent_result = match session.budget.remaining_time() {
-        Some(left) => match tokio::time::timeout(left, agent_phase(&mut session, job)).await {
-            Ok(result) => result,
-            Err(_) => Err(Stop::Budget(session.budget.timeout_exceeded())),
-        },
-        None => agent_phase(&mut session, job).await,
+    // Dropping the agent phase on a signal stops the model call in flight
+    // and kills the process groups of running tools.
+    let agent_result = tokio::select! {
+        biased;
+        reason = cancel.cancelled() => Err(Stop::Interrupted(reason)),
+        result = timed_agent_phase(&mut session, job) => result,
     };
     let summary = agent_result.as_ref().ok().cloned().flatten();
 
-    let (status, reason, checks_passed, checks_failed) = match agent_result {
-        Ok(_) => {
-            let (passed, failed) =
-                checks::run_checks(&job.checks, workspace.root(), &exec_env, &bus).await;
-            if failed == 0 {
-                (RunStatus::Passed, passed_reason(passed), passed, failed)
-            } else {
-                (
-                    RunStatus::Failed,
-                    format!("{failed} of {} checks failed", passed + failed),
-                    passed,
-                    failed,
-                )
-            }
-        }
-        Err(Stop::Failed(reason)) => {
-            let (passed, failed) =
-                checks::run_checks(&job.checks, workspace.root(), &exec_env, &bus).await;
-            (RunStatus::Failed, reason, passed, failed)
+    let run_checks =
+        || checks::run_checks_until(&job.checks, workspace.root(), &exec_env, &bus, &cancel);
+    let (mut status, mut reason, checks_passed, checks_failed) = match agent_result {
+        Ok(_) => match run_checks().await {
+            Ok((passed, 0)) => (RunStatus::Passed, passed_reason(passed), passed, 0),
+            Ok((passed, failed)) => (
+                RunStatus::Failed,
+                format!("{failed} of {} checks failed", passed + failed),
+                passed,
+                failed,
+            ),
+            Err(stopped) => interrupted(stopped),
+        },
+        Err(Stop::Failed(reason)) => match run_checks().await {
+            Ok((passed, failed)) => (RunStatus::Failed, reason, passed, failed),
+            Err(stopped) => interrupted(stopped),
+        },
+        Err(Stop::Interrupted(reason)) => {
+            checks::skip_checks(&job.checks, &reason, &bus);
+            (RunStatus::Interrupted, reason, 0, 0)
         }
         Err(Stop::Budget(exceeded)) => {
             bus.emit(EventKind::BudgetExceeded {
@@ -166,6 +187,12 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         }
     };
 
+    if let Some(after) = after_checks
+        && status != RunStatus::Interrupted
+    {
+        (status, reason) = run_after_checks(after, status, reason, &cancel, &bus).await;
+    }
+
     let completed = RunCompleted {
         status,
         reason,
@@ -185,6 +212,51 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     match bus.emit(EventKind::RunCompleted(completed.clone())).kind {
         EventKind::RunCompleted(masked) => masked,
         _ => completed,
+    }
+}
+
+/// The caller's step after the checks; returns the run's status and reason after it.
+async fn run_after_checks(
+    after: AfterChecks<'_>,
+    status: RunStatus,
+    reason: String,
+    cancel: &CancelSignal,
+    bus: &EventBus,
+) -> (RunStatus, String) {
+    let outcome = tokio::select! {
+        biased;
+        why = cancel.cancelled() => Err(why),
+        outcome = after(status, bus.clone()) => Ok(outcome),
+    };
+    match outcome {
+        Ok(Ok(())) => (status, reason),
+        // Outputs the job asked for and did not get: a passing run fails.
+        Ok(Err(message)) if status == RunStatus::Passed => (RunStatus::Failed, message),
+        Ok(Err(message)) => (status, format!("{reason}; {message}")),
+        Err(why) => (RunStatus::Interrupted, why),
+    }
+}
+
+fn interrupted(stopped: checks::ChecksStopped) -> (RunStatus, String, u32, u32) {
+    (
+        RunStatus::Interrupted,
+        stopped.reason,
+        stopped.passed,
+        stopped.failed,
+    )
+}
+
+/// The agent phase, cut at the budget's `timeout`.
+async fn timed_agent_phase(
+    session: &mut Session<'_>,
+    job: &JobSpec,
+) -> Result<Option<String>, Stop> {
+    match session.budget.remaining_time() {
+        Some(left) => match tokio::time::timeout(left, agent_phase(session, job)).await {
+            Ok(result) => result,
+            Err(_) => Err(Stop::Budget(session.budget.timeout_exceeded())),
+        },
+        None => agent_phase(session, job).await,
     }
 }
 

@@ -27,6 +27,8 @@ pub enum Stop {
     Provider(ProviderError),
     /// The agent could not finish (no plan, stuck in a loop).
     Failed(String),
+    /// Stopped from outside (a signal); the reason says by what.
+    Interrupted(String),
 }
 
 pub struct Session<'a> {

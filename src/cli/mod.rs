@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod run;
+pub mod signals;
 pub mod validate;
 
 use std::process::ExitCode;

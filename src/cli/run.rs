@@ -1,11 +1,14 @@
 //! `agentci run JOB.yaml`: load the job, pick the progress display, run it
 //! through the [`runner`](crate::runner), and turn the outcome into an exit
 //! code. Problems before the run starts are printed here; everything after
-//! is in the trace and the JUnit file.
+//! is in the trace and the JUnit file. SIGINT and SIGTERM end the run as
+//! `interrupted` (see [`super::signals`]).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use crate::agent::cancel_pair;
 use crate::event::{EventSink, RunStatus};
 use crate::runner::{self, RunOptions};
 use crate::sink::{GithubActions, GithubConfig, PlainLog, ProgressBars};
@@ -13,6 +16,7 @@ use crate::spec::LoadOptions;
 
 use super::EXIT_BAD_INPUT;
 use super::args::{ProgressMode, RunArgs};
+use super::signals;
 
 pub fn run(args: RunArgs) -> u8 {
     let mut stderr = std::io::stderr();
@@ -42,6 +46,7 @@ pub fn run(args: RunArgs) -> u8 {
         }
     };
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
+    let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
         out_dir: absolute(&args.out),
         trace: absolute(&args.trace),
@@ -49,6 +54,7 @@ pub fn run(args: RunArgs) -> u8 {
         record: absolute(&args.record),
         sinks: progress_sinks(args.progress, &cwd),
         run_id: None,
+        cancel,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -60,10 +66,20 @@ pub fn run(args: RunArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let report = match runtime.block_on(runner::run_prepared(&prepared, run_options)) {
-        Ok(report) => report,
-        Err(e) => {
+    let outcome = runtime.block_on(async {
+        let received = signals::install(trigger)?;
+        Ok::<_, std::io::Error>((runner::run_prepared(&prepared, run_options).await, received))
+    });
+    // Tasks left behind by a cancelled run must not hold up the exit.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    let (report, received) = match outcome {
+        Ok((Ok(report), received)) => (report, received),
+        Ok((Err(e), _)) => {
             let _ = writeln!(stderr, "error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+        Err(e) => {
+            let _ = writeln!(stderr, "error: cannot listen for signals: {e}");
             return EXIT_BAD_INPUT;
         }
     };
@@ -85,6 +101,9 @@ pub fn run(args: RunArgs) -> u8 {
     if !report.sink_errors.is_empty() && completed.status == RunStatus::Passed {
         // A passing run whose results could not be written is not a pass CI can trust.
         return RunStatus::Error.exit_code();
+    }
+    if completed.status == RunStatus::Interrupted {
+        return received.exit_code();
     }
     completed.status.exit_code()
 }

@@ -6,7 +6,8 @@
 //! `.git`, `.github` (workflows are YAML too), `.agentci`, `target`,
 //! `node_modules`, whatever `.gitignore` and `.agentciignore` files exclude,
 //! and YAML files that do not look like jobs (no top-level `goal:` or
-//! `skill:`). A job's skill is found and validated too. Output goes to
+//! `skill:`). A job's skill is found and validated too; a skill from git is
+//! fetched into the cache for that. Output goes to
 //! stdout: `FILE:LINE:COLUMN: error: message` per problem and
 //! `ok   FILE (…)` per valid file; the exit code is 2 when anything is wrong.
 
@@ -18,7 +19,8 @@ use ignore::WalkBuilder;
 
 use super::EXIT_BAD_INPUT;
 use super::args::ValidateArgs;
-use crate::skills::{Skill, find_skill_dir, read_skill_dir, skill_search_paths};
+use crate::skills::git::{default_cache_dir, fetch_skill};
+use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
 use crate::spec::{Diagnostic, LoadOptions, Severity, SkillRef, load_job_detailed};
 
 /// Folders never searched for job files and skills.
@@ -139,6 +141,16 @@ impl<W: Write> Validation<W> {
                 self.report(vec![Diagnostic::error(file, line, column, message)]);
                 return;
             }
+            // Resolving fills the cache, so the run that follows needs no network.
+            SkillRef::Git(source) => match default_cache_dir() {
+                Some(cache) => fetch_skill(source, &cache)
+                    .map(|(dir, _)| dir)
+                    .map_err(|message| SkillError::Git { message }),
+                None => Err(SkillError::Git {
+                    message: "no cache folder for skills from git: set AGENTCI_CACHE (or HOME)"
+                        .to_string(),
+                }),
+            },
         };
         let dir = match dir {
             Ok(dir) => dir,
@@ -203,6 +215,9 @@ impl<W: Write> Validation<W> {
         match skill {
             SkillRef::Name(name) => format!("`{name}`"),
             SkillRef::Path(dir) => self.shown(dir).display().to_string(),
+            SkillRef::Git(source) => {
+                format!("`{}` at `{}` in {}", source.path, source.rev, source.url)
+            }
         }
     }
 

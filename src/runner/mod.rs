@@ -4,8 +4,10 @@
 //! Shared by `agentci run` and the evaluation of suites, which runs many of
 //! these at once in one process. It never prints: problems before the sinks
 //! exist are returned, everything after goes through the event stream, so
-//! the trace and the JUnit file are written whatever happens.
+//! the trace and the JUnit file are written whatever happens. The job's git
+//! outputs run inside the run, after the checks, so they are in the trace.
 
+mod git_step;
 mod prepare;
 mod provider_setup;
 mod run_folder;
@@ -16,7 +18,9 @@ pub use prepare::{Prepared, prepare};
 pub use provider_setup::build_provider;
 pub use run_folder::{RunFolder, new_run_id};
 
-use crate::agent::{self, RunInput};
+use futures_util::FutureExt;
+
+use crate::agent::{self, AfterChecks, CancelSignal, RunInput};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
 use crate::redact::{Redactor, secret_values};
 use crate::sink::{JunitWriter, TraceWriter};
@@ -37,6 +41,8 @@ pub struct RunOptions {
     pub sinks: Vec<Box<dyn EventSink>>,
     /// A run id to use instead of a fresh one.
     pub run_id: Option<String>,
+    /// Stops the run early (signals); the run then ends `interrupted`.
+    pub cancel: CancelSignal,
 }
 
 /// What a finished run left behind.
@@ -57,6 +63,9 @@ pub enum StartError {
     RunFolder(String),
     #[error("failed to create the trace: {0}")]
     Trace(SinkError),
+    /// A dirty workspace, or git outputs that cannot be made.
+    #[error("{0}")]
+    Git(String),
 }
 
 /// Run a prepared job to the end.
@@ -85,6 +94,12 @@ pub async fn run_prepared(
         .junit
         .clone()
         .unwrap_or_else(|| folder.junit.clone());
+    let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
+        .into_iter()
+        .chain(job.outputs.patch.as_ref())
+        .cloned()
+        .collect();
+    git_step::preflight(job, workspace.root(), &own_files).map_err(StartError::Git)?;
     folder
         .create(workspace.root())
         .map_err(StartError::RunFolder)?;
@@ -98,7 +113,11 @@ pub async fn run_prepared(
     // Secrets are read once, here: the bus masks them in every event, and
     // `exec` gets only the ones the job passes through `env:`.
     let lookup = |name: &str| std::env::var(name).ok();
-    let bus = EventBus::with_redactor(run_id, sinks, Redactor::new(secret_values(job, lookup)));
+    let bus = EventBus::with_redactor(
+        run_id.clone(),
+        sinks,
+        Redactor::new(secret_values(job, lookup)),
+    );
     let (exec_env, missing) = job.resolve_env(lookup);
     let mut warnings = warnings.clone();
     warnings.extend(missing.iter().map(|name| {
@@ -106,6 +125,26 @@ pub async fn run_prepared(
     }));
 
     let provider = build_provider(job, workspace.root(), options.record.as_deref());
+    let skill_label = match &skill.source {
+        Some(source) => format!("{} ({}@{})", skill.name, source.git, source.commit),
+        None => skill.name.clone(),
+    };
+    let after_checks = git_step::GitStep::new(
+        job,
+        workspace.root(),
+        own_files,
+        skill_label,
+        &provider.model_info(),
+        &run_id,
+    )
+    .map(|step| -> AfterChecks<'_> {
+        Box::new(move |status, bus| {
+            // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
+            tokio::task::spawn_blocking(move || step.finish(status, &bus))
+                .map(|joined| joined.unwrap_or_else(|e| Err(format!("the git step stopped: {e}"))))
+                .boxed()
+        })
+    });
     let input = RunInput {
         job,
         skill,
@@ -115,10 +154,13 @@ pub async fn run_prepared(
             dir: folder.dir.display().to_string(),
             trace: Some(trace_path.display().to_string()),
             junit: Some(junit_path.display().to_string()),
+            patch: job.outputs.patch.as_ref().map(|p| p.display().to_string()),
         },
         warnings,
         limits: ToolLimits::default(),
         exec_env,
+        cancel: options.cancel,
+        after_checks,
     };
     let completed = agent::run(input, bus.clone()).await;
     let sink_errors = bus.finish();

@@ -29,6 +29,13 @@ pub fn prepare(job_file: &std::path::Path, options: &LoadOptions) -> Result<Prep
             &skills::skill_search_paths(&job, &options.skills_path),
         ),
         SkillRef::Path(dir) => skills::load_skill_dir(dir),
+        SkillRef::Git(source) => match skills::git::default_cache_dir() {
+            Some(cache) => skills::git::load_git_skill(source, &cache),
+            None => Err(skills::SkillError::Git {
+                message: "no cache folder for skills from git: set AGENTCI_CACHE (or HOME)"
+                    .to_string(),
+            }),
+        },
     }
     .map_err(|e| vec![format!("error: {e}")])?;
     let workspace = Workspace::new(&job.workspace).map_err(|e| {

@@ -110,6 +110,7 @@ mod tests {
             dir: Some(PathBuf::from("/ws/out")),
             trace: None,
             junit: Some(PathBuf::from("/ws/j.xml")),
+            ..OutputsSpec::default()
         };
         let f = RunFolder::resolve("r", Path::new("/ws"), None, &outputs);
         assert_eq!(f.trace, PathBuf::from("/ws/out/trace.jsonl"));

@@ -130,6 +130,9 @@ impl LogLines {
                 ));
             }
             EventKind::CheckCompleted(check) => lines.extend(check_lines(check)),
+            EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
+                lines.extend(git_line(&event.kind));
+            }
             EventKind::RunCompleted(done) => {
                 lines.push(run_line(done));
                 if done.status != RunStatus::Passed {
@@ -316,6 +319,11 @@ impl EventSink for ProgressBars {
                 }
                 self.bar.finish_with_message(message);
             }
+            EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
+                if let Some(line) = git_line(&event.kind) {
+                    self.bar.println(format!("{PREFIX} {line}"));
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -388,6 +396,24 @@ fn plan_lines(verb: String, steps: &[PlanStep]) -> Vec<String> {
         lines.push(format!("  {}. {}", i + 1, one_line(&step.title, 100)));
     }
     lines
+}
+
+/// The line for a git output event.
+fn git_line(kind: &EventKind) -> Option<String> {
+    match kind {
+        EventKind::GitPatch(patch) => Some(format!(
+            "patch {}: {} files changed, +{} -{}",
+            patch.path, patch.files_changed, patch.insertions, patch.deletions
+        )),
+        EventKind::GitCommit { branch, sha } => Some(format!(
+            "committed {} on branch {branch}",
+            sha.get(..12).unwrap_or(sha)
+        )),
+        EventKind::GitPush { remote, branch } => {
+            Some(format!("pushed branch {branch} to {remote}"))
+        }
+        _ => None,
+    }
 }
 
 pub(super) fn check_lines(check: &CheckCompleted) -> Vec<String> {

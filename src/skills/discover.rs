@@ -25,6 +25,8 @@ pub enum SkillError {
     BadName { name: String, reason: String },
     /// The skill exists but is invalid; every problem, with its position.
     Invalid { diagnostics: Vec<Diagnostic> },
+    /// A skill from git could not be fetched (clone, revision, folder).
+    Git { message: String },
 }
 
 impl SkillError {
@@ -59,6 +61,7 @@ impl fmt::Display for SkillError {
             SkillError::BadName { name, reason } => {
                 write!(f, "`{name}` is not a valid skill name: {reason}")
             }
+            SkillError::Git { message } => f.write_str(message),
             SkillError::Invalid { diagnostics } => {
                 let lines: Vec<String> = diagnostics
                     .iter()

@@ -166,6 +166,7 @@ fn build(r: &mut Reporter<'_>, raw: RawFrontmatter, body: &str, dir: &Path) -> O
             .filter(|m| !m.is_empty()),
         max_turns,
         warnings: Vec::new(),
+        source: None,
     })
 }
 

@@ -4,15 +4,18 @@
 //! This module finds a skill by name in the skills paths, parses and
 //! validates its frontmatter, and maps Claude Code tool names to agentci's
 //! canonical ones. It does not decide which tools a run gets; the agent
-//! intersects the skill's patterns with the job's tools.
+//! intersects the skill's patterns with the job's tools. Skills from git
+//! are fetched into a cache by [`git`] and then loaded like any folder.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::event::SkillSource;
 use crate::policy::ToolPattern;
 
 pub mod discover;
 pub mod frontmatter;
+pub mod git;
 pub mod tool_names;
 
 pub use discover::{
@@ -40,4 +43,6 @@ pub struct Skill {
     pub max_turns: Option<u32>,
     /// Problems that did not stop loading, such as an unknown tool name.
     pub warnings: Vec<String>,
+    /// For a skill from git: the repository, revision and the commit it resolved to.
+    pub source: Option<SkillSource>,
 }

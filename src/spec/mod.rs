@@ -48,6 +48,8 @@ pub struct JobSpec {
     pub secrets: Vec<String>,
     /// Variables `exec` and the checks get on top of the scrubbed environment.
     pub env: Vec<EnvVar>,
+    /// Run even when the workspace has uncommitted changes (`allow_dirty`).
+    pub allow_dirty: bool,
 }
 
 /// One `env` entry of a job.
@@ -93,6 +95,19 @@ pub enum SkillRef {
     Name(String),
     /// A skill folder given by path (relative paths resolved against the job file's folder).
     Path(PathBuf),
+    /// A skill folder inside a git repository at a pinned revision.
+    Git(GitSkillRef),
+}
+
+/// `skill: {git: URL, rev: REV, path: DIR}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GitSkillRef {
+    /// The repository: a URL, or a local path made absolute against the job file's folder.
+    pub url: String,
+    /// A commit id, tag or branch name.
+    pub rev: String,
+    /// The skill's folder inside the repository, relative, `/`-separated; empty for the root.
+    pub path: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,4 +174,30 @@ pub struct OutputsSpec {
     pub dir: Option<PathBuf>,
     pub trace: Option<PathBuf>,
     pub junit: Option<PathBuf>,
+    /// Write the agent's changes as a unified diff here.
+    pub patch: Option<PathBuf>,
+    /// Commit the agent's changes on a new branch.
+    pub commit: Option<CommitSpec>,
+    /// Push the commit's branch (only with `commit`).
+    pub push: Option<PushSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommitSpec {
+    /// The new branch, created from HEAD; it must not exist yet.
+    pub branch: String,
+    /// The first lines of the message; agentci adds trailers naming job, skill and model.
+    pub message: String,
+    pub author_name: String,
+    pub author_email: String,
+    /// Commit even when the run did not pass.
+    pub on_failure: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PushSpec {
+    /// A remote name (`origin`) or a URL.
+    pub remote: String,
+    /// The environment variable holding the token for https remotes.
+    pub token_env: String,
 }

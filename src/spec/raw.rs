@@ -34,6 +34,7 @@ pub(super) struct RawJob {
     pub secrets: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     pub env: BTreeMap<String, Spanned<Scalar>>,
+    pub allow_dirty: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,6 +82,69 @@ pub(super) struct RawOutputs {
     pub dir: Option<Spanned<String>>,
     pub trace: Option<Spanned<String>>,
     pub junit: Option<Spanned<String>>,
+    pub patch: Option<Spanned<String>>,
+    pub commit: Option<Spanned<RawCommit>>,
+    pub push: Option<Spanned<RawPush>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCommit {
+    pub branch: Option<Spanned<String>>,
+    pub message: Option<Spanned<String>>,
+    pub author: Option<Spanned<RawAuthor>>,
+    pub on_failure: Option<Spanned<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAuthor {
+    pub name: Option<Spanned<String>>,
+    pub email: Option<Spanned<String>>,
+}
+
+/// `push: true` (origin, `GITHUB_TOKEN`), `push: false`, or `{remote, token_env}`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum RawPush {
+    Enabled(bool),
+    To {
+        remote: Option<String>,
+        token_env: Option<String>,
+    },
+}
+
+const PUSH_KEYS: &[&str] = &["remote", "token_env"];
+
+impl<'de> Deserialize<'de> for RawPush {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PushVisitor)
+    }
+}
+
+struct PushVisitor;
+
+impl<'de> Visitor<'de> for PushVisitor {
+    type Value = RawPush;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("`true` or a mapping `{remote: origin, token_env: GITHUB_TOKEN}`")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawPush, E> {
+        Ok(RawPush::Enabled(v))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawPush, A::Error> {
+        let (mut remote, mut token_env) = (None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "remote" => remote = Some(map.next_value::<String>()?),
+                "token_env" => token_env = Some(map.next_value::<String>()?),
+                other => return Err(de::Error::unknown_field(other, PUSH_KEYS)),
+            }
+        }
+        Ok(RawPush::To { remote, token_env })
+    }
 }
 
 /// A YAML scalar of any type; the loader decides which types a key accepts.
@@ -165,8 +229,12 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 pub(super) enum RawSkill {
     Name(String),
     Path(String),
-    /// Not supported yet; kept so the loader can say so at the right place.
-    Git,
+    /// A skill in a git repository; `rev` and `path` are checked by the loader.
+    Git {
+        url: String,
+        rev: Option<String>,
+        path: Option<String>,
+    },
 }
 
 const SKILL_KEYS: &[&str] = &["path", "git", "rev"];
@@ -183,7 +251,7 @@ impl<'de> Visitor<'de> for SkillVisitor {
     type Value = RawSkill;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a skill name or a mapping `{path: DIR}`")
+        f.write_str("a skill name, a mapping `{path: DIR}` or `{git: URL, rev: SHA, path: DIR}`")
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSkill, E> {
@@ -191,22 +259,20 @@ impl<'de> Visitor<'de> for SkillVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSkill, A::Error> {
-        let mut path = None;
-        let mut git = false;
+        let (mut path, mut git, mut rev) = (None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "path" => path = Some(map.next_value::<String>()?),
-                "git" | "rev" => {
-                    git = true;
-                    map.next_value::<de::IgnoredAny>()?;
-                }
+                "git" => git = Some(map.next_value::<String>()?),
+                "rev" => rev = Some(map.next_value::<String>()?),
                 other => return Err(de::Error::unknown_field(other, SKILL_KEYS)),
             }
         }
         match (git, path) {
-            (true, _) => Ok(RawSkill::Git),
-            (false, Some(path)) => Ok(RawSkill::Path(path)),
-            (false, None) => Err(de::Error::missing_field("path")),
+            (Some(url), path) => Ok(RawSkill::Git { url, rev, path }),
+            (None, _) if rev.is_some() => Err(de::Error::missing_field("git")),
+            (None, Some(path)) => Ok(RawSkill::Path(path)),
+            (None, None) => Err(de::Error::missing_field("path")),
         }
     }
 }

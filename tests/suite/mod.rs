@@ -1,10 +1,13 @@
 mod support;
 
 mod examples;
+mod git_output;
+mod git_skill;
 mod github;
 mod policy;
 mod provider;
 mod run;
+mod signals;
 mod sinks;
 mod tools;
 mod validate;

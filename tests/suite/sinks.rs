@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventBus, EventKind, EventSink,
-    ModelInfo, ModelRequest, ModelResponse, OutputPaths, Phase, PlanStep, RunCompleted, RunStarted,
-    RunStatus, SCHEMA_VERSION, SkillLoaded, ToolCallRef, ToolResultEvent, Totals, Usage,
+    GitPatch, ModelInfo, ModelRequest, ModelResponse, OutputPaths, Phase, PlanStep, RunCompleted,
+    RunStarted, RunStatus, SCHEMA_VERSION, SkillLoaded, SkillSource, ToolCallRef, ToolResultEvent,
+    Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -38,6 +39,7 @@ fn run_started() -> EventKind {
             dir: ".agentci/runs/r1".into(),
             trace: Some(".agentci/runs/r1/trace.jsonl".into()),
             junit: None,
+            patch: Some("out/changes.patch".into()),
         },
     })
 }
@@ -125,6 +127,7 @@ fn every_kind() -> Vec<EventKind> {
             description: "Fixes clippy warnings.".into(),
             allowed_tools: Some(vec!["read".into(), "exec(cargo *)".into()]),
             warnings: vec!["unknown tool NotebookEdit".into()],
+            source: None,
         }),
         EventKind::SkillLoaded(SkillLoaded {
             name: "helper".into(),
@@ -132,6 +135,12 @@ fn every_kind() -> Vec<EventKind> {
             description: "Helps.".into(),
             allowed_tools: None,
             warnings: vec![],
+            source: Some(SkillSource {
+                git: "https://github.com/acme/skills.git".into(),
+                rev: "v1.2.0".into(),
+                commit: "0123456789abcdef0123456789abcdef01234567".into(),
+                path: "skills/helper".into(),
+            }),
         }),
         EventKind::Warning {
             source: "job".into(),
@@ -224,6 +233,20 @@ fn every_kind() -> Vec<EventKind> {
         ),
         check("slow", CheckOutcome::TimedOut, None, ""),
         check("docs", CheckOutcome::Skipped, None, ""),
+        EventKind::GitPatch(GitPatch {
+            path: "out/changes.patch".into(),
+            files_changed: 2,
+            insertions: 10,
+            deletions: 3,
+        }),
+        EventKind::GitCommit {
+            branch: "agentci/fix-clippy".into(),
+            sha: "89abcdef0123456789abcdef0123456789abcdef".into(),
+        },
+        EventKind::GitPush {
+            remote: "origin".into(),
+            branch: "agentci/fix-clippy".into(),
+        },
         run_completed(RunStatus::BudgetExceeded, "max_cost_usd exceeded", (1, 2)),
     ]
 }
@@ -246,6 +269,9 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::ToolResult(_) => "tool.result",
         EventKind::BudgetExceeded { .. } => "budget.exceeded",
         EventKind::CheckCompleted(_) => "check.completed",
+        EventKind::GitPatch(_) => "git.patch",
+        EventKind::GitCommit { .. } => "git.commit",
+        EventKind::GitPush { .. } => "git.push",
         EventKind::RunCompleted(_) => "run.completed",
     }
 }
@@ -295,7 +321,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 15);
+    assert_eq!(tags.len(), 18);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);

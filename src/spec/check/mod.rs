@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_saphyr::Spanned;
 
 mod env;
+mod git;
 mod model;
 mod numbers;
 
@@ -73,8 +74,9 @@ impl Checker<'_> {
         let checks = self.checks(raw.checks.as_deref().unwrap_or_default(), &vars);
         let outputs = workspace
             .as_deref()
-            .map(|ws| self.outputs(raw.outputs.as_ref(), ws))
+            .map(|ws| self.outputs(raw.outputs.as_ref(), ws, &vars, name.as_deref()))
             .unwrap_or_default();
+        let allow_dirty = self.boolean(raw.allow_dirty.as_ref(), "allow_dirty");
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);
@@ -102,6 +104,7 @@ impl Checker<'_> {
                 max_plan_turns,
                 secrets,
                 env,
+                allow_dirty,
             }),
             _ => None,
         };
@@ -204,7 +207,7 @@ impl Checker<'_> {
             let pos = self.r.start();
             self.r.error(
                 pos,
-                "missing required key `skill` (a skill name, or `{path: DIR}`)",
+                "missing required key `skill` (a skill name, `{path: DIR}` or `{git: URL, rev: SHA, path: DIR}`)",
             );
             return None;
         };
@@ -219,13 +222,8 @@ impl Checker<'_> {
             }
             RawSkill::Name(name) => Some(SkillRef::Name(name.trim().to_string())),
             RawSkill::Path(dir) => Some(SkillRef::Path(normalize(&self.job_dir.join(dir)))),
-            RawSkill::Git => {
-                self.r.error(
-                    pos,
-                    "skills from git (`skill: {git: ...}`) are not supported yet; copy the skill \
-                     into the repository and use `skill: {path: DIR}` or a skill name",
-                );
-                None
+            RawSkill::Git { url, rev, path } => {
+                self.git_skill(skill, url, rev.as_deref(), path.as_deref())
             }
         }
     }
@@ -419,16 +417,35 @@ impl Checker<'_> {
         out
     }
 
-    fn outputs(&mut self, raw: Option<&RawOutputs>, workspace: &Path) -> OutputsSpec {
+    fn outputs(
+        &mut self,
+        raw: Option<&RawOutputs>,
+        workspace: &Path,
+        vars: &BTreeMap<String, String>,
+        job_name: Option<&str>,
+    ) -> OutputsSpec {
         let resolve =
             |v: &Option<Spanned<String>>| v.as_ref().map(|p| normalize(&workspace.join(&p.value)));
         match raw {
             None => OutputsSpec::default(),
-            Some(o) => OutputsSpec {
-                dir: resolve(&o.dir),
-                trace: resolve(&o.trace),
-                junit: resolve(&o.junit),
-            },
+            Some(o) => {
+                let commit = o
+                    .commit
+                    .as_ref()
+                    .and_then(|c| self.commit(c, vars, job_name));
+                let push = o
+                    .push
+                    .as_ref()
+                    .and_then(|p| self.push(p, o.commit.is_some()));
+                OutputsSpec {
+                    dir: resolve(&o.dir),
+                    trace: resolve(&o.trace),
+                    junit: resolve(&o.junit),
+                    patch: resolve(&o.patch),
+                    commit,
+                    push,
+                }
+            }
         }
     }
 

@@ -1,0 +1,120 @@
+//! Git as an output of a run, through libgit2: is the workspace clean
+//! before the run ([`status`]), the agent's changes as a unified diff
+//! ([`patch`]), committed on a new branch ([`commit`]) and pushed
+//! ([`push`]).
+//!
+//! Every operation sees only the workspace (which may be a folder inside a
+//! larger repository) and never the files agentci writes itself: `.agentci/`
+//! and the run's trace, JUnit, patch and run folder. It does not decide
+//! when to commit or push; the runner does, from the job and the run's
+//! status. Errors are lines for the user.
+
+pub mod commit;
+pub mod patch;
+pub mod push;
+pub mod status;
+
+use std::path::{Path, PathBuf};
+
+use git2::{ErrorCode, Repository};
+
+pub use commit::CommitRequest;
+pub use patch::PatchStats;
+
+/// The workspace's repository, with what agentci must leave out of it.
+pub struct GitWorkspace {
+    repo: Repository,
+    /// The repository's working folder.
+    root: PathBuf,
+    /// The workspace relative to `root`, `/`-separated, ending in `/`; empty at the root.
+    prefix: String,
+    /// Repository-relative paths agentci writes itself (files, or folders without the `/`).
+    own: Vec<String>,
+}
+
+impl GitWorkspace {
+    /// The repository holding `workspace`, or `None` when there is none.
+    /// `own_files` are absolute paths of files and folders agentci writes
+    /// during the run; `.agentci/` is always left out.
+    pub fn open(workspace: &Path, own_files: &[PathBuf]) -> Result<Option<GitWorkspace>, String> {
+        let repo = match Repository::discover(workspace) {
+            Ok(repo) => repo,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) if e.code() == ErrorCode::Owner => {
+                return Err(format!(
+                    "git refuses to open the repository of {} because another user owns it; \
+                     trust it with `git config --global --add safe.directory '*'` (or that path)",
+                    workspace.display()
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot open the git repository of {}: {}",
+                    workspace.display(),
+                    e.message()
+                ));
+            }
+        };
+        let Some(workdir) = repo.workdir() else {
+            return Ok(None);
+        };
+        let root = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+        let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.into());
+        let prefix = match workspace.strip_prefix(&root) {
+            Ok(rel) if rel.as_os_str().is_empty() => String::new(),
+            Ok(rel) => format!("{}/", slashed(rel)),
+            Err(_) => return Ok(None),
+        };
+        let mut own = vec![format!("{prefix}.agentci")];
+        for file in own_files {
+            let file = canonical_parent(file);
+            if let Ok(rel) = file.strip_prefix(&root)
+                && !rel.as_os_str().is_empty()
+            {
+                own.push(slashed(rel));
+            }
+        }
+        Ok(Some(GitWorkspace {
+            repo,
+            root,
+            prefix,
+            own,
+        }))
+    }
+
+    /// The repository's working folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether a repository-relative path belongs to the agent's changes:
+    /// inside the workspace and not written by agentci.
+    fn in_scope(&self, path: &str) -> bool {
+        path.starts_with(&self.prefix)
+            && !self.own.iter().any(|own| {
+                path == own
+                    || path
+                        .strip_prefix(own.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+    }
+}
+
+/// A relative path with `/` separators, as git writes them.
+fn slashed(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `path` with its folder resolved (the file itself may not exist yet).
+fn canonical_parent(path: &Path) -> PathBuf {
+    if let Ok(full) = std::fs::canonicalize(path) {
+        return full;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => canonical_parent(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}

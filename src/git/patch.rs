@@ -1,0 +1,80 @@
+//! The agent's changes as a unified diff: the working tree against HEAD,
+//! new files included, in the format `git apply` reads.
+
+use std::path::Path;
+
+use git2::{DiffOptions, Patch};
+
+use super::GitWorkspace;
+
+/// What a patch holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PatchStats {
+    pub files_changed: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+impl GitWorkspace {
+    /// The diff of the workspace against HEAD (against nothing before the
+    /// first commit), with its numbers.
+    pub fn diff(&self) -> Result<(Vec<u8>, PatchStats), String> {
+        let failed = |e: git2::Error| format!("cannot diff the workspace: {}", e.message());
+        let head_tree = match self.repo.head() {
+            Ok(head) => Some(head.peel_to_tree().map_err(failed)?),
+            // An unborn branch: everything is new.
+            Err(_) => None,
+        };
+        let mut options = DiffOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .show_untracked_content(true)
+            .show_binary(true)
+            .include_typechange(true);
+        if !self.prefix.is_empty() {
+            options.pathspec(&self.prefix);
+        }
+        let diff = self
+            .repo
+            .diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut options))
+            .map_err(failed)?;
+        let mut text = Vec::new();
+        let mut stats = PatchStats::default();
+        for index in 0..diff.deltas().len() {
+            let Some(delta) = diff.get_delta(index) else {
+                continue;
+            };
+            let path = delta
+                .new_file()
+                .path()
+                .or_else(|| delta.old_file().path())
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            if !self.in_scope(&path) {
+                continue;
+            }
+            let Some(mut patch) = Patch::from_diff(&diff, index).map_err(failed)? else {
+                continue;
+            };
+            let (_, insertions, deletions) = patch.line_stats().map_err(failed)?;
+            text.extend_from_slice(&patch.to_buf().map_err(failed)?);
+            stats.files_changed += 1;
+            stats.insertions += insertions;
+            stats.deletions += deletions;
+        }
+        Ok((text, stats))
+    }
+
+    /// Write [`GitWorkspace::diff`] to `path` (its folder is created).
+    pub fn write_patch(&self, path: &Path) -> Result<PatchStats, String> {
+        let (text, stats) = self.diff()?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        std::fs::write(path, text)
+            .map_err(|e| format!("cannot write the patch {}: {e}", path.display()))?;
+        Ok(stats)
+    }
+}
