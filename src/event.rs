@@ -336,6 +336,17 @@ pub struct RunCompleted {
     pub checks_failed: u32,
 }
 
+impl RunCompleted {
+    /// The exit code of a run that ended this way: the status's, except that
+    /// a run interrupted by SIGTERM exits 143 rather than SIGINT's 130.
+    pub fn exit_code(&self) -> u8 {
+        match self.status {
+            RunStatus::Interrupted if self.reason.contains("SIGTERM") => 143,
+            status => status.exit_code(),
+        }
+    }
+}
+
 /// Something that observes the event stream: trace writer, JUnit writer,
 /// progress display. Sinks never call back into the run.
 pub trait EventSink: Send {
@@ -478,6 +489,27 @@ mod tests {
             self.0.lock().unwrap().push(event.clone());
             Ok(())
         }
+    }
+
+    #[test]
+    fn interrupted_by_sigterm_exits_143() {
+        let done = |status, reason: &str| RunCompleted {
+            status,
+            reason: reason.into(),
+            summary: None,
+            totals: Totals::default(),
+            checks_passed: 0,
+            checks_failed: 0,
+        };
+        assert_eq!(
+            done(RunStatus::Interrupted, "interrupted by SIGTERM").exit_code(),
+            143
+        );
+        assert_eq!(
+            done(RunStatus::Interrupted, "interrupted by SIGINT").exit_code(),
+            130
+        );
+        assert_eq!(done(RunStatus::BudgetExceeded, "x").exit_code(), 3);
     }
 
     #[test]

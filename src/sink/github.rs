@@ -405,7 +405,14 @@ fn outputs_text(report: &RunReport, delimiter: &str) -> String {
         .unwrap_or_default();
     let pairs = [
         ("status", status.as_str().to_string()),
-        ("exit-code", status.exit_code().to_string()),
+        (
+            "exit-code",
+            report
+                .completed
+                .as_ref()
+                .map_or(status.exit_code(), RunCompleted::exit_code)
+                .to_string(),
+        ),
         ("trace", path("trace")),
         ("junit", path("junit")),
         // The patch path, once the run writes one (`outputs.patch`).
