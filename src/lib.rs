@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod eval;
 pub mod event;
 pub mod policy;
 pub mod provider;
