@@ -106,6 +106,9 @@ pub struct EvalArgs {
     /// Run live with this model, as PROVIDER:NAME, instead of the cassettes.
     #[arg(long, value_name = "PROVIDER:NAME")]
     pub model: Option<String>,
+    /// Override the model's base URL (with --model or --record).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// The results folder; running again into it resumes.
     #[arg(long, value_name = "DIR", default_value = ".agentci/eval")]
     pub out: PathBuf,

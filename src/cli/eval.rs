@@ -48,7 +48,13 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
         .build()
         .map_err(|e| vec![format!("error: cannot start the async runtime: {e}")])?;
     let results = runtime.block_on(run_eval(Arc::new(suites), &options, observer));
-    Ok(finish(&results, &options.out_dir, baseline.as_ref(), &thresholds, &cwd))
+    Ok(finish(
+        &results,
+        &options.out_dir,
+        baseline.as_ref(),
+        &thresholds,
+        &cwd,
+    ))
 }
 
 fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
@@ -88,14 +94,15 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-    });
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
     Ok(EvalOptions {
         settings: AttemptSettings {
             cwd: cwd.to_path_buf(),
             temp_dir: std::env::temp_dir(),
             model: args.model.clone(),
+            base_url: args.base_url.clone(),
             record: args.record,
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
         },
@@ -130,10 +137,15 @@ pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>>
     })
 }
 
-pub(super) fn read_baseline(args: &BaselineArgs, cwd: &Path) -> Result<Option<Results>, Vec<String>> {
+pub(super) fn read_baseline(
+    args: &BaselineArgs,
+    cwd: &Path,
+) -> Result<Option<Results>, Vec<String>> {
     args.baseline
         .as_ref()
-        .map(|path| Results::read(&cwd.join(path)).map_err(|e| vec![format!("error: --baseline: {e}")]))
+        .map(|path| {
+            Results::read(&cwd.join(path)).map_err(|e| vec![format!("error: --baseline: {e}")])
+        })
         .transpose()
 }
 
@@ -195,7 +207,11 @@ pub(super) fn finish(
             let _ = writeln!(stderr, "warning: cannot append to GITHUB_STEP_SUMMARY: {e}");
         }
     }
-    let shown = out_dir.strip_prefix(cwd).unwrap_or(out_dir).display().to_string();
+    let shown = out_dir
+        .strip_prefix(cwd)
+        .unwrap_or(out_dir)
+        .display()
+        .to_string();
     let mut code = 0;
     for suite in &results.suites {
         let _ = writeln!(
@@ -206,7 +222,11 @@ pub(super) fn finish(
             suite.cases_total,
             suite.pass_rate * 100.0,
             suite.min_pass_rate * 100.0,
-            if suite.gate_passed { "" } else { " — below the gate" }
+            if suite.gate_passed {
+                ""
+            } else {
+                " — below the gate"
+            }
         );
         if !suite.gate_passed {
             code = 1;

@@ -31,7 +31,10 @@ pub struct PlainProgress;
 impl EvalObserver for PlainProgress {
     fn planned(&self, to_run: usize, kept: usize) {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{PREFIX} eval: {to_run} attempts to run, {kept} kept from before");
+        let _ = writeln!(
+            err,
+            "{PREFIX} eval: {to_run} attempts to run, {kept} kept from before"
+        );
     }
 
     fn started(&self, _suite: &str, _case: &str, _attempt: u32) {}

@@ -28,7 +28,11 @@ fn merge(args: MergeArgs) -> u8 {
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
-        Err(e) => return fail(vec![format!("error: cannot read the current directory: {e}")]),
+        Err(e) => {
+            return fail(vec![format!(
+                "error: cannot read the current directory: {e}"
+            )]);
+        }
     };
     let thresholds = match thresholds(&args.baseline) {
         Ok(t) => t,
@@ -58,5 +62,11 @@ fn merge(args: MergeArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    finish(&merged, &cwd.join(&args.out), baseline.as_ref(), &thresholds, &cwd)
+    finish(
+        &merged,
+        &cwd.join(&args.out),
+        baseline.as_ref(),
+        &thresholds,
+        &cwd,
+    )
 }

@@ -70,7 +70,10 @@ async fn judge_one(assertion: &Assertion, facts: &Facts<'_>) -> Result<(), Strin
                 .map(String::as_str)
                 .collect();
             check(outside.is_empty(), || {
-                format!("changed outside the allowed paths: {}", join(outside.into_iter()))
+                format!(
+                    "changed outside the allowed paths: {}",
+                    join(outside.into_iter())
+                )
             })
         }
         Assertion::ToolCalled(tool) => check(called(facts.events, tool) > 0, || {
@@ -88,12 +91,19 @@ async fn judge_one(assertion: &Assertion, facts: &Facts<'_>) -> Result<(), Strin
                 format!("cost ${cost:.4}, more than ${max}")
             }),
             // An unknown price cannot be shown to be under the limit.
-            None => Err("the cost is unknown (no price for this model), so the limit cannot be checked".into()),
+            None => Err(
+                "the cost is unknown (no price for this model), so the limit cannot be checked"
+                    .into(),
+            ),
         },
         Assertion::MaxDuration(max) => {
             let took = Duration::from_millis(totals.duration_ms);
             check(took <= *max, || {
-                format!("the run took {:.1}s, more than {:.1}s", took.as_secs_f64(), max.as_secs_f64())
+                format!(
+                    "the run took {:.1}s, more than {:.1}s",
+                    took.as_secs_f64(),
+                    max.as_secs_f64()
+                )
             })
         }
         Assertion::Status(expected) => {
@@ -125,8 +135,15 @@ fn check(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(message()) }
 }
 
+/// Paths for a message: the first few, then how many more.
 fn join<'a>(paths: impl Iterator<Item = &'a str>) -> String {
-    paths.collect::<Vec<_>>().join(", ")
+    const SHOWN: usize = 10;
+    let paths: Vec<&str> = paths.collect();
+    let mut text = paths[..paths.len().min(SHOWN)].join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    text
 }
 
 fn called(events: &[Event], tool: &str) -> usize {
@@ -167,10 +184,10 @@ async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), S
         .rev()
         .nth(MAX_OUTPUT_CHARS)
         .map_or(0, |(i, _)| i);
-    let code = output
-        .status
-        .code()
-        .map_or_else(|| "killed by a signal".to_string(), |c| format!("exit code {c}"));
+    let code = output.status.code().map_or_else(
+        || "killed by a signal".to_string(),
+        |c| format!("exit code {c}"),
+    );
     Err(if text.is_empty() {
         code
     } else {

@@ -26,6 +26,8 @@ pub struct AttemptSettings {
     pub temp_dir: PathBuf,
     /// `--model PROVIDER:NAME`: run live with this model, beating the case's.
     pub model: Option<String>,
+    /// `--base-url URL` for live runs.
+    pub base_url: Option<String>,
     /// `--record`: run live and save each attempt's cassette.
     pub record: bool,
     /// `--skills-path`.
@@ -125,9 +127,7 @@ async fn run_into(
     let tool_calls = Arc::new(Mutex::new(Vec::new()));
     let options = RunOptions {
         out_dir: Some(plan.dir.clone()),
-        record: settings
-            .record
-            .then(|| record_cassette(case, plan.attempt)),
+        record: settings.record.then(|| record_cassette(case, plan.attempt)),
         sinks: vec![Box::new(ToolCallLog(Arc::clone(&tool_calls)))],
         ..RunOptions::default()
     };
@@ -211,7 +211,10 @@ fn prepare(
                 .then(|| case.model.clone())
                 .flatten()
         }),
-        base_url: None,
+        base_url: replay_cassette(case, settings, plan.attempt)
+            .is_none()
+            .then(|| settings.base_url.clone())
+            .flatten(),
         replay: replay_cassette(case, settings, plan.attempt),
     };
     let mut prepared = runner::prepare(&suite.job, &options)

@@ -105,8 +105,8 @@ fn attempt_dir(out: &Path, suite: &str, case: &str, n: u32) -> PathBuf {
 fn previous(dir: &Path, fingerprint: &str, retry_errors: bool) -> Option<AttemptResult> {
     let text = std::fs::read_to_string(dir.join(ATTEMPT_FILE)).ok()?;
     let result: AttemptResult = serde_json::from_str(&text).ok()?;
-    let keep = result.fingerprint == fingerprint
-        && !(retry_errors && result.outcome == Outcome::Error);
+    let keep =
+        result.fingerprint == fingerprint && !(retry_errors && result.outcome == Outcome::Error);
     keep.then_some(result)
 }
 
@@ -203,10 +203,7 @@ pub async fn run_eval(
         .zip(per_suite)
         .filter(|(_, cases)| !cases.is_empty())
         .map(|(suite, cases)| {
-            let gate = options
-                .min_pass_rate
-                .or(suite.min_pass_rate)
-                .unwrap_or(1.0);
+            let gate = options.min_pass_rate.or(suite.min_pass_rate).unwrap_or(1.0);
             SuiteResult::new(&suite.name, &suite.path.display().to_string(), gate, cases)
         })
         .collect();
@@ -215,14 +212,16 @@ pub async fn run_eval(
 
 /// Write `attempt.json`; a result that cannot be saved is an error result.
 fn save(plan: &AttemptPlan, mut result: AttemptResult) -> AttemptResult {
-    let write = std::fs::create_dir_all(&plan.dir)
-        .and_then(|()| {
-            let text = serde_json::to_string_pretty(&result).map_err(std::io::Error::other)?;
-            std::fs::write(plan.dir.join(ATTEMPT_FILE), text)
-        });
+    let write = std::fs::create_dir_all(&plan.dir).and_then(|()| {
+        let text = serde_json::to_string_pretty(&result).map_err(std::io::Error::other)?;
+        std::fs::write(plan.dir.join(ATTEMPT_FILE), text)
+    });
     if let Err(e) = write {
         result.outcome = Outcome::Error;
-        result.reason = format!("cannot write {}: {e}", plan.dir.join(ATTEMPT_FILE).display());
+        result.reason = format!(
+            "cannot write {}: {e}",
+            plan.dir.join(ATTEMPT_FILE).display()
+        );
     }
     result
 }

@@ -35,8 +35,12 @@ pub fn materialize(fixture: &Fixture, temp_dir: &Path) -> Result<TempWorkspace, 
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     );
     let root = temp_dir.join(name);
-    std::fs::create_dir_all(&root)
-        .map_err(|e| format!("cannot create a temporary workspace {}: {e}", root.display()))?;
+    std::fs::create_dir_all(&root).map_err(|e| {
+        format!(
+            "cannot create a temporary workspace {}: {e}",
+            root.display()
+        )
+    })?;
     // Canonical, so paths the agent sees match what replay normalizes.
     let root = std::fs::canonicalize(&root).unwrap_or(root);
     let workspace = TempWorkspace { root };

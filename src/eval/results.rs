@@ -291,12 +291,8 @@ impl Results {
     pub fn read(path: &Path) -> Result<Results, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read results {}: {e}", path.display()))?;
-        let results: Results = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{} is not an agentci results.json: {e}",
-                path.display()
-            )
-        })?;
+        let results: Results = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not an agentci results.json: {e}", path.display()))?;
         if results.version != RESULTS_VERSION {
             return Err(format!(
                 "{} has results version {}; this agentci reads version {RESULTS_VERSION}",
@@ -324,7 +320,12 @@ impl Results {
                 let slot = match suites.iter().position(|s| s.0 == suite.name) {
                     Some(i) => i,
                     None => {
-                        suites.push((suite.name.clone(), suite.file.clone(), suite.min_pass_rate, Vec::new()));
+                        suites.push((
+                            suite.name.clone(),
+                            suite.file.clone(),
+                            suite.min_pass_rate,
+                            Vec::new(),
+                        ));
                         suites.len() - 1
                     }
                 };
@@ -335,7 +336,8 @@ impl Results {
                             suite.name, case.name
                         ));
                     }
-                    let case = CaseResult::new(&case.name, case.index, case.min_pass_rate, case.attempts);
+                    let case =
+                        CaseResult::new(&case.name, case.index, case.min_pass_rate, case.attempts);
                     suites[slot].3.push(case);
                 }
             }

@@ -52,7 +52,10 @@ mod tests {
 
     #[test]
     fn parses() {
-        assert_eq!("2/3".parse::<Shard>().unwrap(), Shard { index: 2, count: 3 });
+        assert_eq!(
+            "2/3".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 3 }
+        );
         assert!("0/3".parse::<Shard>().is_err());
         assert!("4/3".parse::<Shard>().is_err());
         assert!("3".parse::<Shard>().is_err());

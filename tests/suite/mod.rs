@@ -1,5 +1,6 @@
 mod support;
 
+mod eval;
 mod examples;
 mod policy;
 mod provider;

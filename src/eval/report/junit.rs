@@ -145,8 +145,11 @@ fn verdict_message(case: &CaseResult, attempt: &AttemptResult) -> String {
     }
 }
 
-/// Each assertion that failed, one a line.
+/// Each assertion that failed, one a line; for an error, what went wrong.
 fn details(attempt: &AttemptResult) -> String {
+    if attempt.outcome == Outcome::Error {
+        return attempt.reason.clone();
+    }
     let failed: Vec<String> = attempt
         .assertions
         .iter()

@@ -18,14 +18,20 @@ pub fn summary(results: &Results) -> String {
             suite.cases_total,
             suite.pass_rate * 100.0,
             suite.min_pass_rate * 100.0,
-            if suite.gate_passed { "passed" } else { "FAILED" },
+            if suite.gate_passed {
+                "passed"
+            } else {
+                "FAILED"
+            },
             suite.cases_failed,
             suite.cases_errored,
             suite.cases_flaky,
             suite.pass_at_1,
         );
     }
-    out.push_str("| suite | case | result | attempts passed | pass@1 | turns | tokens | cost | time |\n");
+    out.push_str(
+        "| suite | case | result | attempts passed | pass@1 | turns | tokens | cost | time |\n",
+    );
     out.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for suite in &results.suites {
         for case in &suite.cases {
@@ -61,7 +67,11 @@ pub fn summary(results: &Results) -> String {
     let mut problems = String::new();
     for suite in &results.suites {
         for case in &suite.cases {
-            for attempt in case.attempts.iter().filter(|a| a.outcome != Outcome::Passed) {
+            for attempt in case
+                .attempts
+                .iter()
+                .filter(|a| a.outcome != Outcome::Passed)
+            {
                 let _ = writeln!(
                     problems,
                     "- `{}/{}` attempt {}: {} — {}",

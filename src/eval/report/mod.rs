@@ -12,8 +12,7 @@ use super::results::Results;
 
 /// Write `results.json`, `junit.xml` and `summary.md` into `dir`.
 pub fn write_all(results: &Results, dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     results.write(&dir.join("results.json"))?;
     let xml = junit::to_xml(results)?;
     let junit_path = dir.join("junit.xml");

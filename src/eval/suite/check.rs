@@ -105,10 +105,8 @@ impl SuiteChecker<'_> {
         let pos = self.r.pos(&raw.referenced);
         let job = normalize(&self.dir.join(&raw.value));
         if !job.is_file() {
-            self.r.error(
-                pos,
-                format!("job file {} does not exist", job.display()),
-            );
+            self.r
+                .error(pos, format!("job file {} does not exist", job.display()));
             return None;
         }
         let options = LoadOptions {
@@ -126,13 +124,16 @@ impl SuiteChecker<'_> {
     fn cases(&mut self, raw: Option<&Spanned<Vec<Spanned<RawCase>>>>) -> Option<Vec<CaseSpec>> {
         let Some(raw) = raw else {
             let start = self.r.start();
-            self.r
-                .error(start, "missing required key `cases`; list at least one case");
+            self.r.error(
+                start,
+                "missing required key `cases`; list at least one case",
+            );
             return None;
         };
         if raw.value.is_empty() {
             let pos = self.r.pos(&raw.referenced);
-            self.r.error(pos, "`cases` is empty; list at least one case");
+            self.r
+                .error(pos, "`cases` is empty; list at least one case");
             return None;
         }
         let mut seen = HashSet::new();
@@ -160,7 +161,8 @@ impl SuiteChecker<'_> {
         let goal = case.goal.as_ref().and_then(|g| {
             if g.value.trim().is_empty() {
                 let pos = self.r.pos(&g.referenced);
-                self.r.error(pos, "`goal` is empty; leave it out to keep the job's goal");
+                self.r
+                    .error(pos, "`goal` is empty; leave it out to keep the job's goal");
                 None
             } else {
                 Some(g.value.clone())

@@ -87,11 +87,25 @@ impl ExpectedStatus {
 #[derive(Debug, Clone)]
 pub enum Assertion {
     /// A shell command that must exit 0 in the workspace after the run.
-    Run { command: String, timeout: Duration },
-    FileContains { path: String, pattern: Regex },
-    FileNotContains { path: String, pattern: Regex },
-    FileUnchanged { path: String },
-    DiffTouchesOnly { globs: Vec<String>, set: GlobSet },
+    Run {
+        command: String,
+        timeout: Duration,
+    },
+    FileContains {
+        path: String,
+        pattern: Regex,
+    },
+    FileNotContains {
+        path: String,
+        pattern: Regex,
+    },
+    FileUnchanged {
+        path: String,
+    },
+    DiffTouchesOnly {
+        globs: Vec<String>,
+        set: GlobSet,
+    },
     ToolCalled(String),
     ToolNotCalled(String),
     MaxTurns(u32),
@@ -121,7 +135,10 @@ impl Assertion {
             Assertion::MaxTurns(n) => format!("max_turns: {n}"),
             Assertion::MaxCostUsd(c) => format!("max_cost_usd: {c}"),
             Assertion::MaxDuration(d) => {
-                format!("max_duration: {}", crate::spec::duration::format_duration(*d))
+                format!(
+                    "max_duration: {}",
+                    crate::spec::duration::format_duration(*d)
+                )
             }
             Assertion::Status(s) => format!("status: {}", s.as_str()),
             Assertion::FinalTextMatches(re) => format!("final_text_matches: /{}/", re.as_str()),

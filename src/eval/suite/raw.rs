@@ -132,7 +132,10 @@ mod tests {
         let case = &cases[0].value;
         assert_eq!(case.assertions.len(), 4);
         assert!(matches!(case.assertions[0].value, RawAssertion::Run(ref c) if c == "cargo test"));
-        assert!(matches!(case.assertions[3].value, RawAssertion::MaxTurns(Scalar::Int(4))));
+        assert!(matches!(
+            case.assertions[3].value,
+            RawAssertion::MaxTurns(Scalar::Int(4))
+        ));
         assert_eq!(
             case.fixture.as_ref().unwrap().value,
             RawFixture::Git {
