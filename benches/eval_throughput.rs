@@ -53,12 +53,24 @@ fn main() {
     assert!(status == 0, "recording failed with exit code {status}");
     drop(model);
 
-    let (status, one) = eval(root, &["suite.yaml", "--jobs", "1", "--out", "jobs1"]);
-    assert!(status == 0, "--jobs 1 failed with exit code {status}");
-    let (status, two) = eval(root, &["suite.yaml", "--jobs", "2", "--out", "jobs2"]);
-    assert!(status == 0, "--jobs 2 failed with exit code {status}");
+    // A warm-up run (page cache, binary), then two rounds in alternating
+    // order; each setting's best round counts. Fresh --out folders, so
+    // nothing is resumed.
+    let (status, _) = eval(root, &["suite.yaml", "--jobs", "2", "--out", "warm"]);
+    assert!(status == 0, "warm-up failed with exit code {status}");
+    let mut one = Duration::MAX;
+    let mut two = Duration::MAX;
+    for (round, order) in [["1", "2"], ["2", "1"]].iter().enumerate() {
+        for jobs in order {
+            let out = format!("jobs{jobs}-{round}");
+            let (status, wall) = eval(root, &["suite.yaml", "--jobs", jobs, "--out", &out]);
+            assert!(status == 0, "--jobs {jobs} failed with exit code {status}");
+            let best = if *jobs == "1" { &mut one } else { &mut two };
+            *best = (*best).min(wall);
+        }
+    }
 
-    let attempts = attempts(&root.join("jobs1/results.json"));
+    let attempts = attempts(&root.join("jobs1-0/results.json"));
     let mean =
         |f: &dyn Fn(&Value) -> f64| attempts.iter().map(f).sum::<f64>() / attempts.len() as f64;
     let field = |a: &Value, k: &str| a[k].as_f64().unwrap_or(0.0);
@@ -77,16 +89,9 @@ fn main() {
     println!(
         "per attempt (--jobs 1, means): {attempt_ms:.1} ms in all, {run_ms:.1} ms the run itself \
          (agent replay + check), {setup_ms:.1} ms fixture copy + snapshot; overhead apart from \
-         the agent's work {:.1} ms, of which {:.1} ms besides the fixture copy (target < 20 ms); \
-         process start and suite load amortized: {:.1} ms/case",
+         the agent's work {:.1} ms, of which {:.1} ms besides the fixture copy (target < 20 ms)",
         attempt_ms - run_ms,
         attempt_ms - run_ms - setup_ms,
-        (one.as_secs_f64() * 1000.0
-            - attempts
-                .iter()
-                .map(|a| field(a, "duration_ms"))
-                .sum::<f64>())
-            / CASES as f64,
     );
 }
 
@@ -137,6 +142,7 @@ fn eval(root: &Path, args: &[&str]) -> (i32, Duration) {
         .current_dir(root)
         .env_remove("OPENAI_API_KEY")
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status()
         .expect("run agentci");
     (status.code().unwrap_or(-1), start.elapsed())

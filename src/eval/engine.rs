@@ -171,18 +171,18 @@ pub async fn run_eval(
             observer.started(&suite.name, &case.name, job.plan.attempt);
             // A result left from an earlier try must not survive a crash of this one.
             let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
-            run_attempt(suite, case, &job.plan, &settings).await
+            let result = run_attempt(suite, case, &job.plan, &settings).await;
+            save(&job.plan, result)
         });
         handles.push((slot, plan, handle));
     }
     for (slot, plan, handle) in handles {
         let result = match handle.await {
             Ok(result) => result,
-            Err(e) => crashed(&plan, &e.to_string()),
+            Err(e) => save(&plan, crashed(&plan, &e.to_string())),
         };
         let (s, c) = selected[slot];
         let (suite, case) = (&suites[s], &suites[s].cases[c]);
-        let result = save(&plan, result);
         observer.finished(&suite.name, &case.name, &result);
         done[slot].push(result);
     }
