@@ -11,6 +11,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod eval;
 pub mod event;
 pub mod git;
 pub mod policy;

@@ -25,6 +25,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check job files and skills without running anything.
     Validate(ValidateArgs),
+    /// Evaluate skills: run the cases of suite files and report pass rates.
+    Eval(Box<EvalArgs>),
+    /// Work with evaluation results.
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -80,4 +84,90 @@ pub struct ValidateArgs {
     /// Extra folder to look for skills in (repeatable).
     #[arg(long = "skills-path", value_name = "DIR")]
     pub skills_path: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Suite files (YAML with `job` and `cases`).
+    #[arg(required = true)]
+    pub suites: Vec<PathBuf>,
+    /// Attempts run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Run each case K times; reports pass rate, pass@k and pass^k.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub repeat: u32,
+    /// Run only slice I of N (1-based), the same slice on every machine.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::eval::Shard>,
+    /// Run only cases whose name (or SUITE/CASE) matches this glob.
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Option<String>,
+    /// Run live with this model, as PROVIDER:NAME, instead of the cassettes.
+    #[arg(long, value_name = "PROVIDER:NAME")]
+    pub model: Option<String>,
+    /// Override the model's base URL (with --model or --record).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The results folder; running again into it resumes.
+    #[arg(long, value_name = "DIR", default_value = ".agentci/eval")]
+    pub out: PathBuf,
+    /// Run live and save a cassette per case (and attempt).
+    #[arg(long)]
+    pub record: bool,
+    /// Re-run the attempts that errored in an earlier run into --out.
+    #[arg(long)]
+    pub retry_errors: bool,
+    /// The share of cases that must pass (0 to 1), for every suite.
+    #[arg(long, value_name = "RATE")]
+    pub min_pass_rate: Option<f64>,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
+    /// Extra folder to look for skills in (repeatable).
+    #[arg(long = "skills-path", value_name = "DIR")]
+    pub skills_path: Vec<PathBuf>,
+    /// Progress output: `auto` (a bar on a terminal), `plain` (log lines), `none`.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub progress: ProgressMode,
+}
+
+/// Comparing with an earlier `results.json`.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// Compare with this earlier results.json; exit 1 on a regression.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// A suite pass rate lower by more than this (0 to 1) is a regression.
+    #[arg(long, value_name = "RATE", default_value_t = 0.05)]
+    pub max_pass_rate_drop: f64,
+    /// A suite cost higher by more than this share (0.2 = 20%) is a regression.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+    pub max_cost_increase: f64,
+    /// A mean case duration longer by more than this share (1.0 = twice) is a regression.
+    #[arg(long, value_name = "SHARE", default_value_t = 1.0)]
+    pub max_duration_increase: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Join the results folders of shards into one results.json, junit.xml and summary.md.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Results folders (each holding results.json), e.g. one per shard.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged files go.
+    #[arg(long, value_name = "DIR", default_value = ".agentci/eval-merged")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }

@@ -3,6 +3,9 @@
 //! the terminal.
 
 pub mod args;
+pub mod eval;
+mod eval_progress;
+pub mod report;
 pub mod run;
 pub mod signals;
 pub mod validate;
@@ -28,6 +31,8 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::validate(args),
+        Command::Eval(args) => eval::eval(*args),
+        Command::Report(args) => report::report(args),
     };
     ExitCode::from(code)
 }

@@ -124,7 +124,7 @@ fn write_changelog_example_replays_offline() {
 }
 
 /// The scripted session behind `fixtures/cassettes/fix-failing-test.jsonl`.
-fn fix_failing_test_script() -> Vec<Reply> {
+pub(super) fn fix_failing_test_script() -> Vec<Reply> {
     vec![
         Reply::tool_calls(vec![
             ("call_1", "ls", json!({})),
@@ -172,7 +172,7 @@ fn fix_failing_test_script() -> Vec<Reply> {
 }
 
 /// The scripted session behind `fixtures/cassettes/write-changelog.jsonl`.
-fn write_changelog_script() -> Vec<Reply> {
+pub(super) fn write_changelog_script() -> Vec<Reply> {
     vec![
         Reply::tool_calls(vec![("call_1", "read", json!({"path": "CHANGELOG.md"}))]),
         Reply::plan(&[

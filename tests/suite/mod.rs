@@ -1,5 +1,6 @@
 mod support;
 
+mod eval;
 mod examples;
 mod git_output;
 mod git_skill;

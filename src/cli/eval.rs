@@ -1,0 +1,251 @@
+//! `agentci eval SUITE.yaml...`: load the suites, run their cases through
+//! [`crate::eval`] with one progress display, write `results.json`,
+//! `junit.xml` and `summary.md` into `--out`, compare with `--baseline`, and
+//! turn the gates into an exit code: 0 every suite met its pass rate and
+//! nothing regressed, 1 otherwise, 2 bad input.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::eval::{
+    AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
+    load_suite, regressions, run_eval,
+};
+
+use super::EXIT_BAD_INPUT;
+use super::args::{BaselineArgs, EvalArgs, ProgressMode};
+use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
+
+pub fn eval(args: EvalArgs) -> u8 {
+    let mut stderr = std::io::stderr();
+    match run(args) {
+        Ok(code) => code,
+        Err(problems) => {
+            for problem in problems {
+                let _ = writeln!(stderr, "{problem}");
+            }
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| vec![format!("error: cannot read the current directory: {e}")])?;
+    let options = options(&args, &cwd)?;
+    let thresholds = thresholds(&args.baseline)?;
+    let baseline = read_baseline(&args.baseline, &cwd)?;
+    let suites = load_suites(&args.suites, &cwd, args.record)?;
+
+    let observer: Arc<dyn EvalObserver> = match args.progress {
+        ProgressMode::Auto if std::io::stderr().is_terminal() => Arc::new(SuiteBar::new()),
+        ProgressMode::Auto | ProgressMode::Plain => Arc::new(PlainProgress),
+        ProgressMode::None => Arc::new(NoProgress),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| vec![format!("error: cannot start the async runtime: {e}")])?;
+    let results = runtime.block_on(run_eval(Arc::new(suites), &options, observer));
+    Ok(finish(
+        &results,
+        &options.out_dir,
+        baseline.as_ref(),
+        &thresholds,
+        &cwd,
+    ))
+}
+
+fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
+    let mut problems = Vec::new();
+    if args.repeat == 0 {
+        problems.push("error: --repeat: must be at least 1".to_string());
+    }
+    if args.jobs == Some(0) {
+        problems.push("error: --jobs: must be at least 1".to_string());
+    }
+    if let Some(rate) = args.min_pass_rate
+        && !(0.0..=1.0).contains(&rate)
+    {
+        problems.push(format!(
+            "error: --min-pass-rate: {rate} is not a share from 0 to 1, e.g. 0.8"
+        ));
+    }
+    if let Some(model) = &args.model
+        && !model
+            .split_once(':')
+            .is_some_and(|(p, n)| p == "openai" && !n.trim().is_empty())
+    {
+        problems.push(format!(
+            "error: --model: `{model}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
+        ));
+    }
+    let filter = match &args.filter {
+        None => None,
+        Some(glob) => match globset::Glob::new(glob) {
+            Ok(glob) => Some(glob.compile_matcher()),
+            Err(e) => {
+                problems.push(format!("error: --filter: bad glob `{glob}`: {e}"));
+                None
+            }
+        },
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    Ok(EvalOptions {
+        settings: AttemptSettings {
+            cwd: cwd.to_path_buf(),
+            temp_dir: std::env::temp_dir(),
+            model: args.model.clone(),
+            base_url: args.base_url.clone(),
+            record: args.record,
+            skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
+        },
+        out_dir: cwd.join(&args.out),
+        jobs,
+        repeat: args.repeat,
+        shard: args.shard,
+        filter,
+        retry_errors: args.retry_errors,
+        min_pass_rate: args.min_pass_rate,
+    })
+}
+
+pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>> {
+    let mut problems = Vec::new();
+    for (flag, value) in [
+        ("--max-pass-rate-drop", args.max_pass_rate_drop),
+        ("--max-cost-increase", args.max_cost_increase),
+        ("--max-duration-increase", args.max_duration_increase),
+    ] {
+        if !(value.is_finite() && value >= 0.0) {
+            problems.push(format!("error: {flag}: must be a number of 0 or more"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Thresholds {
+        pass_rate_drop: args.max_pass_rate_drop,
+        cost_increase: args.max_cost_increase,
+        duration_increase: args.max_duration_increase,
+    })
+}
+
+pub(super) fn read_baseline(
+    args: &BaselineArgs,
+    cwd: &Path,
+) -> Result<Option<Results>, Vec<String>> {
+    args.baseline
+        .as_ref()
+        .map(|path| {
+            Results::read(&cwd.join(path)).map_err(|e| vec![format!("error: --baseline: {e}")])
+        })
+        .transpose()
+}
+
+fn load_suites(paths: &[PathBuf], cwd: &Path, record: bool) -> Result<Vec<SuiteSpec>, Vec<String>> {
+    let options = SuiteLoadOptions {
+        cwd: cwd.to_path_buf(),
+        record,
+    };
+    let mut suites: Vec<SuiteSpec> = Vec::new();
+    let mut problems = Vec::new();
+    for path in paths {
+        match load_suite(path, &options) {
+            Ok(suite) => {
+                if suites.iter().any(|s| s.name == suite.name) {
+                    problems.push(format!(
+                        "{}: error: suite name `{}` is used by another suite given; set `name:`",
+                        path.display(),
+                        suite.name
+                    ));
+                }
+                suites.push(suite);
+            }
+            Err(diagnostics) => {
+                problems.extend(diagnostics.iter().map(|d| d.with_severity().to_string()));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(suites)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Write the result files, show the summary, compare with the baseline, and
+/// pick the exit code. Shared with `agentci report merge`.
+pub(super) fn finish(
+    results: &Results,
+    out_dir: &Path,
+    baseline: Option<&Results>,
+    thresholds: &Thresholds,
+    cwd: &Path,
+) -> u8 {
+    let mut stderr = std::io::stderr();
+    if let Err(e) = crate::eval::report::write_all(results, out_dir) {
+        let _ = writeln!(stderr, "error: {e}");
+        return EXIT_BAD_INPUT;
+    }
+    let summary = crate::eval::report::markdown::summary(results);
+    let _ = write!(std::io::stdout().lock(), "{summary}");
+    // On GitHub Actions the same table goes to the job's summary page.
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| writeln!(f, "{summary}"));
+        if let Err(e) = appended {
+            let _ = writeln!(stderr, "warning: cannot append to GITHUB_STEP_SUMMARY: {e}");
+        }
+    }
+    let shown = out_dir
+        .strip_prefix(cwd)
+        .unwrap_or(out_dir)
+        .display()
+        .to_string();
+    let mut code = 0;
+    for suite in &results.suites {
+        let _ = writeln!(
+            stderr,
+            "agentci: {}: {}/{} cases passed ({:.0}%, gate {:.0}%){}",
+            suite.name,
+            suite.cases_passed,
+            suite.cases_total,
+            suite.pass_rate * 100.0,
+            suite.min_pass_rate * 100.0,
+            if suite.gate_passed {
+                ""
+            } else {
+                " — below the gate"
+            }
+        );
+        if !suite.gate_passed {
+            code = 1;
+        }
+    }
+    if let Some(baseline) = baseline {
+        let found = regressions(baseline, results, thresholds);
+        for line in &found {
+            let _ = writeln!(stderr, "regression: {line}");
+        }
+        if found.is_empty() {
+            let _ = writeln!(stderr, "agentci: no regression against the baseline");
+        } else {
+            code = 1;
+        }
+    }
+    let _ = writeln!(
+        stderr,
+        "agentci: results in {shown}/ (results.json, junit.xml, summary.md)"
+    );
+    code
+}

@@ -1,0 +1,96 @@
+//! Progress of an evaluation on stderr: one bar for the whole run on a
+//! terminal, one plain line per finished attempt otherwise. The runs of the
+//! attempts get no progress display of their own; this is the only one.
+
+use std::io::Write;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::eval::EvalObserver;
+use crate::eval::results::{AttemptResult, Outcome};
+
+const PREFIX: &str = "[agentci]";
+
+fn line(suite: &str, case: &str, result: &AttemptResult) -> String {
+    let mut text = format!(
+        "{PREFIX} {suite}/{case} #{}: {} ({:.1}s)",
+        result.attempt,
+        result.outcome.as_str(),
+        result.duration_ms as f64 / 1000.0
+    );
+    if result.outcome != Outcome::Passed {
+        text.push_str(" — ");
+        text.push_str(&result.reason);
+    }
+    text
+}
+
+pub struct PlainProgress;
+
+impl EvalObserver for PlainProgress {
+    fn planned(&self, to_run: usize, kept: usize) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{PREFIX} eval: {to_run} attempts to run, {kept} kept from before"
+        );
+    }
+
+    fn started(&self, _suite: &str, _case: &str, _attempt: u32) {}
+
+    fn finished(&self, suite: &str, case: &str, result: &AttemptResult) {
+        let _ = writeln!(std::io::stderr().lock(), "{}", line(suite, case, result));
+    }
+}
+
+pub struct NoProgress;
+
+impl EvalObserver for NoProgress {
+    fn planned(&self, _to_run: usize, _kept: usize) {}
+    fn started(&self, _suite: &str, _case: &str, _attempt: u32) {}
+    fn finished(&self, _suite: &str, _case: &str, _result: &AttemptResult) {}
+}
+
+/// One bar over every attempt of the run; attempts that did not pass are
+/// printed above it.
+pub struct SuiteBar {
+    bar: ProgressBar,
+}
+
+impl SuiteBar {
+    pub fn new() -> SuiteBar {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}",
+        ) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(120));
+        SuiteBar { bar }
+    }
+}
+
+impl EvalObserver for SuiteBar {
+    fn planned(&self, to_run: usize, kept: usize) {
+        self.bar.set_length(to_run as u64);
+        if kept > 0 {
+            self.bar
+                .println(format!("{PREFIX} eval: {kept} attempts kept from before"));
+        }
+    }
+
+    fn started(&self, suite: &str, case: &str, attempt: u32) {
+        self.bar.set_message(format!("{suite}/{case} #{attempt}"));
+    }
+
+    fn finished(&self, suite: &str, case: &str, result: &AttemptResult) {
+        if result.outcome != Outcome::Passed {
+            self.bar.println(line(suite, case, result));
+        }
+        self.bar.inc(1);
+        if self.bar.position() >= self.bar.length().unwrap_or(0) {
+            self.bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Judging a case's assertions after a run: commands and file contents in
+//! the workspace, the diff against the fixture, and what the trace and
+//! `run.completed` say (tools called, turns, cost, duration, status, the
+//! final text). Every assertion gets a verdict; none stops the others.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::results::AssertionResult;
+use super::suite::{Assertion, ExpectedStatus};
+use crate::event::{Event, EventKind, RunCompleted, RunStatus};
+
+/// Output of a failed `run:` kept in the message.
+const MAX_OUTPUT_CHARS: usize = 2000;
+
+/// What an attempt left to judge.
+pub struct Facts<'a> {
+    pub workspace: &'a Path,
+    pub completed: &'a RunCompleted,
+    pub events: &'a [Event],
+    /// Paths the run changed, relative, with `/`.
+    pub changed: &'a [String],
+}
+
+pub async fn judge(assertions: &[Assertion], facts: &Facts<'_>) -> Vec<AssertionResult> {
+    let mut results = Vec::with_capacity(assertions.len());
+    for assertion in assertions {
+        let verdict = judge_one(assertion, facts).await;
+        results.push(AssertionResult {
+            name: assertion.label(),
+            passed: verdict.is_ok(),
+            message: verdict.err(),
+        });
+    }
+    results
+}
+
+async fn judge_one(assertion: &Assertion, facts: &Facts<'_>) -> Result<(), String> {
+    let totals = &facts.completed.totals;
+    match assertion {
+        Assertion::Run { command, timeout } => run(command, *timeout, facts.workspace).await,
+        Assertion::FileContains { path, pattern } => {
+            let text = read(facts.workspace, path)?;
+            check(pattern.is_match(&text), || {
+                format!("{path} does not match /{}/", pattern.as_str())
+            })
+        }
+        Assertion::FileNotContains { path, pattern } => {
+            let text = read(facts.workspace, path)?;
+            check(!pattern.is_match(&text), || {
+                format!("{path} matches /{}/", pattern.as_str())
+            })
+        }
+        Assertion::FileUnchanged { path } => {
+            let prefix = format!("{path}/");
+            let touched: Vec<&String> = facts
+                .changed
+                .iter()
+                .filter(|c| *c == path || c.starts_with(&prefix))
+                .collect();
+            check(touched.is_empty(), || {
+                format!("changed: {}", join(touched.iter().map(|s| s.as_str())))
+            })
+        }
+        Assertion::DiffTouchesOnly { set, .. } => {
+            let outside: Vec<&str> = facts
+                .changed
+                .iter()
+                .filter(|c| !set.is_match(c.as_str()))
+                .map(String::as_str)
+                .collect();
+            check(outside.is_empty(), || {
+                format!(
+                    "changed outside the allowed paths: {}",
+                    join(outside.into_iter())
+                )
+            })
+        }
+        Assertion::ToolCalled(tool) => check(called(facts.events, tool) > 0, || {
+            format!("`{tool}` was never called")
+        }),
+        Assertion::ToolNotCalled(tool) => {
+            let n = called(facts.events, tool);
+            check(n == 0, || format!("`{tool}` was called {n} time(s)"))
+        }
+        Assertion::MaxTurns(max) => check(totals.turns <= *max, || {
+            format!("{} turns, more than {max}", totals.turns)
+        }),
+        Assertion::MaxCostUsd(max) => match totals.cost_usd {
+            Some(cost) => check(cost <= *max, || {
+                format!("cost ${cost:.4}, more than ${max}")
+            }),
+            // An unknown price cannot be shown to be under the limit.
+            None => Err(
+                "the cost is unknown (no price for this model), so the limit cannot be checked"
+                    .into(),
+            ),
+        },
+        Assertion::MaxDuration(max) => {
+            let took = Duration::from_millis(totals.duration_ms);
+            check(took <= *max, || {
+                format!(
+                    "the run took {:.1}s, more than {:.1}s",
+                    took.as_secs_f64(),
+                    max.as_secs_f64()
+                )
+            })
+        }
+        Assertion::Status(expected) => {
+            let actual = facts.completed.status;
+            let wanted = match expected {
+                ExpectedStatus::Passed => RunStatus::Passed,
+                ExpectedStatus::Failed => RunStatus::Failed,
+                ExpectedStatus::BudgetExceeded => RunStatus::BudgetExceeded,
+            };
+            check(actual == wanted, || {
+                format!(
+                    "the run {} ({}), expected {}",
+                    actual.as_str(),
+                    facts.completed.reason,
+                    expected.as_str()
+                )
+            })
+        }
+        Assertion::FinalTextMatches(pattern) => match &facts.completed.summary {
+            Some(text) => check(pattern.is_match(text), || {
+                format!("the final text does not match /{}/", pattern.as_str())
+            }),
+            None => Err("the run has no final text".into()),
+        },
+    }
+}
+
+fn check(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
+    if ok { Ok(()) } else { Err(message()) }
+}
+
+/// Paths for a message: the first few, then how many more.
+fn join<'a>(paths: impl Iterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 10;
+    let paths: Vec<&str> = paths.collect();
+    let mut text = paths[..paths.len().min(SHOWN)].join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    text
+}
+
+fn called(events: &[Event], tool: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::ToolCall { tool: t, .. } if t == tool))
+        .count()
+}
+
+fn read(workspace: &Path, path: &str) -> Result<String, String> {
+    std::fs::read(workspace.join(path))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .map_err(|e| format!("cannot read {path}: {e}"))
+}
+
+/// `sh -c COMMAND` in the workspace; exit 0 passes.
+async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), String> {
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(workspace)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(timeout, child).await {
+        Err(_) => return Err(format!("timed out after {}s", timeout.as_secs())),
+        Ok(Err(e)) => return Err(format!("cannot run `sh -c`: {e}")),
+        Ok(Ok(output)) => output,
+    };
+    if output.status.success() {
+        return Ok(());
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let text = text.trim();
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(MAX_OUTPUT_CHARS)
+        .map_or(0, |(i, _)| i);
+    let code = output.status.code().map_or_else(
+        || "killed by a signal".to_string(),
+        |c| format!("exit code {c}"),
+    );
+    Err(if text.is_empty() {
+        code
+    } else {
+        format!("{code}: {}", &text[start..])
+    })
+}

@@ -1,0 +1,263 @@
+//! One attempt of one case, in process: a fresh workspace from the fixture,
+//! the base job loaded with the case's overrides, a run through
+//! [`crate::runner`] with its own trace and JUnit under the attempt's folder,
+//! then the assertions. Every way this can go wrong becomes an `error`
+//! result, never a panic or an early return that would stop other attempts.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::assertions::{Facts, judge};
+use super::fixture::{TempWorkspace, materialize};
+use super::results::{AttemptResult, Outcome};
+use super::snapshot::Snapshot;
+use super::suite::{CaseSpec, SuiteSpec};
+use crate::event::{Event, EventKind, EventSink, RunStatus, SinkError};
+use crate::runner::{self, Prepared, RunOptions};
+use crate::spec::LoadOptions;
+
+/// Settings shared by every attempt of an evaluation.
+#[derive(Debug, Clone, Default)]
+pub struct AttemptSettings {
+    /// Relative paths on the command line are resolved against it.
+    pub cwd: PathBuf,
+    /// Where temporary workspaces are made.
+    pub temp_dir: PathBuf,
+    /// `--model PROVIDER:NAME`: run live with this model, beating the case's.
+    pub model: Option<String>,
+    /// `--base-url URL` for live runs.
+    pub base_url: Option<String>,
+    /// `--record`: run live and save each attempt's cassette.
+    pub record: bool,
+    /// `--skills-path`.
+    pub skills_path: Vec<PathBuf>,
+}
+
+/// Where one attempt's files go and what identifies it.
+#[derive(Debug, Clone)]
+pub struct AttemptPlan {
+    pub attempt: u32,
+    /// `OUT/<suite>/<case>/<attempt>/`.
+    pub dir: PathBuf,
+    /// The results folder, for paths relative to it.
+    pub out_root: PathBuf,
+    pub fingerprint: String,
+}
+
+/// The cassette attempt `n` replays (`None`: the case runs live).
+pub fn replay_cassette(case: &CaseSpec, settings: &AttemptSettings, n: u32) -> Option<PathBuf> {
+    if settings.record || settings.model.is_some() || case.cassettes.is_empty() {
+        return None;
+    }
+    let index = (n.saturating_sub(1) as usize) % case.cassettes.len();
+    case.cassettes.get(index).cloned()
+}
+
+/// Where `--record` saves attempt `n`: the case's cassette for that
+/// attempt, else `cassettes/<case>.jsonl` (`<case>-<n>.jsonl` after the first).
+pub fn record_cassette(case: &CaseSpec, n: u32) -> PathBuf {
+    if let Some(path) = case.cassettes.get(n.saturating_sub(1) as usize) {
+        return path.clone();
+    }
+    if n <= 1 {
+        return case.default_cassette.clone();
+    }
+    let stem = case.default_cassette.with_extension("");
+    PathBuf::from(format!("{}-{n}.jsonl", stem.display()))
+}
+
+/// Run one attempt to a result.
+pub async fn run_attempt(
+    suite: &SuiteSpec,
+    case: &CaseSpec,
+    plan: &AttemptPlan,
+    settings: &AttemptSettings,
+) -> AttemptResult {
+    let started_at = crate::event::now_rfc3339();
+    let clock = Instant::now();
+    let mut result = AttemptResult {
+        attempt: plan.attempt,
+        outcome: Outcome::Error,
+        run_status: None,
+        reason: String::new(),
+        assertions: Vec::new(),
+        model: None,
+        turns: 0,
+        tool_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: None,
+        duration_ms: 0,
+        run_ms: 0,
+        setup_ms: 0,
+        changed: Vec::new(),
+        trace: None,
+        started_at,
+        fingerprint: plan.fingerprint.clone(),
+    };
+    if let Err(reason) = run_into(&mut result, suite, case, plan, settings).await {
+        result.outcome = Outcome::Error;
+        result.reason = reason;
+    }
+    result.duration_ms = millis(clock.elapsed());
+    result
+}
+
+async fn run_into(
+    result: &mut AttemptResult,
+    suite: &SuiteSpec,
+    case: &CaseSpec,
+    plan: &AttemptPlan,
+    settings: &AttemptSettings,
+) -> Result<(), String> {
+    let setup = Instant::now();
+    let fixture = case.fixture.clone();
+    let temp_dir = settings.temp_dir.clone();
+    let (workspace, before) = tokio::task::spawn_blocking(move || {
+        let workspace = materialize(&fixture, &temp_dir)?;
+        let before = Snapshot::take(workspace.path())?;
+        Ok::<(TempWorkspace, Snapshot), String>((workspace, before))
+    })
+    .await
+    .map_err(|e| format!("making the workspace crashed: {e}"))??;
+    result.setup_ms = millis(setup.elapsed());
+
+    let prepared = prepare(suite, case, plan, settings, workspace.path())?;
+    let tool_calls = Arc::new(Mutex::new(Vec::new()));
+    let options = RunOptions {
+        out_dir: Some(plan.dir.clone()),
+        record: settings.record.then(|| record_cassette(case, plan.attempt)),
+        sinks: vec![Box::new(ToolCallLog(Arc::clone(&tool_calls)))],
+        ..RunOptions::default()
+    };
+    let report = runner::run_prepared(&prepared, options)
+        .await
+        .map_err(|e| format!("the run could not start: {e}"))?;
+    let completed = report.completed;
+    result.trace = Some(shown(&report.trace, &plan.out_root));
+    result.run_status = Some(completed.status);
+    result.reason = completed.reason.clone();
+    result.model = Some(format!(
+        "{}:{}",
+        prepared.job.model.provider.as_str(),
+        prepared.job.model.name
+    ));
+    let totals = &completed.totals;
+    result.turns = totals.turns;
+    result.tool_calls = totals.tool_calls;
+    result.input_tokens = totals.input_tokens;
+    result.output_tokens = totals.output_tokens;
+    result.cost_usd = totals.cost_usd;
+    result.run_ms = totals.duration_ms;
+
+    let root = workspace.path().to_path_buf();
+    let after = tokio::task::spawn_blocking(move || Snapshot::take(&root))
+        .await
+        .map_err(|e| format!("reading the workspace crashed: {e}"))??;
+    result.changed = before.changed(&after);
+    let events = std::mem::take(&mut *tool_calls.lock().unwrap_or_else(|p| p.into_inner()));
+    let facts = Facts {
+        workspace: workspace.path(),
+        completed: &completed,
+        events: &events,
+        changed: &result.changed,
+    };
+    result.assertions = judge(&case.assertions, &facts).await;
+
+    // The provider or agentci failed: nothing the case asserts can be trusted.
+    let infrastructure = matches!(
+        completed.status,
+        RunStatus::ProviderUnavailable | RunStatus::Error | RunStatus::Interrupted
+    );
+    result.outcome = if infrastructure {
+        Outcome::Error
+    } else if result.assertions.iter().all(|a| a.passed) {
+        Outcome::Passed
+    } else {
+        let failed: Vec<&str> = result
+            .assertions
+            .iter()
+            .filter(|a| !a.passed)
+            .map(|a| a.name.as_str())
+            .collect();
+        result.reason = format!("failed: {}", failed.join("; "));
+        Outcome::Failed
+    };
+    if let Some(error) = report.sink_errors.first() {
+        result.outcome = Outcome::Error;
+        result.reason = format!("cannot write the run's results: {error}");
+    }
+    Ok(())
+}
+
+/// The base job with the case's overrides, the workspace being the temp copy.
+fn prepare(
+    suite: &SuiteSpec,
+    case: &CaseSpec,
+    plan: &AttemptPlan,
+    settings: &AttemptSettings,
+    workspace: &Path,
+) -> Result<Prepared, String> {
+    let options = LoadOptions {
+        cwd: settings.cwd.clone(),
+        vars: case.vars.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        workspace: Some(workspace.to_path_buf()),
+        skills_path: settings.skills_path.clone(),
+        model: settings.model.clone().or_else(|| {
+            // A replayed case keeps the job's model: the cassette stands in for it.
+            replay_cassette(case, settings, plan.attempt)
+                .is_none()
+                .then(|| case.model.clone())
+                .flatten()
+        }),
+        base_url: replay_cassette(case, settings, plan.attempt)
+            .is_none()
+            .then(|| settings.base_url.clone())
+            .flatten(),
+        replay: replay_cassette(case, settings, plan.attempt),
+    };
+    let mut prepared = runner::prepare(&suite.job, &options)
+        .map_err(|problems| format!("cannot load the job: {}", problems.join("; ")))?;
+    let job = &mut prepared.job;
+    if let Some(goal) = &case.goal {
+        job.goal = crate::spec::vars::substitute(goal, &job.vars).map_err(|problems| {
+            let messages: Vec<String> = problems.into_iter().map(|p| p.message).collect();
+            format!("case `{}`: goal: {}", case.name, messages.join("; "))
+        })?;
+    }
+    let budget = &case.budget;
+    let target = &mut job.budget;
+    target.max_turns = budget.max_turns.or(target.max_turns);
+    target.max_tool_calls = budget.max_tool_calls.or(target.max_tool_calls);
+    target.max_tokens = budget.max_tokens.or(target.max_tokens);
+    target.max_cost_usd = budget.max_cost_usd.or(target.max_cost_usd);
+    target.timeout = budget.timeout.or(target.timeout);
+    Ok(prepared)
+}
+
+/// Keeps the run's tool calls for `tool_called` / `tool_not_called`.
+struct ToolCallLog(Arc<Mutex<Vec<Event>>>);
+
+impl EventSink for ToolCallLog {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        if matches!(event.kind, EventKind::ToolCall { .. }) {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(event.clone());
+        }
+        Ok(())
+    }
+}
+
+fn shown(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

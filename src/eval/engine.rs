@@ -1,0 +1,250 @@
+//! Running an evaluation: pick the cases (`--filter`, `--shard`), skip the
+//! attempts a previous run into the same folder already finished, run the
+//! rest in parallel (`--jobs`) on the caller's tokio runtime, and summarize
+//! everything into [`Results`]. A crashed attempt is recorded as an error
+//! and never stops the others.
+//!
+//! Each finished attempt is written to `OUT/<suite>/<case>/<n>/attempt.json`
+//! at once, so a killed evaluation resumes where it stopped. Showing
+//! progress is the [`EvalObserver`]'s job; this module never prints.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use globset::GlobMatcher;
+use sha2::{Digest, Sha256};
+
+use super::attempt::{AttemptPlan, AttemptSettings, run_attempt};
+use super::results::{AttemptResult, CaseResult, Outcome, Results, SuiteResult};
+use super::shard::Shard;
+use super::suite::{CaseSpec, SuiteSpec};
+
+pub const ATTEMPT_FILE: &str = "attempt.json";
+
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub settings: AttemptSettings,
+    /// The results folder, absolute.
+    pub out_dir: PathBuf,
+    /// Attempts run at once (at least 1).
+    pub jobs: usize,
+    /// Attempts per case (at least 1).
+    pub repeat: u32,
+    pub shard: Option<Shard>,
+    /// Matched against `CASE` and `SUITE/CASE`.
+    pub filter: Option<GlobMatcher>,
+    /// Re-run attempts that errored in a previous run into the same folder.
+    pub retry_errors: bool,
+    /// `--min-pass-rate`, beating every suite's `min_pass_rate`.
+    pub min_pass_rate: Option<f64>,
+}
+
+/// Told about progress; implemented by the CLI's display.
+pub trait EvalObserver: Send + Sync {
+    /// Before anything runs: attempts to run, and attempts kept from before.
+    fn planned(&self, to_run: usize, kept: usize);
+    fn started(&self, suite: &str, case: &str, attempt: u32);
+    fn finished(&self, suite: &str, case: &str, result: &AttemptResult);
+}
+
+/// The `(suite, case)` positions selected by `filter` and then `shard`.
+pub fn select_cases(
+    suites: &[SuiteSpec],
+    filter: Option<&GlobMatcher>,
+    shard: Option<Shard>,
+) -> Vec<(usize, usize)> {
+    let matching: Vec<(usize, usize)> = suites
+        .iter()
+        .enumerate()
+        .flat_map(|(s, suite)| {
+            suite.cases.iter().enumerate().filter_map(move |(c, case)| {
+                let full = format!("{}/{}", suite.name, case.name);
+                let keep = filter.is_none_or(|f| f.is_match(&case.name) || f.is_match(&full));
+                keep.then_some((s, c))
+            })
+        })
+        .collect();
+    match shard {
+        Some(shard) => shard
+            .select(matching.len())
+            .into_iter()
+            .filter_map(|j| matching.get(j).copied())
+            .collect(),
+        None => matching,
+    }
+}
+
+/// Identifies what an attempt ran: the case as defined (not its position)
+/// and the settings that change what runs.
+pub fn fingerprint(suite: &SuiteSpec, case: &CaseSpec, settings: &AttemptSettings) -> String {
+    let assertions: Vec<String> = case.assertions.iter().map(|a| a.label()).collect();
+    let text = format!(
+        "{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
+        suite.job.display(),
+        case.name,
+        case.fixture,
+        case.goal,
+        case.vars,
+        case.model,
+        case.budget,
+        case.cassettes,
+        case.min_pass_rate,
+        assertions,
+        settings.model,
+        settings.record,
+    );
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn attempt_dir(out: &Path, suite: &str, case: &str, n: u32) -> PathBuf {
+    out.join(suite).join(case).join(n.to_string())
+}
+
+/// A finished attempt from an earlier run that may be kept.
+fn previous(dir: &Path, fingerprint: &str, retry_errors: bool) -> Option<AttemptResult> {
+    let text = std::fs::read_to_string(dir.join(ATTEMPT_FILE)).ok()?;
+    let result: AttemptResult = serde_json::from_str(&text).ok()?;
+    let keep =
+        result.fingerprint == fingerprint && !(retry_errors && result.outcome == Outcome::Error);
+    keep.then_some(result)
+}
+
+struct Job {
+    suite: usize,
+    case: usize,
+    plan: AttemptPlan,
+}
+
+/// Run the selected cases of `suites` and summarize them. Results files are
+/// written by the caller ([`super::report::write_all`]).
+pub async fn run_eval(
+    suites: Arc<Vec<SuiteSpec>>,
+    options: &EvalOptions,
+    observer: Arc<dyn EvalObserver>,
+) -> Results {
+    let selected = select_cases(&suites, options.filter.as_ref(), options.shard);
+    let repeat = options.repeat.max(1);
+    let mut done: Vec<Vec<AttemptResult>> = vec![Vec::new(); selected.len()];
+    let mut jobs = Vec::new();
+    for (slot, &(s, c)) in selected.iter().enumerate() {
+        let (suite, case) = (&suites[s], &suites[s].cases[c]);
+        let fingerprint = fingerprint(suite, case, &options.settings);
+        for n in 1..=repeat {
+            let dir = attempt_dir(&options.out_dir, &suite.name, &case.name, n);
+            match previous(&dir, &fingerprint, options.retry_errors) {
+                Some(result) => done[slot].push(result),
+                None => jobs.push((
+                    slot,
+                    Job {
+                        suite: s,
+                        case: c,
+                        plan: AttemptPlan {
+                            attempt: n,
+                            dir,
+                            out_root: options.out_dir.clone(),
+                            fingerprint: fingerprint.clone(),
+                        },
+                    },
+                )),
+            }
+        }
+    }
+    let kept = done.iter().map(Vec::len).sum();
+    observer.planned(jobs.len(), kept);
+
+    let permits = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+    let settings = Arc::new(options.settings.clone());
+    let mut handles = Vec::new();
+    for (slot, job) in jobs {
+        let (suites, permits, settings, observer) = (
+            Arc::clone(&suites),
+            Arc::clone(&permits),
+            Arc::clone(&settings),
+            Arc::clone(&observer),
+        );
+        let plan = job.plan.clone();
+        let handle = tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await.ok();
+            let suite = &suites[job.suite];
+            let case = &suite.cases[job.case];
+            observer.started(&suite.name, &case.name, job.plan.attempt);
+            // A result left from an earlier try must not survive a crash of this one.
+            let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
+            let result = run_attempt(suite, case, &job.plan, &settings).await;
+            save(&job.plan, result)
+        });
+        handles.push((slot, plan, handle));
+    }
+    for (slot, plan, handle) in handles {
+        let result = match handle.await {
+            Ok(result) => result,
+            Err(e) => save(&plan, crashed(&plan, &e.to_string())),
+        };
+        let (s, c) = selected[slot];
+        let (suite, case) = (&suites[s], &suites[s].cases[c]);
+        observer.finished(&suite.name, &case.name, &result);
+        done[slot].push(result);
+    }
+
+    let mut per_suite: Vec<Vec<CaseResult>> = vec![Vec::new(); suites.len()];
+    for (slot, attempts) in done.into_iter().enumerate() {
+        let (s, c) = selected[slot];
+        let case = &suites[s].cases[c];
+        per_suite[s].push(CaseResult::new(
+            &case.name,
+            case.index,
+            case.min_pass_rate.unwrap_or(1.0),
+            attempts,
+        ));
+    }
+    let suite_results = suites
+        .iter()
+        .zip(per_suite)
+        .filter(|(_, cases)| !cases.is_empty())
+        .map(|(suite, cases)| {
+            let gate = options.min_pass_rate.or(suite.min_pass_rate).unwrap_or(1.0);
+            SuiteResult::new(&suite.name, &suite.path.display().to_string(), gate, cases)
+        })
+        .collect();
+    Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results)
+}
+
+/// Write `attempt.json`; a result that cannot be saved is an error result.
+fn save(plan: &AttemptPlan, mut result: AttemptResult) -> AttemptResult {
+    let write = std::fs::create_dir_all(&plan.dir).and_then(|()| {
+        let text = serde_json::to_string_pretty(&result).map_err(std::io::Error::other)?;
+        std::fs::write(plan.dir.join(ATTEMPT_FILE), text)
+    });
+    if let Err(e) = write {
+        result.outcome = Outcome::Error;
+        result.reason = format!(
+            "cannot write {}: {e}",
+            plan.dir.join(ATTEMPT_FILE).display()
+        );
+    }
+    result
+}
+
+fn crashed(plan: &AttemptPlan, why: &str) -> AttemptResult {
+    AttemptResult {
+        attempt: plan.attempt,
+        outcome: Outcome::Error,
+        run_status: None,
+        reason: format!("the attempt crashed: {why}"),
+        assertions: Vec::new(),
+        model: None,
+        turns: 0,
+        tool_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: None,
+        duration_ms: 0,
+        run_ms: 0,
+        setup_ms: 0,
+        changed: Vec::new(),
+        trace: None,
+        started_at: crate::event::now_rfc3339(),
+        fingerprint: plan.fingerprint.clone(),
+    }
+}

@@ -1,0 +1,118 @@
+//! Fresh workspaces for attempts: a temporary copy of a fixture folder, or a
+//! clean checkout of a git fixture at its revision. The fixture itself is
+//! never the workspace, so no attempt can change it or see another's work.
+//!
+//! The temporary folder is removed when the [`TempWorkspace`] is dropped.
+//! What the agent does inside it is not this module's business.
+
+use std::path::{Path, PathBuf};
+
+use super::suite::Fixture;
+use super::walk::{EntryKind, walk};
+
+/// A temporary workspace, deleted on drop.
+#[derive(Debug)]
+pub struct TempWorkspace {
+    root: PathBuf,
+}
+
+impl TempWorkspace {
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for TempWorkspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Make a fresh workspace for `fixture` under `temp_dir`.
+pub fn materialize(fixture: &Fixture, temp_dir: &Path) -> Result<TempWorkspace, String> {
+    let name = format!(
+        "agentci-eval-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let root = temp_dir.join(name);
+    std::fs::create_dir_all(&root).map_err(|e| {
+        format!(
+            "cannot create a temporary workspace {}: {e}",
+            root.display()
+        )
+    })?;
+    // Canonical, so paths the agent sees match what replay normalizes.
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    let workspace = TempWorkspace { root };
+    match fixture {
+        Fixture::Dir(dir) => copy_tree(dir, workspace.path())?,
+        Fixture::Git { repo, rev } => checkout(repo, rev, workspace.path())?,
+    }
+    Ok(workspace)
+}
+
+/// Copy a fixture folder, leaving out what its `.gitignore` ignores (build
+/// output such as `target/`), `.git` and `.agentci`.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    let fail = |what: &str, path: &Path, e: std::io::Error| {
+        format!("cannot copy fixture: {what} {}: {e}", path.display())
+    };
+    for entry in walk(from) {
+        let entry = entry.map_err(|e| format!("cannot read fixture {}: {e}", from.display()))?;
+        let target = to.join(&entry.relative);
+        match entry.kind {
+            EntryKind::Dir => {
+                std::fs::create_dir_all(&target).map_err(|e| fail("create", &target, e))?
+            }
+            EntryKind::File => {
+                std::fs::copy(&entry.path, &target).map_err(|e| fail("copy", &entry.path, e))?;
+            }
+            EntryKind::Symlink => {
+                let link = std::fs::read_link(&entry.path)
+                    .map_err(|e| fail("read link", &entry.path, e))?;
+                symlink(&link, &target).map_err(|e| fail("create link", &target, e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn symlink(link: &Path, target: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(link, target)
+}
+
+#[cfg(not(unix))]
+fn symlink(_link: &Path, target: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other(format!(
+        "symlinks are not supported here ({})",
+        target.display()
+    )))
+}
+
+/// Clone `repo` into `to` and check out `rev` (a commit, tag or branch).
+fn checkout(repo: &str, rev: &str, to: &Path) -> Result<(), String> {
+    let cloned = git2::Repository::clone(repo, to)
+        .map_err(|e| format!("cannot clone git fixture {repo}: {}", e.message()))?;
+    let object = cloned
+        .revparse_single(rev)
+        .or_else(|_| cloned.revparse_single(&format!("origin/{rev}")))
+        .map_err(|e| {
+            format!(
+                "git fixture {repo} has no revision `{rev}`: {}",
+                e.message()
+            )
+        })?;
+    let commit = object
+        .peel_to_commit()
+        .map_err(|e| format!("`{rev}` in {repo} is not a commit: {}", e.message()))?;
+    let mut options = git2::build::CheckoutBuilder::new();
+    options.force();
+    cloned
+        .checkout_tree(commit.as_object(), Some(&mut options))
+        .map_err(|e| format!("cannot check out `{rev}` of {repo}: {}", e.message()))?;
+    cloned
+        .set_head_detached(commit.id())
+        .map_err(|e| format!("cannot check out `{rev}` of {repo}: {}", e.message()))?;
+    Ok(())
+}

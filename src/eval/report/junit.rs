@@ -1,0 +1,196 @@
+//! The JUnit XML of an evaluation: one `<testsuite>` per suite, one
+//! `<testcase>` per case (never one per attempt: CI servers such as GitLab
+//! drop duplicate names). Attempts other than the one the verdict reports
+//! are `flakyFailure`/`flakyError` under a passing case and
+//! `rerunFailure`/`rerunError` under a failing one, as nextest and surefire
+//! write them. A missed assertion is a `<failure>`, an infrastructure
+//! problem an `<error>`.
+
+use std::time::Duration;
+
+use quick_junit::{
+    FlakyOrRerun, NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
+
+use crate::eval::results::{AttemptResult, CaseResult, CaseStatus, Outcome, Results, SuiteResult};
+
+pub fn to_xml(results: &Results) -> Result<String, String> {
+    let mut report = Report::new("agentci eval");
+    for suite in &results.suites {
+        report.add_test_suite(test_suite(suite));
+    }
+    report
+        .to_string()
+        .map_err(|e| format!("cannot write JUnit XML: {e}"))
+}
+
+fn test_suite(suite: &SuiteResult) -> TestSuite {
+    let mut out = TestSuite::new(suite.name.as_str());
+    let started = suite
+        .cases
+        .iter()
+        .flat_map(|c| &c.attempts)
+        .filter_map(|a| chrono::DateTime::parse_from_rfc3339(&a.started_at).ok())
+        .min()
+        .unwrap_or_else(|| chrono::Utc::now().fixed_offset());
+    out.set_timestamp(started);
+    out.set_time(Duration::from_millis(
+        suite.cases.iter().map(|c| c.duration_ms).sum(),
+    ));
+    let models: Vec<&str> = {
+        let mut m: Vec<&str> = suite
+            .cases
+            .iter()
+            .flat_map(|c| &c.attempts)
+            .filter_map(|a| a.model.as_deref())
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    let props: Vec<(&str, String)> = vec![
+        ("model", models.join(", ")),
+        ("turns", suite.turns.to_string()),
+        ("input_tokens", suite.input_tokens.to_string()),
+        ("output_tokens", suite.output_tokens.to_string()),
+        (
+            "cost_usd",
+            suite
+                .cost_usd
+                .map_or_else(|| "unknown".to_string(), |c| format!("{c:.4}")),
+        ),
+        ("pass_rate", format!("{:.4}", suite.pass_rate)),
+        ("pass_at_1", format!("{:.4}", suite.pass_at_1)),
+        ("pass_at_k", format!("{:.4}", suite.pass_at_k)),
+        ("pass_pow_k", format!("{:.4}", suite.pass_pow_k)),
+        ("min_pass_rate", format!("{:.4}", suite.min_pass_rate)),
+        ("flaky_cases", suite.cases_flaky.to_string()),
+        ("file", suite.file.clone()),
+    ];
+    for (name, value) in props {
+        out.add_property((name, value.as_str()));
+    }
+    for case in &suite.cases {
+        out.add_test_case(test_case(&suite.name, case));
+    }
+    out
+}
+
+fn test_case(suite: &str, case: &CaseResult) -> TestCase {
+    // The attempt the verdict is about: the first error, else the first failure.
+    let headline = match case.status {
+        CaseStatus::Passed => None,
+        CaseStatus::Failed => case.attempts.iter().find(|a| a.outcome == Outcome::Failed),
+        CaseStatus::Error => case.attempts.iter().find(|a| a.outcome == Outcome::Error),
+    };
+    let mut status = match (case.status, headline) {
+        (CaseStatus::Passed, _) | (_, None) => TestCaseStatus::success(),
+        (status, Some(attempt)) => {
+            let kind = if status == CaseStatus::Error {
+                NonSuccessKind::Error
+            } else {
+                NonSuccessKind::Failure
+            };
+            let mut s = TestCaseStatus::non_success(kind);
+            s.set_message(verdict_message(case, attempt))
+                .set_type(attempt.outcome.as_str())
+                .set_description(details(attempt));
+            s.set_rerun_kind(FlakyOrRerun::Rerun);
+            s
+        }
+    };
+    for attempt in &case.attempts {
+        let is_headline = headline.is_some_and(|h| h.attempt == attempt.attempt);
+        let kind = match attempt.outcome {
+            Outcome::Passed => continue,
+            _ if is_headline => continue,
+            Outcome::Failed => NonSuccessKind::Failure,
+            Outcome::Error => NonSuccessKind::Error,
+        };
+        let mut rerun = TestRerun::new(kind);
+        rerun
+            .set_time(Duration::from_millis(attempt.duration_ms))
+            .set_message(format!("attempt {}: {}", attempt.attempt, attempt.reason))
+            .set_type(attempt.outcome.as_str())
+            .set_description(details(attempt));
+        if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(&attempt.started_at) {
+            rerun.set_timestamp(ts);
+        }
+        status.add_rerun(rerun);
+    }
+    let mut out = TestCase::new(case.name.as_str(), status);
+    out.set_classname(suite);
+    out.set_time(Duration::from_millis(case.duration_ms));
+    out.set_system_out(case_summary(case));
+    out
+}
+
+fn verdict_message(case: &CaseResult, attempt: &AttemptResult) -> String {
+    let rate = format!(
+        "{}/{} attempts passed",
+        case.attempts_passed,
+        case.attempts_passed + case.attempts_failed
+    );
+    match case.status {
+        CaseStatus::Error => format!(
+            "attempt {} errored: {} ({} errored)",
+            attempt.attempt, attempt.reason, case.attempts_errored
+        ),
+        _ => format!(
+            "{rate}, needed {:.0}%; attempt {} {}",
+            case.min_pass_rate * 100.0,
+            attempt.attempt,
+            attempt.reason
+        ),
+    }
+}
+
+/// Each assertion that failed, one a line; for an error, what went wrong.
+fn details(attempt: &AttemptResult) -> String {
+    if attempt.outcome == Outcome::Error {
+        return attempt.reason.clone();
+    }
+    let failed: Vec<String> = attempt
+        .assertions
+        .iter()
+        .filter(|a| !a.passed)
+        .map(|a| match &a.message {
+            Some(m) => format!("{}: {m}", a.name),
+            None => a.name.clone(),
+        })
+        .collect();
+    if failed.is_empty() {
+        attempt.reason.clone()
+    } else {
+        failed.join("\n")
+    }
+}
+
+fn case_summary(case: &CaseResult) -> String {
+    let mut lines = vec![format!(
+        "{}: {}/{} attempts passed, {} errored; pass@1 {:.2}, pass@{k} {:.2}, pass^{k} {:.2}{}",
+        case.status.as_str(),
+        case.attempts_passed,
+        case.attempts_passed + case.attempts_failed,
+        case.attempts_errored,
+        case.pass_at_1,
+        case.pass_at_k,
+        case.pass_pow_k,
+        if case.flaky { "; flaky" } else { "" },
+        k = case.k,
+    )];
+    for a in &case.attempts {
+        lines.push(format!(
+            "attempt {}: {} — {} ({} turns, {} tokens, {:.1}s, model {}, trace {})",
+            a.attempt,
+            a.outcome.as_str(),
+            a.reason,
+            a.turns,
+            a.input_tokens + a.output_tokens,
+            a.duration_ms as f64 / 1000.0,
+            a.model.as_deref().unwrap_or("-"),
+            a.trace.as_deref().unwrap_or("-"),
+        ));
+    }
+    lines.join("\n")
+}

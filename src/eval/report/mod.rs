@@ -1,0 +1,24 @@
+//! Writing an evaluation's results for people and CI: JUnit XML
+//! ([`junit`]) and a Markdown summary ([`markdown`]). `results.json` is
+//! [`super::results`]'s own. These writers only format what the results
+//! say; they decide nothing.
+
+pub mod junit;
+pub mod markdown;
+
+use std::path::Path;
+
+use super::results::Results;
+
+/// Write `results.json`, `junit.xml` and `summary.md` into `dir`.
+pub fn write_all(results: &Results, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    results.write(&dir.join("results.json"))?;
+    let xml = junit::to_xml(results)?;
+    let junit_path = dir.join("junit.xml");
+    std::fs::write(&junit_path, xml)
+        .map_err(|e| format!("cannot write {}: {e}", junit_path.display()))?;
+    let summary = dir.join("summary.md");
+    std::fs::write(&summary, markdown::summary(results))
+        .map_err(|e| format!("cannot write {}: {e}", summary.display()))
+}

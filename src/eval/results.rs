@@ -1,0 +1,351 @@
+//! The results of an evaluation: what every attempt did, summarized per case
+//! and per suite. Serialized as `results.json`, which `--baseline` and
+//! `agentci report merge` read back, so field names are a contract.
+//!
+//! Summaries are always recomputed from the attempts ([`CaseResult::new`],
+//! [`SuiteResult::new`]), so merged shards give the same figures as one run.
+//! Running attempts and writing JUnit or Markdown happen elsewhere.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{pass_at_k, pass_pow_k};
+use crate::event::RunStatus;
+
+pub const RESULTS_VERSION: u32 = 1;
+
+/// An attempt's result: `error` is an infrastructure failure (the provider
+/// was down, a cassette diverged, the workspace could not be made), not a
+/// missed assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssertionResult {
+    pub name: String,
+    pub passed: bool,
+    /// Why it failed, or a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptResult {
+    /// 1-based.
+    pub attempt: u32,
+    pub outcome: Outcome,
+    /// How the run ended; `None` when it never started.
+    pub run_status: Option<RunStatus>,
+    /// One line: why the attempt ended this way.
+    pub reason: String,
+    pub assertions: Vec<AssertionResult>,
+    /// `provider:name`.
+    pub model: Option<String>,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<f64>,
+    /// The whole attempt, wall clock: workspace, run, assertions.
+    pub duration_ms: u64,
+    /// The run itself (agent and checks), as the run measured it.
+    pub run_ms: u64,
+    /// Making the workspace (copy or checkout).
+    pub setup_ms: u64,
+    /// The paths the run changed in the workspace.
+    #[serde(default)]
+    pub changed: Vec<String>,
+    /// The trace, relative to the results folder.
+    pub trace: Option<String>,
+    pub started_at: String,
+    /// Identifies the case definition and settings the attempt ran with;
+    /// resuming re-runs attempts whose fingerprint changed.
+    pub fingerprint: String,
+}
+
+/// A case over all its attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    Passed,
+    Failed,
+    Error,
+}
+
+impl CaseStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaseStatus::Passed => "passed",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub name: String,
+    /// Position in the suite file.
+    pub index: usize,
+    pub status: CaseStatus,
+    /// Attempts that ran to a verdict disagree.
+    pub flaky: bool,
+    pub min_pass_rate: f64,
+    pub attempts_passed: u32,
+    pub attempts_failed: u32,
+    pub attempts_errored: u32,
+    /// Passed / (passed + failed); errors do not count.
+    pub pass_rate: f64,
+    pub pass_at_1: f64,
+    /// k = the attempts that ran to a verdict.
+    pub pass_at_k: f64,
+    pub pass_pow_k: f64,
+    pub k: u32,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Sum over attempts; `None` when any price is unknown.
+    pub cost_usd: Option<f64>,
+    /// Sum over attempts.
+    pub duration_ms: u64,
+    pub attempts: Vec<AttemptResult>,
+}
+
+impl CaseResult {
+    /// Summarize `attempts` (sorted by attempt number here). A case with any
+    /// errored attempt is an error: its figures are incomplete until
+    /// `--retry-errors` re-runs them.
+    pub fn new(
+        name: &str,
+        index: usize,
+        min_pass_rate: f64,
+        mut attempts: Vec<AttemptResult>,
+    ) -> CaseResult {
+        attempts.sort_by_key(|a| a.attempt);
+        let count = |o: Outcome| attempts.iter().filter(|a| a.outcome == o).count() as u32;
+        let (passed, failed, errored) = (
+            count(Outcome::Passed),
+            count(Outcome::Failed),
+            count(Outcome::Error),
+        );
+        let n = passed + failed;
+        let pass_rate = if n == 0 {
+            0.0
+        } else {
+            f64::from(passed) / f64::from(n)
+        };
+        let status = if errored > 0 || n == 0 {
+            CaseStatus::Error
+        } else if pass_rate + 1e-9 >= min_pass_rate {
+            CaseStatus::Passed
+        } else {
+            CaseStatus::Failed
+        };
+        let cost_usd = attempts
+            .iter()
+            .map(|a| a.cost_usd)
+            .sum::<Option<f64>>()
+            .filter(|_| !attempts.is_empty());
+        CaseResult {
+            name: name.to_string(),
+            index,
+            status,
+            flaky: passed > 0 && failed > 0,
+            min_pass_rate,
+            attempts_passed: passed,
+            attempts_failed: failed,
+            attempts_errored: errored,
+            pass_rate,
+            pass_at_1: pass_at_k(n, passed, 1),
+            pass_at_k: pass_at_k(n, passed, n),
+            pass_pow_k: pass_pow_k(n, passed, n),
+            k: n,
+            turns: attempts.iter().map(|a| a.turns).sum(),
+            input_tokens: attempts.iter().map(|a| a.input_tokens).sum(),
+            output_tokens: attempts.iter().map(|a| a.output_tokens).sum(),
+            cost_usd,
+            duration_ms: attempts.iter().map(|a| a.duration_ms).sum(),
+            attempts,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteResult {
+    pub name: String,
+    pub file: String,
+    /// The gate: the share of cases that must pass.
+    pub min_pass_rate: f64,
+    pub cases_total: u32,
+    pub cases_passed: u32,
+    pub cases_failed: u32,
+    pub cases_errored: u32,
+    pub cases_flaky: u32,
+    /// Passed cases / all cases (an errored case is not a pass).
+    pub pass_rate: f64,
+    /// Means over the cases that ran to a verdict.
+    pub pass_at_1: f64,
+    pub pass_at_k: f64,
+    pub pass_pow_k: f64,
+    pub gate_passed: bool,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<f64>,
+    /// Mean per case.
+    pub mean_duration_ms: u64,
+    pub cases: Vec<CaseResult>,
+}
+
+impl SuiteResult {
+    pub fn new(name: &str, file: &str, min_pass_rate: f64, mut cases: Vec<CaseResult>) -> Self {
+        cases.sort_by_key(|c| c.index);
+        let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count() as u32;
+        let total = cases.len() as u32;
+        let passed = count(CaseStatus::Passed);
+        let pass_rate = if total == 0 {
+            1.0
+        } else {
+            f64::from(passed) / f64::from(total)
+        };
+        let judged: Vec<&CaseResult> = cases.iter().filter(|c| c.k > 0).collect();
+        let mean = |f: fn(&CaseResult) -> f64| {
+            if judged.is_empty() {
+                0.0
+            } else {
+                judged.iter().map(|c| f(c)).sum::<f64>() / judged.len() as f64
+            }
+        };
+        SuiteResult {
+            name: name.to_string(),
+            file: file.to_string(),
+            min_pass_rate,
+            cases_total: total,
+            cases_passed: passed,
+            cases_failed: count(CaseStatus::Failed),
+            cases_errored: count(CaseStatus::Error),
+            cases_flaky: cases.iter().filter(|c| c.flaky).count() as u32,
+            pass_rate,
+            pass_at_1: mean(|c| c.pass_at_1),
+            pass_at_k: mean(|c| c.pass_at_k),
+            pass_pow_k: mean(|c| c.pass_pow_k),
+            gate_passed: pass_rate + 1e-9 >= min_pass_rate,
+            turns: cases.iter().map(|c| c.turns).sum(),
+            input_tokens: cases.iter().map(|c| c.input_tokens).sum(),
+            output_tokens: cases.iter().map(|c| c.output_tokens).sum(),
+            cost_usd: cases.iter().map(|c| c.cost_usd).sum::<Option<f64>>(),
+            mean_duration_ms: if total == 0 {
+                0
+            } else {
+                cases.iter().map(|c| c.duration_ms).sum::<u64>() / u64::from(total)
+            },
+            cases,
+        }
+    }
+}
+
+/// The whole `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub version: u32,
+    pub agentci_version: String,
+    /// `I/N` when this is one shard; `None` for a whole or merged run.
+    pub shard: Option<String>,
+    /// Attempts per case asked for.
+    pub repeat: u32,
+    pub suites: Vec<SuiteResult>,
+}
+
+impl Results {
+    pub fn new(shard: Option<String>, repeat: u32, suites: Vec<SuiteResult>) -> Results {
+        Results {
+            version: RESULTS_VERSION,
+            agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+            shard,
+            repeat,
+            suites,
+        }
+    }
+
+    /// Every suite's gate passed.
+    pub fn gate_passed(&self) -> bool {
+        self.suites.iter().all(|s| s.gate_passed)
+    }
+
+    pub fn read(path: &Path) -> Result<Results, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read results {}: {e}", path.display()))?;
+        let results: Results = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not an agentci results.json: {e}", path.display()))?;
+        if results.version != RESULTS_VERSION {
+            return Err(format!(
+                "{} has results version {}; this agentci reads version {RESULTS_VERSION}",
+                path.display(),
+                results.version
+            ));
+        }
+        Ok(results)
+    }
+
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| format!("cannot serialize results: {e}"))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// Join shard results: suites by name, cases by name; the same case in
+    /// two inputs is a mistake (overlapping shards or one folder given twice).
+    pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
+        let repeat = parts.iter().map(|p| p.repeat).max().unwrap_or(1);
+        let mut suites: Vec<(String, String, f64, Vec<CaseResult>)> = Vec::new();
+        for part in parts {
+            for suite in part.suites {
+                let slot = match suites.iter().position(|s| s.0 == suite.name) {
+                    Some(i) => i,
+                    None => {
+                        suites.push((
+                            suite.name.clone(),
+                            suite.file.clone(),
+                            suite.min_pass_rate,
+                            Vec::new(),
+                        ));
+                        suites.len() - 1
+                    }
+                };
+                for case in suite.cases {
+                    if suites[slot].3.iter().any(|c| c.name == case.name) {
+                        return Err(format!(
+                            "case `{}/{}` is in more than one of the results; give each shard once",
+                            suite.name, case.name
+                        ));
+                    }
+                    let case =
+                        CaseResult::new(&case.name, case.index, case.min_pass_rate, case.attempts);
+                    suites[slot].3.push(case);
+                }
+            }
+        }
+        let suites = suites
+            .into_iter()
+            .map(|(name, file, gate, cases)| SuiteResult::new(&name, &file, gate, cases))
+            .collect();
+        Ok(Results::new(None, repeat, suites))
+    }
+}

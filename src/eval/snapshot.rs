@@ -1,0 +1,83 @@
+//! What a workspace holds, file by file, and which files a run changed.
+//!
+//! A snapshot is taken right after the fixture is copied and again after the
+//! run; comparing the two gives the run's diff as a list of paths, which
+//! `file_unchanged` and `diff_touches_only` judge. Contents are compared by
+//! SHA-256, so a file rewritten with the same bytes is not a change.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::walk::{EntryKind, walk};
+
+/// Relative path (with `/`) → content hash (a symlink hashes its target).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot(BTreeMap<String, [u8; 32]>);
+
+impl Snapshot {
+    pub fn take(root: &Path) -> Result<Snapshot, String> {
+        let mut files = BTreeMap::new();
+        for entry in walk(root) {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+            let bytes = match entry.kind {
+                EntryKind::Dir => continue,
+                EntryKind::File => std::fs::read(&entry.path),
+                EntryKind::Symlink => std::fs::read_link(&entry.path)
+                    .map(|target| target.to_string_lossy().into_owned().into_bytes()),
+            }
+            .map_err(|e| format!("cannot read {}: {e}", entry.path.display()))?;
+            let key = entry
+                .relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            files.insert(key, Sha256::digest(&bytes).into());
+        }
+        Ok(Snapshot(files))
+    }
+
+    /// Paths added, removed or modified between `self` (before) and `after`, sorted.
+    pub fn changed(&self, after: &Snapshot) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(path, hash)| after.0.get(*path) != Some(hash))
+            .map(|(path, _)| path.clone())
+            .chain(
+                after
+                    .0
+                    .keys()
+                    .filter(|path| !self.0.contains_key(*path))
+                    .cloned(),
+            )
+            .collect();
+        paths.sort();
+        paths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_respect_gitignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "/target\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        std::fs::write(root.join("b.txt"), "b").unwrap();
+        let before = Snapshot::take(root).unwrap();
+        std::fs::create_dir(root.join("target")).unwrap();
+        std::fs::write(root.join("target/out"), "x").unwrap();
+        std::fs::write(root.join("a.txt"), "a2").unwrap();
+        std::fs::remove_file(root.join("b.txt")).unwrap();
+        std::fs::write(root.join("c.txt"), "c").unwrap();
+        let after = Snapshot::take(root).unwrap();
+        assert_eq!(before.changed(&after), vec!["a.txt", "b.txt", "c.txt"]);
+        assert!(after.changed(&after).is_empty());
+    }
+}

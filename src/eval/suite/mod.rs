@@ -1,0 +1,204 @@
+//! Suite files: a base job and a list of cases, each a fixture, overrides,
+//! cassettes and assertions. Parsed from YAML into private raw structs
+//! ([`raw`]), then validated ([`check`]) into a [`SuiteSpec`] that the rest
+//! of the evaluation trusts.
+//!
+//! Errors are [`Diagnostic`]s naming the file, line and column, like job
+//! files'. Running cases and judging their assertions is not done here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use globset::GlobSet;
+use regex::Regex;
+
+use crate::spec::diagnostic::{Reporter, has_errors};
+use crate::spec::load::read_source;
+use crate::spec::{BudgetSpec, Diagnostic};
+
+mod check;
+mod numbers;
+mod raw;
+
+/// A validated suite.
+#[derive(Debug, Clone)]
+pub struct SuiteSpec {
+    /// The suite file, as given.
+    pub path: PathBuf,
+    /// A name safe to use as a folder name; `name:` or the suite's folder.
+    pub name: String,
+    /// The base job every case runs, absolute.
+    pub job: PathBuf,
+    /// The share of cases that must pass for the suite to pass.
+    pub min_pass_rate: Option<f64>,
+    pub cases: Vec<CaseSpec>,
+}
+
+/// One case: a fixture, overrides of the base job, and what must hold afterwards.
+#[derive(Debug, Clone)]
+pub struct CaseSpec {
+    pub name: String,
+    /// 0-based position in the suite file; keeps merged shards in file order.
+    pub index: usize,
+    pub fixture: Fixture,
+    pub goal: Option<String>,
+    pub vars: BTreeMap<String, String>,
+    /// `PROVIDER:NAME`, as `--model` takes it.
+    pub model: Option<String>,
+    /// Only the limits set here replace the job's.
+    pub budget: BudgetSpec,
+    /// Absolute cassette paths: attempt `n` replays `cassettes[(n - 1) % len]`.
+    pub cassettes: Vec<PathBuf>,
+    /// Where `--record` saves attempt 1 when no cassette is named.
+    pub default_cassette: PathBuf,
+    /// The share of attempts that must pass for the case to pass (default 1).
+    pub min_pass_rate: Option<f64>,
+    /// Always holds a `status` assertion (`passed` unless the case says otherwise).
+    pub assertions: Vec<Assertion>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fixture {
+    /// A folder, absolute.
+    Dir(PathBuf),
+    /// A git repository (a local path, absolute, or a URL) at a revision.
+    Git { repo: String, rev: String },
+}
+
+/// How a run may end for a case to pass (`status:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectedStatus {
+    Passed,
+    Failed,
+    BudgetExceeded,
+}
+
+impl ExpectedStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpectedStatus::Passed => "passed",
+            ExpectedStatus::Failed => "failed",
+            ExpectedStatus::BudgetExceeded => "budget_exceeded",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Assertion {
+    /// A shell command that must exit 0 in the workspace after the run.
+    Run {
+        command: String,
+        timeout: Duration,
+    },
+    FileContains {
+        path: String,
+        pattern: Regex,
+    },
+    FileNotContains {
+        path: String,
+        pattern: Regex,
+    },
+    FileUnchanged {
+        path: String,
+    },
+    DiffTouchesOnly {
+        globs: Vec<String>,
+        set: GlobSet,
+    },
+    ToolCalled(String),
+    ToolNotCalled(String),
+    MaxTurns(u32),
+    MaxCostUsd(f64),
+    MaxDuration(Duration),
+    Status(ExpectedStatus),
+    FinalTextMatches(Regex),
+}
+
+impl Assertion {
+    /// How the assertion is named in reports: its key and its value, short.
+    pub fn label(&self) -> String {
+        match self {
+            Assertion::Run { command, .. } => format!("run: {command}"),
+            Assertion::FileContains { path, pattern } => {
+                format!("file_contains: {path} =~ /{}/", pattern.as_str())
+            }
+            Assertion::FileNotContains { path, pattern } => {
+                format!("file_not_contains: {path} !~ /{}/", pattern.as_str())
+            }
+            Assertion::FileUnchanged { path } => format!("file_unchanged: {path}"),
+            Assertion::DiffTouchesOnly { globs, .. } => {
+                format!("diff_touches_only: [{}]", globs.join(", "))
+            }
+            Assertion::ToolCalled(tool) => format!("tool_called: {tool}"),
+            Assertion::ToolNotCalled(tool) => format!("tool_not_called: {tool}"),
+            Assertion::MaxTurns(n) => format!("max_turns: {n}"),
+            Assertion::MaxCostUsd(c) => format!("max_cost_usd: {c}"),
+            Assertion::MaxDuration(d) => {
+                format!(
+                    "max_duration: {}",
+                    crate::spec::duration::format_duration(*d)
+                )
+            }
+            Assertion::Status(s) => format!("status: {}", s.as_str()),
+            Assertion::FinalTextMatches(re) => format!("final_text_matches: /{}/", re.as_str()),
+        }
+    }
+}
+
+/// What loading needs besides the file.
+#[derive(Debug, Clone, Default)]
+pub struct SuiteLoadOptions {
+    /// Relative paths on the command line are resolved against it.
+    pub cwd: PathBuf,
+    /// `--record`: cassettes will be written, so they need not exist yet.
+    pub record: bool,
+}
+
+/// Loads and validates a suite file; `Err` holds every problem found.
+pub fn load_suite(path: &Path, options: &SuiteLoadOptions) -> Result<SuiteSpec, Vec<Diagnostic>> {
+    let source = read_source(path).map_err(|d| vec![d])?;
+    let mut reporter = Reporter::new(path, &source, 0);
+    if source.trim().is_empty() {
+        reporter.error(
+            reporter.start(),
+            "the suite file is empty; expected a mapping with `job` and `cases`",
+        );
+        return Err(reporter.diagnostics);
+    }
+    let mut yaml = serde_saphyr::Options::default();
+    yaml.with_snippet = false;
+    let raw = match serde_saphyr::from_str_with_options::<raw::RawSuite>(&source, yaml) {
+        Ok(raw) => raw,
+        Err(e) => {
+            reporter.yaml_error(&e);
+            return Err(reporter.diagnostics);
+        }
+    };
+    let absolute = crate::spec::load::normalize(&options.cwd.join(path));
+    let suite_dir = absolute
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| options.cwd.clone());
+    let checker = check::SuiteChecker {
+        r: reporter,
+        dir: &suite_dir,
+        cwd: &options.cwd,
+        record: options.record,
+    };
+    let (suite, diagnostics) = checker.check(path, raw);
+    match suite {
+        Some(suite) if !has_errors(&diagnostics) => Ok(suite),
+        _ => Err(diagnostics),
+    }
+}
+
+/// Names used as folder names under `--out`: letters, digits, `.`, `_`, `-`.
+pub fn is_valid_case_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}

@@ -1,0 +1,140 @@
+//! Numbers in a suite file: rates, budget overrides, limits and durations.
+//! They arrive as any scalar so a wrong type is reported with the other
+//! semantic problems, at its own position.
+
+use std::time::Duration;
+
+use serde_saphyr::Spanned;
+
+use super::check::SuiteChecker;
+use super::raw::RawBudget;
+use crate::spec::BudgetSpec;
+use crate::spec::duration::parse_duration;
+use crate::spec::raw::Scalar;
+
+impl SuiteChecker<'_> {
+    /// A share from 0 to 1 (`0.8`), for `min_pass_rate`.
+    pub(super) fn rate(&mut self, value: &Spanned<Scalar>, key: &str) -> Option<f64> {
+        match number(&value.value) {
+            Some(n) if (0.0..=1.0).contains(&n) => Some(n),
+            _ => {
+                let pos = self.r.pos(&value.referenced);
+                self.r.error(
+                    pos,
+                    format!(
+                        "`{key}` must be a number from 0 to 1 such as 0.8, found {} `{}`",
+                        value.value.kind(),
+                        value.value.text()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn budget(&mut self, raw: &RawBudget) -> BudgetSpec {
+        let int = |this: &mut Self, v: &Option<Spanned<Scalar>>, key, max| {
+            v.as_ref().and_then(|v| this.whole(&v.value, v, key, max))
+        };
+        BudgetSpec {
+            max_turns: int(self, &raw.max_turns, "max_turns", u32::MAX.into()).map(|n| n as u32),
+            max_tool_calls: int(self, &raw.max_tool_calls, "max_tool_calls", u32::MAX.into())
+                .map(|n| n as u32),
+            max_tokens: int(self, &raw.max_tokens, "max_tokens", u64::MAX),
+            max_cost_usd: raw
+                .max_cost_usd
+                .as_ref()
+                .and_then(|v| self.cost(&v.value, v)),
+            timeout: raw
+                .timeout
+                .as_ref()
+                .and_then(|v| self.duration(&v.value, v, "timeout")),
+        }
+    }
+
+    /// A whole number from 1 to `max`; `at` gives the position.
+    pub(super) fn whole<T>(
+        &mut self,
+        value: &Scalar,
+        at: &Spanned<T>,
+        key: &str,
+        max: u64,
+    ) -> Option<u64> {
+        if let Scalar::Int(n) = value
+            && *n >= 1
+            && *n <= i128::from(max)
+        {
+            return u64::try_from(*n).ok();
+        }
+        let pos = self.r.pos(&at.referenced);
+        self.r.error(
+            pos,
+            format!(
+                "`{key}` must be a whole number from 1 to {max}, found {} `{}`",
+                value.kind(),
+                value.text()
+            ),
+        );
+        None
+    }
+
+    /// A positive number of US dollars.
+    pub(super) fn cost<T>(&mut self, value: &Scalar, at: &Spanned<T>) -> Option<f64> {
+        match number(value) {
+            Some(n) if n.is_finite() && n > 0.0 => Some(n),
+            _ => {
+                let pos = self.r.pos(&at.referenced);
+                self.r.error(
+                    pos,
+                    format!(
+                        "`max_cost_usd` must be a positive number of US dollars such as 0.5, \
+                         found {} `{}`",
+                        value.kind(),
+                        value.text()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// A positive duration: `15m`, `1h30m`, `500ms`, or whole seconds.
+    pub(super) fn duration<T>(
+        &mut self,
+        value: &Scalar,
+        at: &Spanned<T>,
+        key: &str,
+    ) -> Option<Duration> {
+        let parsed = match value {
+            Scalar::Int(n) => u64::try_from(*n)
+                .map(Duration::from_secs)
+                .map_err(|_| format!("`{key}` must not be negative, found `{n}`")),
+            Scalar::Str(text) => parse_duration(text).map_err(|e| format!("`{key}`: {e}")),
+            other => Err(format!(
+                "`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {} `{}`",
+                other.kind(),
+                other.text()
+            )),
+        };
+        let pos = self.r.pos(&at.referenced);
+        match parsed {
+            Ok(d) if d.is_zero() => {
+                self.r.error(pos, format!("`{key}` must be more than zero"));
+                None
+            }
+            Ok(d) => Some(d),
+            Err(message) => {
+                self.r.error(pos, message);
+                None
+            }
+        }
+    }
+}
+
+fn number(value: &Scalar) -> Option<f64> {
+    match value {
+        Scalar::Int(n) => Some(*n as f64),
+        Scalar::Float(f) => Some(*f),
+        _ => None,
+    }
+}
