@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_saphyr::Spanned;
 
 mod model;
+mod model_options;
 mod numbers;
 
 use crate::policy::ToolPattern;
@@ -27,7 +28,6 @@ use crate::tools::BUILTIN_TOOLS;
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
-const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// Canonical tools that are not builtin (yet); permission patterns may name them.
 const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "web_fetch", "task"];
 
