@@ -23,6 +23,7 @@ fn config(base_url: &str) -> OpenAiConfig {
         base_url: Some(base_url.to_string()),
         api_key_env: Some(UNSET_KEY_ENV.to_string()),
         request_timeout: Duration::from_secs(10),
+        stream: false,
     }
 }
 

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentci::event::{
-    BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventBus, EventKind, EventSink,
-    ModelInfo, ModelRequest, ModelResponse, OutputPaths, Phase, PlanStep, RunCompleted, RunStarted,
+    BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
+    EventKind, EventSink, ModelInfo, ModelRequest, ModelResponse, ModelRetry, OutputPaths, Phase, PlanStep, RunCompleted, RunStarted,
     RunStatus, SCHEMA_VERSION, SkillLoaded, ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
@@ -152,6 +152,7 @@ fn every_kind() -> Vec<EventKind> {
                 input_tokens: 1200,
                 output_tokens: 80,
                 cache_read_tokens: 0,
+                cache_write_tokens: 0,
             },
             finish_reason: Some("tool_calls".into()),
             text: None,
@@ -159,6 +160,7 @@ fn every_kind() -> Vec<EventKind> {
                 id: "c0".into(),
                 name: "submit_plan".into(),
             }],
+            cost_usd: None,
         }),
         EventKind::PlanCreated {
             steps: plan(&["Run clippy", "Fix warnings"]),
@@ -182,10 +184,12 @@ fn every_kind() -> Vec<EventKind> {
                 input_tokens: 1500,
                 output_tokens: 60,
                 cache_read_tokens: 1000,
+                cache_write_tokens: 200,
             },
             finish_reason: None,
             text: Some("Running clippy.".into()),
             tool_calls: vec![],
+            cost_usd: Some(0.0123),
         }),
         tool_call("c1", "exec", json!({"command": "cargo clippy"})),
         decision("c1", "exec", Decision::Allow, "exec(cargo clippy *)"),
@@ -209,6 +213,30 @@ fn every_kind() -> Vec<EventKind> {
             step: None,
             messages: 9,
             tools: vec![],
+        }),
+        EventKind::ModelRetry(ModelRetry {
+            call_id: "m3".into(),
+            attempt: 1,
+            max_attempts: 5,
+            reason: "openai returned HTTP 429 from http://x/v1/chat/completions: slow down".into(),
+            status: Some(429),
+            wait_ms: 1000,
+        }),
+        EventKind::ModelRetry(ModelRetry {
+            call_id: "m3".into(),
+            attempt: 2,
+            max_attempts: 3,
+            reason: "the response stream broke off".into(),
+            status: None,
+            wait_ms: 250,
+        }),
+        EventKind::ContextTrimmed(ContextTrimmed {
+            call_id: "m3".into(),
+            reason: "prompt is too long".into(),
+            messages_before: 40,
+            messages_after: 9,
+            estimated_tokens_before: 210_000,
+            estimated_tokens_after: 30_000,
         }),
         EventKind::BudgetExceeded {
             limit: BudgetLimit::MaxCostUsd,
@@ -241,6 +269,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::StepCompleted { .. } => "step.completed",
         EventKind::ModelRequest(_) => "model.request",
         EventKind::ModelResponse(_) => "model.response",
+        EventKind::ModelRetry(_) => "model.retry",
+        EventKind::ContextTrimmed(_) => "context.trimmed",
         EventKind::ToolCall { .. } => "tool.call",
         EventKind::PermissionDecision { .. } => "permission.decision",
         EventKind::ToolResult(_) => "tool.result",
@@ -295,7 +325,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 15);
+    assert_eq!(tags.len(), 17);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);
@@ -787,10 +817,12 @@ fn junit_without_run_completed_is_still_a_valid_report() {
             input_tokens: 100,
             output_tokens: 7,
             cache_read_tokens: 0,
+            cache_write_tokens: 0,
         },
         finish_reason: None,
         text: None,
         tool_calls: vec![],
+        cost_usd: None,
     }));
     let (_, report) = junit(kinds);
     let lines = outline(&report);
