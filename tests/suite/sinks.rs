@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
-    EventKind, EventSink, ModelInfo, ModelRequest, ModelResponse, ModelRetry, OutputPaths, Phase, PlanStep, RunCompleted, RunStarted,
-    RunStatus, SCHEMA_VERSION, SkillLoaded, ToolCallRef, ToolResultEvent, Totals, Usage,
+    EventKind, EventSink, ModelInfo, ModelRequest, ModelResponse, ModelRetry, OutputPaths, Phase,
+    PlanStep, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION, SkillLoaded, ToolCallRef,
+    ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,

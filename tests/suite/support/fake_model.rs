@@ -378,7 +378,11 @@ fn openai_body(
     calls: &[(String, String, String)],
     (prompt, completion): (u64, u64),
 ) -> Value {
-    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
     let mut message = json!({"role": "assistant", "content": text});
     if !calls.is_empty() {
         let calls: Vec<Value> = calls
@@ -420,7 +424,10 @@ fn openai_events(
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         })
     };
-    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     for piece in pieces(text.as_deref().unwrap_or_default()) {
         events.push(chunk(json!({"content": piece}), Value::Null));
     }
@@ -437,7 +444,11 @@ fn openai_events(
             ));
         }
     }
-    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
     events.push(chunk(json!({}), json!(finish)));
     events.push(json!({
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
@@ -735,14 +746,27 @@ async fn answer(
             (200, "text/event-stream", events)
         }
     };
-    let mut parts: Vec<Result<Bytes, std::io::Error>> =
-        chunks.into_iter().map(|chunk| Ok(Bytes::from(chunk))).collect();
-    if reply.cut_after.is_some() {
-        // An error ends the chunked body without its last chunk: the client
-        // sees the connection break in the middle of the answer.
-        parts.push(Err(std::io::Error::other("fake model cut the response")));
-    }
-    let body_stream = futures_util::stream::iter(parts);
+    let parts: Vec<Result<Bytes, std::io::Error>> = chunks
+        .into_iter()
+        .map(|chunk| Ok(Bytes::from(chunk)))
+        .collect();
+    let cut = reply.cut_after.is_some();
+    let body_stream = futures_util::StreamExt::chain(
+        futures_util::stream::iter(parts),
+        futures_util::StreamExt::filter_map(
+            futures_util::stream::once(async move {
+                if !cut {
+                    return None;
+                }
+                // Let the head and the first events reach the client, then end
+                // the chunked body without its last chunk: the client sees the
+                // connection break in the middle of the answer.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Some(Err(std::io::Error::other("fake model cut the response")))
+            }),
+            std::future::ready,
+        ),
+    );
     let mut response = Response::new(Body::from_stream(body_stream));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
