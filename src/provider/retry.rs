@@ -2,7 +2,8 @@
 //!
 //! [`RetryingProvider`] wraps any [`ModelProvider`] and tries a call again
 //! when the failure is worth retrying: the server could not be reached, timed
-//! out, or broke off a stream (up to `max_attempts_connect` tries), or it
+//! out, broke off a stream or sent a body that cannot be read (every
+//! [`ProviderError::Unavailable`]; up to `max_attempts_connect` tries), or it
 //! answered 408, 429, 500, 502, 503, 504 or 529 (up to `max_attempts_status`
 //! tries). Waits grow exponentially with jitter, up to `max_backoff`; a
 //! `Retry-After` from the server wins. Every retry is reported to the call's
