@@ -58,6 +58,12 @@ pub enum EventKind {
     ModelRequest(ModelRequest),
     #[serde(rename = "model.response")]
     ModelResponse(ModelResponse),
+    /// A model call failed in a way worth retrying; it is tried again after `wait_ms`.
+    #[serde(rename = "model.retry")]
+    ModelRetry(ModelRetry),
+    /// The conversation did not fit the model's context window and was cut.
+    #[serde(rename = "context.trimmed")]
+    ContextTrimmed(ContextTrimmed),
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -184,12 +190,19 @@ pub struct ModelRequest {
     pub tools: Vec<String>,
 }
 
+/// Tokens of one model call as the server reported them.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Usage {
+    /// Every input token, the cached ones included (OpenAI counts them this
+    /// way; Anthropic's separate cache figures are added in).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -207,6 +220,38 @@ pub struct ModelResponse {
     pub text: Option<String>,
     /// `(id, name)` of each tool call the model asked for, in order.
     pub tool_calls: Vec<ToolCallRef>,
+    /// What this call cost in US dollars; `None` when the model's price is unknown.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ModelRetry {
+    /// The model call being retried (as in `model.request`).
+    pub call_id: String,
+    /// The attempt that failed, 1-based.
+    pub attempt: u32,
+    /// Attempts allowed for this kind of failure (`model.retry`).
+    pub max_attempts: u32,
+    /// What went wrong, one line.
+    pub reason: String,
+    /// The HTTP status, when the server answered.
+    pub status: Option<u16>,
+    /// How long the run waits before the next attempt.
+    pub wait_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ContextTrimmed {
+    /// The model call that was too long; it is retried once with the trimmed conversation.
+    pub call_id: String,
+    /// The provider's words.
+    pub reason: String,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    /// Rough token counts (characters / 4) of the conversation before and after.
+    pub estimated_tokens_before: u64,
+    pub estimated_tokens_after: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -355,6 +400,11 @@ pub trait EventSink: Send {
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
     }
+    /// A piece of a model answer's text as it streams in, for live displays.
+    /// Not an event: it has no `seq` and is not in the trace (the whole text
+    /// is, in `model.response`). A `model.retry` for the same call means the
+    /// text so far was thrown away.
+    fn on_partial_text(&mut self, _call_id: &str, _delta: &str) {}
 }
 
 /// A sink that could not write what it was given.
@@ -434,6 +484,14 @@ impl EventBus {
             }
         }
         event
+    }
+
+    /// Hand a piece of streamed model text to every sink, unstamped.
+    pub fn partial_text(&self, call_id: &str, delta: &str) {
+        let mut state = self.lock();
+        for sink in state.sinks.iter_mut() {
+            sink.on_partial_text(call_id, delta);
+        }
     }
 
     /// Let every sink write what it built up; returns the sink errors of the whole run.

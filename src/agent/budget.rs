@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use crate::event::{BudgetLimit, Usage};
+use crate::provider::pricing::Price;
 use crate::spec::BudgetSpec;
 
 /// Turns allowed when neither the job nor the skill sets `max_turns`:
@@ -42,8 +43,12 @@ pub struct BudgetTracker {
     max_turns: u32,
     max_tool_calls: Option<u32>,
     max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
     timeout: Option<Duration>,
     started: Instant,
+    /// The model's price; `None`: cost unknown, and `max_cost_usd` cannot hold.
+    price: Option<Price>,
+    cost_usd: f64,
     pub turns: u32,
     pub tool_calls: u32,
     pub usage: Usage,
@@ -59,12 +64,26 @@ impl BudgetTracker {
                 .unwrap_or(DEFAULT_MAX_TURNS),
             max_tool_calls: spec.max_tool_calls,
             max_tokens: spec.max_tokens,
+            max_cost_usd: spec.max_cost_usd,
             timeout: spec.timeout,
             started: Instant::now(),
+            price: None,
+            cost_usd: 0.0,
             turns: 0,
             tool_calls: 0,
             usage: Usage::default(),
         }
+    }
+
+    /// Prices model calls with `price`, so cost is counted and `max_cost_usd` holds.
+    pub fn with_price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    /// What the model calls so far cost; `None` when the price is unknown.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.price.map(|_| self.cost_usd)
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -106,6 +125,15 @@ impl BudgetTracker {
                 max: max as f64,
             });
         }
+        if let (Some(max), Some(cost)) = (self.max_cost_usd, self.cost_usd())
+            && cost >= max
+        {
+            return Err(Exceeded {
+                limit: BudgetLimit::MaxCostUsd,
+                used: cost,
+                max,
+            });
+        }
         Ok(())
     }
 
@@ -131,11 +159,16 @@ impl BudgetTracker {
         }
     }
 
-    pub fn record_model_call(&mut self, usage: &Usage) {
+    /// Counts a finished model call; returns its cost when the price is known.
+    pub fn record_model_call(&mut self, usage: &Usage) -> Option<f64> {
         self.turns += 1;
         self.usage.input_tokens += usage.input_tokens;
         self.usage.output_tokens += usage.output_tokens;
         self.usage.cache_read_tokens += usage.cache_read_tokens;
+        self.usage.cache_write_tokens += usage.cache_write_tokens;
+        let cost = self.price.map(|price| price.cost(usage));
+        self.cost_usd += cost.unwrap_or(0.0);
+        cost
     }
 
     pub fn record_tool_calls(&mut self, calls: u32) {
@@ -210,10 +243,42 @@ mod tests {
             input_tokens: 60,
             output_tokens: 40,
             cache_read_tokens: 0,
+            cache_write_tokens: 0,
         });
         assert_eq!(
             b.check_model_call().unwrap_err().limit,
             BudgetLimit::MaxTokens
         );
+    }
+
+    #[test]
+    fn cost_is_unknown_without_a_price_and_limited_with_one() {
+        let spec = BudgetSpec {
+            max_cost_usd: Some(0.01),
+            ..Default::default()
+        };
+        let usage = Usage {
+            input_tokens: 10_000,
+            output_tokens: 1_000,
+            ..Default::default()
+        };
+        let mut unknown = BudgetTracker::new(&spec, None);
+        assert_eq!(unknown.record_model_call(&usage), None);
+        assert_eq!(unknown.cost_usd(), None);
+        assert!(unknown.check_model_call().is_ok());
+
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        };
+        let mut priced = BudgetTracker::new(&spec, None).with_price(Some(price));
+        assert_eq!(priced.cost_usd(), Some(0.0));
+        let cost = priced.record_model_call(&usage).unwrap();
+        assert!((cost - 0.012).abs() < 1e-12);
+        let exceeded = priced.check_model_call().unwrap_err();
+        assert_eq!(exceeded.limit, BudgetLimit::MaxCostUsd);
+        assert!((exceeded.used - 0.012).abs() < 1e-12);
     }
 }

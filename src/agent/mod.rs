@@ -11,6 +11,7 @@ pub mod batch;
 pub mod budget;
 pub mod cancel;
 pub mod checks;
+pub mod context;
 pub mod execute;
 pub mod loop_guard;
 pub mod plan;
@@ -27,6 +28,7 @@ use crate::event::{
     SkillLoaded, Totals,
 };
 use crate::policy::PermissionPolicy;
+use crate::provider::pricing::{Price, builtin_price};
 use crate::provider::{Message, ModelProvider, ProviderError};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
@@ -110,6 +112,18 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             message: message.clone(),
         });
     }
+    let model = provider.model_info();
+    let price = model_price(job, &model.name);
+    if price.is_none() && job.budget.max_cost_usd.is_some() {
+        bus.emit(EventKind::Warning {
+            source: "budget".into(),
+            message: format!(
+                "budget.max_cost_usd cannot be enforced: agentci knows no price for model {:?}; \
+                 set model.price: {{input_per_mtok, output_per_mtok}}",
+                model.name
+            ),
+        });
+    }
 
     let mut session = Session {
         provider,
@@ -130,7 +144,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         ],
         tools,
         policy: PermissionPolicy::new(&job.permissions),
-        budget: BudgetTracker::new(&job.budget, skill.max_turns),
+        budget: BudgetTracker::new(&job.budget, skill.max_turns).with_price(price),
         guard: LoopGuard::default(),
         plan: Vec::new(),
         step_summaries: Vec::new(),
@@ -179,6 +193,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         Err(Stop::Provider(error)) => {
             let status = match error {
                 ProviderError::Config(_) => RunStatus::Error,
+                // Trimming did not make it fit: the run cannot go on, but the
+                // provider is fine.
+                ProviderError::ContextTooLong(_) => RunStatus::Failed,
                 _ => RunStatus::ProviderUnavailable,
             };
             let reason = format!("model provider failed: {error}");
@@ -202,7 +219,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             tool_calls: session.budget.tool_calls,
             input_tokens: session.budget.usage.input_tokens,
             output_tokens: session.budget.usage.output_tokens,
-            cost_usd: None,
+            cost_usd: session.budget.cost_usd(),
             duration_ms: started.elapsed().as_millis() as u64,
         },
         checks_passed,
@@ -258,6 +275,19 @@ async fn timed_agent_phase(
         },
         None => agent_phase(session, job).await,
     }
+}
+
+/// The job's `model.price`, else the built-in list price of `model`.
+fn model_price(job: &JobSpec, model: &str) -> Option<Price> {
+    job.model
+        .price
+        .map(|p| Price {
+            input_per_mtok: p.input_per_mtok,
+            output_per_mtok: p.output_per_mtok,
+            cache_read_per_mtok: p.cache_read_per_mtok,
+            cache_write_per_mtok: p.cache_write_per_mtok,
+        })
+        .or_else(|| builtin_price(model))
 }
 
 fn passed_reason(checks: u32) -> String {

@@ -7,16 +7,19 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::event::{
-    EventBus, EventKind, ModelRequest, ModelResponse, Phase, PlanStep, ToolCallRef,
+    ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, PlanStep,
+    ToolCallRef,
 };
 use crate::policy::PermissionPolicy;
 use crate::provider::{
-    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolDefinition,
+    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver,
+    RetryNotice, ToolCall, ToolDefinition,
 };
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
 use super::budget::{BudgetTracker, Exceeded};
+use super::context;
 use super::loop_guard::{LoopGuard, STOP_AT};
 use super::toolset::ToolSet;
 
@@ -73,18 +76,9 @@ impl Session<'_> {
             messages: self.messages.len(),
             tools: tools.iter().map(|t| t.name.clone()).collect(),
         }));
-        let request = ChatRequest {
-            model: self.model_name.clone(),
-            messages: self.messages.clone(),
-            tools,
-        };
         let started = Instant::now();
-        let response = self
-            .provider
-            .complete(&request)
-            .await
-            .map_err(Stop::Provider)?;
-        self.budget.record_model_call(&response.usage);
+        let response = self.complete(&call_id, tools).await?;
+        let cost_usd = self.budget.record_model_call(&response.usage);
         self.bus.emit(EventKind::ModelResponse(ModelResponse {
             call_id,
             latency_ms: started.elapsed().as_millis() as u64,
@@ -99,12 +93,54 @@ impl Session<'_> {
                     name: c.name.clone(),
                 })
                 .collect(),
+            cost_usd,
         }));
         self.messages.push(Message::Assistant {
             content: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });
         Ok(response)
+    }
+
+    /// Ask the provider, with retries and partial text reported as events.
+    /// When the conversation is too long for the model, it is trimmed and
+    /// the call is tried once more.
+    async fn complete(
+        &mut self,
+        call_id: &str,
+        tools: Vec<ToolDefinition>,
+    ) -> Result<ChatResponse, Stop> {
+        let mut request = ChatRequest {
+            model: self.model_name.clone(),
+            messages: self.messages.clone(),
+            tools,
+        };
+        let observer = CallObserver {
+            bus: &self.bus,
+            call_id,
+        };
+        let mut trimmed = false;
+        loop {
+            match self.provider.complete_observed(&request, &observer).await {
+                Ok(response) => return Ok(response),
+                Err(ProviderError::ContextTooLong(reason)) if !trimmed => {
+                    let Some(trim) = context::trim(&mut self.messages) else {
+                        return Err(Stop::Provider(ProviderError::ContextTooLong(reason)));
+                    };
+                    self.bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
+                        call_id: call_id.to_string(),
+                        reason,
+                        messages_before: trim.messages_before,
+                        messages_after: trim.messages_after,
+                        estimated_tokens_before: trim.estimated_tokens_before,
+                        estimated_tokens_after: trim.estimated_tokens_after,
+                    }));
+                    request.messages = self.messages.clone();
+                    trimmed = true;
+                }
+                Err(error) => return Err(Stop::Provider(error)),
+            }
+        }
     }
 
     /// Run one turn's calls. Calls named in `control` are not run: they are
@@ -172,5 +208,28 @@ impl Session<'_> {
             )));
         }
         Ok(applied)
+    }
+}
+
+/// Turns what the provider layer reports during one call into events.
+struct CallObserver<'a> {
+    bus: &'a EventBus,
+    call_id: &'a str,
+}
+
+impl ProviderObserver for CallObserver<'_> {
+    fn partial_text(&self, delta: &str) {
+        self.bus.partial_text(self.call_id, delta);
+    }
+
+    fn retrying(&self, notice: &RetryNotice) {
+        self.bus.emit(EventKind::ModelRetry(ModelRetry {
+            call_id: self.call_id.to_string(),
+            attempt: notice.attempt,
+            max_attempts: notice.max_attempts,
+            reason: notice.reason.clone(),
+            status: notice.status,
+            wait_ms: notice.wait.as_millis() as u64,
+        }));
     }
 }

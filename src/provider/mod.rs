@@ -1,9 +1,11 @@
 //! Model providers: the one place that knows a wire format.
 //!
 //! The agent speaks [`ChatRequest`] / [`ChatResponse`]; a provider turns them
-//! into HTTP (OpenAI Chat Completions) or serves them from a recorded
-//! cassette (replay). Providers do not emit events and do not know about
-//! budgets; they report failures as [`ProviderError`].
+//! into HTTP (OpenAI Chat Completions, Anthropic Messages, plain or streamed)
+//! or serves them from a recorded cassette (replay). Providers do not emit
+//! events and do not know about budgets; they report failures as
+//! [`ProviderError`], and retries and partial text to a [`ProviderObserver`]
+//! the caller passes in, which the agent connects to its event stream.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,10 +13,15 @@ use serde_json::Value;
 use crate::event::Usage;
 use crate::tools::BoxFuture;
 
+pub mod anthropic;
 pub mod cassette;
+mod http;
 pub mod openai;
+pub mod pricing;
 pub mod record;
 pub mod replay;
+pub mod retry;
+pub mod sse;
 
 /// One message of the conversation, provider-neutral.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -91,11 +98,50 @@ pub enum ProviderError {
         status: u16,
         url: String,
         message: String,
+        /// What the server's `Retry-After` header asked for, if anything.
+        retry_after: Option<std::time::Duration>,
     },
+    /// The conversation does not fit the model's context window; the agent
+    /// may trim it and try again.
+    #[error("{0}")]
+    ContextTooLong(String),
     /// A replayed run asked for something the cassette does not hold.
     #[error("{0}")]
     ReplayDiverged(String),
 }
+
+/// One retry the provider layer is about to make, reported before it waits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryNotice {
+    /// The attempt that failed, 1-based.
+    pub attempt: u32,
+    /// How many attempts this kind of failure is allowed.
+    pub max_attempts: u32,
+    /// The failure, one line.
+    pub reason: String,
+    /// The HTTP status, when the server answered.
+    pub status: Option<u16>,
+    /// How long it waits before the next attempt.
+    pub wait: std::time::Duration,
+}
+
+/// Hears what happens inside one model call while it runs: partial text of a
+/// streamed answer and retries. The provider layer reports; the caller
+/// decides what to show or record (the agent turns these into events), so
+/// providers never depend on the event bus.
+pub trait ProviderObserver: Send + Sync {
+    /// A piece of the answer's text, as it arrives. A retried call starts
+    /// over, so text seen before a retry is not part of the answer.
+    fn partial_text(&self, _delta: &str) {}
+    /// The call failed and will be tried again after `notice.wait`.
+    fn retrying(&self, _notice: &RetryNotice) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unobserved;
+
+impl ProviderObserver for Unobserved {}
 
 /// A chat model the agent can call.
 pub trait ModelProvider: Send + Sync {
@@ -105,4 +151,15 @@ pub trait ModelProvider: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    /// [`complete`](Self::complete), telling `observer` about partial text
+    /// and retries. Providers that stream or retry override this; wrappers
+    /// forward it. The default ignores the observer.
+    fn complete_observed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        observer: &'a dyn ProviderObserver,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        let _ = observer;
+        self.complete(request)
+    }
 }

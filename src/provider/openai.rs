@@ -3,30 +3,35 @@
 //!
 //! This module owns the wire format: it turns a neutral [`ChatRequest`] into
 //! a `POST {base_url}/chat/completions` body with tool definitions, and the
-//! answer back into a [`ChatResponse`]. Every failure becomes a one-line
-//! [`ProviderError`] that says what to fix. It does not retry (a policy can
-//! wrap [`OpenAiProvider::send`]), does not stream, and never lets the API key
-//! reach an error message or `Debug` output.
+//! answer back into a [`ChatResponse`], read whole or, with `stream`, from
+//! server-sent events (text deltas go to the observer as they arrive,
+//! tool-call arguments are assembled from their pieces). Every failure
+//! becomes a one-line [`ProviderError`] that says what to fix. It does not
+//! retry (see [`super::retry`]) and never lets the API key reach an error
+//! message or `Debug` output.
 
-use std::fmt;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::header::AUTHORIZATION;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall};
+use super::http::{HttpTarget, StreamDecoder, StreamFailure, is_event_stream};
+use super::sse::SseEvent;
+use super::{
+    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
+    Unobserved,
+};
 use crate::event::{ModelInfo, Usage};
 use crate::tools::BoxFuture;
 
 const PROVIDER: &str = "openai";
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
-/// How much of an unparseable body an error message quotes.
-const BODY_EXCERPT_CHARS: usize = 200;
 
 /// What an [`OpenAiProvider`] is built from; mirrors the job file's `model:` block.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenAiConfig {
     /// The model name, as sent in requests and shown in the trace.
     pub name: String,
@@ -36,28 +41,16 @@ pub struct OpenAiConfig {
     pub api_key_env: Option<String>,
     /// Time allowed for one whole request, connect to last byte.
     pub request_timeout: Duration,
-}
-
-/// An API key that never shows itself in `Debug` output.
-#[derive(Clone)]
-struct ApiKey(String);
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
+    /// Ask for server-sent events and read the answer as it arrives.
+    pub stream: bool,
 }
 
 /// A Chat Completions client, configured once and reused for every request.
 #[derive(Debug)]
 pub struct OpenAiProvider {
     model: String,
-    /// `{base_url}/chat/completions`.
-    endpoint: String,
-    api_key_env: String,
-    api_key: Option<ApiKey>,
-    request_timeout: Duration,
-    client: reqwest::Client,
+    target: HttpTarget,
+    stream: bool,
 }
 
 impl OpenAiProvider {
@@ -88,123 +81,67 @@ impl OpenAiProvider {
         let base_url = config
             .base_url
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-        let parsed = reqwest::Url::parse(&base_url).map_err(|err| {
-            ProviderError::Config(format!(
-                "model.base_url {base_url:?} is not a valid URL: {err}; write it like https://api.openai.com/v1"
-            ))
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(ProviderError::Config(format!(
-                "model.base_url {base_url:?} must start with http:// or https://"
-            )));
-        }
-        let api_key = api_key.filter(|key| !key.is_empty()).map(ApiKey);
-        if api_key.is_none() && !is_loopback(&parsed) {
-            return Err(ProviderError::Config(format!(
-                "environment variable {api_key_env} is not set; set it to your API key, or set model.api_key_env to the variable that holds it"
-            )));
-        }
-        let client = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .connect_timeout(config.request_timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|err| {
-                ProviderError::Config(format!("cannot set up the HTTP client: {err}"))
-            })?;
-        Ok(Self {
-            model: config.name,
-            endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+        let target = HttpTarget::new(
+            PROVIDER,
+            &base_url,
+            "chat/completions",
             api_key_env,
             api_key,
-            request_timeout: config.request_timeout,
-            client,
+            config.request_timeout,
+            DEFAULT_BASE_URL,
+        )?;
+        Ok(Self {
+            model: config.name,
+            target,
+            stream: config.stream,
         })
     }
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.target.endpoint
     }
 
     /// Sends one request, once. A retry policy wraps this: every error it
     /// returns is final for this attempt and says whether the server answered.
     pub async fn send(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = wire_request(request, &self.model);
-        let mut builder = self.client.post(&self.endpoint).json(&body);
-        if let Some(key) = &self.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.0)).map_err(|_| {
-                ProviderError::Config(format!(
-                    "the API key in {} contains characters that cannot go in an HTTP header",
-                    self.api_key_env
-                ))
-            })?;
-            value.set_sensitive(true);
-            builder = builder.header(AUTHORIZATION, value);
+        self.send_observed(request, &Unobserved).await
+    }
+
+    /// [`send`](Self::send), with partial text going to `observer`.
+    pub async fn send_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn ProviderObserver,
+    ) -> Result<ChatResponse, ProviderError> {
+        self.target.attempt(self.exchange(request, observer)).await
+    }
+
+    async fn exchange(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn ProviderObserver,
+    ) -> Result<ChatResponse, ProviderError> {
+        let body = wire_request(request, &self.model, self.stream);
+        let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
+        if let Some((name, value)) = self.target.key_header(AUTHORIZATION, true)? {
+            builder = builder.header(name, value);
         }
-        let response = builder
-            .send()
-            .await
-            .map_err(|err| self.transport_error(&err))?;
-        let status = response.status();
+        let response = self
+            .target
+            .send(builder, body.model, is_context_length_error)
+            .await?;
+        if is_event_stream(&response) {
+            return self
+                .target
+                .read_stream(response, ChunkDecoder::default(), observer)
+                .await;
+        }
         let text = response
             .text()
             .await
-            .map_err(|err| self.transport_error(&err))?;
-        if !status.is_success() {
-            return Err(self.http_error(status, &text, body.model));
-        }
-        parse_response(&text).map_err(|reason| {
-            ProviderError::Unavailable(format!(
-                "the model server at {} answered with {reason}; body starts with {:?}",
-                self.endpoint,
-                excerpt(&text)
-            ))
-        })
-    }
-
-    fn transport_error(&self, err: &reqwest::Error) -> ProviderError {
-        if err.is_timeout() {
-            return ProviderError::Unavailable(format!(
-                "the model server at {} did not answer within {}; raise model.request_timeout or check the server",
-                self.endpoint,
-                format_duration(self.request_timeout)
-            ));
-        }
-        let cause = root_cause(err);
-        if err.is_connect() {
-            return ProviderError::Unavailable(format!(
-                "cannot reach the model server at {}: {cause}; is the server running and model.base_url right?",
-                self.endpoint
-            ));
-        }
-        ProviderError::Unavailable(format!(
-            "the request to the model server at {} failed: {cause}",
-            self.endpoint
-        ))
-    }
-
-    fn http_error(&self, status: reqwest::StatusCode, body: &str, model: &str) -> ProviderError {
-        let mut message = server_message(body).unwrap_or_else(|| {
-            status
-                .canonical_reason()
-                .unwrap_or("no message")
-                .to_string()
-        });
-        if let Some(key) = &self.api_key {
-            // Some servers echo the key they rejected.
-            message = message.replace(&key.0, "<redacted>");
-        }
-        let hint = match status.as_u16() {
-            401 | 403 => format!("; check the API key in {}", self.api_key_env),
-            404 => format!("; check model.base_url and the model name {model:?}"),
-            _ => String::new(),
-        };
-        ProviderError::Http {
-            provider: PROVIDER.to_string(),
-            status: status.as_u16(),
-            url: self.endpoint.clone(),
-            message: format!("{message}{hint}"),
-        }
+            .map_err(|err| self.target.transport_error(&err))?;
+        parse_response(&text).map_err(|reason| self.target.bad_body("", &reason, &text))
     }
 }
 
@@ -222,79 +159,43 @@ impl ModelProvider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(self.send(request))
     }
-}
 
-fn is_loopback(url: &reqwest::Url) -> bool {
-    match url.host_str() {
-        Some(host) if host.eq_ignore_ascii_case("localhost") => true,
-        Some(host) => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()),
-        None => false,
+    fn complete_observed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        observer: &'a dyn ProviderObserver,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.send_observed(request, observer))
     }
 }
 
-/// The innermost error's text, which names the real cause ("connection
-/// refused", "dns error: …") where reqwest's own text only names the URL.
-fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = err;
-    while let Some(next) = current.source() {
-        current = next;
+/// OpenAI's `context_length_exceeded`, and the wording of servers that
+/// copy its message but not its code (vLLM, llama.cpp).
+fn is_context_length_error(status: u16, body: &str) -> bool {
+    if status != 400 && status != 413 {
+        return false;
     }
-    if let Some(io) = current.downcast_ref::<std::io::Error>()
-        && io.kind() == std::io::ErrorKind::ConnectionRefused
-    {
-        return "connection refused".to_string();
-    }
-    lowercase_first(&current.to_string())
+    let code = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|json| json.pointer("/error/code").cloned());
+    code.as_ref().and_then(Value::as_str) == Some("context_length_exceeded")
+        || body.contains("maximum context length")
+        || body.contains("context length exceeded")
+        || body.contains("exceeds the context window")
 }
 
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-/// `error.message` (OpenAI, vLLM) or `error` as a string (Ollama); else the
-/// body itself when it is short text.
-fn server_message(body: &str) -> Option<String> {
-    let message = match serde_json::from_str::<Value>(body) {
-        Ok(json) => match json.get("error") {
-            Some(Value::Object(error)) => error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            Some(Value::String(error)) => Some(error.clone()),
-            _ => json
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        },
-        Err(_) => Some(excerpt(body)),
-    }?;
-    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    (!one_line.is_empty()).then_some(one_line)
-}
-
-fn excerpt(text: &str) -> String {
-    let mut cut: String = text.chars().take(BODY_EXCERPT_CHARS).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    cut
-}
-
-fn format_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis.is_multiple_of(1000) {
-        format!("{}s", millis / 1000)
-    } else {
-        format!("{millis}ms")
-    }
+/// Reads a streamed body, as [`OpenAiProvider`] does, from any byte stream.
+/// Public for benchmarks and tests; the event format stays private.
+pub async fn decode_stream<S, B, E>(
+    body: S,
+    observer: &dyn ProviderObserver,
+) -> Result<ChatResponse, StreamFailure>
+where
+    S: futures_util::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    super::http::decode_stream(body, ChunkDecoder::default(), observer).await
 }
 
 // ---- wire format: private to this module ----
@@ -306,6 +207,16 @@ struct WireRequest<'a> {
     /// OpenAI rejects an empty `tools` array, so it is left out instead.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<WireStreamOptions>,
+}
+
+#[derive(Serialize)]
+struct WireStreamOptions {
+    /// Usage comes in a last chunk only when asked for.
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -356,7 +267,11 @@ struct WireFunction<'a> {
 }
 
 /// The request's model wins; the configured one fills in when it is empty.
-fn wire_request<'a>(request: &'a ChatRequest, configured_model: &'a str) -> WireRequest<'a> {
+fn wire_request<'a>(
+    request: &'a ChatRequest,
+    configured_model: &'a str,
+    stream: bool,
+) -> WireRequest<'a> {
     let model = if request.model.is_empty() {
         configured_model
     } else {
@@ -377,6 +292,10 @@ fn wire_request<'a>(request: &'a ChatRequest, configured_model: &'a str) -> Wire
                 },
             })
             .collect(),
+        stream,
+        stream_options: stream.then_some(WireStreamOptions {
+            include_usage: true,
+        }),
     }
 }
 
@@ -459,6 +378,21 @@ struct WireUsage {
     prompt_tokens_details: Option<WirePromptDetails>,
 }
 
+impl WireUsage {
+    /// `prompt_tokens` already counts the cached ones, as [`Usage`] does.
+    fn neutral(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.completion_tokens,
+            cache_read_tokens: self
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0),
+            cache_write_tokens: 0,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct WirePromptDetails {
     #[serde(default)]
@@ -492,20 +426,155 @@ fn parse_response(body: &str) -> Result<ChatResponse, String> {
             },
         })
         .collect();
-    let usage = wire.usage.map_or_else(Usage::default, |usage| Usage {
-        input_tokens: usage.prompt_tokens,
-        output_tokens: usage.completion_tokens,
-        cache_read_tokens: usage
-            .prompt_tokens_details
-            .and_then(|details| details.cached_tokens)
-            .unwrap_or(0),
-    });
+    let usage = wire.usage.map_or_else(Usage::default, WireUsage::neutral);
     Ok(ChatResponse {
         text: choice.message.content.filter(|text| !text.is_empty()),
         tool_calls,
         usage,
         finish_reason: choice.finish_reason,
     })
+}
+
+// ---- streaming: `chat.completion.chunk` events ----
+
+#[derive(Deserialize)]
+struct WireChunk {
+    #[serde(default)]
+    choices: Vec<WireChunkChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    /// Some servers report a failure inside the stream.
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireChunkChoice {
+    #[serde(default)]
+    delta: Option<WireDelta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCallDelta {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct WireFunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+/// A tool call being assembled from its deltas.
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a streamed answer: text and tool-call pieces keyed by their
+/// `index`, the finish reason, and usage from the last chunk.
+#[derive(Default)]
+struct ChunkDecoder {
+    text: String,
+    calls: BTreeMap<usize, PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl StreamDecoder for ChunkDecoder {
+    fn event(&mut self, event: &SseEvent, observer: &dyn ProviderObserver) -> Result<bool, String> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let chunk: WireChunk = serde_json::from_str(data)
+            .map_err(|err| format!("a chunk that is not Chat Completions JSON ({err})"))?;
+        if let Some(error) = chunk.error {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string);
+            return Err(format!("the server reported an error: {message}"));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.neutral());
+        }
+        for choice in chunk.choices {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
+                    observer.partial_text(&text);
+                    self.text.push_str(&text);
+                }
+                for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate()
+                {
+                    let slot = self
+                        .calls
+                        .entry(call.index.unwrap_or(position))
+                        .or_default();
+                    if let Some(id) = call.id.filter(|id| !id.is_empty()) {
+                        slot.id = id;
+                    }
+                    if let Some(function) = call.function {
+                        if let Some(name) = function.name {
+                            slot.name.push_str(&name);
+                        }
+                        if let Some(arguments) = function.arguments {
+                            slot.arguments.push_str(&arguments);
+                        }
+                    }
+                }
+            }
+            if choice.finish_reason.is_some() {
+                self.finish_reason = choice.finish_reason;
+            }
+        }
+        Ok(false)
+    }
+
+    fn finish(self) -> Result<ChatResponse, String> {
+        let tool_calls = self
+            .calls
+            .into_values()
+            .enumerate()
+            .map(|(index, call)| ToolCall {
+                id: if call.id.is_empty() {
+                    format!("call_{}", index + 1)
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: call.arguments,
+            })
+            .collect();
+        Ok(ChatResponse {
+            text: (!self.text.is_empty()).then_some(self.text),
+            tool_calls,
+            usage: self.usage.unwrap_or_default(),
+            finish_reason: self.finish_reason,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -518,6 +587,7 @@ mod tests {
             base_url: Some(base_url.to_string()),
             api_key_env: Some("AGENTCI_UNIT_TEST_UNSET_KEY".to_string()),
             request_timeout: Duration::from_secs(5),
+            stream: false,
         }
     }
 
@@ -566,23 +636,6 @@ mod tests {
     }
 
     #[test]
-    fn server_message_reads_the_common_shapes() {
-        assert_eq!(
-            server_message(r#"{"error":{"message":"bad key\nreally"}}"#).as_deref(),
-            Some("bad key really")
-        );
-        assert_eq!(
-            server_message(r#"{"error":"model not found"}"#).as_deref(),
-            Some("model not found")
-        );
-        assert_eq!(
-            server_message("<html>oops</html>").as_deref(),
-            Some("<html>oops</html>")
-        );
-        assert_eq!(server_message(""), None);
-    }
-
-    #[test]
     fn response_accepts_object_arguments_and_missing_ids() {
         let body = r#"{"choices":[{"message":{"content":"","tool_calls":[
             {"function":{"name":"ls","arguments":{"path":"."}}}]},"finish_reason":"tool_calls"}]}"#;
@@ -597,9 +650,93 @@ mod tests {
         );
     }
 
+    struct Collect(std::sync::Mutex<String>);
+    impl ProviderObserver for Collect {
+        fn partial_text(&self, delta: &str) {
+            self.0.lock().unwrap().push_str(delta);
+        }
+    }
+
+    fn decode(body: &str, chunk: usize) -> (Result<ChatResponse, StreamFailure>, String) {
+        let pieces: Vec<Result<Vec<u8>, std::io::Error>> = body
+            .as_bytes()
+            .chunks(chunk)
+            .map(|c| Ok(c.to_vec()))
+            .collect();
+        let seen = Collect(std::sync::Mutex::new(String::new()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let result = runtime.block_on(decode_stream(futures_util::stream::iter(pieces), &seen));
+        (result, seen.0.into_inner().unwrap())
+    }
+
+    const STREAM: &str = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Looking \"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"around.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"pa\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"th\\\":\\\"a.txt\\\"}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":10}}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
     #[test]
-    fn durations_read_naturally() {
-        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    fn stream_assembles_text_and_interleaved_tool_calls() {
+        for chunk in [1, 7, 64, STREAM.len()] {
+            let (result, seen) = decode(STREAM, chunk);
+            let response = result.unwrap();
+            assert_eq!(response.text.as_deref(), Some("Looking around."));
+            assert_eq!(seen, "Looking around.", "chunk size {chunk}");
+            assert_eq!(response.tool_calls.len(), 2);
+            assert_eq!(response.tool_calls[0].id, "call_a");
+            assert_eq!(response.tool_calls[0].name, "read");
+            assert_eq!(response.tool_calls[0].arguments, r#"{"path":"a.txt"}"#);
+            assert_eq!(response.tool_calls[1].name, "ls");
+            assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+            assert_eq!(
+                (
+                    response.usage.input_tokens,
+                    response.usage.output_tokens,
+                    response.usage.cache_read_tokens
+                ),
+                (50, 7, 10)
+            );
+        }
+    }
+
+    #[test]
+    fn a_stream_without_done_is_incomplete() {
+        let cut = &STREAM[..STREAM.find("data: {\"choices\":[],").unwrap()];
+        let (result, _) = decode(cut, 16);
+        assert_eq!(result.unwrap_err(), StreamFailure::Incomplete { events: 8 });
+    }
+
+    #[test]
+    fn garbage_and_in_stream_errors_are_failures() {
+        let (result, _) = decode("data: {not json\n\n", 4);
+        assert!(
+            matches!(result, Err(StreamFailure::Malformed(m)) if m.contains("not Chat Completions JSON"))
+        );
+        let (result, _) = decode("data: {\"error\":{\"message\":\"overloaded\"}}\n\n", 100);
+        assert!(matches!(result, Err(StreamFailure::Malformed(m)) if m.contains("overloaded")));
+    }
+
+    #[test]
+    fn context_length_errors_are_recognised() {
+        let body = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert!(is_context_length_error(400, body));
+        assert!(is_context_length_error(
+            400,
+            r#"{"error":{"message":"maximum context length is 4096"}}"#
+        ));
+        assert!(!is_context_length_error(
+            400,
+            r#"{"error":{"message":"bad model"}}"#
+        ));
+        assert!(!is_context_length_error(500, body));
     }
 }

@@ -3,7 +3,8 @@
 //! [`RecordingProvider`] forwards each request to the real provider and, when
 //! it answers, appends the normalized exchange to the cassette and flushes it
 //! right away, so a run that is killed keeps everything recorded so far.
-//! Failed calls are not recorded. The format lives in [`super::cassette`].
+//! Failed calls are not recorded, and neither are retries: only the answer
+//! that finally came. The format lives in [`super::cassette`].
 
 use std::fs::File;
 use std::io::Write;
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::cassette::{CassetteHeader, Conversation, Exchange, WorkspacePaths};
-use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
+use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::event::ModelInfo;
 use crate::tools::BoxFuture;
 
@@ -117,6 +118,18 @@ impl ModelProvider for RecordingProvider {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             let response = self.inner.complete(request).await?;
+            self.record(request, &response)?;
+            Ok(response)
+        })
+    }
+
+    fn complete_observed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        observer: &'a dyn ProviderObserver,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let response = self.inner.complete_observed(request, observer).await?;
             self.record(request, &response)?;
             Ok(response)
         })

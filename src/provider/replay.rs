@@ -4,7 +4,9 @@
 //! in order, and insists that each request (normalized, model name aside)
 //! equals the one recorded; when it does not, the error names the exchange,
 //! the cassette line and the first field that differs. It needs no key and no
-//! network. Reading the file and comparing live in [`super::cassette`].
+//! network. A recorded answer's text is handed to the observer in pieces
+//! first, as a live stream would, so a display behaves the same in replay.
+//! Reading the file and comparing live in [`super::cassette`].
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -12,7 +14,7 @@ use std::sync::Mutex;
 use super::cassette::{
     Cassette, Conversation, RecordedExchange, WorkspacePaths, comparable, first_difference,
 };
-use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
+use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::event::ModelInfo;
 use crate::tools::BoxFuture;
 
@@ -100,5 +102,40 @@ impl ModelProvider for ReplayProvider {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move { self.serve(request) })
+    }
+
+    fn complete_observed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        observer: &'a dyn ProviderObserver,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let response = self.serve(request)?;
+            if let Some(text) = &response.text {
+                for piece in stream_pieces(text) {
+                    observer.partial_text(piece);
+                }
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// `text` in word-sized pieces (each word with the space after it), the
+/// way streamed answers usually arrive; the pieces join back to `text`.
+fn stream_pieces(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(char::is_whitespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_join_back_to_the_text() {
+        let text = "Fixed the typo\n in greeting.txt.  Done";
+        let pieces: Vec<&str> = stream_pieces(text).collect();
+        assert!(pieces.len() > 3);
+        assert_eq!(pieces.concat(), text);
     }
 }

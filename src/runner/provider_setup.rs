@@ -1,5 +1,6 @@
-//! Building the model provider a job asks for, with recording wrapped around
-//! it when `--record` is given.
+//! Building the model provider a job asks for: the HTTP providers wrapped in
+//! the job's retry policy, and recording wrapped around that when
+//! `--record` is given (so only the answer that finally came is recorded).
 //!
 //! A provider that cannot be built (a missing key, a missing cassette) is
 //! not reported here: it becomes a provider that fails its first call, so the
@@ -9,11 +10,13 @@
 use std::path::Path;
 
 use crate::event::ModelInfo;
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
+use crate::provider::retry::{RetryPolicy, RetryingProvider};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
-use crate::spec::{JobSpec, ProviderKind};
+use crate::spec::{JobSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
 
 pub fn build_provider(
@@ -25,14 +28,27 @@ pub fn build_provider(
         provider: job.model.provider.as_str().to_string(),
         name: job.model.name.clone(),
     };
-    let built: Result<Box<dyn ModelProvider>, ProviderError> = match job.model.provider {
+    let retrying = |inner: Box<dyn ModelProvider>| -> Box<dyn ModelProvider> {
+        Box::new(RetryingProvider::new(inner, retry_policy(&job.model.retry)))
+    };
+    let model = &job.model;
+    let built: Result<Box<dyn ModelProvider>, ProviderError> = match model.provider {
         ProviderKind::OpenAi => OpenAiProvider::new(OpenAiConfig {
-            name: job.model.name.clone(),
-            base_url: job.model.base_url.clone(),
-            api_key_env: job.model.api_key_env.clone(),
-            request_timeout: job.model.request_timeout,
+            name: model.name.clone(),
+            base_url: model.base_url.clone(),
+            api_key_env: model.api_key_env.clone(),
+            request_timeout: model.request_timeout,
+            stream: model.stream,
         })
-        .map(|p| Box::new(p) as Box<dyn ModelProvider>),
+        .map(|p| retrying(Box::new(p))),
+        ProviderKind::Anthropic => AnthropicProvider::new(AnthropicConfig {
+            name: model.name.clone(),
+            base_url: model.base_url.clone(),
+            api_key_env: model.api_key_env.clone(),
+            request_timeout: model.request_timeout,
+            stream: model.stream,
+        })
+        .map(|p| retrying(Box::new(p))),
         ProviderKind::Replay => match &job.model.cassette {
             Some(cassette) => ReplayProvider::open(cassette, workspace)
                 .map(|p| Box::new(p) as Box<dyn ModelProvider>),
@@ -52,6 +68,26 @@ pub fn build_provider(
             info,
             error: Some(error).into(),
         }),
+    }
+}
+
+/// The job's `model.retry` over the defaults.
+pub fn retry_policy(spec: &RetrySpec) -> RetryPolicy {
+    let default = RetryPolicy::default();
+    let initial_backoff = spec.initial_backoff.unwrap_or(default.initial_backoff);
+    RetryPolicy {
+        max_attempts_connect: spec
+            .max_attempts_connect
+            .unwrap_or(default.max_attempts_connect),
+        max_attempts_status: spec
+            .max_attempts_status
+            .unwrap_or(default.max_attempts_status),
+        initial_backoff,
+        // A small initial backoff with no cap given keeps the default cap;
+        // an initial backoff above the default cap raises it.
+        max_backoff: spec
+            .max_backoff
+            .unwrap_or(default.max_backoff.max(initial_backoff)),
     }
 }
 

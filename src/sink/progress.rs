@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 use crate::event::{
-    BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventKind, EventSink, PlanStep,
-    RunCompleted, RunStatus, SinkError,
+    BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventKind,
+    EventSink, ModelRetry, PlanStep, RunCompleted, RunStatus, SinkError,
 };
 
 pub(super) const PREFIX: &str = "[agentci]";
@@ -91,6 +91,8 @@ impl LogLines {
                 one_line(summary, 160)
             )),
             EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {}
+            EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
+            EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
             EventKind::ToolCall {
                 call_id,
                 tool,
@@ -182,7 +184,12 @@ pub struct ProgressBars {
     tool: Option<String>,
     /// False under `NO_COLOR`: the same bar without colour codes.
     color: bool,
+    /// The tail of the model's answer as it streams in.
+    streaming: String,
 }
+
+/// How much of a streaming answer the bar shows.
+const STREAM_TAIL_CHARS: usize = 80;
 
 impl Default for ProgressBars {
     fn default() -> Self {
@@ -206,6 +213,7 @@ impl ProgressBars {
             plan_len: None,
             step: None,
             tool: None,
+            streaming: String::new(),
             color: true,
         };
         bars.bar.set_style(bars.style(SPINNER));
@@ -236,8 +244,24 @@ impl ProgressBars {
         if let Some(tool) = &self.tool {
             message.push_str(" · ");
             message.push_str(tool);
+        } else if !self.streaming.is_empty() {
+            message.push_str(" · ");
+            message.push_str(&self.streaming);
         }
         self.bar.set_message(message);
+    }
+
+    /// Keeps the last line of streamed text, cut to the bar's width.
+    fn stream_text(&mut self, delta: &str) {
+        self.streaming.push_str(delta);
+        let last_line = self
+            .streaming
+            .rsplit('\n')
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or("")
+            .trim_start();
+        let skip = last_line.chars().count().saturating_sub(STREAM_TAIL_CHARS);
+        self.streaming = last_line.chars().skip(skip).collect();
     }
 
     fn set_plan(&mut self, len: usize, done: usize) {
@@ -304,6 +328,19 @@ impl EventSink for ProgressBars {
                 self.bar
                     .println(format!("{PREFIX} budget exceeded: {}", limit.key()));
             }
+            EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {
+                self.streaming.clear();
+                self.refresh_message();
+            }
+            EventKind::ModelRetry(retry) => {
+                // The answer starts over; what streamed so far is not part of it.
+                self.streaming.clear();
+                self.refresh_message();
+                self.bar.println(format!("{PREFIX} {}", retry_line(retry)));
+            }
+            EventKind::ContextTrimmed(trim) => {
+                self.bar.println(format!("{PREFIX} {}", trim_line(trim)));
+            }
             EventKind::CheckCompleted(check) => {
                 self.step = Some(format!("check \"{}\"", check.name));
                 self.refresh_message();
@@ -327,6 +364,11 @@ impl EventSink for ProgressBars {
             _ => {}
         }
         Ok(())
+    }
+
+    fn on_partial_text(&mut self, _call_id: &str, delta: &str) {
+        self.stream_text(delta);
+        self.refresh_message();
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {
@@ -435,6 +477,26 @@ pub(super) fn check_lines(check: &CheckCompleted) -> Vec<String> {
     lines
 }
 
+fn retry_line(retry: &ModelRetry) -> String {
+    format!(
+        "model call failed (attempt {} of {}): {}; retrying in {}",
+        retry.attempt,
+        retry.max_attempts,
+        one_line(&retry.reason, 200),
+        secs(retry.wait_ms)
+    )
+}
+
+fn trim_line(trim: &ContextTrimmed) -> String {
+    format!(
+        "context too long for the model: trimmed {} to {} messages (~{} to ~{} tokens) and retrying",
+        trim.messages_before,
+        trim.messages_after,
+        thousands(trim.estimated_tokens_before),
+        thousands(trim.estimated_tokens_after)
+    )
+}
+
 pub(super) fn run_line(done: &RunCompleted) -> String {
     let status = match done.status {
         RunStatus::Passed => "passed",
@@ -526,6 +588,16 @@ mod tests {
         assert_eq!(secs(125_000), "2m05s");
         assert_eq!(plural(1, "turn"), "1 turn");
         assert_eq!(plural(12, "tool call"), "12 tool calls");
+    }
+
+    #[test]
+    fn streamed_text_shows_the_tail_of_its_last_line() {
+        let mut bars = ProgressBars::with_draw_target(ProgressDrawTarget::hidden());
+        bars.on_partial_text("model-1", "First line.\nSecond ");
+        bars.on_partial_text("model-1", "line grows");
+        assert_eq!(bars.streaming, "Second line grows");
+        bars.on_partial_text("model-1", &"x".repeat(200));
+        assert_eq!(bars.streaming.chars().count(), STREAM_TAIL_CHARS);
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub struct LoadOptions {
     /// `--skills-path DIR` flags; checked to exist here, searched by
     /// [`crate::skills::skill_search_paths`].
     pub skills_path: Vec<PathBuf>,
-    /// `--model PROVIDER:NAME`.
+    /// `--model PROVIDER:NAME` (`openai:gpt-4.1-mini`, `anthropic:claude-sonnet-4-5`).
     pub model: Option<String>,
     /// `--base-url URL`.
     pub base_url: Option<String>,
@@ -205,15 +205,21 @@ fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
             "`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
         ));
     };
-    match provider {
-        "openai" if !name.trim().is_empty() => Ok((ProviderKind::OpenAi, name.trim().to_string())),
-        "openai" => Err(format!("`{flag}` has no model name after `openai:`")),
-        "replay" => Err("use --replay CASSETTE to replay a recorded session".to_string()),
-        other => Err(format!(
-            "unknown provider `{other}` in `{flag}`; expected `openai` (any OpenAI-compatible \
-             server; set --base-url for others)"
-        )),
+    let kind = match provider {
+        "openai" => ProviderKind::OpenAi,
+        "anthropic" => ProviderKind::Anthropic,
+        "replay" => return Err("use --replay CASSETTE to replay a recorded session".to_string()),
+        other => {
+            return Err(format!(
+                "unknown provider `{other}` in `{flag}`; expected `openai` (any OpenAI-compatible \
+                 server; set --base-url for others) or `anthropic`"
+            ));
+        }
+    };
+    if name.trim().is_empty() {
+        return Err(format!("`{flag}` has no model name after `{provider}:`"));
     }
+    Ok((kind, name.trim().to_string()))
 }
 
 pub(super) fn check_base_url(url: &str) -> Result<(), String> {
@@ -275,10 +281,19 @@ mod tests {
                 .unwrap_err()
                 .contains("PROVIDER:NAME")
         );
+        assert_eq!(
+            parse_model_flag("anthropic:claude-sonnet-4-5").unwrap(),
+            (ProviderKind::Anthropic, "claude-sonnet-4-5".to_string())
+        );
         assert!(
-            parse_model_flag("anthropic:x")
+            parse_model_flag("gemini:x")
                 .unwrap_err()
                 .contains("unknown provider")
+        );
+        assert!(
+            parse_model_flag("anthropic:")
+                .unwrap_err()
+                .contains("no model name")
         );
         assert!(
             parse_model_flag("openai:")

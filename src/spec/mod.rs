@@ -113,6 +113,7 @@ pub struct GitSkillRef {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProviderKind {
     OpenAi,
+    Anthropic,
     Replay,
 }
 
@@ -120,7 +121,17 @@ impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
             ProviderKind::Replay => "replay",
+        }
+    }
+
+    /// The environment variable the API key is read from by default.
+    pub fn default_api_key_env(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::Replay => None,
         }
     }
 }
@@ -136,6 +147,30 @@ pub struct ModelSpec {
     pub cassette: Option<PathBuf>,
     /// Time allowed for one model request.
     pub request_timeout: Duration,
+    /// Stream answers as server-sent events (`model.stream`, default true).
+    pub stream: bool,
+    /// `model.retry`: unset fields take the provider layer's defaults.
+    pub retry: RetrySpec,
+    /// `model.price`: overrides the built-in price of the model.
+    pub price: Option<PriceSpec>,
+}
+
+/// `model.retry` as written; `None` means the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetrySpec {
+    pub max_attempts_connect: Option<u32>,
+    pub max_attempts_status: Option<u32>,
+    pub initial_backoff: Option<Duration>,
+    pub max_backoff: Option<Duration>,
+}
+
+/// `model.price`: US dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PriceSpec {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    pub cache_read_per_mtok: Option<f64>,
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -46,6 +46,27 @@ pub(super) struct RawModel {
     pub api_key_env: Option<Spanned<String>>,
     pub cassette: Option<Spanned<String>>,
     pub request_timeout: Option<Spanned<Scalar>>,
+    pub stream: Option<Spanned<Scalar>>,
+    pub retry: Option<Spanned<RawRetry>>,
+    pub price: Option<Spanned<RawPrice>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRetry {
+    pub max_attempts_connect: Option<Spanned<Scalar>>,
+    pub max_attempts_status: Option<Spanned<Scalar>>,
+    pub initial_backoff: Option<Spanned<Scalar>>,
+    pub max_backoff: Option<Spanned<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPrice {
+    pub input_per_mtok: Option<Spanned<Scalar>>,
+    pub output_per_mtok: Option<Spanned<Scalar>>,
+    pub cache_read_per_mtok: Option<Spanned<Scalar>>,
+    pub cache_write_per_mtok: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

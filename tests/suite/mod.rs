@@ -7,6 +7,7 @@ mod git_skill;
 mod github;
 mod policy;
 mod provider;
+mod providers_e2e;
 mod run;
 mod signals;
 mod sinks;

@@ -23,6 +23,7 @@ fn config(base_url: &str) -> OpenAiConfig {
         base_url: Some(base_url.to_string()),
         api_key_env: Some(UNSET_KEY_ENV.to_string()),
         request_timeout: Duration::from_secs(10),
+        stream: false,
     }
 }
 
@@ -649,4 +650,71 @@ async fn cassette_stores_each_request_as_a_delta() {
         replay.complete(&second).await.unwrap().text.as_deref(),
         Some("b")
     );
+}
+
+/// Collects the partial text a provider reports while it streams.
+#[derive(Default)]
+struct Pieces(std::sync::Mutex<Vec<String>>);
+
+impl agentci::provider::ProviderObserver for Pieces {
+    fn partial_text(&self, delta: &str) {
+        self.0.lock().unwrap().push(delta.to_string());
+    }
+}
+
+#[tokio::test]
+async fn both_providers_stream_text_in_pieces_to_the_observer() {
+    use agentci::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+    let text = "Streaming answers arrive a few characters at a time.";
+    let fake = FakeModel::start(vec![Reply::text(text), Reply::text(text)]);
+    let mut openai_config = config(&fake.base_url());
+    openai_config.stream = true;
+    let openai = OpenAiProvider::with_api_key(openai_config, None).unwrap();
+    let anthropic = AnthropicProvider::with_api_key(
+        AnthropicConfig {
+            name: "claude-test".to_string(),
+            base_url: Some(fake.base_url()),
+            api_key_env: Some(UNSET_KEY_ENV.to_string()),
+            request_timeout: Duration::from_secs(10),
+            stream: true,
+        },
+        None,
+    )
+    .unwrap();
+    let providers: [&dyn ModelProvider; 2] = [&openai, &anthropic];
+    for provider in providers {
+        let pieces = Pieces::default();
+        let response = provider
+            .complete_observed(&request("hi"), &pieces)
+            .await
+            .unwrap();
+        assert_eq!(response.text.as_deref(), Some(text));
+        let pieces = pieces.0.into_inner().unwrap();
+        assert!(pieces.len() > 5, "{pieces:?}");
+        assert_eq!(pieces.concat(), text);
+    }
+    let requests = fake.requests();
+    assert_eq!(requests[0]["stream"], true);
+    assert_eq!(requests[0]["stream_options"]["include_usage"], true);
+    assert_eq!(requests[1]["stream"], true);
+}
+
+#[tokio::test]
+async fn replay_hands_recorded_text_to_the_observer_as_a_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let fake = FakeModel::start(vec![Reply::text("a recorded answer in several words")]);
+    let recorder =
+        RecordingProvider::new(Box::new(keyed(&fake.base_url())), &cassette, dir.path()).unwrap();
+    recorder.complete(&request("hi")).await.unwrap();
+    drop(recorder);
+    let replay = ReplayProvider::open(&cassette, dir.path()).unwrap();
+    let pieces = Pieces::default();
+    let response = replay
+        .complete_observed(&request("hi"), &pieces)
+        .await
+        .unwrap();
+    let pieces = pieces.0.into_inner().unwrap();
+    assert!(pieces.len() > 3, "{pieces:?}");
+    assert_eq!(Some(pieces.concat()), response.text);
 }

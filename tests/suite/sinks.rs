@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentci::event::{
-    BudgetLimit, CheckCompleted, CheckOutcome, Decision, Event, EventBus, EventKind, EventSink,
-    GitPatch, ModelInfo, ModelRequest, ModelResponse, OutputPaths, Phase, PlanStep, RunCompleted,
-    RunStarted, RunStatus, SCHEMA_VERSION, SkillLoaded, SkillSource, ToolCallRef, ToolResultEvent,
-    Totals, Usage,
+    BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
+    EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
+    OutputPaths, Phase, PlanStep, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION, SkillLoaded,
+    SkillSource, ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -161,6 +161,7 @@ fn every_kind() -> Vec<EventKind> {
                 input_tokens: 1200,
                 output_tokens: 80,
                 cache_read_tokens: 0,
+                cache_write_tokens: 0,
             },
             finish_reason: Some("tool_calls".into()),
             text: None,
@@ -168,6 +169,7 @@ fn every_kind() -> Vec<EventKind> {
                 id: "c0".into(),
                 name: "submit_plan".into(),
             }],
+            cost_usd: None,
         }),
         EventKind::PlanCreated {
             steps: plan(&["Run clippy", "Fix warnings"]),
@@ -191,10 +193,12 @@ fn every_kind() -> Vec<EventKind> {
                 input_tokens: 1500,
                 output_tokens: 60,
                 cache_read_tokens: 1000,
+                cache_write_tokens: 200,
             },
             finish_reason: None,
             text: Some("Running clippy.".into()),
             tool_calls: vec![],
+            cost_usd: Some(0.0123),
         }),
         tool_call("c1", "exec", json!({"command": "cargo clippy"})),
         decision("c1", "exec", Decision::Allow, "exec(cargo clippy *)"),
@@ -218,6 +222,30 @@ fn every_kind() -> Vec<EventKind> {
             step: None,
             messages: 9,
             tools: vec![],
+        }),
+        EventKind::ModelRetry(ModelRetry {
+            call_id: "m3".into(),
+            attempt: 1,
+            max_attempts: 5,
+            reason: "openai returned HTTP 429 from http://x/v1/chat/completions: slow down".into(),
+            status: Some(429),
+            wait_ms: 1000,
+        }),
+        EventKind::ModelRetry(ModelRetry {
+            call_id: "m3".into(),
+            attempt: 2,
+            max_attempts: 3,
+            reason: "the response stream broke off".into(),
+            status: None,
+            wait_ms: 250,
+        }),
+        EventKind::ContextTrimmed(ContextTrimmed {
+            call_id: "m3".into(),
+            reason: "prompt is too long".into(),
+            messages_before: 40,
+            messages_after: 9,
+            estimated_tokens_before: 210_000,
+            estimated_tokens_after: 30_000,
         }),
         EventKind::BudgetExceeded {
             limit: BudgetLimit::MaxCostUsd,
@@ -264,6 +292,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::StepCompleted { .. } => "step.completed",
         EventKind::ModelRequest(_) => "model.request",
         EventKind::ModelResponse(_) => "model.response",
+        EventKind::ModelRetry(_) => "model.retry",
+        EventKind::ContextTrimmed(_) => "context.trimmed",
         EventKind::ToolCall { .. } => "tool.call",
         EventKind::PermissionDecision { .. } => "permission.decision",
         EventKind::ToolResult(_) => "tool.result",
@@ -321,7 +351,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 18);
+    assert_eq!(tags.len(), 20);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);
@@ -813,10 +843,12 @@ fn junit_without_run_completed_is_still_a_valid_report() {
             input_tokens: 100,
             output_tokens: 7,
             cache_read_tokens: 0,
+            cache_write_tokens: 0,
         },
         finish_reason: None,
         text: None,
         tool_calls: vec![],
+        cost_usd: None,
     }));
     let (_, report) = junit(kinds);
     let lines = outline(&report);

@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::Checker;
 use crate::spec::load::{normalize, pos_of};
-use crate::spec::raw::{RawCommit, RawPush, RawSkill, Scalar};
+use crate::spec::raw::{RawCommit, RawPush, RawSkill};
 use crate::spec::{CommitSpec, GitSkillRef, PushSpec, SkillRef};
 
 pub(super) const DEFAULT_AUTHOR_NAME: &str = "agentci";
@@ -19,28 +19,6 @@ const DEFAULT_REMOTE: &str = "origin";
 const DEFAULT_TOKEN_ENV: &str = "GITHUB_TOKEN";
 
 impl Checker<'_> {
-    /// `true` or `false`; anything else is an error and counts as `false`.
-    pub(super) fn boolean(&mut self, value: Option<&Spanned<Scalar>>, key: &str) -> bool {
-        match value {
-            None => false,
-            Some(v) => match v.value {
-                Scalar::Bool(b) => b,
-                ref other => {
-                    let pos = pos_of(&self.r, v);
-                    self.r.error(
-                        pos,
-                        format!(
-                            "`{key}` must be `true` or `false`, found {} `{}`",
-                            other.kind(),
-                            other.text()
-                        ),
-                    );
-                    false
-                }
-            },
-        }
-    }
-
     /// `skill: {git: URL, rev: REV, path: DIR}`; a local path is made absolute
     /// against the job file's folder, like `skill: {path: DIR}`.
     pub(super) fn git_skill(
@@ -153,7 +131,7 @@ impl Checker<'_> {
                 (name, email)
             }
         };
-        let on_failure = self.boolean(commit.on_failure.as_ref(), "on_failure");
+        let on_failure = self.optional_boolean(commit.on_failure.as_ref(), "on_failure");
         Some(CommitSpec {
             branch: branch?,
             message: message?,

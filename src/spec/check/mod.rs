@@ -14,6 +14,7 @@ use serde_saphyr::Spanned;
 mod env;
 mod git;
 mod model;
+mod model_options;
 mod numbers;
 
 use crate::policy::ToolPattern;
@@ -29,7 +30,6 @@ use crate::tools::BUILTIN_TOOLS;
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
-const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// Canonical tools that are not builtin (yet); permission patterns may name them.
 const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "web_fetch", "task"];
 
@@ -76,7 +76,7 @@ impl Checker<'_> {
             .as_deref()
             .map(|ws| self.outputs(raw.outputs.as_ref(), ws, &vars, name.as_deref()))
             .unwrap_or_default();
-        let allow_dirty = self.boolean(raw.allow_dirty.as_ref(), "allow_dirty");
+        let allow_dirty = self.optional_boolean(raw.allow_dirty.as_ref(), "allow_dirty");
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);

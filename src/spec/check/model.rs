@@ -1,11 +1,12 @@
 //! The `model` section: provider, model name, endpoint and cassette, with
 //! `--model`, `--base-url` and `--replay` applied over the job file.
+//! `stream`, `retry` and `price` are read in [`super::model_options`].
 
 use std::path::PathBuf;
 
 use serde_saphyr::Spanned;
 
-use super::{Checker, DEFAULT_API_KEY_ENV, DEFAULT_REQUEST_TIMEOUT};
+use super::{Checker, DEFAULT_REQUEST_TIMEOUT};
 use crate::spec::load::{Overrides, check_base_url, normalize, pos_of};
 use crate::spec::raw::RawModel;
 use crate::spec::{ModelSpec, ProviderKind};
@@ -23,6 +24,7 @@ impl Checker<'_> {
             None => Some(ProviderKind::OpenAi),
             Some(p) => match p.value.as_str() {
                 "openai" => Some(ProviderKind::OpenAi),
+                "anthropic" => Some(ProviderKind::Anthropic),
                 "replay" => Some(ProviderKind::Replay),
                 other => {
                     let at = pos_of(&self.r, p);
@@ -30,7 +32,7 @@ impl Checker<'_> {
                         at,
                         format!(
                             "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
-                             server) or `replay`"
+                             server), `anthropic` or `replay`"
                         ),
                     );
                     None
@@ -38,7 +40,16 @@ impl Checker<'_> {
             },
         };
         let mut name = field(|m| &m.name).map(|n| n.value.trim().to_string());
+        let options = self.model_options(raw);
+        let mut price = options.price;
+        // Settings that belong to the job's provider or model do not carry
+        // over to another one named by --model.
+        let mut same_provider = true;
         if let Some((kind, flag_name)) = &overrides.model {
+            same_provider = provider == Some(*kind);
+            if name.as_deref() != Some(flag_name.as_str()) {
+                price = None;
+            }
             provider = Some(*kind);
             name = Some(flag_name.clone());
         }
@@ -49,6 +60,7 @@ impl Checker<'_> {
         }
         let base_url = match &overrides.base_url {
             Some(url) => Some(url.clone()),
+            None if !same_provider => None,
             None => field(|m| &m.base_url).and_then(|url| match check_base_url(&url.value) {
                 Ok(()) => Some(url.value.clone()),
                 Err(message) => {
@@ -62,24 +74,33 @@ impl Checker<'_> {
             .and_then(|m| m.request_timeout.as_ref())
             .and_then(|t| self.duration(t, "request_timeout"))
             .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-        let api_key_env = field(|m| &m.api_key_env).map(|e| e.value.clone());
+        let api_key_env = field(|m| &m.api_key_env)
+            .filter(|_| same_provider)
+            .map(|e| e.value.clone());
         match provider? {
-            ProviderKind::OpenAi => {
+            kind @ (ProviderKind::OpenAi | ProviderKind::Anthropic) => {
                 let Some(name) = name.filter(|n| !n.is_empty()) else {
+                    let p = kind.as_str();
                     self.r.error(
                         pos,
-                        "missing model name: add `model: {provider: openai, name: MODEL}` or pass \
-                         --model openai:MODEL",
+                        format!(
+                            "missing model name: add `model: {{provider: {p}, name: MODEL}}` or \
+                             pass --model {p}:MODEL"
+                        ),
                     );
                     return None;
                 };
                 Some(ModelSpec {
-                    provider: ProviderKind::OpenAi,
+                    provider: kind,
                     name,
                     base_url,
-                    api_key_env: Some(api_key_env.unwrap_or_else(|| DEFAULT_API_KEY_ENV.into())),
+                    api_key_env: api_key_env
+                        .or_else(|| kind.default_api_key_env().map(str::to_string)),
                     cassette: None,
                     request_timeout,
+                    stream: options.stream,
+                    retry: options.retry,
+                    price,
                 })
             }
             ProviderKind::Replay => {
@@ -100,6 +121,9 @@ impl Checker<'_> {
                     api_key_env,
                     cassette: Some(cassette),
                     request_timeout,
+                    stream: options.stream,
+                    retry: options.retry,
+                    price,
                 })
             }
         }

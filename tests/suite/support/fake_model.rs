@@ -1,10 +1,15 @@
-//! A scripted fake OpenAI-compatible model server on 127.0.0.1.
+//! A scripted fake model server on 127.0.0.1 that speaks both wire formats.
 //!
-//! `FakeModel::start(replies)` serves `POST /v1/chat/completions` with the
-//! scripted [`Reply`]s in order and captures every request body, so tests can
-//! drive the real provider (or the real binary) over real HTTP and then check
-//! what was sent. It runs on its own thread and tokio runtime, so plain
-//! `#[test]` functions can use it; it stops when dropped.
+//! `FakeModel::start(replies)` serves `POST /v1/chat/completions` (OpenAI)
+//! and `POST /v1/messages` (Anthropic) with the scripted [`Reply`]s in order,
+//! each rendered in the format of the route it was asked on: a JSON body, or
+//! server-sent events when the request says `"stream": true`. Replies can
+//! also fail on purpose: an HTTP error (with `Retry-After`), a context-length
+//! error, a stream cut in the middle, an answer that never comes. Every
+//! request is captured, so tests can drive the real providers (or the real
+//! binary) over real HTTP and then check what was sent. It runs on its own
+//! thread and tokio runtime, so plain `#[test]` functions can use it; it
+//! stops when dropped.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -13,9 +18,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -23,19 +28,25 @@ use serde_json::{Value, json};
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
 const DEFAULT_COMPLETION_TOKENS: u64 = 20;
 
+/// Text and tool-call arguments go out in pieces this long when streamed.
+const STREAM_PIECE_CHARS: usize = 6;
+
 /// One scripted answer.
 #[derive(Clone, Debug)]
 pub struct Reply {
     body: ReplyBody,
     usage: (u64, u64),
     delay: Option<Duration>,
+    headers: Vec<(String, String)>,
+    /// Send only this many stream events (or half the JSON body), then drop the connection.
+    cut_after: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
 enum ReplyBody {
     /// Sent as is, with status 200.
     Raw(Value),
-    /// An OpenAI-shaped completion, built when the script starts (ids are assigned then).
+    /// A completion in the route's format, built when the script starts (ids are assigned then).
     Chat {
         text: Option<String>,
         calls: Vec<FakeCall>,
@@ -44,6 +55,8 @@ enum ReplyBody {
         status: u16,
         message: String,
     },
+    /// The route's "prompt is too long" error.
+    ContextTooLong,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +74,8 @@ impl Reply {
             body,
             usage: (DEFAULT_PROMPT_TOKENS, DEFAULT_COMPLETION_TOKENS),
             delay: None,
+            headers: Vec::new(),
+            cut_after: None,
         }
     }
 
@@ -115,7 +130,39 @@ impl Reply {
         )
     }
 
-    /// An HTTP error with an OpenAI-shaped body `{"error": {"message": …}}`.
+    /// 429 with `Retry-After: {retry_after}`.
+    pub fn rate_limited(retry_after: &str) -> Self {
+        Self::status(429, "Rate limit reached; please try again later.")
+            .with_header("retry-after", retry_after)
+    }
+
+    /// The route's context-length error: OpenAI's 400 `context_length_exceeded`,
+    /// Anthropic's 400 `invalid_request_error` "prompt is too long".
+    pub fn context_too_long() -> Self {
+        Self::new(ReplyBody::ContextTooLong)
+    }
+
+    /// `reply`, but the connection is dropped after `events` stream events
+    /// (or half of the JSON body when the request did not stream).
+    pub fn cut(events: usize, reply: Reply) -> Self {
+        Self {
+            cut_after: Some(events),
+            ..reply
+        }
+    }
+
+    /// An answer that never comes (within any test's patience).
+    pub fn hang() -> Self {
+        Self::delay(Duration::from_secs(3600), Self::text("too late"))
+    }
+
+    /// Adds a response header.
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// An HTTP error with the route's error body (`{"error": {"message": …}}`).
     pub fn status(status: u16, message: &str) -> Self {
         Self::new(ReplyBody::Error {
             status,
@@ -160,15 +207,34 @@ impl Reply {
     }
 }
 
-/// A reply ready to send: status, body, optional delay.
+/// A reply ready to send, still in neutral form: rendered per route and
+/// per streaming flag when a request takes it.
 struct Prepared {
-    status: u16,
-    body: Value,
+    kind: PreparedKind,
     delay: Option<Duration>,
+    headers: Vec<(String, String)>,
+    cut_after: Option<usize>,
+    /// 1-based position in the script, for response ids.
+    number: usize,
 }
 
-/// Builds every body up front, numbering tool calls without an id so ids are
-/// unique across the script and skip any the script gave explicitly.
+enum PreparedKind {
+    Raw(Value),
+    Chat {
+        text: Option<String>,
+        /// `(id, name, arguments)`.
+        calls: Vec<(String, String, String)>,
+        usage: (u64, u64),
+    },
+    Error {
+        status: u16,
+        message: String,
+    },
+    ContextTooLong,
+}
+
+/// Builds every reply up front, numbering tool calls without an id so ids
+/// are unique across the script and skip any the script gave explicitly.
 fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
     let given: HashSet<String> = replies
         .iter()
@@ -191,54 +257,311 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
         .into_iter()
         .enumerate()
         .map(|(index, reply)| {
-            let (status, body) = match reply.body {
-                ReplyBody::Raw(body) => (200, body),
-                ReplyBody::Error { status, message } => (
-                    status,
-                    json!({"error": {"message": message, "type": "fake_error", "code": null}}),
-                ),
-                ReplyBody::Chat { text, calls } => {
-                    let finish = if calls.is_empty() {
-                        "stop"
-                    } else {
-                        "tool_calls"
-                    };
-                    let mut message = json!({"role": "assistant", "content": text});
-                    if !calls.is_empty() {
-                        let calls: Vec<Value> = calls
-                            .into_iter()
-                            .map(|call| {
-                                json!({
-                                    "id": call.id.unwrap_or_else(&mut next_id),
-                                    "type": "function",
-                                    "function": {"name": call.name, "arguments": call.arguments},
-                                })
-                            })
-                            .collect();
-                        message["tool_calls"] = Value::Array(calls);
-                    }
-                    let (prompt, completion) = reply.usage;
-                    let body = json!({
-                        "id": format!("chatcmpl-fake-{}", index + 1),
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": "fake-model",
-                        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                        "usage": {
-                            "prompt_tokens": prompt,
-                            "completion_tokens": completion,
-                            "total_tokens": prompt + completion,
-                        },
-                    });
-                    (200, body)
-                }
+            let kind = match reply.body {
+                ReplyBody::Raw(body) => PreparedKind::Raw(body),
+                ReplyBody::Error { status, message } => PreparedKind::Error { status, message },
+                ReplyBody::ContextTooLong => PreparedKind::ContextTooLong,
+                ReplyBody::Chat { text, calls } => PreparedKind::Chat {
+                    text,
+                    calls: calls
+                        .into_iter()
+                        .map(|call| {
+                            (
+                                call.id.unwrap_or_else(&mut next_id),
+                                call.name,
+                                call.arguments,
+                            )
+                        })
+                        .collect(),
+                    usage: reply.usage,
+                },
             };
             Prepared {
-                status,
-                body,
+                kind,
                 delay: reply.delay,
+                headers: reply.headers,
+                cut_after: reply.cut_after,
+                number: index + 1,
             }
         })
+        .collect()
+}
+
+/// Which wire format a request came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+/// What goes on the wire for one request.
+enum Rendered {
+    Json(u16, Value),
+    Events(Vec<String>),
+}
+
+impl Prepared {
+    fn render(&self, api: Api, stream: bool) -> Rendered {
+        match &self.kind {
+            PreparedKind::Raw(body) => Rendered::Json(200, body.clone()),
+            PreparedKind::Error { status, message } => {
+                Rendered::Json(*status, error_body(api, *status, message, None))
+            }
+            PreparedKind::ContextTooLong => Rendered::Json(
+                400,
+                match api {
+                    Api::OpenAi => error_body(
+                        api,
+                        400,
+                        "This model's maximum context length is 128000 tokens. However, your messages resulted in 210000 tokens. Please reduce the length of the messages.",
+                        Some("context_length_exceeded"),
+                    ),
+                    Api::Anthropic => error_body(
+                        api,
+                        400,
+                        "prompt is too long: 210000 tokens > 200000 maximum",
+                        None,
+                    ),
+                },
+            ),
+            PreparedKind::Chat { text, calls, usage } => match (api, stream) {
+                (Api::OpenAi, false) => {
+                    Rendered::Json(200, openai_body(self.number, text, calls, *usage))
+                }
+                (Api::OpenAi, true) => {
+                    Rendered::Events(openai_events(self.number, text, calls, *usage))
+                }
+                (Api::Anthropic, false) => {
+                    Rendered::Json(200, anthropic_body(self.number, text, calls, *usage))
+                }
+                (Api::Anthropic, true) => {
+                    Rendered::Events(anthropic_events(self.number, text, calls, *usage))
+                }
+            },
+        }
+    }
+}
+
+fn error_body(api: Api, status: u16, message: &str, code: Option<&str>) -> Value {
+    match api {
+        Api::OpenAi => json!({"error": {
+            "message": message,
+            "type": if status == 400 { "invalid_request_error" } else { "fake_error" },
+            "code": code,
+        }}),
+        Api::Anthropic => {
+            let kind = match status {
+                400 => "invalid_request_error",
+                401 => "authentication_error",
+                403 => "permission_error",
+                404 => "not_found_error",
+                429 => "rate_limit_error",
+                529 => "overloaded_error",
+                _ => "api_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+    }
+}
+
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(STREAM_PIECE_CHARS)
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+fn openai_body(
+    number: usize,
+    text: &Option<String>,
+    calls: &[(String, String, String)],
+    (prompt, completion): (u64, u64),
+) -> Value {
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let mut message = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, arguments)| {
+                json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                })
+            })
+            .collect();
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({
+        "id": format!("chatcmpl-fake-{number}"),
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    })
+}
+
+fn openai_events(
+    number: usize,
+    text: &Option<String>,
+    calls: &[(String, String, String)],
+    (prompt, completion): (u64, u64),
+) -> Vec<String> {
+    let id = format!("chatcmpl-fake-{number}");
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+    };
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    for piece in pieces(text.as_deref().unwrap_or_default()) {
+        events.push(chunk(json!({"content": piece}), Value::Null));
+    }
+    for (index, (call_id, name, arguments)) in calls.iter().enumerate() {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                    "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        for piece in pieces(arguments) {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    events.push(chunk(json!({}), json!(finish)));
+    events.push(json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    }));
+    let mut lines: Vec<String> = events
+        .into_iter()
+        .map(|event| format!("data: {event}\n\n"))
+        .collect();
+    lines.push("data: [DONE]\n\n".to_string());
+    lines
+}
+
+/// The `input` of a `tool_use` block: the arguments as an object, or the
+/// raw string when they are not JSON (what a broken proxy would send).
+fn anthropic_input(arguments: &str) -> Value {
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_string()))
+}
+
+fn anthropic_body(
+    number: usize,
+    text: &Option<String>,
+    calls: &[(String, String, String)],
+    (prompt, completion): (u64, u64),
+) -> Value {
+    let mut content: Vec<Value> = text
+        .iter()
+        .map(|text| json!({"type": "text", "text": text}))
+        .collect();
+    for (id, name, arguments) in calls {
+        content.push(json!({"type": "tool_use", "id": id, "name": name,
+                            "input": anthropic_input(arguments)}));
+    }
+    json!({
+        "id": format!("msg_fake_{number}"),
+        "type": "message",
+        "role": "assistant",
+        "model": "fake-model",
+        "content": content,
+        "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+        "stop_sequence": null,
+        "usage": {"input_tokens": prompt, "output_tokens": completion},
+    })
+}
+
+fn anthropic_events(
+    number: usize,
+    text: &Option<String>,
+    calls: &[(String, String, String)],
+    (prompt, completion): (u64, u64),
+) -> Vec<String> {
+    let mut events: Vec<(&str, Value)> = vec![
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {
+                "id": format!("msg_fake_{number}"), "type": "message", "role": "assistant",
+                "model": "fake-model", "content": [], "stop_reason": null,
+                "usage": {"input_tokens": prompt, "output_tokens": 1}}}),
+        ),
+        ("ping", json!({"type": "ping"})),
+    ];
+    let mut index = 0;
+    if let Some(text) = text {
+        events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "text", "text": ""}}),
+        ));
+        for piece in pieces(text) {
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "text_delta", "text": piece}}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    for (id, name, arguments) in calls {
+        events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ));
+        for piece in pieces(arguments) {
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+                         "stop_sequence": null},
+               "usage": {"output_tokens": completion}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    events
+        .into_iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
         .collect()
 }
 
@@ -248,6 +571,12 @@ pub struct CapturedRequest {
     /// The JSON body; a string holding the raw text when it was not JSON.
     pub body: Value,
     pub authorization: Option<String>,
+    /// The request path, e.g. `/v1/messages`.
+    pub path: String,
+    /// `x-api-key` (Anthropic).
+    pub api_key: Option<String>,
+    /// `anthropic-version`.
+    pub anthropic_version: Option<String>,
 }
 
 #[derive(Default)]
@@ -289,7 +618,8 @@ impl FakeModel {
                     .send(listener.local_addr().expect("fake model address"))
                     .expect("report fake model address");
                 let app = Router::new()
-                    .route("/v1/chat/completions", post(chat_completions))
+                    .route("/v1/chat/completions", post(answer))
+                    .route("/v1/messages", post(answer))
                     .with_state(state);
                 // Not a graceful shutdown: a delayed reply still sleeping must
                 // not keep the test waiting; dropping the runtime cancels it.
@@ -351,22 +681,34 @@ impl Drop for FakeModel {
     }
 }
 
-async fn chat_completions(
+async fn answer(
     State(shared): State<Arc<Mutex<Shared>>>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let api = if uri.path().ends_with("/messages") {
+        Api::Anthropic
+    } else {
+        Api::OpenAi
+    };
     let body = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    let authorization = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_string);
+    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string)
+    };
     let next = {
         let mut shared = shared.lock().expect("fake model state");
         shared.captured.push(CapturedRequest {
             body,
-            authorization,
+            authorization: header("authorization"),
+            path: uri.path().to_string(),
+            api_key: header("x-api-key"),
+            anthropic_version: header("anthropic-version"),
         });
         let next = shared.script.pop_front();
         next.ok_or(shared.scripted)
@@ -380,7 +722,7 @@ async fn chat_completions(
             );
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
-                axum::Json(json!({"error": {"message": message, "type": "fake_error"}})),
+                axum::Json(error_body(api, 500, &message, None)),
             )
                 .into_response();
         }
@@ -388,6 +730,55 @@ async fn chat_completions(
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(reply.body)).into_response()
+    let (status, content_type, chunks) = match reply.render(api, stream) {
+        Rendered::Json(status, body) => {
+            let text = body.to_string();
+            let chunks = match reply.cut_after {
+                Some(_) => vec![text[..text.len() / 2].to_string()],
+                None => vec![text],
+            };
+            (status, "application/json", chunks)
+        }
+        Rendered::Events(mut events) => {
+            if let Some(keep) = reply.cut_after {
+                events.truncate(keep);
+            }
+            (200, "text/event-stream", events)
+        }
+    };
+    let parts: Vec<Result<Bytes, std::io::Error>> = chunks
+        .into_iter()
+        .map(|chunk| Ok(Bytes::from(chunk)))
+        .collect();
+    let cut = reply.cut_after.is_some();
+    let body_stream = futures_util::StreamExt::chain(
+        futures_util::stream::iter(parts),
+        futures_util::StreamExt::filter_map(
+            futures_util::stream::once(async move {
+                if !cut {
+                    return None;
+                }
+                // Let the head and the first events reach the client, then end
+                // the chunked body without its last chunk: the client sees the
+                // connection break in the middle of the answer.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Some(Err(std::io::Error::other("fake model cut the response")))
+            }),
+            std::future::ready,
+        ),
+    );
+    let mut response = Response::new(Body::from_stream(body_stream));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let response_headers = response.headers_mut();
+    response_headers.insert("content-type", HeaderValue::from_static(content_type));
+    for (name, value) in &reply.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            response_headers.insert(name, value);
+        }
+    }
+    response
 }
