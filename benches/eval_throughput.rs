@@ -23,8 +23,10 @@ const CASES: usize = 200;
 const FIXTURE_FILES: usize = 20;
 
 fn main() {
+    // AGENTCI_BENCH_DIR keeps the suite, fixture and cassette for a closer look.
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
+    let kept = std::env::var_os("AGENTCI_BENCH_DIR").map(std::path::PathBuf::from);
+    let root = kept.as_deref().unwrap_or(dir.path());
     setup(root);
 
     let model = FakeModel::start(vec![
