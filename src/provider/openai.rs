@@ -29,6 +29,8 @@ use crate::tools::BoxFuture;
 const PROVIDER: &str = "openai";
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// What an assistant turn with neither text nor tool calls is sent back as.
+const EMPTY_ANSWER: &str = "(no answer)";
 
 /// What an [`OpenAiProvider`] is built from; mirrors the job file's `model:` block.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -307,7 +309,14 @@ fn wire_message(message: &Message) -> WireMessage<'_> {
             content,
             tool_calls,
         } => WireMessage::Assistant {
-            content: content.as_deref(),
+            // `content` may be null only beside tool calls: an empty answer
+            // sent back as null is a 400 from OpenAI, and some servers also
+            // refuse an empty string, so it goes back as a placeholder.
+            content: match content.as_deref() {
+                Some(text) if !text.is_empty() => Some(text),
+                _ if tool_calls.is_empty() => Some(EMPTY_ANSWER),
+                _ => None,
+            },
             tool_calls: tool_calls
                 .iter()
                 .map(|call| WireToolCall {
@@ -723,6 +732,43 @@ mod tests {
         );
         let (result, _) = decode("data: {\"error\":{\"message\":\"overloaded\"}}\n\n", 100);
         assert!(matches!(result, Err(StreamFailure::Malformed(m)) if m.contains("overloaded")));
+    }
+
+    #[test]
+    fn an_empty_answer_goes_back_with_text_and_tool_calls_with_null() {
+        // An empty answer (no text, no calls) was sent back as
+        // `"content": null`, which OpenAI refuses with a 400 on the next turn.
+        let request = ChatRequest {
+            model: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "plan".into(),
+                },
+                Message::Assistant {
+                    content: None,
+                    tool_calls: Vec::new(),
+                },
+                Message::Assistant {
+                    content: Some(String::new()),
+                    tool_calls: Vec::new(),
+                },
+                Message::Assistant {
+                    content: None,
+                    tool_calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "ls".into(),
+                        arguments: "{}".into(),
+                    }],
+                },
+            ],
+            tools: Vec::new(),
+        };
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[1]["content"], EMPTY_ANSWER);
+        assert_eq!(messages[2]["content"], EMPTY_ANSWER);
+        assert_eq!(messages[3]["content"], Value::Null);
+        assert_eq!(messages[3]["tool_calls"][0]["function"]["name"], "ls");
     }
 
     #[test]
