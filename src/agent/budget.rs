@@ -48,7 +48,10 @@ pub struct BudgetTracker {
     started: Instant,
     /// The model's price; `None`: cost unknown, and `max_cost_usd` cannot hold.
     price: Option<Price>,
+    /// What the priced calls cost; a lower bound when some went unpriced.
     cost_usd: f64,
+    /// Model calls whose server reported no usage: their cost is unknown.
+    pub calls_without_usage: u32,
     pub turns: u32,
     pub tool_calls: u32,
     pub usage: Usage,
@@ -69,6 +72,7 @@ impl BudgetTracker {
             started: Instant::now(),
             price: None,
             cost_usd: 0.0,
+            calls_without_usage: 0,
             turns: 0,
             tool_calls: 0,
             usage: Usage::default(),
@@ -81,8 +85,14 @@ impl BudgetTracker {
         self
     }
 
-    /// What the model calls so far cost; `None` when the price is unknown.
+    /// What the model calls so far cost; `None` when the price is unknown
+    /// or a call's usage was not reported (its cost is not zero, just unknown).
     pub fn cost_usd(&self) -> Option<f64> {
+        self.counted_cost().filter(|_| self.calls_without_usage == 0)
+    }
+
+    /// What the calls with a known cost add up to; what `max_cost_usd` holds against.
+    fn counted_cost(&self) -> Option<f64> {
         self.price.map(|_| self.cost_usd)
     }
 
@@ -125,7 +135,7 @@ impl BudgetTracker {
                 max: max as f64,
             });
         }
-        if let (Some(max), Some(cost)) = (self.max_cost_usd, self.cost_usd())
+        if let (Some(max), Some(cost)) = (self.max_cost_usd, self.counted_cost())
             && cost >= max
         {
             return Err(Exceeded {
@@ -159,9 +169,15 @@ impl BudgetTracker {
         }
     }
 
-    /// Counts a finished model call; returns its cost when the price is known.
+    /// Counts a finished model call; returns its cost when the price and
+    /// the usage are known. A server that reports no usage at all leaves
+    /// every figure at zero: that call's cost is unknown, not free.
     pub fn record_model_call(&mut self, usage: &Usage) -> Option<f64> {
         self.turns += 1;
+        if *usage == Usage::default() {
+            self.calls_without_usage += 1;
+            return None;
+        }
         self.usage.input_tokens += usage.input_tokens;
         self.usage.output_tokens += usage.output_tokens;
         self.usage.cache_read_tokens += usage.cache_read_tokens;
@@ -280,5 +296,38 @@ mod tests {
         let exceeded = priced.check_model_call().unwrap_err();
         assert_eq!(exceeded.limit, BudgetLimit::MaxCostUsd);
         assert!((exceeded.used - 0.012).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_call_without_usage_makes_the_cost_unknown_not_zero() {
+        // A server that sends no usage left every figure at zero, and the
+        // call was priced (and reported) at $0.
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        };
+        let spec = BudgetSpec {
+            max_cost_usd: Some(0.01),
+            ..Default::default()
+        };
+        let mut b = BudgetTracker::new(&spec, None).with_price(Some(price));
+        assert_eq!(b.record_model_call(&Usage::default()), None);
+        assert_eq!(b.calls_without_usage, 1);
+        assert_eq!(b.cost_usd(), None);
+        assert_eq!(b.turns, 1);
+        // The calls that did report still count against max_cost_usd.
+        let usage = Usage {
+            input_tokens: 10_000,
+            output_tokens: 1_000,
+            ..Default::default()
+        };
+        assert!(b.record_model_call(&usage).is_some());
+        assert_eq!(b.cost_usd(), None);
+        assert_eq!(
+            b.check_model_call().unwrap_err().limit,
+            BudgetLimit::MaxCostUsd
+        );
     }
 }

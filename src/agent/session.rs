@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::event::{
     ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, PlanStep,
-    ToolCallRef,
+    ToolCallRef, Usage,
 };
 use crate::policy::PermissionPolicy;
 use crate::provider::{
@@ -79,8 +79,10 @@ impl Session<'_> {
         let started = Instant::now();
         let response = self.complete(&call_id, tools).await?;
         let cost_usd = self.budget.record_model_call(&response.usage);
+        let first_without_usage =
+            response.usage == Usage::default() && self.budget.calls_without_usage == 1;
         self.bus.emit(EventKind::ModelResponse(ModelResponse {
-            call_id,
+            call_id: call_id.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
             usage: response.usage.clone(),
             finish_reason: response.finish_reason.clone(),
@@ -95,6 +97,16 @@ impl Session<'_> {
                 .collect(),
             cost_usd,
         }));
+        if first_without_usage {
+            self.bus.emit(EventKind::Warning {
+                source: "model".into(),
+                message: format!(
+                    "the model server reported no token usage for {call_id}; the tokens and cost \
+                     of such calls are unknown, so the run's cost_usd is unknown and max_tokens \
+                     and max_cost_usd count only the calls that reported usage"
+                ),
+            });
+        }
         self.messages.push(Message::Assistant {
             content: response.text.clone(),
             tool_calls: response.tool_calls.clone(),

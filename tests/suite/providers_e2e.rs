@@ -624,3 +624,49 @@ fn anthropic_sessions_record_and_replay() {
     // The recorded model's list price still applies in replay.
     assert!(done["totals"]["cost_usd"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn a_server_that_reports_no_usage_leaves_the_cost_unknown_not_zero() {
+    // A server that sent no usage had every figure read as zero, and the
+    // call of a priced model was reported as costing $0.
+    let plan_args = json!({"steps": [{"title": "Read the greeting", "expected_outcome": "known"}]});
+    for api in BOTH {
+        let plan_without_usage = match api {
+            Api::OpenAi => json!({"choices": [{"message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_plan", "type": "function", "function": {
+                    "name": "submit_plan", "arguments": plan_args.to_string()}}]},
+                "finish_reason": "tool_calls"}]}),
+            Api::Anthropic => json!({"type": "message", "role": "assistant", "content": [
+                {"type": "tool_use", "id": "call_plan", "name": "submit_plan", "input": plan_args}],
+                "stop_reason": "tool_use"}),
+        };
+        let model = FakeModel::start(vec![
+            Reply::json(plan_without_usage),
+            Reply::step_done("read it"),
+            Reply::text("The greeting says hello world."),
+        ]);
+        let name = match api {
+            Api::OpenAi => "gpt-4.1-mini",
+            Api::Anthropic => "claude-sonnet-4-5",
+        };
+        let sb = sandbox(api, name, &model.base_url(), "  stream: false", "");
+        let out = run(&sb, &[]);
+        let (trace, done) = assert_passed(&out, &sb);
+        let responses = events(&trace, "model.response");
+        assert!(responses[0]["cost_usd"].is_null(), "{api:?}: {}", responses[0]);
+        // The calls that reported usage are priced as usual.
+        assert!(responses[1]["cost_usd"].as_f64().unwrap() > 0.0, "{api:?}");
+        assert!(done["totals"]["cost_usd"].is_null(), "{api:?}: {done}");
+        assert!(junit(&sb).contains("name=\"cost_usd\" value=\"unknown\""));
+        let warnings = events(&trace, "warning");
+        assert_eq!(warnings.len(), 1, "{api:?}: {warnings:?}");
+        assert!(
+            warnings[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("reported no token usage for model-1"),
+            "{}",
+            warnings[0]
+        );
+    }
+}
