@@ -415,7 +415,11 @@ fn the_budget_timeout_cuts_a_hung_call() {
 #[test]
 fn unauthorized_is_not_retried_and_says_which_key_to_check() {
     for api in BOTH {
-        let model = FakeModel::start(vec![Reply::status(401, "invalid x-api-key")]);
+        // The server echoes the key it refused, as some do.
+        let model = FakeModel::start(vec![Reply::status(
+            401,
+            &format!("invalid x-api-key {ANTHROPIC_KEY}"),
+        )]);
         let sb = sandbox(api, "fake-model", &model.base_url(), "", "");
         let out = run(&sb, &[]);
         assert_eq!(out.status.code(), Some(4), "{api:?}: {}", stderr(&out));
@@ -432,8 +436,17 @@ fn unauthorized_is_not_retried_and_says_which_key_to_check() {
             reason.contains(&format!("check the API key in {env}")),
             "{reason}"
         );
-        assert!(!reason.contains(ANTHROPIC_KEY));
         assert!(junit(&sb).contains(&format!("check the API key in {env}")));
+        // The key shows nowhere: not in the terminal, the trace or JUnit.
+        let everything = [
+            stdout(&out),
+            stderr(&out),
+            sb.read("out/trace.jsonl"),
+            junit(&sb),
+        ]
+        .concat();
+        assert!(reason.contains("invalid x-api-key"), "{reason}");
+        assert!(!everything.contains(ANTHROPIC_KEY), "{api:?}: {everything}");
         assert_eq!(model.captured()[0].path, api.path());
     }
 }
