@@ -173,12 +173,15 @@ impl ModelProvider for AnthropicProvider {
 }
 
 /// Anthropic answers an over-long prompt with a 400 `invalid_request_error`
-/// saying "prompt is too long".
+/// saying "prompt is too long", and a request over its size limit (a
+/// conversation full of large tool outputs) with a 413 `request_too_large`;
+/// trimming helps with both.
 fn is_prompt_too_long(status: u16, body: &str) -> bool {
     (status == 400 || status == 413)
         && (body.contains("prompt is too long")
             || body.contains("exceed context limit")
-            || body.contains("context window"))
+            || body.contains("context window")
+            || body.contains("request_too_large"))
 }
 
 /// Reads a streamed Messages body from any byte stream, as
@@ -800,5 +803,10 @@ mod tests {
             r#"{"type":"error","error":{"message":"max_tokens: bad"}}"#
         ));
         assert!(!is_prompt_too_long(529, body));
+        // A request over the size limit was a plain HTTP 413 that ended the run.
+        assert!(is_prompt_too_long(
+            413,
+            r#"{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}"#
+        ));
     }
 }
