@@ -88,7 +88,8 @@ impl BudgetTracker {
     /// What the model calls so far cost; `None` when the price is unknown
     /// or a call's usage was not reported (its cost is not zero, just unknown).
     pub fn cost_usd(&self) -> Option<f64> {
-        self.counted_cost().filter(|_| self.calls_without_usage == 0)
+        self.counted_cost()
+            .filter(|_| self.calls_without_usage == 0)
     }
 
     /// What the calls with a known cost add up to; what `max_cost_usd` holds against.

@@ -666,7 +666,11 @@ fn a_server_that_reports_no_usage_leaves_the_cost_unknown_not_zero() {
         let out = run(&sb, &[]);
         let (trace, done) = assert_passed(&out, &sb);
         let responses = events(&trace, "model.response");
-        assert!(responses[0]["cost_usd"].is_null(), "{api:?}: {}", responses[0]);
+        assert!(
+            responses[0]["cost_usd"].is_null(),
+            "{api:?}: {}",
+            responses[0]
+        );
         // The calls that reported usage are priced as usual.
         assert!(responses[1]["cost_usd"].as_f64().unwrap() > 0.0, "{api:?}");
         assert!(done["totals"]["cost_usd"].is_null(), "{api:?}: {done}");
