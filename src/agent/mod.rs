@@ -309,7 +309,20 @@ async fn agent_phase(session: &mut Session<'_>, job: &JobSpec) -> Result<Option<
     session.messages.push(Message::User {
         content: protocol::SUMMARY_REQUEST.to_string(),
     });
-    let response = session.call_model(Phase::Summary, None, Vec::new()).await?;
+    let response = match session.call_model(Phase::Summary, None, Vec::new()).await {
+        Ok(response) => response,
+        // Likewise a provider that fails on the summary turn: the checks still judge the work.
+        Err(Stop::Provider(error)) => {
+            session.bus.emit(EventKind::Warning {
+                source: "summary".into(),
+                message: format!(
+                    "the summary turn failed ({error}); the step summaries stand in for it"
+                ),
+            });
+            return Ok(fallback_summary(session));
+        }
+        Err(other) => return Err(other),
+    };
     Ok(response
         .text
         .map(|t| t.trim().to_string())

@@ -644,3 +644,32 @@ fn replay_that_diverges_says_where() {
     assert!(err.contains("diverged"), "{err}");
     assert!(err.contains("messages[1]"), "{err}");
 }
+
+/// Regression: a provider failing on the final summary turn, after all the
+/// work was done, ended the run as provider_unavailable and skipped the checks.
+#[test]
+fn provider_failing_on_the_summary_turn_does_not_fail_finished_work() {
+    let mut script = fixing_script();
+    script.pop();
+    script.push(Reply::status(400, "the server cannot summarize"));
+    let model = FakeModel::start(script);
+    let sb = sandbox(&model.base_url(), "");
+    let out = run_job(&sb, &[]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let trace = sb.trace("out/trace.jsonl");
+    let warning = events(&trace, "warning")
+        .into_iter()
+        .find(|e| e["source"] == "summary")
+        .expect("a warning about the summary turn");
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot summarize"),
+        "{warning}"
+    );
+    assert_eq!(events(&trace, "check.completed")[0]["outcome"], "passed");
+    let done = run_completed(&trace);
+    assert_eq!(done["status"], "passed");
+    assert_eq!(done["summary"], "found `wrold`\nfixed the typo");
+}
