@@ -462,6 +462,11 @@ impl EventBus {
         self.lock().redactor.redact(text).into_owned()
     }
 
+    /// The bus's secrets, for output that must be masked before it is cut.
+    pub fn redactor(&self) -> Redactor {
+        self.lock().redactor.clone()
+    }
+
     pub fn run_id(&self) -> String {
         self.lock().run_id.clone()
     }

@@ -133,6 +133,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             workspace: workspace.clone(),
             limits,
             exec_env: exec_env.clone(),
+            secrets: bus.redactor(),
         },
         messages: vec![
             Message::System {

@@ -563,3 +563,58 @@ fn example_workflows_call_the_action_with_declared_inputs_and_real_jobs() {
         "the CI and the three maintenance workflows use the action"
     );
 }
+
+// Regression: long output was masked only after it was cut, so a secret at
+// the cut showed its first characters in the trace, JUnit, summary, log and
+// what the model saw. The secret also holds a quote and a backslash, which
+// the trace and JUnit escape: masking must happen before that escaping.
+#[test]
+fn a_secret_cut_in_the_middle_of_long_output_is_masked_everywhere() {
+    const ODD_SECRET: &str = "s3\"cr\\et-TOKEN-xyz";
+    // exec keeps 30000 characters (15000 from the start), a check 20000 (10000):
+    // the secret starts 5 characters before each cut.
+    let exec = r#"head -c 14995 /dev/zero | tr '\0' a; printf '%s' "$MY_TOKEN"; head -c 40000 /dev/zero | tr '\0' b"#;
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Print a lot", "the output is cut")]),
+        Reply::tool_calls(vec![("call_long", "exec", json!({"command": exec}))]),
+        Reply::step_done("printed"),
+        Reply::text("Printed a lot."),
+    ]);
+    let checks = "  - name: long output\n    run: head -c 9995 /dev/zero | tr '\\0' a; printf '%s' \"$MY_TOKEN\"; head -c 40000 /dev/zero | tr '\\0' b; exit 1\n";
+    let extra = "secrets: [MY_TOKEN]\nenv:\n  MY_TOKEN: \"${{ secrets.MY_TOKEN }}\"\n";
+    let sb = sandbox(&model.base_url(), checks, extra);
+    let gh = GithubFiles::new(&sb);
+    let mut env = gh.env(&sb);
+    env.push(("MY_TOKEN".into(), ODD_SECRET.into()));
+    let out = run_in(
+        &sb,
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "out/trace.jsonl",
+            "--junit",
+            "out/junit.xml",
+        ],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let trace = sb.read("out/trace.jsonl");
+    assert!(
+        trace.contains("bytes of stdout cut"),
+        "the output was not cut"
+    );
+    let places = [
+        ("trace", trace),
+        ("junit", sb.read("out/junit.xml")),
+        ("step summary", gh.summary()),
+        ("log", stderr(&out)),
+        ("model", serde_json::to_string(&model.requests()).unwrap()),
+    ];
+    // The start of the secret, raw and as JSON and XML write it.
+    for (place, text) in &places {
+        for part in ["s3\"cr", "s3\\\"cr", "s3&quot;cr", "TOKEN-xyz"] {
+            assert!(!text.contains(part), "`{part}` leaked into the {place}");
+        }
+    }
+}
