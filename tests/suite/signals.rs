@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, read_jsonl};
+use super::support::harness::{Sandbox, events, outside_github, read_jsonl};
 use super::support::trace_schema::assert_valid_trace;
 
 fn sandbox(base_url: &str) -> Sandbox {
@@ -28,7 +28,7 @@ fn sandbox(base_url: &str) -> Sandbox {
 }
 
 fn spawn(sb: &Sandbox) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_agentci"))
+    outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
         .args([
             "run",
             "job.yaml",
