@@ -618,3 +618,37 @@ fn a_secret_cut_in_the_middle_of_long_output_is_masked_everywhere() {
         }
     }
 }
+
+// Regression: a run that could not start (a bad job file) under GitHub
+// Actions printed a plain line and wrote no outputs, so `exit-code` and
+// `status` were empty and no annotation pointed at the job file.
+#[test]
+fn a_job_that_does_not_start_is_annotated_and_still_sets_the_outputs() {
+    let sb = sandbox(
+        "http://127.0.0.1:9",
+        "  - {name: c, run: 'true'}\n",
+        "bogus: 1\n",
+    );
+    let gh = GithubFiles::new(&sb);
+    let out = run_in(&sb, &["run", "job.yaml"], &gh.env(&sb));
+    assert_eq!(out.status.code(), Some(2));
+    let log = stderr(&out);
+    let line = sb
+        .read("job.yaml")
+        .lines()
+        .position(|l| l.starts_with("bogus"))
+        .unwrap()
+        + 1;
+    assert!(
+        log.contains(&format!(
+            "::error file=job.yaml,line={line},col=1::unknown key `bogus`"
+        )),
+        "{log}"
+    );
+    let outputs = gh.outputs();
+    assert_eq!(outputs["status"], "error");
+    assert_eq!(outputs["exit-code"], "2");
+    assert_eq!(outputs["trace"], "");
+    assert!(gh.summary().contains("did not start"), "{}", gh.summary());
+    assert!(gh.summary().contains("unknown key"), "{}", gh.summary());
+}
