@@ -652,3 +652,86 @@ fn a_job_that_does_not_start_is_annotated_and_still_sets_the_outputs() {
     assert!(gh.summary().contains("did not start"), "{}", gh.summary());
     assert!(gh.summary().contains("unknown key"), "{}", gh.summary());
 }
+
+// Regression: `github.action_repository` is empty inside composite actions
+// (actions/runner#2525), so a `version` input without `repository` was
+// ignored and the action built its own source instead of that release. The
+// install step now reads OWNER/REPO from the action's path. `curl` and
+// `cargo` are stand-ins on PATH that record their arguments (no network).
+#[test]
+fn the_install_step_finds_the_release_of_the_actions_own_repository() {
+    let action = action();
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["id"] == "install").unwrap();
+    assert_eq!(step["shell"], "bash");
+    let script = step["run"].as_str().unwrap();
+    let env = step["env"].as_object().unwrap();
+    assert_eq!(
+        env["REPOSITORY"],
+        "${{ inputs.repository || github.action_repository }}"
+    );
+
+    let sb = Sandbox::new();
+    let bin = sb.path().join("stubs");
+    let calls = sb.path().join("calls.txt");
+    sb.write(
+        "stubs/curl",
+        &format!(
+            "#!/bin/sh\necho \"curl $*\" >> '{}'\nexit 22\n",
+            calls.display()
+        ),
+    );
+    sb.write(
+        "stubs/cargo",
+        &format!(
+            "#!/bin/sh\necho \"cargo $*\" >> '{}'\nroot=\"$4\"\nmkdir -p \"$root/bin\"\n\
+             printf '#!/bin/sh\\necho agentci 0.0.0\\n' > \"$root/bin/agentci\"\nchmod +x \"$root/bin/agentci\"\n",
+            calls.display()
+        ),
+    );
+    for stub in ["curl", "cargo"] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join(stub), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let action_path = sb
+        .path()
+        .join("_actions/octo/agentci/v1/.github/actions/agentci");
+    std::fs::create_dir_all(&action_path).unwrap();
+    std::fs::create_dir_all(sb.path().join("temp")).unwrap();
+    let output = sb.write("gh/output.txt", "");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("VERSION", "v0.1.0")
+        .env("REPOSITORY", "")
+        .env("ACTION_REF", "")
+        .env("RUNNER_OS", "Linux")
+        .env("RUNNER_TEMP", sb.path().join("temp"))
+        .env("GITHUB_ACTION_PATH", &action_path)
+        .env("GITHUB_REPOSITORY", "someone/else")
+        .env("GITHUB_OUTPUT", &output)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    assert!(
+        calls.contains("https://github.com/octo/agentci/releases/download/v0.1.0/agentci-"),
+        "{calls}"
+    );
+    assert!(
+        calls.contains("cargo install --locked --root")
+            && calls.contains("--git https://github.com/octo/agentci --tag v0.1.0 agentci"),
+        "{calls}"
+    );
+    let outputs = std::fs::read_to_string(&output).unwrap();
+    assert!(outputs.starts_with("bin="), "{outputs}");
+}
