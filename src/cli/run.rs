@@ -81,17 +81,18 @@ pub fn run(args: RunArgs) -> u8 {
         let _ = writeln!(stderr, "error: failed to write {e}");
     }
     let completed = &report.completed;
+    let github = github_config(args.progress, &cwd).is_some();
     if let Some(summary) = &completed.summary {
-        let _ = writeln!(std::io::stdout().lock(), "{summary}");
+        print_model_text(&mut std::io::stdout().lock(), summary, github);
     }
-    let _ = writeln!(
-        stderr,
+    let status_line = format!(
         "agentci: {} — {} (trace: {}, junit: {})",
         completed.status.as_str(),
         completed.reason,
         shown(&report.trace, &cwd),
         shown(&report.junit, &cwd),
     );
+    print_model_text(&mut stderr, &status_line, github);
     if !report.sink_errors.is_empty() && completed.status == RunStatus::Passed {
         // A passing run whose results could not be written is not a pass CI can trust.
         return RunStatus::Error.exit_code();
@@ -171,6 +172,20 @@ fn progress_sinks(mode: ProgressMode, cwd: &Path) -> Vec<Box<dyn EventSink>> {
         }
         ProgressMode::None => Vec::new(),
     }
+}
+
+/// Print `text`, which may hold what the model wrote. Under GitHub Actions a
+/// line of it starting with `::` would be run as a workflow command (a fake
+/// annotation, `::stop-commands::`), so such text is printed between
+/// `::stop-commands::TOKEN` and `::TOKEN::`, which the runner shows as is.
+fn print_model_text(out: &mut impl Write, text: &str, github: bool) {
+    let commands = github && text.lines().any(|l| l.trim_start().starts_with("::"));
+    if !commands {
+        let _ = writeln!(out, "{text}");
+        return;
+    }
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let _ = writeln!(out, "::stop-commands::{token}\n{text}\n::{token}::");
 }
 
 /// A path relative to the current directory when it is inside it, for shorter messages.

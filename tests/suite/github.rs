@@ -735,3 +735,45 @@ fn the_install_step_finds_the_release_of_the_actions_own_repository() {
     let outputs = std::fs::read_to_string(&output).unwrap();
     assert!(outputs.starts_with("bin="), "{outputs}");
 }
+
+// Regression: the agent's summary went to stdout as is, so a model that
+// wrote a line starting with `::` (`::error::…`, `::stop-commands::…`) had
+// the GitHub runner execute it as a workflow command.
+#[test]
+fn model_text_on_stdout_cannot_issue_workflow_commands() {
+    let mut script = fixing_script();
+    script.pop();
+    script.push(Reply::text(
+        "Fixed it.\n::error file=src/lib.rs,line=1::fake\n  ::stop-commands::x",
+    ));
+    let model = FakeModel::start(script);
+    let sb = sandbox(
+        &model.base_url(),
+        "  - {name: greeting fixed, run: grep -q \"hello world\" greeting.txt}\n",
+        "",
+    );
+    let gh = GithubFiles::new(&sb);
+    let out = run_in(&sb, &["run", "job.yaml"], &gh.env(&sb));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let token = lines[0]
+        .strip_prefix("::stop-commands::")
+        .unwrap_or_else(|| panic!("no stop-commands before the model's text:\n{text}"));
+    assert!(token.len() >= 16, "{token}");
+    assert_eq!(lines[1], "Fixed it.");
+    assert_eq!(lines.last().unwrap(), &format!("::{token}::"));
+
+    // Outside GitHub Actions the summary is printed as it is.
+    let mut script = fixing_script();
+    script.pop();
+    script.push(Reply::text("Fixed it.\n::error::not a command here"));
+    let model = FakeModel::start(script);
+    let sb = sandbox(
+        &model.base_url(),
+        "  - {name: greeting fixed, run: grep -q \"hello world\" greeting.txt}\n",
+        "",
+    );
+    let out = run_in(&sb, &["run", "job.yaml"], &[]);
+    assert_eq!(stdout(&out), "Fixed it.\n::error::not a command here\n");
+}

@@ -261,4 +261,6 @@ fn sigterm_during_a_hung_push_still_ends_the_trace_and_exits_143() {
     assert_eq!(last["status"], "interrupted");
     assert_eq!(events(&trace, "git.commit").len(), 1);
     assert!(events(&trace, "git.push").is_empty());
+    let junit = std::fs::read_to_string(sb.path().join("out/junit.xml")).unwrap();
+    assert!(junit.contains("interrupted by SIGTERM"), "{junit}");
 }
