@@ -50,6 +50,7 @@ fn main() {
         workspace: Workspace::new(&tree).expect("the bench tree must exist"),
         limits: ToolLimits::default(),
         exec_env: Vec::new(),
+        secrets: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let tool = builtin("grep").expect("grep tool");

@@ -432,6 +432,9 @@ struct BusState {
     redactor: Redactor,
     /// The first sink error; reported at the end, the run goes on.
     errors: Vec<SinkError>,
+    /// `run.completed` was delivered: it stays the last event, so anything
+    /// a step left running after a signal (the git step) emits is dropped.
+    completed: bool,
 }
 
 impl EventBus {
@@ -452,6 +455,7 @@ impl EventBus {
                 sinks,
                 redactor,
                 errors: Vec::new(),
+                completed: false,
             })),
         }
     }
@@ -462,11 +466,17 @@ impl EventBus {
         self.lock().redactor.redact(text).into_owned()
     }
 
+    /// The bus's secrets, for output that must be masked before it is cut.
+    pub fn redactor(&self) -> Redactor {
+        self.lock().redactor.clone()
+    }
+
     pub fn run_id(&self) -> String {
         self.lock().run_id.clone()
     }
 
     /// Stamp `kind` and deliver it to every sink; returns the finished event.
+    /// After `run.completed` nothing more is delivered.
     pub fn emit(&self, kind: EventKind) -> Event {
         let mut state = self.lock();
         let kind = redact_kind(&state.redactor, kind);
@@ -476,6 +486,10 @@ impl EventBus {
             run_id: state.run_id.clone(),
             kind,
         };
+        if state.completed {
+            return event;
+        }
+        state.completed = matches!(event.kind, EventKind::RunCompleted(_));
         state.next_seq += 1;
         let BusState { sinks, errors, .. } = &mut *state;
         for sink in sinks.iter_mut() {
@@ -568,6 +582,29 @@ mod tests {
             130
         );
         assert_eq!(done(RunStatus::BudgetExceeded, "x").exit_code(), 3);
+    }
+
+    // Regression: a git step still running after a signal could emit
+    // `git.commit` after `run.completed`, which must be the trace's last line.
+    #[test]
+    fn nothing_is_delivered_after_run_completed() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let bus = EventBus::new("r1", vec![Box::new(Collect(seen.clone()))]);
+        bus.emit(EventKind::RunCompleted(RunCompleted {
+            status: RunStatus::Interrupted,
+            reason: "interrupted by SIGTERM".into(),
+            summary: None,
+            totals: Totals::default(),
+            checks_passed: 0,
+            checks_failed: 0,
+        }));
+        bus.emit(EventKind::GitCommit {
+            branch: "b".into(),
+            sha: "0".repeat(40),
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert!(matches!(seen[0].kind, EventKind::RunCompleted(_)));
     }
 
     #[test]

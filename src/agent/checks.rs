@@ -45,6 +45,7 @@ pub async fn run_checks_until(
     cancel: &CancelSignal,
 ) -> Result<(u32, u32), ChecksStopped> {
     let (mut passed, mut failed) = (0, 0);
+    let secrets = bus.redactor();
     for (index, check) in checks.iter().enumerate() {
         let started = Instant::now();
         let shell = ShellCommand {
@@ -53,6 +54,7 @@ pub async fn run_checks_until(
             timeout: check.timeout,
             env,
             max_output_chars: CHECK_OUTPUT_CHARS,
+            secrets: &secrets,
         };
         let outcome = tokio::select! {
             biased;

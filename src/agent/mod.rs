@@ -133,6 +133,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             workspace: workspace.clone(),
             limits,
             exec_env: exec_env.clone(),
+            secrets: bus.redactor(),
         },
         messages: vec![
             Message::System {
@@ -232,6 +233,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     }
 }
 
+/// How long a signal waits for the step after the checks to reach a checkpoint.
+const AFTER_CHECKS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The caller's step after the checks; returns the run's status and reason after it.
 async fn run_after_checks(
     after: AfterChecks<'_>,
@@ -240,11 +244,18 @@ async fn run_after_checks(
     cancel: &CancelSignal,
     bus: &EventBus,
 ) -> (RunStatus, String) {
+    let mut step = after(status, bus.clone());
     let outcome = tokio::select! {
         biased;
         why = cancel.cancelled() => Err(why),
-        outcome = after(status, bus.clone()) => Ok(outcome),
+        outcome = &mut step => Ok(outcome),
     };
+    if outcome.is_err() {
+        // The step stops at its next checkpoint (a commit under way finishes);
+        // wait a little for it, so what it did is in the trace before
+        // `run.completed`. A push hung on the network is left behind.
+        let _ = tokio::time::timeout(AFTER_CHECKS_GRACE, step).await;
+    }
     match outcome {
         Ok(Ok(())) => (status, reason),
         // Outputs the job asked for and did not get: a passing run fails.

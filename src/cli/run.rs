@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::agent::cancel_pair;
 use crate::event::{EventSink, RunStatus};
 use crate::runner::{self, RunOptions};
-use crate::sink::{GithubActions, GithubConfig, PlainLog, ProgressBars};
+use crate::sink::{GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure};
 use crate::spec::LoadOptions;
 
 use super::EXIT_BAD_INPUT;
@@ -38,12 +38,7 @@ pub fn run(args: RunArgs) -> u8 {
     };
     let prepared = match runner::prepare(&args.job, &options) {
         Ok(prepared) => prepared,
-        Err(problems) => {
-            for problem in problems {
-                let _ = writeln!(stderr, "{problem}");
-            }
-            return EXIT_BAD_INPUT;
-        }
+        Err(problems) => return did_not_start(&problems, args.progress, &cwd),
     };
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
     let (trigger, cancel) = cancel_pair();
@@ -75,8 +70,7 @@ pub fn run(args: RunArgs) -> u8 {
     let (report, received) = match outcome {
         Ok((Ok(report), received)) => (report, received),
         Ok((Err(e), _)) => {
-            let _ = writeln!(stderr, "error: {e}");
-            return EXIT_BAD_INPUT;
+            return did_not_start(&[format!("error: {e}")], args.progress, &cwd);
         }
         Err(e) => {
             let _ = writeln!(stderr, "error: cannot listen for signals: {e}");
@@ -87,17 +81,18 @@ pub fn run(args: RunArgs) -> u8 {
         let _ = writeln!(stderr, "error: failed to write {e}");
     }
     let completed = &report.completed;
+    let github = github_config(args.progress, &cwd).is_some();
     if let Some(summary) = &completed.summary {
-        let _ = writeln!(std::io::stdout().lock(), "{summary}");
+        print_model_text(&mut std::io::stdout().lock(), summary, github);
     }
-    let _ = writeln!(
-        stderr,
+    let status_line = format!(
         "agentci: {} — {} (trace: {}, junit: {})",
         completed.status.as_str(),
         completed.reason,
         shown(&report.trace, &cwd),
         shown(&report.junit, &cwd),
     );
+    print_model_text(&mut stderr, &status_line, github);
     if !report.sink_errors.is_empty() && completed.status == RunStatus::Passed {
         // A passing run whose results could not be written is not a pass CI can trust.
         return RunStatus::Error.exit_code();
@@ -108,24 +103,57 @@ pub fn run(args: RunArgs) -> u8 {
     completed.status.exit_code()
 }
 
+/// The problems of a run that did not start, on stderr; under GitHub
+/// Actions as annotations, with a summary and the outputs `status=error`
+/// and `exit-code=2`.
+fn did_not_start(problems: &[String], mode: ProgressMode, cwd: &Path) -> u8 {
+    let mut stderr = std::io::stderr();
+    match github_config(mode, cwd) {
+        Some(config) => {
+            if let Err(e) = report_start_failure(config, problems) {
+                let _ = writeln!(stderr, "error: failed to {e}");
+            }
+            if mode == ProgressMode::None {
+                problems.iter().for_each(|p| {
+                    let _ = writeln!(stderr, "{p}");
+                });
+            }
+        }
+        None => problems.iter().for_each(|p| {
+            let _ = writeln!(stderr, "{p}");
+        }),
+    }
+    EXIT_BAD_INPUT
+}
+
+/// Where the GitHub sink writes, when running under GitHub Actions
+/// (`GITHUB_ACTIONS=true`); the log is stderr unless `--progress none`.
+fn github_config(mode: ProgressMode, cwd: &Path) -> Option<GithubConfig> {
+    if !std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        return None;
+    }
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let log: Option<Box<dyn Write + Send>> = match mode {
+        ProgressMode::None => None,
+        ProgressMode::Auto | ProgressMode::Plain => Some(Box::new(std::io::stderr())),
+    };
+    Some(GithubConfig {
+        log,
+        step_summary: env("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+        output: env("GITHUB_OUTPUT").map(PathBuf::from),
+        cwd: cwd.to_path_buf(),
+        repo_root: env("GITHUB_WORKSPACE").map(PathBuf::from),
+    })
+}
+
 /// The display of a run. Under GitHub Actions (`GITHUB_ACTIONS=true`) the
 /// GitHub sink replaces bars and plain logs: grouped log lines and
 /// annotations, plus the step summary and outputs (written even with
 /// `--progress none`). `NO_COLOR` turns the bars' colours off.
 fn progress_sinks(mode: ProgressMode, cwd: &Path) -> Vec<Box<dyn EventSink>> {
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        let log: Option<Box<dyn Write + Send>> = match mode {
-            ProgressMode::None => None,
-            ProgressMode::Auto | ProgressMode::Plain => Some(Box::new(std::io::stderr())),
-        };
-        return vec![Box::new(GithubActions::new(GithubConfig {
-            log,
-            step_summary: env("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-            output: env("GITHUB_OUTPUT").map(PathBuf::from),
-            cwd: cwd.to_path_buf(),
-            repo_root: env("GITHUB_WORKSPACE").map(PathBuf::from),
-        }))];
+    if let Some(config) = github_config(mode, cwd) {
+        return vec![Box::new(GithubActions::new(config))];
     }
     let terminal = std::io::stderr().is_terminal();
     match mode {
@@ -144,6 +172,20 @@ fn progress_sinks(mode: ProgressMode, cwd: &Path) -> Vec<Box<dyn EventSink>> {
         }
         ProgressMode::None => Vec::new(),
     }
+}
+
+/// Print `text`, which may hold what the model wrote. Under GitHub Actions a
+/// line of it starting with `::` would be run as a workflow command (a fake
+/// annotation, `::stop-commands::`), so such text is printed between
+/// `::stop-commands::TOKEN` and `::TOKEN::`, which the runner shows as is.
+fn print_model_text(out: &mut impl Write, text: &str, github: bool) {
+    let commands = github && text.lines().any(|l| l.trim_start().starts_with("::"));
+    if !commands {
+        let _ = writeln!(out, "{text}");
+        return;
+    }
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let _ = writeln!(out, "::stop-commands::{token}\n{text}\n::{token}::");
 }
 
 /// A path relative to the current directory when it is inside it, for shorter messages.

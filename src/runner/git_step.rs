@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::agent::CancelSignal;
 use crate::event::{EventBus, EventKind, GitPatch, ModelInfo, RunStatus};
 use crate::git::{CommitRequest, GitWorkspace, status::first_few};
 use crate::spec::{CommitSpec, JobSpec, PushSpec};
@@ -55,7 +56,15 @@ impl GitStep {
     }
 
     /// After the checks: patch, then commit and push when the rules allow.
-    pub(super) fn finish(self, status: RunStatus, bus: &EventBus) -> Result<(), String> {
+    /// A signal (`cancel`) stops it before the next commit or push; libgit2
+    /// cannot be stopped halfway, so the one under way finishes.
+    pub(super) fn finish(
+        self,
+        status: RunStatus,
+        bus: &EventBus,
+        cancel: &CancelSignal,
+    ) -> Result<(), String> {
+        let stopped = || cancel.reason().map_or(Ok(()), Err);
         let git = GitWorkspace::open(&self.workspace, &self.own_files)?
             .ok_or_else(|| not_a_repository(&self.workspace))?;
         if let Some(path) = &self.patch {
@@ -70,6 +79,7 @@ impl GitStep {
         let Some(commit) = &self.commit else {
             return Ok(());
         };
+        stopped()?;
         if status != RunStatus::Passed && !commit.on_failure {
             bus.emit(EventKind::Warning {
                 source: "git".into(),
@@ -106,6 +116,7 @@ impl GitStep {
             sha,
         });
         if let Some(push) = &self.push {
+            stopped()?;
             let token = std::env::var(&push.token_env)
                 .ok()
                 .filter(|t| !t.is_empty());
@@ -172,4 +183,59 @@ fn not_a_repository(workspace: &Path) -> String {
          in one; run `git init` and commit, or remove those outputs",
         workspace.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::cancel_pair;
+    use git2::{Repository, Signature};
+
+    // Regression: a signal during the git step did not stop it, so after
+    // `run.completed` said "interrupted" the step went on to commit and push.
+    #[test]
+    fn a_signal_stops_the_git_step_before_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(std::path::Path::new("a.txt")).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "first", &tree, &[])
+            .unwrap();
+        std::fs::write(dir.path().join("a.txt"), "changed\n").unwrap();
+
+        let step = |patch: &str| GitStep {
+            workspace: dir.path().to_path_buf(),
+            own_files: Vec::new(),
+            patch: Some(dir.path().join(patch)),
+            commit: Some(CommitSpec {
+                branch: "agentci/b".into(),
+                message: "m".into(),
+                author_name: "a".into(),
+                author_email: "a@example.com".into(),
+                on_failure: false,
+            }),
+            push: None,
+            trailers: Vec::new(),
+        };
+        let bus = EventBus::new("r", Vec::new());
+        let (trigger, cancel) = cancel_pair();
+        trigger.cancel("interrupted by SIGTERM");
+        let result = step("p1.diff").finish(RunStatus::Passed, &bus, &cancel);
+        assert_eq!(result, Err("interrupted by SIGTERM".to_string()));
+        assert!(
+            repo.find_branch("agentci/b", git2::BranchType::Local)
+                .is_err()
+        );
+
+        // Without a signal the same step commits.
+        let result = step("p2.diff").finish(RunStatus::Passed, &bus, &CancelSignal::never());
+        assert_eq!(result, Ok(()));
+        assert!(
+            repo.find_branch("agentci/b", git2::BranchType::Local)
+                .is_ok()
+        );
+    }
 }

@@ -138,9 +138,10 @@ pub async fn run_prepared(
         &run_id,
     )
     .map(|step| -> AfterChecks<'_> {
+        let cancel = options.cancel.clone();
         Box::new(move |status, bus| {
             // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
-            tokio::task::spawn_blocking(move || step.finish(status, &bus))
+            tokio::task::spawn_blocking(move || step.finish(status, &bus, &cancel))
                 .map(|joined| joined.unwrap_or_else(|e| Err(format!("the git step stopped: {e}"))))
                 .boxed()
         })

@@ -53,8 +53,10 @@ pub struct GithubActions {
     written: bool,
 }
 
+mod start_failure;
 mod summary;
 
+pub use start_failure::report_start_failure;
 use summary::summary_markdown;
 
 /// What the summary and outputs need, collected from the events.
@@ -266,13 +268,7 @@ impl GithubActions {
 
     /// `path` relative to the checkout when it is inside it, as annotations want.
     fn repo_relative(&self, path: &Path) -> String {
-        let root = self.config.repo_root.as_deref().unwrap_or(&self.config.cwd);
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        let full = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        full.strip_prefix(&root)
-            .unwrap_or(&full)
-            .display()
-            .to_string()
+        relative_to(&self.config, path)
     }
 
     fn write_log(&mut self, lines: &[String]) -> Result<(), SinkError> {
@@ -338,6 +334,19 @@ impl EventSink for GithubActions {
         self.write_files()?;
         logged
     }
+}
+
+/// `path` (relative paths are relative to `config.cwd`) relative to the
+/// checkout when it is inside it, as annotations want.
+fn relative_to(config: &GithubConfig, path: &Path) -> String {
+    let root = config.repo_root.as_deref().unwrap_or(&config.cwd);
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let path = config.cwd.join(path);
+    let full = path.canonicalize().unwrap_or(path);
+    full.strip_prefix(&root)
+        .unwrap_or(&full)
+        .display()
+        .to_string()
 }
 
 fn append(path: &Path, text: &str, what: &'static str) -> Result<(), SinkError> {

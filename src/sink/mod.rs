@@ -16,7 +16,7 @@ mod junit;
 mod progress;
 mod trace;
 
-pub use github::{GithubActions, GithubConfig, escape_data, escape_property};
+pub use github::{GithubActions, GithubConfig, escape_data, escape_property, report_start_failure};
 pub use junit::JunitWriter;
 pub use progress::{PlainLog, ProgressBars};
 pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};

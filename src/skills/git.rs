@@ -47,7 +47,7 @@ pub fn load_git_skill(source: &GitSkillRef, cache: &Path) -> Result<Skill, Skill
 pub fn fetch_skill(source: &GitSkillRef, cache: &Path) -> Result<(PathBuf, SkillSource), String> {
     let home = cache.join("git").join(short_hash(&source.url));
     let repo = open_or_clone(&source.url, &home)?;
-    let commit = resolve(&repo, source)?;
+    let commit = resolve(&repo, source, &home)?;
     let tree = skill_tree(&repo, commit, source)?;
     let folder = match source.path.rsplit('/').next() {
         Some(last) if !last.is_empty() => last.to_string(),
@@ -105,7 +105,12 @@ fn open_or_clone(url: &str, home: &Path) -> Result<Repository, String> {
 }
 
 /// The commit `rev` names, fetching only when the clone does not have it.
-fn resolve(repo: &Repository, source: &GitSkillRef) -> Result<Oid, String> {
+fn resolve(repo: &Repository, source: &GitSkillRef, home: &Path) -> Result<Oid, String> {
+    if let Some(oid) = find_commit(repo, &source.rev) {
+        return Ok(oid);
+    }
+    let _lock = lock_fetches(home)?;
+    // Another run may have fetched it while this one waited for the lock.
     if let Some(oid) = find_commit(repo, &source.rev) {
         return Ok(oid);
     }
@@ -137,6 +142,33 @@ fn resolve(repo: &Repository, source: &GitSkillRef) -> Result<Oid, String> {
             source.rev, source.url
         )
     })
+}
+
+/// Held while fetching into the cached clone, released when dropped. Two
+/// runs fetching into one clone at once fail on libgit2's ref lock files,
+/// so fetches take turns (an advisory `flock` on `<home>/fetch.lock`).
+struct FetchLock(#[expect(dead_code, reason = "held for its file descriptor")] std::fs::File);
+
+fn lock_fetches(home: &Path) -> Result<FetchLock, String> {
+    use std::os::fd::AsRawFd;
+    let path = home.join("fetch.lock");
+    let failed = |e: std::io::Error| format!("cannot lock the skill cache {}: {e}", path.display());
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(failed)?;
+    loop {
+        // SAFETY: flock only takes a lock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(FetchLock(file));
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(failed(error));
+        }
+    }
 }
 
 fn find_commit(repo: &Repository, rev: &str) -> Option<Oid> {

@@ -29,6 +29,7 @@ use tokio::process::Command;
 
 use super::support::{outside, str_arg, usize_arg};
 use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use crate::redact::Redactor;
 
 /// How long to keep reading output after the command's group was killed;
 /// only a process that left the group (setsid) can keep the pipes open.
@@ -77,6 +78,10 @@ pub struct ShellCommand<'a> {
     pub env: &'a [(String, String)],
     /// Characters of stdout and stderr together kept in [`ShellOutput::output`].
     pub max_output_chars: usize,
+    /// Secrets masked before long output is cut: a secret that straddles
+    /// the cut would otherwise show half of itself, which no later masking
+    /// recognises.
+    pub secrets: &'a Redactor,
 }
 
 /// What a command did.
@@ -127,7 +132,7 @@ pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
     let stdout = finish_capture(stdout).await;
     let stderr = finish_capture(stderr).await;
 
-    let (output, cut_bytes) = render(&stdout, &stderr, cmd.max_output_chars);
+    let (output, cut_bytes) = render(&stdout, &stderr, cmd.max_output_chars, cmd.secrets);
     Ok(ShellOutput {
         exit_code: status.code(),
         signal: status.signal(),
@@ -187,33 +192,52 @@ impl Capture {
     }
 
     /// The stream shown within `budget` bytes: whole, or its start and end
-    /// around a note; and how many bytes were cut.
-    fn shown(&self, budget: usize, name: &str) -> (String, u64) {
-        let total = usize::try_from(self.total).unwrap_or(usize::MAX);
-        if total <= budget {
+    /// around a note; and how many bytes were cut. Secrets are masked
+    /// before the cut, so none is shown in part.
+    fn shown(&self, budget: usize, name: &str, secrets: &Redactor) -> (String, u64) {
+        let kept = self.head.len() + self.tail.len();
+        let dropped = self.total > kept as u64;
+        let mask = |bytes: &[u8]| secrets.redact(&String::from_utf8_lossy(bytes)).into_owned();
+        let (head, end) = if dropped {
+            // The middle is gone: start and end are separate texts.
+            let tail: Vec<u8> = self.tail.iter().copied().collect();
+            (mask(&self.head), mask(&tail))
+        } else {
             let mut all = self.head.clone();
             all.extend(self.tail.iter());
-            return (String::from_utf8_lossy(&all).into_owned(), 0);
-        }
+            let all = mask(&all);
+            if all.len() <= budget {
+                return (all, 0);
+            }
+            (all.clone(), all)
+        };
         let front = budget / 2;
         let back = budget - front;
-        let head = &self.head[..front.min(self.head.len())];
-        let end: Vec<u8> = {
-            // Anything not in `tail` is at the end of `head` (nothing was dropped yet).
-            let from_head = back.saturating_sub(self.tail.len());
-            let mut end = self.head[self.head.len() - from_head.min(self.head.len())..].to_vec();
-            end.extend(self.tail.iter().skip(self.tail.len().saturating_sub(back)));
-            end
-        };
-        let cut = self.total - (head.len() + end.len()) as u64;
+        let head = &head[..floor_char_boundary(&head, front.min(head.len()))];
+        let end = &end[ceil_char_boundary(&end, end.len().saturating_sub(back))..];
+        let cut = self.total.saturating_sub((head.len() + end.len()) as u64);
         let text = format!(
-            "{}\n[... {cut} of {} bytes of {name} cut ...]\n{}",
-            String::from_utf8_lossy(head),
-            self.total,
-            String::from_utf8_lossy(&end)
+            "{head}\n[... {cut} of {} bytes of {name} cut ...]\n{end}",
+            self.total
         );
         (text, cut)
     }
+}
+
+/// The largest char boundary of `text` at or before `index`.
+fn floor_char_boundary(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+/// The smallest char boundary of `text` at or after `index`.
+fn ceil_char_boundary(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index += 1;
+    }
+    index
 }
 
 type SharedCapture = (Arc<Mutex<Capture>>, tokio::task::JoinHandle<()>);
@@ -251,7 +275,7 @@ async fn finish_capture(capture: Option<SharedCapture>) -> Capture {
 
 /// Both streams within `max` bytes: each keeps what it needs if the other
 /// is short, otherwise they share the budget evenly.
-fn render(stdout: &Capture, stderr: &Capture, max: usize) -> (String, u64) {
+fn render(stdout: &Capture, stderr: &Capture, max: usize, secrets: &Redactor) -> (String, u64) {
     let out_len = usize::try_from(stdout.total).unwrap_or(usize::MAX);
     let err_len = usize::try_from(stderr.total).unwrap_or(usize::MAX);
     let half = max / 2;
@@ -263,8 +287,8 @@ fn render(stdout: &Capture, stderr: &Capture, max: usize) -> (String, u64) {
         half
     };
     let err_budget = max - out_budget.min(max);
-    let (out, out_cut) = stdout.shown(out_budget, "stdout");
-    let (err, err_cut) = stderr.shown(err_budget, "stderr");
+    let (out, out_cut) = stdout.shown(out_budget, "stdout", secrets);
+    let (err, err_cut) = stderr.shown(err_budget, "stderr", secrets);
     let text = match (out.is_empty(), err.is_empty()) {
         (_, true) => out,
         (true, false) => err,
@@ -349,6 +373,7 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         timeout,
         env: &ctx.exec_env,
         max_output_chars: ctx.limits.max_output_chars,
+        secrets: &ctx.secrets,
     };
     let run = match run_shell(&shell).await {
         Ok(run) => run,
@@ -432,7 +457,7 @@ mod tests {
         let c = captured(b"0123456789abcdefghij", 4);
         assert_eq!(c.head, b"0123");
         assert_eq!(c.tail.iter().copied().collect::<Vec<_>>(), b"ghij");
-        let (text, cut) = c.shown(6, "stdout");
+        let (text, cut) = c.shown(6, "stdout", &Redactor::default());
         assert_eq!(text, "012\n[... 14 of 20 bytes of stdout cut ...]\nhij");
         assert_eq!(cut, 14);
     }
@@ -440,20 +465,47 @@ mod tests {
     #[test]
     fn short_output_is_whole() {
         let c = captured(b"hello\n", 100);
-        assert_eq!(c.shown(100, "stdout"), ("hello\n".to_string(), 0));
+        assert_eq!(
+            c.shown(100, "stdout", &Redactor::default()),
+            ("hello\n".to_string(), 0)
+        );
         // End taken partly from head when the tail is short.
         let c = captured(b"0123456789", 8);
         assert_eq!(
-            c.shown(6, "x").0,
+            c.shown(6, "x", &Redactor::default()).0,
             "012\n[... 4 of 10 bytes of x cut ...]\n789"
         );
+    }
+
+    // Regression: the secret was masked only after the cut, so a secret
+    // straddling it showed its first or last characters everywhere.
+    #[test]
+    fn a_secret_across_the_cut_is_masked_not_halved() {
+        let secrets = Redactor::new(["SECRET-VALUE"]);
+        let filler = "x".repeat(60);
+        // With 8 bytes to show, 4 from the start and 4 from the end.
+        for text in [
+            format!("aSECRET-VALUE{filler}"),
+            format!("{filler}SECRET-VALUEb"),
+        ] {
+            for keep in [30, 100] {
+                let c = captured(text.as_bytes(), keep);
+                let (shown, _) = c.shown(8, "stdout", &secrets);
+                for part in ["SEC", "LUE"] {
+                    assert!(!shown.contains(part), "keep {keep}: {shown}");
+                }
+            }
+        }
+        // Output shown whole is masked later, by the event bus; nothing is cut.
+        let c = captured(b"xSECRET-VALUEx", 40);
+        assert_eq!(c.shown(40, "stdout", &secrets).1, 0);
     }
 
     #[test]
     fn a_quiet_stream_leaves_its_budget_to_the_other() {
         let out = captured(&[b'o'; 50], 100);
         let err = captured(b"e", 100);
-        let (text, cut) = render(&out, &err, 40);
+        let (text, cut) = render(&out, &err, 40, &Redactor::default());
         assert_eq!(cut, 11);
         assert!(text.ends_with("\n[stderr]\ne"), "{text}");
     }

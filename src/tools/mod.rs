@@ -171,6 +171,8 @@ pub struct ToolContext {
     /// Environment variables `exec` sets on top of the scrubbed environment
     /// (see [`exec::INHERITED_ENV`]): the job's `env:`.
     pub exec_env: Vec<(String, String)>,
+    /// The run's secrets, masked in `exec` output before it is cut.
+    pub secrets: crate::redact::Redactor,
 }
 
 /// A tool the agent can call. Arguments arrive already checked against

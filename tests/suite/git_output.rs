@@ -256,6 +256,7 @@ fn a_passing_run_commits_on_a_new_branch_and_pushes_it_to_a_bare_remote() {
 "#,
     );
     let original = repo.head().unwrap().peel_to_commit().unwrap().id();
+    let original_branch = repo.head().unwrap().name().unwrap().to_string();
     let bare_dir = sb.path().join("remote.git");
     Repository::init_bare(&bare_dir).unwrap();
     repo.remote("origin", bare_dir.to_str().unwrap()).unwrap();
@@ -304,9 +305,19 @@ fn a_passing_run_commits_on_a_new_branch_and_pushes_it_to_a_bare_remote() {
         "agentci's run folder must stay out of the commit"
     );
 
-    // Locally: HEAD is the new branch and nothing is left uncommitted.
+    // Locally: HEAD is the new branch, the branch the run started on has
+    // not moved, and nothing is left uncommitted.
     let repo = Repository::open(sb.workspace()).unwrap();
     assert_eq!(repo.head().unwrap().shorthand(), Ok("agentci/fix-greeting"));
+    assert_eq!(
+        repo.find_reference(&original_branch).unwrap().target(),
+        Some(original)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.workspace().join("greeting.txt")).unwrap(),
+        "hello world\n",
+        "the working tree keeps the agent's changes"
+    );
     let dirty = repo
         .statuses(None)
         .unwrap()

@@ -2,13 +2,16 @@
 //! repository into the cache, then used again with the repository gone.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 use git2::Repository;
 use serde_json::Value;
 
 use super::git_output::{commit_all, init_repo};
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::harness::{
+    Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
+};
 use super::support::trace_schema::assert_valid_trace;
 
 const SKILL: &str = "---\nname: lint\ndescription: Fixes lint in small steps.\nallowed-tools: Read\n---\n\nRead the code, then report.\n";
@@ -146,4 +149,64 @@ fn a_git_skill_is_cloned_once_and_then_used_from_the_cache() {
         .unwrap()
         .unwrap();
     Repository::open_bare(cached.path().join("repo")).unwrap();
+}
+
+// Regression: runs that fetched a new revision into the same cached clone at
+// once failed on libgit2's lock files ("failed to create locked file
+// .../refs/tags/v3.lock"); fetches now take turns. A race: without the lock
+// eight rounds of eight runs hit it every time we tried.
+#[test]
+fn parallel_runs_share_the_cache_and_its_fetches() {
+    let sb = Sandbox::new();
+    skills_repository(&sb);
+    let source = Repository::open(sb.path().join("skills-src")).unwrap();
+    let bare = Repository::open_bare(sb.path().join("skills.git")).unwrap();
+    let cache = sb.path().join("cache");
+    let validate_at_once = |rev: &str| -> Vec<String> {
+        job(&sb, "http://127.0.0.1:9", rev);
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
+                    .args(["validate", "job.yaml"])
+                    .current_dir(sb.path())
+                    .env("AGENTCI_CACHE", &cache)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|child| child.wait_with_output().unwrap())
+            .filter(|out| !out.status.success())
+            .map(|out| format!("{}{}", stdout(&out), stderr(&out)))
+            .collect()
+    };
+    // The first clone, eight at once.
+    let mut failures = validate_at_once("v1");
+    // Then new tags the clone lacks: eight fetches at once, each time.
+    for n in 2..10 {
+        std::fs::write(
+            sb.path().join("skills-src/skills/lint/SKILL.md"),
+            SKILL.replace("report", &format!("report {n}")),
+        )
+        .unwrap();
+        let commit = commit_all(&source, "next");
+        let commit = source.find_commit(commit).unwrap();
+        source
+            .tag_lightweight(&format!("v{n}"), commit.as_object(), false)
+            .unwrap();
+        bare.remote_anonymous(sb.path().join("skills-src").to_str().unwrap())
+            .unwrap()
+            .fetch(
+                &["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                None,
+                None,
+            )
+            .unwrap();
+        failures.extend(validate_at_once(&format!("v{n}")));
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(std::fs::read_dir(cache.join("git")).unwrap().count(), 1);
 }

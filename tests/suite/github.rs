@@ -563,3 +563,217 @@ fn example_workflows_call_the_action_with_declared_inputs_and_real_jobs() {
         "the CI and the three maintenance workflows use the action"
     );
 }
+
+// Regression: long output was masked only after it was cut, so a secret at
+// the cut showed its first characters in the trace, JUnit, summary, log and
+// what the model saw. The secret also holds a quote and a backslash, which
+// the trace and JUnit escape: masking must happen before that escaping.
+#[test]
+fn a_secret_cut_in_the_middle_of_long_output_is_masked_everywhere() {
+    const ODD_SECRET: &str = "s3\"cr\\et-TOKEN-xyz";
+    // exec keeps 30000 characters (15000 from the start), a check 20000 (10000):
+    // the secret starts 5 characters before each cut.
+    let exec = r#"head -c 14995 /dev/zero | tr '\0' a; printf '%s' "$MY_TOKEN"; head -c 40000 /dev/zero | tr '\0' b"#;
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Print a lot", "the output is cut")]),
+        Reply::tool_calls(vec![("call_long", "exec", json!({"command": exec}))]),
+        Reply::step_done("printed"),
+        Reply::text("Printed a lot."),
+    ]);
+    let checks = "  - name: long output\n    run: head -c 9995 /dev/zero | tr '\\0' a; printf '%s' \"$MY_TOKEN\"; head -c 40000 /dev/zero | tr '\\0' b; exit 1\n";
+    let extra = "secrets: [MY_TOKEN]\nenv:\n  MY_TOKEN: \"${{ secrets.MY_TOKEN }}\"\n";
+    let sb = sandbox(&model.base_url(), checks, extra);
+    let gh = GithubFiles::new(&sb);
+    let mut env = gh.env(&sb);
+    env.push(("MY_TOKEN".into(), ODD_SECRET.into()));
+    let out = run_in(
+        &sb,
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "out/trace.jsonl",
+            "--junit",
+            "out/junit.xml",
+        ],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let trace = sb.read("out/trace.jsonl");
+    assert!(
+        trace.contains("bytes of stdout cut"),
+        "the output was not cut"
+    );
+    let places = [
+        ("trace", trace),
+        ("junit", sb.read("out/junit.xml")),
+        ("step summary", gh.summary()),
+        ("log", stderr(&out)),
+        ("model", serde_json::to_string(&model.requests()).unwrap()),
+    ];
+    // The start of the secret, raw and as JSON and XML write it.
+    for (place, text) in &places {
+        for part in ["s3\"cr", "s3\\\"cr", "s3&quot;cr", "TOKEN-xyz"] {
+            assert!(!text.contains(part), "`{part}` leaked into the {place}");
+        }
+    }
+}
+
+// Regression: a run that could not start (a bad job file) under GitHub
+// Actions printed a plain line and wrote no outputs, so `exit-code` and
+// `status` were empty and no annotation pointed at the job file.
+#[test]
+fn a_job_that_does_not_start_is_annotated_and_still_sets_the_outputs() {
+    let sb = sandbox(
+        "http://127.0.0.1:9",
+        "  - {name: c, run: 'true'}\n",
+        "bogus: 1\n",
+    );
+    let gh = GithubFiles::new(&sb);
+    let out = run_in(&sb, &["run", "job.yaml"], &gh.env(&sb));
+    assert_eq!(out.status.code(), Some(2));
+    let log = stderr(&out);
+    let line = sb
+        .read("job.yaml")
+        .lines()
+        .position(|l| l.starts_with("bogus"))
+        .unwrap()
+        + 1;
+    assert!(
+        log.contains(&format!(
+            "::error file=job.yaml,line={line},col=1::unknown key `bogus`"
+        )),
+        "{log}"
+    );
+    let outputs = gh.outputs();
+    assert_eq!(outputs["status"], "error");
+    assert_eq!(outputs["exit-code"], "2");
+    assert_eq!(outputs["trace"], "");
+    assert!(gh.summary().contains("did not start"), "{}", gh.summary());
+    assert!(gh.summary().contains("unknown key"), "{}", gh.summary());
+}
+
+// Regression: `github.action_repository` is empty inside composite actions
+// (actions/runner#2525), so a `version` input without `repository` was
+// ignored and the action built its own source instead of that release. The
+// install step now reads OWNER/REPO from the action's path. `curl` and
+// `cargo` are stand-ins on PATH that record their arguments (no network).
+#[test]
+fn the_install_step_finds_the_release_of_the_actions_own_repository() {
+    let action = action();
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["id"] == "install").unwrap();
+    assert_eq!(step["shell"], "bash");
+    let script = step["run"].as_str().unwrap();
+    let env = step["env"].as_object().unwrap();
+    assert_eq!(
+        env["REPOSITORY"],
+        "${{ inputs.repository || github.action_repository }}"
+    );
+
+    let sb = Sandbox::new();
+    let bin = sb.path().join("stubs");
+    let calls = sb.path().join("calls.txt");
+    sb.write(
+        "stubs/curl",
+        &format!(
+            "#!/bin/sh\necho \"curl $*\" >> '{}'\nexit 22\n",
+            calls.display()
+        ),
+    );
+    sb.write(
+        "stubs/cargo",
+        &format!(
+            "#!/bin/sh\necho \"cargo $*\" >> '{}'\nroot=\"$4\"\nmkdir -p \"$root/bin\"\n\
+             printf '#!/bin/sh\\necho agentci 0.0.0\\n' > \"$root/bin/agentci\"\nchmod +x \"$root/bin/agentci\"\n",
+            calls.display()
+        ),
+    );
+    for stub in ["curl", "cargo"] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join(stub), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let action_path = sb
+        .path()
+        .join("_actions/octo/agentci/v1/.github/actions/agentci");
+    std::fs::create_dir_all(&action_path).unwrap();
+    std::fs::create_dir_all(sb.path().join("temp")).unwrap();
+    let output = sb.write("gh/output.txt", "");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("VERSION", "v0.1.0")
+        .env("REPOSITORY", "")
+        .env("ACTION_REF", "")
+        .env("RUNNER_OS", "Linux")
+        .env("RUNNER_TEMP", sb.path().join("temp"))
+        .env("GITHUB_ACTION_PATH", &action_path)
+        .env("GITHUB_REPOSITORY", "someone/else")
+        .env("GITHUB_OUTPUT", &output)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    assert!(
+        calls.contains("https://github.com/octo/agentci/releases/download/v0.1.0/agentci-"),
+        "{calls}"
+    );
+    assert!(
+        calls.contains("cargo install --locked --root")
+            && calls.contains("--git https://github.com/octo/agentci --tag v0.1.0 agentci"),
+        "{calls}"
+    );
+    let outputs = std::fs::read_to_string(&output).unwrap();
+    assert!(outputs.starts_with("bin="), "{outputs}");
+}
+
+// Regression: the agent's summary went to stdout as is, so a model that
+// wrote a line starting with `::` (`::error::…`, `::stop-commands::…`) had
+// the GitHub runner execute it as a workflow command.
+#[test]
+fn model_text_on_stdout_cannot_issue_workflow_commands() {
+    let mut script = fixing_script();
+    script.pop();
+    script.push(Reply::text(
+        "Fixed it.\n::error file=src/lib.rs,line=1::fake\n  ::stop-commands::x",
+    ));
+    let model = FakeModel::start(script);
+    let sb = sandbox(
+        &model.base_url(),
+        "  - {name: greeting fixed, run: grep -q \"hello world\" greeting.txt}\n",
+        "",
+    );
+    let gh = GithubFiles::new(&sb);
+    let out = run_in(&sb, &["run", "job.yaml"], &gh.env(&sb));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let token = lines[0]
+        .strip_prefix("::stop-commands::")
+        .unwrap_or_else(|| panic!("no stop-commands before the model's text:\n{text}"));
+    assert!(token.len() >= 16, "{token}");
+    assert_eq!(lines[1], "Fixed it.");
+    assert_eq!(lines.last().unwrap(), &format!("::{token}::"));
+
+    // Outside GitHub Actions the summary is printed as it is.
+    let mut script = fixing_script();
+    script.pop();
+    script.push(Reply::text("Fixed it.\n::error::not a command here"));
+    let model = FakeModel::start(script);
+    let sb = sandbox(
+        &model.base_url(),
+        "  - {name: greeting fixed, run: grep -q \"hello world\" greeting.txt}\n",
+        "",
+    );
+    let out = run_in(&sb, &["run", "job.yaml"], &[]);
+    assert_eq!(stdout(&out), "Fixed it.\n::error::not a command here\n");
+}

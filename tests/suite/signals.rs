@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, read_jsonl};
+use super::support::harness::{Sandbox, events, outside_github, read_jsonl};
 use super::support::trace_schema::assert_valid_trace;
 
 fn sandbox(base_url: &str) -> Sandbox {
@@ -28,7 +28,7 @@ fn sandbox(base_url: &str) -> Sandbox {
 }
 
 fn spawn(sb: &Sandbox) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_agentci"))
+    outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
         .args([
             "run",
             "job.yaml",
@@ -166,4 +166,101 @@ fn sigint_during_a_model_call_exits_130() {
     assert_eq!(code, 130);
     assert!(took < Duration::from_secs(5), "took {took:?}");
     assert_interrupted(&sb, "SIGINT");
+}
+
+#[test]
+fn sigterm_during_a_check_kills_it_and_skips_the_rest() {
+    const MARKER: &str = "31.25";
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Nothing", "nothing")]),
+        Reply::step_done("nothing to do"),
+        Reply::text("Done."),
+    ]);
+    let sb = sandbox(&model.base_url());
+    let job = sb.read("job.yaml").replace(
+        "checks:\n  - {name: never runs, run: 'true'}\n",
+        &format!("checks:\n  - {{name: slow, run: 'sleep {MARKER}'}}\n  - {{name: never runs, run: 'true'}}\n"),
+    );
+    sb.write("job.yaml", &job);
+    let mut child = spawn(&sb);
+    assert!(
+        wait_until(Duration::from_secs(10), || processes_with(MARKER) > 0),
+        "the check never started"
+    );
+    let (code, took) = signal_and_wait(&mut child, libc::SIGTERM);
+    assert_eq!(code, 143);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let trace = read_jsonl(&sb.path().join("out/trace.jsonl"));
+    let last = trace.last().unwrap();
+    assert_eq!(last["status"], "interrupted");
+    let outcomes: Vec<&str> = events(&trace, "check.completed")
+        .iter()
+        .map(|c| c["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["skipped", "skipped"]);
+    assert!(
+        std::fs::read_to_string(sb.path().join("out/junit.xml"))
+            .unwrap()
+            .contains("type=\"interrupted\"")
+    );
+    assert!(
+        wait_until(Duration::from_secs(1), || processes_with(MARKER) == 0),
+        "the check's sleep outlived the run"
+    );
+}
+
+/// SIGTERM while the git step pushes to a remote that never answers: the
+/// commit already made is in the trace, `run.completed` is still the last
+/// line, and the run exits 143 within 5 seconds.
+#[test]
+fn sigterm_during_a_hung_push_still_ends_the_trace_and_exits_143() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        // Accept and never answer.
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Note", "a note is written")]),
+        Reply::tool_call("write", json!({"path": "NOTES.md", "content": "note\n"})),
+        Reply::step_done("wrote it"),
+        Reply::text("Done."),
+    ]);
+    let sb = Sandbox::new();
+    super::git_output::init_repo(&sb.workspace(), &[("a.txt", "a\n")]);
+    sb.skill("writer", None);
+    sb.write(
+        "job.yaml",
+        &format!(
+            "name: note\nskill: writer\ngoal: Write a note.\nworkspace: ws\nskills_path: [skills]\n\
+             model: {{provider: openai, name: fake-model, base_url: {}}}\n\
+             tools: [write]\npermissions: {{default: allow}}\n\
+             checks:\n  - {{name: ok, run: 'true'}}\n\
+             outputs:\n  commit: {{branch: agentci/note}}\n  push: {{remote: 'http://127.0.0.1:{port}/r.git'}}\n",
+            model.base_url()
+        ),
+    );
+    let trace_path = sb.path().join("out/trace.jsonl");
+    let mut child = spawn(&sb);
+    assert!(
+        wait_until(Duration::from_secs(10), || trace_has(
+            &trace_path,
+            "\"git.commit\""
+        )),
+        "the run never committed"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, took) = signal_and_wait(&mut child, libc::SIGTERM);
+    assert_eq!(code, 143);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_valid_trace(&trace_path);
+    let trace = read_jsonl(&trace_path);
+    let last = trace.last().unwrap();
+    assert_eq!(last["type"], "run.completed");
+    assert_eq!(last["status"], "interrupted");
+    assert_eq!(events(&trace, "git.commit").len(), 1);
+    assert!(events(&trace, "git.push").is_empty());
+    let junit = std::fs::read_to_string(sb.path().join("out/junit.xml")).unwrap();
+    assert!(junit.contains("interrupted by SIGTERM"), "{junit}");
 }

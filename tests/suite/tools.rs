@@ -17,6 +17,7 @@ fn context(dir: &Path) -> ToolContext {
         workspace: Workspace::new(dir).unwrap(),
         limits: ToolLimits::default(),
         exec_env: Vec::new(),
+        secrets: Default::default(),
     }
 }
 

@@ -63,8 +63,28 @@ impl Sandbox {
     }
 }
 
+/// Variables the GitHub runner sets. Tests run on GitHub Actions too, and
+/// a run that saw them would append to the CI job's own step summary and
+/// outputs; a test that wants them sets its own.
+pub const GITHUB_VARIABLES: &[&str] = &[
+    "GITHUB_ACTIONS",
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_OUTPUT",
+    "GITHUB_WORKSPACE",
+    "GITHUB_TOKEN",
+];
+
+/// `cmd` without the GitHub runner's variables ([`GITHUB_VARIABLES`]).
+pub fn outside_github(cmd: &mut Command) -> &mut Command {
+    for name in GITHUB_VARIABLES {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
 pub fn agentci_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
+    outside_github(&mut cmd);
     cmd.args(args).current_dir(dir).env_remove("OPENAI_API_KEY");
     for (k, v) in env {
         cmd.env(k, v);
