@@ -21,6 +21,23 @@ use git2::{ErrorCode, Repository};
 pub use commit::CommitRequest;
 pub use patch::PatchStats;
 
+/// How long a git server may take to accept a connection, and then to send
+/// anything at all, before a push or a skill fetch gives up: a server that
+/// hangs must not hang the job.
+pub const CONNECT_TIMEOUT_MS: i32 = 30_000;
+pub const SERVER_TIMEOUT_MS: i32 = 60_000;
+
+/// Set libgit2's network timeouts. They are process-wide C globals, so this
+/// must run once, before any thread starts.
+pub fn set_network_timeouts() {
+    // SAFETY: called from `main` before any thread is spawned (the options
+    // are unsynchronized globals); neither call can fail for these options.
+    unsafe {
+        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
+        let _ = git2::opts::set_server_timeout_in_milliseconds(SERVER_TIMEOUT_MS);
+    }
+}
+
 /// The workspace's repository, with what agentci must leave out of it.
 pub struct GitWorkspace {
     repo: Repository,
