@@ -503,8 +503,14 @@ impl EventBus {
     /// Hand a piece of streamed model text to every sink, unstamped.
     pub fn partial_text(&self, call_id: &str, delta: &str) {
         let mut state = self.lock();
-        for sink in state.sinks.iter_mut() {
-            sink.on_partial_text(call_id, delta);
+        let BusState {
+            sinks, redactor, ..
+        } = &mut *state;
+        // Masked like events; a secret split across two pieces is not caught
+        // here, but the piece never reaches the trace, only the live display.
+        let delta = redactor.redact(delta);
+        for sink in sinks.iter_mut() {
+            sink.on_partial_text(call_id, &delta);
         }
     }
 
@@ -561,6 +567,28 @@ mod tests {
             self.0.lock().unwrap().push(event.clone());
             Ok(())
         }
+    }
+
+    struct Partial(Arc<Mutex<Vec<String>>>);
+    impl EventSink for Partial {
+        fn on_event(&mut self, _: &Event) -> Result<(), SinkError> {
+            Ok(())
+        }
+        fn on_partial_text(&mut self, _: &str, delta: &str) {
+            self.0.lock().unwrap().push(delta.to_string());
+        }
+    }
+
+    #[test]
+    fn partial_text_is_masked_too() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let bus = EventBus::with_redactor(
+            "r",
+            vec![Box::new(Partial(seen.clone()))],
+            Redactor::new(vec!["sk-secret-value".to_string()]),
+        );
+        bus.partial_text("m1", "the key is sk-secret-value, see");
+        assert_eq!(seen.lock().unwrap()[0], "the key is ***, see");
     }
 
     #[test]
