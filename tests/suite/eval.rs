@@ -134,11 +134,26 @@ fn notes_sandbox() -> Sandbox {
     sandbox
 }
 
+/// `agentci eval ARGS` with its temporary workspaces in the sandbox, which
+/// must all be gone when it exits: they are removed in the background
+/// (regression: an early exit must not leave them behind).
 fn eval(sandbox: &Sandbox, args: &[&str]) -> Output {
     let mut all = vec!["eval"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--progress", "plain"]);
-    sandbox.agentci(&all)
+    let temp = sandbox.path().join("tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let out = agentci_in(
+        sandbox.path(),
+        &all,
+        &[("TMPDIR", &temp.display().to_string())],
+    );
+    let left: Vec<_> = std::fs::read_dir(&temp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "workspaces left behind: {left:?}");
+    out
 }
 
 fn results(dir: &Path) -> Value {
