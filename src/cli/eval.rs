@@ -12,6 +12,7 @@ use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
     load_suite, regressions, run_eval,
 };
+use crate::spec::load::{check_base_url, parse_model_flag};
 
 use super::EXIT_BAD_INPUT;
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
@@ -72,14 +73,12 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             "error: --min-pass-rate: {rate} is not a share from 0 to 1, e.g. 0.8"
         ));
     }
-    if let Some(model) = &args.model
-        && !model
-            .split_once(':')
-            .is_some_and(|(p, n)| p == "openai" && !n.trim().is_empty())
-    {
-        problems.push(format!(
-            "error: --model: `{model}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
-        ));
+    // The same rules as `agentci run --model` / `--base-url`, checked before any case runs.
+    if let Some(Err(e)) = args.model.as_deref().map(parse_model_flag) {
+        problems.push(format!("error: --model: {e}"));
+    }
+    if let Some(Err(e)) = args.base_url.as_deref().map(check_base_url) {
+        problems.push(format!("error: --base-url: {e}"));
     }
     let filter = match &args.filter {
         None => None,

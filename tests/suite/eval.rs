@@ -751,3 +751,55 @@ fn regenerate_eval_cassettes() {
         );
     }
 }
+
+/// Regression: eval accepted only `openai:` models (for `--model` and a
+/// case's `model:`) after the Anthropic provider was added. A case naming
+/// an Anthropic model records against the fake server in its wire format,
+/// then replays offline.
+#[test]
+fn a_case_can_name_an_anthropic_model_and_record_it() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("notes-fixer", None);
+    sandbox.write("job.yaml", JOB);
+    sandbox.write("fixture/notes.txt", "status: broken\n");
+    sandbox.write(
+        "suite.yaml",
+        "version: 1\nname: claude\njob: job.yaml\ncases:\n  - name: fix\n    fixture: fixture\n    model: anthropic:claude-haiku-4-5\n    cassette: cassettes/fix.jsonl\n",
+    );
+    let model = FakeModel::start(good_script());
+    let url = model.base_url();
+    let record = agentci_in(
+        sandbox.path(),
+        &[
+            "eval", "suite.yaml", "--record", "--base-url", &url, "--out", "rec",
+        ],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    assert_eq!(record.status.code(), Some(0), "{}", stderr(&record));
+    assert!(
+        model
+            .captured()
+            .iter()
+            .all(|r| r.path == "/v1/messages" && r.body["model"] == "claude-haiku-4-5")
+    );
+    let header: Value = serde_json::from_str(
+        sandbox
+            .read("cassettes/fix.jsonl")
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["provider"], "anthropic");
+    drop(model);
+    let replay = eval(&sandbox, &["suite.yaml", "--out", "replay"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    // `--model` takes every provider too, and still rejects unknown ones by name.
+    let unknown = eval(&sandbox, &["suite.yaml", "--model", "gemini:pro"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("unknown provider `gemini`"),
+        "{}",
+        stderr(&unknown)
+    );
+}

@@ -16,7 +16,7 @@ use serde_saphyr::Spanned;
 use super::raw::{RawAssertion, RawCase, RawFixture, RawSuite};
 use super::{Assertion, CaseSpec, ExpectedStatus, Fixture, SuiteSpec, is_valid_case_name};
 use crate::spec::diagnostic::{Pos, Reporter};
-use crate::spec::load::normalize;
+use crate::spec::load::{normalize, parse_model_flag};
 use crate::spec::raw::Scalar;
 use crate::spec::vars::is_valid_name;
 use crate::spec::{Diagnostic, LoadOptions};
@@ -295,23 +295,18 @@ impl SuiteChecker<'_> {
     }
 
     fn model(&mut self, raw: &Spanned<String>) -> Option<String> {
-        let ok = raw
-            .value
-            .split_once(':')
-            .is_some_and(|(provider, name)| provider == "openai" && !name.trim().is_empty());
-        if ok {
-            return Some(raw.value.clone());
+        // The same rules as `--model`, so every provider agentci has is accepted.
+        match parse_model_flag(&raw.value) {
+            Ok(_) => Some(raw.value.clone()),
+            Err(e) => {
+                let pos = self.r.pos(&raw.referenced);
+                self.r.error(
+                    pos,
+                    format!("model: {e}; replayed cases name a `cassette` instead"),
+                );
+                None
+            }
         }
-        let pos = self.r.pos(&raw.referenced);
-        self.r.error(
-            pos,
-            format!(
-                "model `{}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini; replayed \
-                 cases name a `cassette` instead",
-                raw.value
-            ),
-        );
-        None
     }
 
     fn cassettes(&mut self, case: &RawCase) -> Option<Vec<PathBuf>> {
