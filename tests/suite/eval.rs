@@ -803,3 +803,59 @@ fn a_case_can_name_an_anthropic_model_and_record_it() {
         stderr(&unknown)
     );
 }
+
+/// Regression: `--record` saved `cassettes/<case>.jsonl` (and `<case>-2.jsonl`
+/// for a second attempt) for a case naming no cassette, but the next run
+/// ignored them and ran live. Also refused up front: two attempts recording
+/// into one cassette, and a `--filter` that matches no case (exit 0 having
+/// run nothing).
+#[test]
+fn recorded_cassettes_are_replayed_and_record_collisions_are_refused() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("notes-fixer", None);
+    sandbox.write("job.yaml", JOB);
+    sandbox.write("fixture/notes.txt", "status: broken\n");
+    sandbox.write(
+        "suite.yaml",
+        "version: 1\nname: s\njob: job.yaml\ncases:\n  - {name: good, fixture: fixture}\n",
+    );
+    let mut script = good_script();
+    script.extend(bad_script());
+    let model = FakeModel::start(script);
+    let url = model.base_url();
+    let record = eval(
+        &sandbox,
+        &[
+            "suite.yaml", "--record", "--repeat", "2", "--jobs", "1", "--model",
+            "openai:scripted", "--base-url", &url, "--out", "rec",
+        ],
+    );
+    // The second attempt replays the bad session: 1 of 2 passed.
+    assert_eq!(record.status.code(), Some(1), "{}", stderr(&record));
+    assert_eq!(model.remaining(), 0);
+    drop(model);
+    for name in ["good.jsonl", "good-2.jsonl"] {
+        assert!(sandbox.path().join("cassettes").join(name).is_file(), "{name}");
+    }
+    let replay = eval(&sandbox, &["suite.yaml", "--repeat", "2", "--out", "replay"]);
+    let v = verdicts(&results(&sandbox.path().join("replay")));
+    assert_eq!(v["good"], ("failed".into(), true, 1, 1, 0), "{}", stderr(&replay));
+
+    let shared = notes_sandbox();
+    let refused = eval(&shared, &["suite.yaml", "--record", "--out", "x"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("suite.yaml: error: --record: `notes/passes` attempt 1 and `notes/flaky` attempt 1 would both record to")
+            && err.contains("cassettes/good.jsonl; give each case its own `cassette`"),
+        "{err}"
+    );
+    assert!(!shared.path().join("x").exists());
+    let nothing = eval(&shared, &["suite.yaml", "--filter", "pases", "--out", "y"]);
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(
+        stderr(&nothing).contains("--filter: `pases` matches no case"),
+        "{}",
+        stderr(&nothing)
+    );
+}

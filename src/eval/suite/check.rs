@@ -32,6 +32,20 @@ pub(super) struct SuiteChecker<'a> {
     pub record: bool,
 }
 
+/// What `--record` saved for a case that names no cassette:
+/// `cassettes/<case>.jsonl`, then `<case>-2.jsonl`, `<case>-3.jsonl`, … as
+/// long as they exist, so the next run replays them. Empty: the case runs live.
+fn recorded_defaults(first: &Path) -> Vec<PathBuf> {
+    let stem = first.with_extension("");
+    let mut found = Vec::new();
+    let mut next = first.to_path_buf();
+    while next.is_file() {
+        found.push(next);
+        next = PathBuf::from(format!("{}-{}.jsonl", stem.display(), found.len() + 1));
+    }
+    found
+}
+
 impl SuiteChecker<'_> {
     pub fn check(mut self, path: &Path, raw: RawSuite) -> (Option<SuiteSpec>, Vec<Diagnostic>) {
         if let Some(v) = &raw.version
@@ -182,8 +196,16 @@ impl SuiteChecker<'_> {
             .and_then(|v| self.rate(v, "min_pass_rate"));
         let assertions = self.assertions(&case.assertions);
         let name = name?;
+        let default_cassette = self.dir.join("cassettes").join(format!("{name}.jsonl"));
+        let cassettes = cassettes.map(|named| {
+            if named.is_empty() && !self.record {
+                recorded_defaults(&default_cassette)
+            } else {
+                named
+            }
+        });
         Some(CaseSpec {
-            default_cassette: self.dir.join("cassettes").join(format!("{name}.jsonl")),
+            default_cassette,
             name,
             index,
             fixture: fixture?,
