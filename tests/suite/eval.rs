@@ -354,13 +354,24 @@ fn shards_cover_every_case_once_and_merge_like_one_run() {
     assert_eq!(verdicts(&m), verdicts(&w));
     xmllint_validates(&sandbox.path().join("merged/junit.xml"));
     // Giving the same shard twice is refused rather than double counted.
-    let twice = sandbox.agentci(&["report", "merge", "shard1", "shard1", "--out", "bad"]);
+    let twice = sandbox.agentci(&[
+        "report", "merge", "shard1", "shard1", "shard2", "shard3", "--out", "bad",
+    ]);
     assert_eq!(twice.status.code(), Some(2));
     assert!(
-        stderr(&twice).contains("more than one"),
+        stderr(&twice).contains("shard 1/3 is given more than once"),
         "{}",
         stderr(&twice)
     );
+    // Regression: a missing shard merged into a smaller suite, exit 0 if it passed.
+    let partial = sandbox.agentci(&["report", "merge", "shard1", "shard3", "--out", "bad"]);
+    assert_eq!(partial.status.code(), Some(2));
+    assert!(
+        stderr(&partial).contains("shard 2/3 is missing"),
+        "{}",
+        stderr(&partial)
+    );
+    assert!(!sandbox.path().join("bad").exists());
 }
 
 #[test]
