@@ -9,11 +9,11 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::eval::attempt::record_cassette;
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
     load_suite, regressions, run_eval, select_cases,
 };
-use crate::eval::attempt::record_cassette;
 use crate::spec::load::{check_base_url, parse_model_flag};
 
 use super::EXIT_BAD_INPUT;

@@ -348,6 +348,12 @@ fn shards_cover_every_case_once_and_merge_like_one_run() {
         "cases_flaky",
         "pass_rate",
         "pass_at_1",
+        "pass_at_k",
+        "pass_pow_k",
+        "gate_passed",
+        "turns",
+        "input_tokens",
+        "output_tokens",
     ] {
         assert_eq!(m["suites"][0][key], w["suites"][0][key], "{key}");
     }
@@ -782,7 +788,13 @@ fn a_case_can_name_an_anthropic_model_and_record_it() {
     let record = agentci_in(
         sandbox.path(),
         &[
-            "eval", "suite.yaml", "--record", "--base-url", &url, "--out", "rec",
+            "eval",
+            "suite.yaml",
+            "--record",
+            "--base-url",
+            &url,
+            "--out",
+            "rec",
         ],
         &[("ANTHROPIC_API_KEY", "test-key")],
     );
@@ -793,14 +805,8 @@ fn a_case_can_name_an_anthropic_model_and_record_it() {
             .iter()
             .all(|r| r.path == "/v1/messages" && r.body["model"] == "claude-haiku-4-5")
     );
-    let header: Value = serde_json::from_str(
-        sandbox
-            .read("cassettes/fix.jsonl")
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let header: Value =
+        serde_json::from_str(sandbox.read("cassettes/fix.jsonl").lines().next().unwrap()).unwrap();
     assert_eq!(header["provider"], "anthropic");
     drop(model);
     let replay = eval(&sandbox, &["suite.yaml", "--out", "replay"]);
@@ -837,8 +843,18 @@ fn recorded_cassettes_are_replayed_and_record_collisions_are_refused() {
     let record = eval(
         &sandbox,
         &[
-            "suite.yaml", "--record", "--repeat", "2", "--jobs", "1", "--model",
-            "openai:scripted", "--base-url", &url, "--out", "rec",
+            "suite.yaml",
+            "--record",
+            "--repeat",
+            "2",
+            "--jobs",
+            "1",
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &url,
+            "--out",
+            "rec",
         ],
     );
     // The second attempt replays the bad session: 1 of 2 passed.
@@ -846,11 +862,22 @@ fn recorded_cassettes_are_replayed_and_record_collisions_are_refused() {
     assert_eq!(model.remaining(), 0);
     drop(model);
     for name in ["good.jsonl", "good-2.jsonl"] {
-        assert!(sandbox.path().join("cassettes").join(name).is_file(), "{name}");
+        assert!(
+            sandbox.path().join("cassettes").join(name).is_file(),
+            "{name}"
+        );
     }
-    let replay = eval(&sandbox, &["suite.yaml", "--repeat", "2", "--out", "replay"]);
+    let replay = eval(
+        &sandbox,
+        &["suite.yaml", "--repeat", "2", "--out", "replay"],
+    );
     let v = verdicts(&results(&sandbox.path().join("replay")));
-    assert_eq!(v["good"], ("failed".into(), true, 1, 1, 0), "{}", stderr(&replay));
+    assert_eq!(
+        v["good"],
+        ("failed".into(), true, 1, 1, 0),
+        "{}",
+        stderr(&replay)
+    );
 
     let shared = notes_sandbox();
     let refused = eval(&shared, &["suite.yaml", "--record", "--out", "x"]);
