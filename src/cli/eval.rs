@@ -4,14 +4,17 @@
 //! turn the gates into an exit code: 0 every suite met its pass rate and
 //! nothing regressed, 1 otherwise, 2 bad input.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::eval::attempt::record_cassette;
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
-    load_suite, regressions, run_eval,
+    load_suite, regressions, run_eval, select_cases,
 };
+use crate::spec::load::{check_base_url, parse_model_flag};
 
 use super::EXIT_BAD_INPUT;
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
@@ -37,6 +40,7 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
     let thresholds = thresholds(&args.baseline)?;
     let baseline = read_baseline(&args.baseline, &cwd)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
+    check_selection(&suites, &options, args.filter.as_deref())?;
 
     let observer: Arc<dyn EvalObserver> = match args.progress {
         ProgressMode::Auto if std::io::stderr().is_terminal() => Arc::new(SuiteBar::new()),
@@ -72,14 +76,12 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             "error: --min-pass-rate: {rate} is not a share from 0 to 1, e.g. 0.8"
         ));
     }
-    if let Some(model) = &args.model
-        && !model
-            .split_once(':')
-            .is_some_and(|(p, n)| p == "openai" && !n.trim().is_empty())
-    {
-        problems.push(format!(
-            "error: --model: `{model}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
-        ));
+    // The same rules as `agentci run --model` / `--base-url`, checked before any case runs.
+    if let Some(Err(e)) = args.model.as_deref().map(parse_model_flag) {
+        problems.push(format!("error: --model: {e}"));
+    }
+    if let Some(Err(e)) = args.base_url.as_deref().map(check_base_url) {
+        problems.push(format!("error: --base-url: {e}"));
     }
     let filter = match &args.filter {
         None => None,
@@ -175,6 +177,53 @@ fn load_suites(paths: &[PathBuf], cwd: &Path, record: bool) -> Result<Vec<SuiteS
     }
     if problems.is_empty() {
         Ok(suites)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Mistakes only visible once the suites are loaded: a `--filter` that
+/// matches no case (a CI job that would pass having run nothing), and
+/// `--record` writing two attempts into one cassette (the last would win,
+/// or concurrent attempts would interleave their lines).
+fn check_selection(
+    suites: &[SuiteSpec],
+    options: &EvalOptions,
+    filter: Option<&str>,
+) -> Result<(), Vec<String>> {
+    if let Some(glob) = filter
+        && select_cases(suites, options.filter.as_ref(), None).is_empty()
+    {
+        return Err(vec![format!(
+            "error: --filter: `{glob}` matches no case; it is matched against CASE and \
+             SUITE/CASE, e.g. --filter 'fix-*' or --filter 'my-suite/*'"
+        )]);
+    }
+    if !options.settings.record {
+        return Ok(());
+    }
+    let mut writers: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (s, c) in select_cases(suites, options.filter.as_ref(), options.shard) {
+        let (suite, case) = (&suites[s], &suites[s].cases[c]);
+        for n in 1..=options.repeat.max(1) {
+            let path = record_cassette(case, n);
+            let who = format!("`{}/{}` attempt {n}", suite.name, case.name);
+            if let Some(first) = writers.get(&path) {
+                problems.push(format!(
+                    "{}: error: --record: {first} and {who} would both record to {}; give each \
+                     case its own `cassette` (or one per attempt under `cassettes:`), or record \
+                     them one at a time with --filter",
+                    suite.path.display(),
+                    path.display()
+                ));
+            } else {
+                writers.insert(path, who);
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
     } else {
         Err(problems)
     }

@@ -194,3 +194,183 @@ async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), S
         format!("{code}: {}", &text[start..])
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Totals;
+    use regex::Regex;
+    use serde_json::json;
+
+    fn call(tool: &str) -> Event {
+        Event {
+            seq: 1,
+            ts: String::new(),
+            run_id: "r".into(),
+            kind: EventKind::ToolCall {
+                call_id: "c".into(),
+                tool: tool.into(),
+                arguments: json!({}),
+            },
+        }
+    }
+
+    fn glob(pattern: &str) -> globset::GlobSet {
+        let mut builder = globset::GlobSetBuilder::new();
+        builder.add(globset::Glob::new(pattern).unwrap());
+        builder.build().unwrap()
+    }
+
+    /// Each kind both passes and fails on what the run left, with a message
+    /// saying what was wrong.
+    #[tokio::test]
+    async fn every_kind_passes_and_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "status: fixed\n").unwrap();
+        let completed = RunCompleted {
+            status: RunStatus::Passed,
+            reason: "1 of 1 checks passed".into(),
+            summary: Some("Fixed the status.".into()),
+            totals: Totals {
+                turns: 4,
+                tool_calls: 1,
+                cost_usd: Some(0.02),
+                duration_ms: 3_000,
+                ..Totals::default()
+            },
+            checks_passed: 1,
+            checks_failed: 0,
+        };
+        let events = vec![call("edit")];
+        let changed = vec!["notes.txt".to_string(), "src/a.rs".to_string()];
+        let facts = Facts {
+            workspace: dir.path(),
+            completed: &completed,
+            events: &events,
+            changed: &changed,
+        };
+        let re = |p: &str| Regex::new(p).unwrap();
+        let secs = Duration::from_secs;
+        let run = |c: &str| Assertion::Run {
+            command: c.into(),
+            timeout: secs(10),
+        };
+        let cases: Vec<(Assertion, Option<&str>)> = vec![
+            (run("grep -q fixed notes.txt"), None),
+            (run("echo nope; exit 3"), Some("exit code 3: nope")),
+            (
+                Assertion::FileContains {
+                    path: "notes.txt".into(),
+                    pattern: re("fixed"),
+                },
+                None,
+            ),
+            (
+                Assertion::FileContains {
+                    path: "notes.txt".into(),
+                    pattern: re("broken"),
+                },
+                Some("notes.txt does not match /broken/"),
+            ),
+            (
+                Assertion::FileContains {
+                    path: "gone.txt".into(),
+                    pattern: re("x"),
+                },
+                Some("cannot read gone.txt"),
+            ),
+            (
+                Assertion::FileNotContains {
+                    path: "notes.txt".into(),
+                    pattern: re("fixed"),
+                },
+                Some("notes.txt matches /fixed/"),
+            ),
+            (
+                Assertion::FileUnchanged {
+                    path: "README.md".into(),
+                },
+                None,
+            ),
+            (
+                Assertion::FileUnchanged { path: "src".into() },
+                Some("changed: src/a.rs"),
+            ),
+            (
+                Assertion::DiffTouchesOnly {
+                    globs: vec!["*.txt".into()],
+                    set: glob("*.txt"),
+                },
+                Some("changed outside the allowed paths: src/a.rs"),
+            ),
+            (
+                Assertion::DiffTouchesOnly {
+                    globs: vec!["**".into()],
+                    set: glob("**"),
+                },
+                None,
+            ),
+            (Assertion::ToolCalled("edit".into()), None),
+            (
+                Assertion::ToolCalled("exec".into()),
+                Some("`exec` was never called"),
+            ),
+            (Assertion::ToolNotCalled("exec".into()), None),
+            (
+                Assertion::ToolNotCalled("edit".into()),
+                Some("`edit` was called 1 time(s)"),
+            ),
+            (Assertion::MaxTurns(4), None),
+            (Assertion::MaxTurns(3), Some("4 turns, more than 3")),
+            (Assertion::MaxCostUsd(0.05), None),
+            (
+                Assertion::MaxCostUsd(0.01),
+                Some("cost $0.0200, more than $0.01"),
+            ),
+            (Assertion::MaxDuration(secs(3)), None),
+            (
+                Assertion::MaxDuration(secs(2)),
+                Some("the run took 3.0s, more than 2.0s"),
+            ),
+            (Assertion::Status(ExpectedStatus::Passed), None),
+            (
+                Assertion::Status(ExpectedStatus::Failed),
+                Some("the run passed (1 of 1 checks passed), expected failed"),
+            ),
+            (Assertion::FinalTextMatches(re("(?i)fixed")), None),
+            (
+                Assertion::FinalTextMatches(re("^Gave up")),
+                Some("the final text does not match /^Gave up/"),
+            ),
+        ];
+        for (assertion, expected) in cases {
+            let label = assertion.label();
+            let got = judge(std::slice::from_ref(&assertion), &facts)
+                .await
+                .remove(0);
+            assert_eq!(got.name, label);
+            match expected {
+                None => assert!(got.passed, "{label}: {:?}", got.message),
+                Some(message) => {
+                    assert!(!got.passed, "{label} passed");
+                    let text = got.message.unwrap_or_default();
+                    assert!(text.starts_with(message), "{label}: {text}");
+                }
+            }
+        }
+        // An unknown price cannot be shown to be under a cost limit.
+        let unpriced = RunCompleted {
+            totals: Totals {
+                cost_usd: None,
+                ..completed.totals.clone()
+            },
+            ..completed.clone()
+        };
+        let facts = Facts {
+            completed: &unpriced,
+            ..facts
+        };
+        let got = judge(&[Assertion::MaxCostUsd(1.0)], &facts).await;
+        assert!(!got[0].passed);
+    }
+}

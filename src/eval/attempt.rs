@@ -164,6 +164,7 @@ async fn run_into(
         changed: &result.changed,
     };
     result.assertions = judge(&case.assertions, &facts).await;
+    workspace.remove_in_background();
 
     // The provider or agentci failed: nothing the case asserts can be trusted.
     let infrastructure = matches!(

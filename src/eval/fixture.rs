@@ -20,6 +20,23 @@ impl TempWorkspace {
     pub fn path(&self) -> &Path {
         &self.root
     }
+
+    /// Remove the workspace on a blocking thread, without waiting for it.
+    ///
+    /// Deleting can wait on the disk: on ext4 mounted with `discard`, every
+    /// freed block is discarded synchronously, and the parent folder stays
+    /// locked meanwhile. Done inline, that wait blocked a runtime thread and
+    /// held the attempt's `--jobs` slot; here it overlaps with the next
+    /// attempts. The runtime waits for blocking tasks when it shuts down, so
+    /// nothing is left behind when the evaluation ends.
+    pub fn remove_in_background(self) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(move || drop(self));
+            }
+            Err(_) => drop(self),
+        }
+    }
 }
 
 impl Drop for TempWorkspace {

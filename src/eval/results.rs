@@ -313,6 +313,7 @@ impl Results {
     /// Join shard results: suites by name, cases by name; the same case in
     /// two inputs is a mistake (overlapping shards or one folder given twice).
     pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
+        check_shards(&parts)?;
         let repeat = parts.iter().map(|p| p.repeat).max().unwrap_or(1);
         let mut suites: Vec<(String, String, f64, Vec<CaseResult>)> = Vec::new();
         for part in parts {
@@ -347,5 +348,42 @@ impl Results {
             .map(|(name, file, gate, cases)| SuiteResult::new(&name, &file, gate, cases))
             .collect();
         Ok(Results::new(None, repeat, suites))
+    }
+}
+
+/// Shard results must come as a full set: a missing shard would merge into
+/// a smaller suite that may well pass its gate.
+fn check_shards(parts: &[Results]) -> Result<(), String> {
+    let shards: Vec<super::shard::Shard> = parts
+        .iter()
+        .filter_map(|p| p.shard.as_deref()?.parse().ok())
+        .collect();
+    let Some(first) = shards.first() else {
+        return Ok(());
+    };
+    if let Some(other) = shards.iter().find(|s| s.count != first.count) {
+        return Err(format!(
+            "shards {first} and {other} come from different splits; merge the shards of one \
+             --shard I/N matrix"
+        ));
+    }
+    for (i, shard) in shards.iter().enumerate() {
+        if shards[..i].contains(shard) {
+            return Err(format!(
+                "shard {shard} is given more than once; give each shard's results once"
+            ));
+        }
+    }
+    let missing: Vec<String> = (1..=first.count)
+        .filter(|i| !shards.iter().any(|s| s.index == *i))
+        .map(|i| format!("{i}/{}", first.count))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "shard {} is missing; give the results folder of every shard",
+            missing.join(", ")
+        ))
     }
 }

@@ -199,7 +199,7 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrid
 }
 
 /// `openai:gpt-4.1-mini` → (OpenAi, "gpt-4.1-mini"). The name may hold `:`.
-fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
+pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
     let Some((provider, name)) = flag.split_once(':') else {
         return Err(format!(
             "`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
@@ -222,7 +222,7 @@ fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
     Ok((kind, name.trim().to_string()))
 }
 
-pub(super) fn check_base_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(())
     } else {

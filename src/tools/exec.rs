@@ -104,7 +104,11 @@ pub struct ShellOutput {
 /// Run `cmd` to completion or timeout; `Err` only when it could not be started.
 pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
     let started = Instant::now();
-    let mut child = Command::new("sh")
+    // `/bin/sh`, not `sh`: with a cleared environment that sets PATH, std
+    // spawns a bare program name with fork() (PATH must be searched in the
+    // child), and fork in a busy multi-threaded process copies its page
+    // tables and stalls its other threads; a path lets it use posix_spawn.
+    let mut child = Command::new("/bin/sh")
         .arg("-c")
         .arg(cmd.command)
         .current_dir(cmd.cwd)

@@ -134,11 +134,26 @@ fn notes_sandbox() -> Sandbox {
     sandbox
 }
 
+/// `agentci eval ARGS` with its temporary workspaces in the sandbox, which
+/// must all be gone when it exits: they are removed in the background
+/// (regression: an early exit must not leave them behind).
 fn eval(sandbox: &Sandbox, args: &[&str]) -> Output {
     let mut all = vec!["eval"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--progress", "plain"]);
-    sandbox.agentci(&all)
+    let temp = sandbox.path().join("tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let out = agentci_in(
+        sandbox.path(),
+        &all,
+        &[("TMPDIR", &temp.display().to_string())],
+    );
+    let left: Vec<_> = std::fs::read_dir(&temp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "workspaces left behind: {left:?}");
+    out
 }
 
 fn results(dir: &Path) -> Value {
@@ -333,19 +348,36 @@ fn shards_cover_every_case_once_and_merge_like_one_run() {
         "cases_flaky",
         "pass_rate",
         "pass_at_1",
+        "pass_at_k",
+        "pass_pow_k",
+        "gate_passed",
+        "turns",
+        "input_tokens",
+        "output_tokens",
     ] {
         assert_eq!(m["suites"][0][key], w["suites"][0][key], "{key}");
     }
     assert_eq!(verdicts(&m), verdicts(&w));
     xmllint_validates(&sandbox.path().join("merged/junit.xml"));
     // Giving the same shard twice is refused rather than double counted.
-    let twice = sandbox.agentci(&["report", "merge", "shard1", "shard1", "--out", "bad"]);
+    let twice = sandbox.agentci(&[
+        "report", "merge", "shard1", "shard1", "shard2", "shard3", "--out", "bad",
+    ]);
     assert_eq!(twice.status.code(), Some(2));
     assert!(
-        stderr(&twice).contains("more than one"),
+        stderr(&twice).contains("shard 1/3 is given more than once"),
         "{}",
         stderr(&twice)
     );
+    // Regression: a missing shard merged into a smaller suite, exit 0 if it passed.
+    let partial = sandbox.agentci(&["report", "merge", "shard1", "shard3", "--out", "bad"]);
+    assert_eq!(partial.status.code(), Some(2));
+    assert!(
+        stderr(&partial).contains("shard 2/3 is missing"),
+        "{}",
+        stderr(&partial)
+    );
+    assert!(!sandbox.path().join("bad").exists());
 }
 
 #[test]
@@ -735,4 +767,133 @@ fn regenerate_eval_cassettes() {
             stderr(&out)
         );
     }
+}
+
+/// Regression: eval accepted only `openai:` models (for `--model` and a
+/// case's `model:`) after the Anthropic provider was added. A case naming
+/// an Anthropic model records against the fake server in its wire format,
+/// then replays offline.
+#[test]
+fn a_case_can_name_an_anthropic_model_and_record_it() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("notes-fixer", None);
+    sandbox.write("job.yaml", JOB);
+    sandbox.write("fixture/notes.txt", "status: broken\n");
+    sandbox.write(
+        "suite.yaml",
+        "version: 1\nname: claude\njob: job.yaml\ncases:\n  - name: fix\n    fixture: fixture\n    model: anthropic:claude-haiku-4-5\n    cassette: cassettes/fix.jsonl\n",
+    );
+    let model = FakeModel::start(good_script());
+    let url = model.base_url();
+    let record = agentci_in(
+        sandbox.path(),
+        &[
+            "eval",
+            "suite.yaml",
+            "--record",
+            "--base-url",
+            &url,
+            "--out",
+            "rec",
+        ],
+        &[("ANTHROPIC_API_KEY", "test-key")],
+    );
+    assert_eq!(record.status.code(), Some(0), "{}", stderr(&record));
+    assert!(
+        model
+            .captured()
+            .iter()
+            .all(|r| r.path == "/v1/messages" && r.body["model"] == "claude-haiku-4-5")
+    );
+    let header: Value =
+        serde_json::from_str(sandbox.read("cassettes/fix.jsonl").lines().next().unwrap()).unwrap();
+    assert_eq!(header["provider"], "anthropic");
+    drop(model);
+    let replay = eval(&sandbox, &["suite.yaml", "--out", "replay"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    // `--model` takes every provider too, and still rejects unknown ones by name.
+    let unknown = eval(&sandbox, &["suite.yaml", "--model", "gemini:pro"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("unknown provider `gemini`"),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+/// Regression: `--record` saved `cassettes/<case>.jsonl` (and `<case>-2.jsonl`
+/// for a second attempt) for a case naming no cassette, but the next run
+/// ignored them and ran live. Also refused up front: two attempts recording
+/// into one cassette, and a `--filter` that matches no case (exit 0 having
+/// run nothing).
+#[test]
+fn recorded_cassettes_are_replayed_and_record_collisions_are_refused() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("notes-fixer", None);
+    sandbox.write("job.yaml", JOB);
+    sandbox.write("fixture/notes.txt", "status: broken\n");
+    sandbox.write(
+        "suite.yaml",
+        "version: 1\nname: s\njob: job.yaml\ncases:\n  - {name: good, fixture: fixture}\n",
+    );
+    let mut script = good_script();
+    script.extend(bad_script());
+    let model = FakeModel::start(script);
+    let url = model.base_url();
+    let record = eval(
+        &sandbox,
+        &[
+            "suite.yaml",
+            "--record",
+            "--repeat",
+            "2",
+            "--jobs",
+            "1",
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &url,
+            "--out",
+            "rec",
+        ],
+    );
+    // The second attempt replays the bad session: 1 of 2 passed.
+    assert_eq!(record.status.code(), Some(1), "{}", stderr(&record));
+    assert_eq!(model.remaining(), 0);
+    drop(model);
+    for name in ["good.jsonl", "good-2.jsonl"] {
+        assert!(
+            sandbox.path().join("cassettes").join(name).is_file(),
+            "{name}"
+        );
+    }
+    let replay = eval(
+        &sandbox,
+        &["suite.yaml", "--repeat", "2", "--out", "replay"],
+    );
+    let v = verdicts(&results(&sandbox.path().join("replay")));
+    assert_eq!(
+        v["good"],
+        ("failed".into(), true, 1, 1, 0),
+        "{}",
+        stderr(&replay)
+    );
+
+    let shared = notes_sandbox();
+    let refused = eval(&shared, &["suite.yaml", "--record", "--out", "x"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("suite.yaml: error: --record: `notes/passes` attempt 1 and `notes/flaky` attempt 1 would both record to")
+            && err.contains("cassettes/good.jsonl; give each case its own `cassette`"),
+        "{err}"
+    );
+    assert!(!shared.path().join("x").exists());
+    let nothing = eval(&shared, &["suite.yaml", "--filter", "pases", "--out", "y"]);
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(
+        stderr(&nothing).contains("--filter: `pases` matches no case"),
+        "{}",
+        stderr(&nothing)
+    );
 }

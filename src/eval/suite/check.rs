@@ -16,7 +16,7 @@ use serde_saphyr::Spanned;
 use super::raw::{RawAssertion, RawCase, RawFixture, RawSuite};
 use super::{Assertion, CaseSpec, ExpectedStatus, Fixture, SuiteSpec, is_valid_case_name};
 use crate::spec::diagnostic::{Pos, Reporter};
-use crate::spec::load::normalize;
+use crate::spec::load::{normalize, parse_model_flag};
 use crate::spec::raw::Scalar;
 use crate::spec::vars::is_valid_name;
 use crate::spec::{Diagnostic, LoadOptions};
@@ -30,6 +30,20 @@ pub(super) struct SuiteChecker<'a> {
     pub dir: &'a Path,
     pub cwd: &'a Path,
     pub record: bool,
+}
+
+/// What `--record` saved for a case that names no cassette:
+/// `cassettes/<case>.jsonl`, then `<case>-2.jsonl`, `<case>-3.jsonl`, … as
+/// long as they exist, so the next run replays them. Empty: the case runs live.
+fn recorded_defaults(first: &Path) -> Vec<PathBuf> {
+    let stem = first.with_extension("");
+    let mut found = Vec::new();
+    let mut next = first.to_path_buf();
+    while next.is_file() {
+        found.push(next);
+        next = PathBuf::from(format!("{}-{}.jsonl", stem.display(), found.len() + 1));
+    }
+    found
 }
 
 impl SuiteChecker<'_> {
@@ -182,8 +196,16 @@ impl SuiteChecker<'_> {
             .and_then(|v| self.rate(v, "min_pass_rate"));
         let assertions = self.assertions(&case.assertions);
         let name = name?;
+        let default_cassette = self.dir.join("cassettes").join(format!("{name}.jsonl"));
+        let cassettes = cassettes.map(|named| {
+            if named.is_empty() && !self.record {
+                recorded_defaults(&default_cassette)
+            } else {
+                named
+            }
+        });
         Some(CaseSpec {
-            default_cassette: self.dir.join("cassettes").join(format!("{name}.jsonl")),
+            default_cassette,
             name,
             index,
             fixture: fixture?,
@@ -295,23 +317,18 @@ impl SuiteChecker<'_> {
     }
 
     fn model(&mut self, raw: &Spanned<String>) -> Option<String> {
-        let ok = raw
-            .value
-            .split_once(':')
-            .is_some_and(|(provider, name)| provider == "openai" && !name.trim().is_empty());
-        if ok {
-            return Some(raw.value.clone());
+        // The same rules as `--model`, so every provider agentci has is accepted.
+        match parse_model_flag(&raw.value) {
+            Ok(_) => Some(raw.value.clone()),
+            Err(e) => {
+                let pos = self.r.pos(&raw.referenced);
+                self.r.error(
+                    pos,
+                    format!("model: {e}; replayed cases name a `cassette` instead"),
+                );
+                None
+            }
         }
-        let pos = self.r.pos(&raw.referenced);
-        self.r.error(
-            pos,
-            format!(
-                "model `{}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini; replayed \
-                 cases name a `cassette` instead",
-                raw.value
-            ),
-        );
-        None
     }
 
     fn cassettes(&mut self, case: &RawCase) -> Option<Vec<PathBuf>> {

@@ -49,6 +49,7 @@ pub struct CaseSpec {
     /// Only the limits set here replace the job's.
     pub budget: BudgetSpec,
     /// Absolute cassette paths: attempt `n` replays `cassettes[(n - 1) % len]`.
+    /// A case that names none gets what `--record` saved for it, if anything.
     pub cassettes: Vec<PathBuf>,
     /// Where `--record` saves attempt 1 when no cassette is named.
     pub default_cassette: PathBuf,
