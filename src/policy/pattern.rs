@@ -5,7 +5,8 @@
 //! `exec`, the path of the file tools. For commands `*` matches anything,
 //! and a trailing ` *` also matches nothing, so `exec(cargo test *)` allows
 //! a bare `cargo test`. For paths the glob is a path glob: `*` stays within
-//! one folder, `**` crosses folders.
+//! one folder, `**` crosses folders. A pattern judges one simple command;
+//! how a whole `exec` line is judged is [`super::command`]'s business.
 
 use std::fmt;
 
