@@ -5,7 +5,7 @@
 //! names it anyway. Skill patterns with an argument (`exec(git diff *)`)
 //! also restrict which calls of that tool may run.
 
-use crate::policy::{ToolPattern, call_subject};
+use crate::policy::{ToolPattern, allowing_rules, call_subject};
 use crate::provider::ToolDefinition;
 use crate::tools::{self, BUILTIN_TOOLS, READ_ONLY_TOOLS, Tool};
 
@@ -87,10 +87,13 @@ impl ToolSet {
         let Some(patterns) = &self.skill_patterns else {
             return Ok(());
         };
-        let relevant: Vec<&ToolPattern> =
-            patterns.iter().filter(|p| p.matches_tool(tool)).collect();
+        let relevant: Vec<ToolPattern> = patterns
+            .iter()
+            .filter(|p| p.matches_tool(tool))
+            .cloned()
+            .collect();
         let subject = call_subject(tool, args);
-        if relevant.iter().any(|p| p.matches(tool, subject.as_deref())) {
+        if allowing_rules(&relevant, tool, subject.as_deref()).is_some() {
             Ok(())
         } else {
             Err(SkillRefusal {
@@ -131,6 +134,11 @@ mod tests {
         );
         assert!(
             set.skill_permits("exec", &json!({"command": "rm -rf x"}))
+                .is_err()
+        );
+        // Regression: a permitted command chained with another was permitted.
+        assert!(
+            set.skill_permits("exec", &json!({"command": "cargo test && rm -rf x"}))
                 .is_err()
         );
     }

@@ -21,7 +21,7 @@ use super::EXIT_BAD_INPUT;
 use super::args::ValidateArgs;
 use crate::skills::git::{default_cache_dir, fetch_skill};
 use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
-use crate::spec::{Diagnostic, LoadOptions, Severity, SkillRef, load_job_detailed};
+use crate::spec::{Diagnostic, LoadOptions, Severity, SkillRef, load_job_with_problems};
 
 /// Folders never searched for job files and skills.
 const SKIPPED_DIRS: &[&str] = &[".git", ".github", ".agentci", "target", "node_modules"];
@@ -118,14 +118,12 @@ impl<W: Write> Validation<W> {
             cwd: self.cwd.clone(),
             ..LoadOptions::default()
         };
-        let loaded = match load_job_detailed(file, &options) {
-            Ok(loaded) => loaded,
-            Err(diagnostics) => {
-                self.report(diagnostics);
-                return;
-            }
-        };
-        self.report(loaded.warnings);
+        // A job with wrong keys still gets its skill looked for, so a missing
+        // skill shows up in the same pass as the other problems.
+        let (loaded, diagnostics) = load_job_with_problems(file, &options);
+        let job_ok = !diagnostics.iter().any(|d| d.severity == Severity::Error);
+        self.report(diagnostics);
+        let Some(loaded) = loaded else { return };
         let job = &loaded.job;
         let (line, column) = loaded.skill_position;
         let dir = match &job.skill {
@@ -159,7 +157,11 @@ impl<W: Write> Validation<W> {
                 return;
             }
         };
-        if let Some(skill) = self.skill(&dir) {
+        let skill = self.skill(&dir);
+        if !job_ok {
+            return;
+        }
+        if let Some(skill) = skill {
             let line = format!(
                 "ok   {} (job {}, skill {skill})",
                 self.shown(file).display(),

@@ -6,6 +6,7 @@
 //! call. Paths are judged as the model wrote them (relative to the
 //! workspace); keeping them inside the workspace is the tools' job.
 
+pub mod command;
 pub mod pattern;
 
 pub use pattern::{PatternError, ToolPattern, call_subject};
@@ -44,16 +45,17 @@ impl PermissionPolicy {
     pub fn decide(&self, tool: &str, args: &Value) -> Verdict {
         let subject = call_subject(tool, args);
         let subject = subject.as_deref();
-        if let Some(rule) = self.deny.iter().find(|p| p.matches(tool, subject)) {
+        if let Some(rule) = denying_rule(&self.deny, tool, subject) {
             return Verdict {
                 decision: Decision::Deny,
                 rule: format!("deny: {}", rule.as_str()),
             };
         }
-        if let Some(rule) = self.allow.iter().find(|p| p.matches(tool, subject)) {
+        if let Some(rules) = allowing_rules(&self.allow, tool, subject) {
+            let names: Vec<&str> = rules.iter().map(|r| r.as_str()).collect();
             return Verdict {
                 decision: Decision::Allow,
-                rule: format!("allow: {}", rule.as_str()),
+                rule: format!("allow: {}", names.join(", ")),
             };
         }
         let decision = match self.default {
@@ -65,6 +67,56 @@ impl PermissionPolicy {
             rule: "default".to_string(),
         }
     }
+}
+
+/// The first of `rules` that matches the call or, for `exec`, any simple
+/// command in its command line.
+pub fn denying_rule<'r>(
+    rules: &'r [ToolPattern],
+    tool: &str,
+    subject: Option<&str>,
+) -> Option<&'r ToolPattern> {
+    rules.iter().find(|rule| {
+        rule.matches(tool, subject)
+            || (tool == "exec"
+                && subject.is_some_and(|line| {
+                    command::split(line)
+                        .commands
+                        .iter()
+                        .any(|c| rule.matches(tool, Some(c)))
+                }))
+    })
+}
+
+/// The rules of `rules` that together allow the call, or `None`. A bare
+/// rule (`exec`) allows any command line; rules with an argument allow an
+/// `exec` line only when each of its simple commands matches one of them.
+pub fn allowing_rules<'r>(
+    rules: &'r [ToolPattern],
+    tool: &str,
+    subject: Option<&str>,
+) -> Option<Vec<&'r ToolPattern>> {
+    let (Some(line), "exec") = (subject, tool) else {
+        return rules
+            .iter()
+            .find(|r| r.matches(tool, subject))
+            .map(|r| vec![r]);
+    };
+    if let Some(bare) = rules.iter().find(|r| r.is_bare() && r.matches_tool(tool)) {
+        return Some(vec![bare]);
+    }
+    let split = command::split(line);
+    if split.dynamic || split.commands.is_empty() {
+        return None;
+    }
+    let mut used: Vec<&ToolPattern> = Vec::new();
+    for simple in &split.commands {
+        let rule = rules.iter().find(|r| r.matches(tool, Some(simple)))?;
+        if !used.contains(&rule) {
+            used.push(rule);
+        }
+    }
+    Some(used)
 }
 
 #[cfg(test)]
@@ -102,6 +154,39 @@ mod tests {
         let v = p.decide("edit", &json!({"path": "Cargo.toml"}));
         assert_eq!(v.decision, Decision::Deny);
         assert_eq!(v.rule, "default");
+    }
+
+    // Regression: rules matched the whole command line, so `exec(cargo test *)`
+    // allowed `cargo test && rm -rf src` and `exec(git push *)` did not deny
+    // `cd . && git push`.
+    #[test]
+    fn exec_rules_judge_every_simple_command() {
+        let p = policy(
+            DefaultDecision::Deny,
+            &["exec(cargo test *)", "exec(tail *)"],
+            &["exec(git push *)"],
+        );
+        let decide = |c: &str| p.decide("exec", &json!({ "command": c }));
+        assert_eq!(decide("cargo test && rm -rf src").decision, Decision::Deny);
+        assert_eq!(decide("cargo test; curl x | sh").rule, "default");
+        assert_eq!(decide("cargo test $(rm -rf src)").decision, Decision::Deny);
+        let v = decide("cargo test 2>&1 | tail -20");
+        assert_eq!(v.decision, Decision::Allow);
+        assert_eq!(v.rule, "allow: exec(cargo test *), exec(tail *)");
+        let v = decide("cargo test --quiet");
+        assert_eq!(v.rule, "allow: exec(cargo test *)");
+
+        let open = policy(DefaultDecision::Allow, &["exec"], &["exec(git push *)"]);
+        for line in ["cd . && git push", "(git push origin)", "true; git push -f"] {
+            let v = open.decide("exec", &json!({ "command": line }));
+            assert_eq!(v.decision, Decision::Deny, "{line}");
+            assert_eq!(v.rule, "deny: exec(git push *)");
+        }
+        assert_eq!(
+            open.decide("exec", &json!({"command": "git status && ls"}))
+                .rule,
+            "allow: exec"
+        );
     }
 
     #[test]

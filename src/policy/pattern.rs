@@ -5,7 +5,8 @@
 //! `exec`, the path of the file tools. For commands `*` matches anything,
 //! and a trailing ` *` also matches nothing, so `exec(cargo test *)` allows
 //! a bare `cargo test`. For paths the glob is a path glob: `*` stays within
-//! one folder, `**` crosses folders.
+//! one folder, `**` crosses folders. A pattern judges one simple command;
+//! how a whole `exec` line is judged is [`super::command`]'s business.
 
 use std::fmt;
 
@@ -180,11 +181,20 @@ pub fn call_subject(tool: &str, args: &Value) -> Option<String> {
 
 /// `./a//b/` → `a/b`; `.` stays `.`. Lexical only: `..` is kept for the
 /// workspace check to refuse.
+/// The path as the tools will resolve it: `.` dropped and `..` folded, so a
+/// rule judges `src/../Cargo.toml` as `Cargo.toml`. A path that climbs above
+/// the root keeps its leading `..` (the tools refuse it anyway).
 fn normalize_path(path: &str) -> String {
-    let parts: Vec<&str> = path
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
     if parts.is_empty() {
         ".".to_string()
     } else {
@@ -192,9 +202,6 @@ fn normalize_path(path: &str) -> String {
     }
 }
 
-/// Shell-command glob: `*` matches any run of characters (spaces and `/`
-/// included), everything else is literal, and a trailing ` *` may match
-/// nothing at all.
 fn command_glob_matches(pattern: &str, command: &str) -> bool {
     if let Some(prefix) = pattern.strip_suffix(" *")
         && wildcard_matches(prefix, command)
@@ -275,6 +282,34 @@ mod tests {
         assert!(!m("edit(src/**)", "edit", json!({"path": "tests/a.rs"})));
         assert!(!m("edit(src/*)", "edit", json!({"path": "src/a/b.rs"})));
         assert!(m("ls(.)", "ls", json!({})));
+    }
+
+    // Regression: `..` was not folded before matching, so `edit(src/**)`
+    // allowed `src/../Cargo.toml` and `read(secrets/*)` did not deny
+    // `x/../secrets/key`.
+    #[test]
+    fn path_patterns_judge_the_path_with_dot_dot_folded() {
+        assert!(!m(
+            "edit(src/**)",
+            "edit",
+            json!({"path": "src/../Cargo.toml"})
+        ));
+        assert!(m(
+            "edit(src/**)",
+            "edit",
+            json!({"path": "tests/../src/lib.rs"})
+        ));
+        assert!(m(
+            "read(secrets/*)",
+            "read",
+            json!({"path": "x/../secrets/key"})
+        ));
+        assert!(m(
+            "read(secrets/*)",
+            "read",
+            json!({"path": "secrets/./key"})
+        ));
+        assert!(!m("ls(.)", "ls", json!({"path": "a/../.."})));
     }
 
     #[test]

@@ -75,19 +75,39 @@ pub fn load_job(
 
 /// [`load_job`], also returning where the `skill` value is.
 pub fn load_job_detailed(path: &Path, opts: &LoadOptions) -> Result<LoadedJob, Vec<Diagnostic>> {
+    let (job, diagnostics) = load_job_with_problems(path, opts);
+    match job {
+        Some(loaded) if !has_errors(&diagnostics) => Ok(LoadedJob {
+            warnings: diagnostics,
+            ..loaded
+        }),
+        _ => Err(diagnostics),
+    }
+}
+
+/// For `agentci validate`: every problem found, and the job as far as it
+/// could be built even when some of its keys are wrong, so that its skill
+/// can still be looked for and reported in the same pass. `None` when a
+/// structural problem or a missing `name`, `skill`, `goal`, model or
+/// workspace left nothing to build. The job's `warnings` are empty; all
+/// problems are in the returned list.
+pub fn load_job_with_problems(
+    path: &Path,
+    opts: &LoadOptions,
+) -> (Option<LoadedJob>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let overrides = parse_flags(opts, &mut diagnostics);
     let source = match read_source(path) {
         Ok(source) => source,
         Err(problem) => {
             diagnostics.push(problem);
-            return Err(diagnostics);
+            return (None, diagnostics);
         }
     };
     let mut reporter = Reporter::new(path, &source, 0);
     let Some(raw) = parse_raw(&source, &mut reporter) else {
         diagnostics.extend(reporter.diagnostics);
-        return Err(diagnostics);
+        return (None, diagnostics);
     };
     let job_dir = normalize(&opts.cwd.join(path))
         .parent()
@@ -100,14 +120,12 @@ pub fn load_job_detailed(path: &Path, opts: &LoadOptions) -> Result<LoadedJob, V
     };
     let (job, skill_position, file_diagnostics) = checker.check(path, raw, overrides);
     diagnostics.extend(file_diagnostics);
-    match job {
-        Some(job) if !has_errors(&diagnostics) => Ok(LoadedJob {
-            job,
-            warnings: diagnostics,
-            skill_position,
-        }),
-        _ => Err(diagnostics),
-    }
+    let loaded = job.map(|job| LoadedJob {
+        job,
+        warnings: Vec::new(),
+        skill_position,
+    });
+    (loaded, diagnostics)
 }
 
 /// Parses the YAML into the raw structs; a structural error is reported and ends the parse.

@@ -19,7 +19,7 @@ pub(crate) mod raw;
 pub mod vars;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use load::{LoadOptions, LoadedJob, load_job, load_job_detailed};
+pub use load::{LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems};
 
 /// A validated job.
 #[derive(Clone, Debug)]

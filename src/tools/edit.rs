@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{blocking, bool_arg, io_failure, outside, str_arg};
+use super::support::{blocking, bool_arg, io_failure, outside, special_file, str_arg};
 use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 /// Occurrences whose line numbers are listed in an `AMBIGUOUS_MATCH` message.
@@ -170,6 +170,9 @@ fn edit_file(path: &Path, request: &EditRequest) -> ToolResult {
             ToolErrorCode::InvalidArgument,
             format!("`{shown}` is a directory; give the path of a file"),
         );
+    }
+    if let Some(refusal) = special_file(path, shown, "edit") {
+        return refusal;
     }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,

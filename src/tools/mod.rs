@@ -240,6 +240,23 @@ pub(crate) mod support {
         args.get(name).and_then(Value::as_bool)
     }
 
+    /// `Some(refusal)` when `path` exists and is neither a regular file nor
+    /// a directory: opening a FIFO blocks until a writer comes, so it is
+    /// refused before anything opens it. Missing paths pass (the caller
+    /// reports or creates them), and directories are the caller's to judge.
+    pub fn special_file(path: &std::path::Path, shown: &str, tool: &str) -> Option<ToolResult> {
+        let meta = std::fs::metadata(path).ok()?;
+        (!meta.is_file() && !meta.is_dir()).then(|| {
+            ToolResult::failure(
+                ToolErrorCode::InvalidArgument,
+                format!(
+                    "`{shown}` is not a regular file (a FIFO, socket or device); \
+                     `{tool}` works on regular files only"
+                ),
+            )
+        })
+    }
+
     pub fn outside(error: PathError) -> ToolResult {
         ToolResult::failure(ToolErrorCode::OutsideWorkspace, error.0)
     }

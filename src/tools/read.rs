@@ -3,8 +3,8 @@
 //!
 //! The file is streamed, so a huge log costs memory only for the lines
 //! shown, and the total line count is always reported so the model knows
-//! how to page on. Directories and binary files get a clear error instead
-//! of garbage. Permission to read is not decided here.
+//! how to page on. Directories, binary files and FIFOs get a clear error
+//! instead of garbage or a hang. Permission to read is not decided here.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{blocking, io_failure, outside, str_arg, usize_arg};
+use super::support::{blocking, io_failure, outside, special_file, str_arg, usize_arg};
 use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 /// Bytes looked at to decide that a file is binary (as git and ripgrep do: a NUL byte).
@@ -102,6 +102,9 @@ fn read_file(path: &Path, shown: &str, range: LineRange) -> ToolResult {
         }
         Ok(_) => {}
         Err(e) => return io_failure("read", shown, &e),
+    }
+    if let Some(refusal) = special_file(path, shown, "read") {
+        return refusal;
     }
     let file = match File::open(path) {
         Ok(f) => f,

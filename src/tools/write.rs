@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{blocking, io_failure, outside, str_arg};
+use super::support::{blocking, io_failure, outside, special_file, str_arg};
 use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub struct WriteTool {
@@ -72,6 +72,9 @@ fn write_file(path: &Path, shown: &str, content: &str) -> ToolResult {
             ToolErrorCode::InvalidArgument,
             format!("`{shown}` is a directory; give the path of a file inside it"),
         );
+    }
+    if let Some(refusal) = special_file(path, shown, "write") {
+        return refusal;
     }
     let existed = path.exists();
     if let Some(parent) = path.parent()

@@ -37,12 +37,13 @@ proptest! {
         prop_assert_eq!(verdict.decision, Decision::Deny);
     }
 
-    /// `exec(PREFIX *)` allows exactly the commands that are PREFIX or start with `PREFIX `.
+    /// `exec(PREFIX *)` allows exactly the commands that are PREFIX or start with `PREFIX `
+    /// (arguments without shell control characters; chained commands are the next property's).
     #[test]
     fn command_prefix_pattern_matches_only_that_program(
         program in word(),
         other in word(),
-        rest in "[ -~]{0,20}",
+        rest in "[a-zA-Z0-9 ./=_-]{0,20}",
     ) {
         let p = policy(DefaultDecision::Deny, &[format!("exec({program} *)")], &[]);
         let allowed = |c: &str| p.decide("exec", &json!({ "command": c })).decision == Decision::Allow;
@@ -53,6 +54,27 @@ proptest! {
             let other_cmd = format!("{other} {rest}");
             prop_assert!(!allowed(&other_cmd), "{} must not be allowed by exec({} *)", other_cmd, program);
         }
+    }
+
+    /// An allowed command chained with any other program is not allowed by
+    /// the prefix rule, and a denied program is denied wherever it sits in a
+    /// chain. (Regression: rules matched the whole line.)
+    #[test]
+    fn chained_commands_are_judged_one_by_one(
+        program in word(),
+        other in word(),
+        rest in "[a-zA-Z0-9 ./=_-]{0,12}",
+        op in prop::sample::select(vec![";", "&&", "||", "|", "&", "\n"]),
+    ) {
+        prop_assume!(other != program);
+        let line = format!("{program} {rest} {op} {other} {rest}");
+        let p = policy(DefaultDecision::Deny, &[format!("exec({program} *)")], &[]);
+        let verdict = p.decide("exec", &json!({ "command": line }));
+        prop_assert_eq!(verdict.decision, Decision::Deny, "{} allowed by exec({} *)", line, program);
+
+        let q = policy(DefaultDecision::Allow, &["exec".to_string()], &[format!("exec({other} *)")]);
+        let verdict = q.decide("exec", &json!({ "command": line }));
+        prop_assert_eq!(verdict.decision, Decision::Deny, "{} not denied by exec({} *)", line, other);
     }
 
     /// A path pattern `DIR/**` allows every path under DIR and nothing beside it.

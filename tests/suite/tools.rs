@@ -150,6 +150,48 @@ async fn read_refuses_directories_binaries_and_missing_files() {
     assert_eq!(r.error, Some(ToolErrorCode::NotFound));
 }
 
+// Regression: `read` on a named pipe in the workspace blocked in open(2)
+// forever, hanging the run (and its shutdown, which waits for the blocking
+// thread); `edit` and `write` did the same.
+#[test]
+fn read_edit_and_write_refuse_fifos_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ctx = context(dir.path());
+    let calls = [
+        ("read", json!({"path": "pipe"})),
+        (
+            "edit",
+            json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
+        ),
+        ("write", json!({"path": "pipe", "content": "x"})),
+    ];
+    for (tool, args) in calls {
+        // On its own thread: a tool stuck in open(2) cannot be cancelled, only abandoned.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ctx = ctx.clone();
+        std::thread::spawn(move || tx.send(call_blocking(&ctx, tool, args)));
+        let r = rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("`{tool}` blocked on a FIFO"));
+        assert_eq!(
+            r.error,
+            Some(ToolErrorCode::InvalidArgument),
+            "{tool}: {}",
+            r.summary
+        );
+        assert!(
+            r.summary.contains("not a regular file"),
+            "{tool}: {}",
+            r.summary
+        );
+    }
+}
+
 #[tokio::test]
 async fn write_creates_parent_directories() {
     let dir = tempfile::tempdir().unwrap();
