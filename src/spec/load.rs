@@ -16,6 +16,7 @@ use serde_saphyr::Spanned;
 use super::check::Checker;
 use super::diagnostic::{Diagnostic, Pos, Reporter, has_errors};
 use super::raw::RawJob;
+use super::recover;
 use super::vars::parse_var_flag;
 use super::{JobSpec, ProviderKind};
 
@@ -105,7 +106,7 @@ pub fn load_job_with_problems(
         }
     };
     let mut reporter = Reporter::new(path, &source, 0);
-    let Some(raw) = parse_raw(&source, &mut reporter) else {
+    let Some((raw, blanked)) = parse_raw(&source, &mut reporter) else {
         diagnostics.extend(reporter.diagnostics);
         return (None, diagnostics);
     };
@@ -118,7 +119,14 @@ pub fn load_job_with_problems(
         cwd: &opts.cwd,
         job_dir: &job_dir,
     };
-    let (job, skill_position, file_diagnostics) = checker.check(path, raw, overrides);
+    let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, overrides);
+    // A key blanked for its wrong type was reported as such; its absence is no second problem.
+    file_diagnostics.retain(|d| {
+        !blanked.iter().any(|key| {
+            d.message.contains(&format!("`{key}`"))
+                && (d.message.starts_with("missing") || d.message.contains(" without "))
+        })
+    });
     diagnostics.extend(file_diagnostics);
     let loaded = job.map(|job| LoadedJob {
         job,
@@ -128,8 +136,12 @@ pub fn load_job_with_problems(
     (loaded, diagnostics)
 }
 
-/// Parses the YAML into the raw structs; a structural error is reported and ends the parse.
-fn parse_raw(source: &str, reporter: &mut Reporter<'_>) -> Option<RawJob> {
+/// Parses the YAML into the raw structs. A structural error (an unknown
+/// key, a wrong type) is reported, its entry blanked out, and the parse tried
+/// again, so the checks that follow still see the rest of the file; a
+/// syntax error ends the parse.
+/// Returns the raw job and the known keys blanked for a wrong value.
+fn parse_raw(source: &str, reporter: &mut Reporter<'_>) -> Option<(RawJob, Vec<String>)> {
     if source.trim().is_empty() {
         reporter.error(
             reporter.start(),
@@ -137,15 +149,41 @@ fn parse_raw(source: &str, reporter: &mut Reporter<'_>) -> Option<RawJob> {
         );
         return None;
     }
-    let mut options = serde_saphyr::Options::default();
-    options.with_snippet = false;
-    match serde_saphyr::from_str_with_options::<RawJob>(source, options) {
-        Ok(raw) => Some(raw),
-        Err(e) => {
-            reporter.yaml_error(&e);
-            None
+    let mut working = source.to_string();
+    let mut blanked = Vec::new();
+    for _ in 0..=recover::MAX_RECOVERIES {
+        let mut options = serde_saphyr::Options::default();
+        options.with_snippet = false;
+        match serde_saphyr::from_str_with_options::<RawJob>(&working, options) {
+            Ok(raw) => return Some((raw, blanked)),
+            Err(e) => {
+                reporter.yaml_error(&e);
+                let recoverable = matches!(
+                    e.without_snippet(),
+                    serde_saphyr::Error::SerdeUnknownField { .. }
+                        | serde_saphyr::Error::SerdeInvalidType { .. }
+                        | serde_saphyr::Error::SerdeUnknownVariant { .. }
+                        | serde_saphyr::Error::Unexpected { .. }
+                );
+                let unknown_key = matches!(
+                    e.without_snippet(),
+                    serde_saphyr::Error::SerdeUnknownField { .. }
+                );
+                let line = e.location().map(|l| l.line() as usize);
+                match line.filter(|_| recoverable) {
+                    Some(line) => match recover::blank_entry(&mut working, line) {
+                        // An unknown key is simply gone; a known key with a wrong
+                        // value is now missing, which must not be reported again.
+                        Some(key) if !unknown_key => blanked.push(key),
+                        Some(_) => {}
+                        None => return None,
+                    },
+                    None => return None,
+                }
+            }
         }
     }
+    None
 }
 
 /// Reads a file as UTF-8 text, refusing huge files.

@@ -1,0 +1,114 @@
+//! Recovering from structural YAML errors so that one pass reports them all.
+//!
+//! serde stops at the first unknown key or wrong type. To go on, the entry
+//! that caused it is blanked out of a working copy of the source, character
+//! for character with spaces, so every other line keeps its line and column,
+//! and the parse is tried again. The semantic checks then run on what is
+//! left, so a file with an unknown key *and* a bad value reports both.
+//! Only block-style entries can be blanked; an error inside a flow mapping
+//! or list (`{a: 1}`, `[a, b]`) blanks the block entry that holds it.
+
+/// How many structural problems one file may report before the rest waits for the next run.
+pub const MAX_RECOVERIES: usize = 25;
+
+/// Blank the entry at 1-based `line` (the key reported there, or the block
+/// entry holding that line) and everything nested under it. Returns the
+/// blanked key's name, or `None` when nothing sensible can be blanked.
+pub fn blank_entry(source: &mut String, line: usize) -> Option<String> {
+    let lines: Vec<&str> = source.split('\n').collect();
+    let mut entry = line.checked_sub(1)?;
+    if entry >= lines.len() {
+        return None;
+    }
+    // Walk up from a value line (a list item, a continuation) to the key that owns it.
+    while key_of(lines[entry]).is_none() {
+        let indent = indentation(lines[entry])?;
+        entry = (0..entry).rev().find(|&i| {
+            indentation(lines[i]).is_some_and(|ind| ind < indent) && key_of(lines[i]).is_some()
+        })?;
+    }
+    let (key_column, key) = key_of(lines[entry])?;
+    let mut end = entry + 1;
+    while end < lines.len() {
+        match indentation(lines[end]) {
+            Some(indent) if indent <= key_column => break,
+            _ => end += 1,
+        }
+    }
+    let mut out = String::with_capacity(source.len());
+    for (i, text) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if i == entry {
+            // Keep a list item's `- ` so the list keeps its shape.
+            out.push_str(&text[..key_column]);
+            out.extend(text[key_column..].chars().map(|_| ' '));
+        } else if i > entry && i < end {
+            out.extend(text.chars().map(|_| ' '));
+        } else {
+            out.push_str(text);
+        }
+    }
+    *source = out;
+    Some(key)
+}
+
+/// The column and name of a `key:` at the start of a block line (after any `- `).
+fn key_of(line: &str) -> Option<(usize, String)> {
+    let mut column = line.len() - line.trim_start().len();
+    let mut rest = &line[column..];
+    while let Some(after) = rest.strip_prefix("- ") {
+        let trimmed = after.trim_start();
+        column += rest.len() - trimmed.len();
+        rest = trimmed;
+    }
+    let name_len = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
+        .unwrap_or(rest.len());
+    let after = rest[name_len..].trim_start();
+    (name_len > 0 && (after.starts_with(": ") || after == ":" || after.starts_with(":\t")))
+        .then(|| (column, rest[..name_len].to_string()))
+}
+
+/// Leading spaces of a line with content; `None` for blank and comment lines.
+fn indentation(line: &str) -> Option<usize> {
+    let trimmed = line.trim_start();
+    (!trimmed.is_empty() && !trimmed.starts_with('#')).then(|| line.len() - trimmed.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blanks_a_key_and_its_block_keeping_positions() {
+        let mut s = "name: x\nbogus:\n  - a\n  - b\ngoal: g\n".to_string();
+        assert_eq!(blank_entry(&mut s, 2).as_deref(), Some("bogus"));
+        assert_eq!(s.lines().count(), 5);
+        assert_eq!(s.lines().nth(4), Some("goal: g"));
+        assert!(s.lines().nth(2).unwrap().trim().is_empty());
+    }
+
+    #[test]
+    fn a_value_line_blanks_the_key_that_owns_it() {
+        let mut s = "tools:\n  - [x]\nname: n\n".to_string();
+        assert_eq!(blank_entry(&mut s, 2).as_deref(), Some("tools"));
+        assert_eq!(s.lines().nth(2), Some("name: n"));
+    }
+
+    #[test]
+    fn a_list_item_keeps_its_dash() {
+        let mut s = "checks:\n  - bogus: 1\n    run: x\n".to_string();
+        assert_eq!(blank_entry(&mut s, 2).as_deref(), Some("bogus"));
+        assert!(s.lines().nth(1).unwrap().trim_end().ends_with('-'));
+        assert_eq!(s.lines().nth(2), Some("    run: x"));
+    }
+
+    #[test]
+    fn nested_key_blanks_only_itself() {
+        let mut s = "budget:\n  bogus: 1\n  max_turns: 3\n".to_string();
+        assert_eq!(blank_entry(&mut s, 2).as_deref(), Some("bogus"));
+        assert_eq!(s.lines().nth(2), Some("  max_turns: 3"));
+    }
+}
