@@ -15,6 +15,9 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 /// The directory the agent works in; every tool path is relative to it.
+/// The folder at the workspace root where agentci keeps its runs.
+pub const RUN_FOLDERS: &str = ".agentci";
+
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
@@ -93,6 +96,13 @@ impl Workspace {
         let mut path = canonical;
         for name in missing.iter().rev() {
             path.push(name);
+        }
+        // agentci's own run folders (the live trace among them) are not the agent's to touch.
+        if path.starts_with(self.root.join(RUN_FOLDERS)) {
+            return Err(PathError(format!(
+                "path `{relative}` is inside `{RUN_FOLDERS}/`, which holds agentci's own run \
+                 files; it is not part of the workspace"
+            )));
         }
         Ok(path)
     }

@@ -192,6 +192,39 @@ fn read_edit_and_write_refuse_fifos_without_blocking() {
     }
 }
 
+/// Regression: `write` could overwrite the run's own trace under `.agentci/`.
+#[tokio::test]
+async fn run_folders_are_not_the_agents_to_touch() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".agentci/runs/r1/trace.jsonl", "{}\n");
+    let ctx = context(dir.path());
+    for (tool, args) in [
+        (
+            "write",
+            json!({"path": ".agentci/runs/r1/trace.jsonl", "content": "forged"}),
+        ),
+        ("read", json!({"path": ".agentci/runs/r1/trace.jsonl"})),
+        (
+            "edit",
+            json!({"path": "./.agentci/runs/r1/trace.jsonl", "old_text": "{}", "new_text": "x"}),
+        ),
+        ("ls", json!({"path": ".agentci"})),
+    ] {
+        let r = call(&ctx, tool, args).await;
+        assert_eq!(
+            r.error,
+            Some(ToolErrorCode::OutsideWorkspace),
+            "{tool}: {}",
+            r.summary
+        );
+        assert!(r.summary.contains(".agentci/"), "{tool}: {}", r.summary);
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".agentci/runs/r1/trace.jsonl")).unwrap(),
+        "{}\n"
+    );
+}
+
 #[tokio::test]
 async fn write_creates_parent_directories() {
     let dir = tempfile::tempdir().unwrap();
