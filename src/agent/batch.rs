@@ -11,7 +11,7 @@ use futures_util::future::join_all;
 use serde_json::Value;
 
 use crate::event::{Decision, EventBus, EventKind, ToolResultEvent};
-use crate::policy::PermissionPolicy;
+use crate::policy::{PermissionPolicy, Verdict};
 use crate::provider::ToolCall;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult, schema};
 
@@ -164,7 +164,7 @@ fn admit<'a>(
             ),
         )));
     }
-    let verdict = env.policy.decide(&call.name, &args);
+    let verdict = decide_through_links(env, &call.name, &args);
     decide(env, call, verdict.decision, &verdict.rule);
     if verdict.decision == Decision::Deny {
         return Err(refuse(ToolResult::failure(
@@ -176,6 +176,33 @@ fn admit<'a>(
         )));
     }
     Ok((tool, args))
+}
+
+/// The policy's verdict on a call, judged on the path as written and, when
+/// a symlink inside the workspace leads elsewhere, on where it leads too:
+/// `deny: read(secrets/**)` must also stop `read(link-to-secrets/key)`.
+/// The stricter verdict wins.
+fn decide_through_links(env: &BatchEnv<'_>, tool: &str, args: &Value) -> Verdict {
+    let written = env.policy.decide(tool, args);
+    let Some(path) = args.get("path").and_then(Value::as_str) else {
+        return written;
+    };
+    let Ok(resolved) = env.ctx.workspace.resolve(path) else {
+        // The tool refuses it anyway, as outside the workspace.
+        return written;
+    };
+    let target = env.ctx.workspace.relative(&resolved);
+    let mut through = args.clone();
+    through["path"] = Value::String(target);
+    let linked = env.policy.decide(tool, &through);
+    if written.decision == Decision::Allow && linked.decision == Decision::Deny {
+        Verdict {
+            decision: Decision::Deny,
+            rule: format!("{} (through a symlink)", linked.rule),
+        }
+    } else {
+        written
+    }
 }
 
 fn decide(env: &BatchEnv<'_>, call: &ToolCall, decision: Decision, rule: &str) {

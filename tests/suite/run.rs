@@ -673,3 +673,35 @@ fn provider_failing_on_the_summary_turn_does_not_fail_finished_work() {
     assert_eq!(done["status"], "passed");
     assert_eq!(done["summary"], "found `wrold`\nfixed the typo");
 }
+
+/// Regression: path rules judged only the path as written, so a symlink
+/// inside the workspace led a denied read into `secrets/`.
+#[test]
+fn deny_rules_also_judge_where_a_symlink_leads() {
+    let model = FakeModel::start(script_with(vec![Reply::tool_calls(vec![
+        ("call_direct", "read", json!({"path": "secrets/key.txt"})),
+        ("call_link", "read", json!({"path": "docs/key.txt"})),
+    ])]));
+    let sb = sandbox(&model.base_url(), "");
+    let job = sb.read("job.yaml").replace(
+        r#"deny: ["exec(rm *)"]"#,
+        r#"deny: ["exec(rm *)", "read(secrets/**)"]"#,
+    );
+    sb.write("job.yaml", &job);
+    sb.write("ws/secrets/key.txt", "k3y-inside\n");
+    std::os::unix::fs::symlink("secrets", sb.workspace().join("docs")).unwrap();
+    run_job(&sb, &[]);
+    let requests = model.requests();
+    for id in ["call_direct", "call_link"] {
+        let text = tool_message(&requests, id);
+        assert!(text.contains("PERMISSION_DENIED"), "{id}: {text}");
+    }
+    let trace = sb.trace("out/trace.jsonl");
+    let linked = events(&trace, "permission.decision")
+        .into_iter()
+        .find(|e| e["call_id"] == "call_link")
+        .unwrap();
+    assert_eq!(linked["rule"], "deny: read(secrets/**) (through a symlink)");
+    let text = std::fs::read_to_string(sb.path().join("out/trace.jsonl")).unwrap();
+    assert!(!text.contains("k3y-inside"));
+}
