@@ -55,6 +55,13 @@ impl Tool for WriteTool {
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let path = str_arg(&args, "path").unwrap_or_default();
+            // Regression: `newdir/` silently became a file called `newdir`.
+            if path.ends_with('/') || path.trim().is_empty() {
+                return ToolResult::failure(
+                    ToolErrorCode::InvalidArgument,
+                    format!("`path` `{path}` names a folder; give the path of a file to write"),
+                );
+            }
             let resolved = match ctx.workspace.resolve(path) {
                 Ok(p) => p,
                 Err(e) => return outside(e),

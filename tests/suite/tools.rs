@@ -243,6 +243,14 @@ async fn write_creates_parent_directories() {
     assert_eq!(r.data["created"], true);
     let r = call(&ctx, "write", json!({"path": "a", "content": "x"})).await;
     assert_eq!(r.error, Some(ToolErrorCode::InvalidArgument));
+    let r = call(&ctx, "write", json!({"path": "newdir/", "content": "x"})).await;
+    assert_eq!(
+        r.error,
+        Some(ToolErrorCode::InvalidArgument),
+        "{}",
+        r.summary
+    );
+    assert!(!dir.path().join("newdir").exists());
 }
 
 #[tokio::test]
