@@ -159,6 +159,21 @@ fn read(workspace: &Path, path: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read {path}: {e}"))
 }
 
+/// Kills a `run` assertion's process group when the assertion ends or is dropped.
+struct KillGroup(Option<i32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.filter(|&p| p > 1) {
+            // SAFETY: killpg only sends a signal; pgid is our child's own group
+            // (process_group(0)), never 0 or 1, so it cannot hit our group or init.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 /// `sh -c COMMAND` in the workspace; exit 0 passes.
 async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), String> {
     let child = tokio::process::Command::new("sh")
@@ -166,9 +181,16 @@ async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), S
         .arg(command)
         .current_dir(workspace)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // Its own group, so a timeout or a signal stopping the evaluation
+        // kills what the command started too, not just `sh`.
+        .process_group(0)
         .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(timeout, child).await {
+        .spawn()
+        .map_err(|e| format!("cannot run `sh -c`: {e}"))?;
+    let _group = KillGroup(child.id().and_then(|id| i32::try_from(id).ok()));
+    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Err(_) => return Err(format!("timed out after {}s", timeout.as_secs())),
         Ok(Err(e)) => return Err(format!("cannot run `sh -c`: {e}")),
         Ok(Ok(output)) => output,
