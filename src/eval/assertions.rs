@@ -395,4 +395,35 @@ mod tests {
         let got = judge(&[Assertion::MaxCostUsd(1.0)], &facts).await;
         assert!(!got[0].passed);
     }
+
+    /// A `run` assertion that times out takes what it started with it,
+    /// not only `sh` (the same holds when a signal drops it).
+    #[tokio::test]
+    async fn run_kills_its_whole_process_group() {
+        const MARKER: &str = "26.125";
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = run(
+            &format!("sleep {MARKER}; true"),
+            Duration::from_millis(300),
+            dir.path(),
+        )
+        .await;
+        assert_eq!(outcome, Err("timed out after 0s".to_string()));
+        let alive = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .any(|c| {
+                    String::from_utf8_lossy(&c).replace('\0', " ") == format!("sleep {MARKER} ")
+                })
+        };
+        for _ in 0..50 {
+            if !alive() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the assertion's sleep outlived it");
+    }
 }
