@@ -2,13 +2,17 @@
 //! [`crate::eval`] with one progress display, write `results.json`,
 //! `junit.xml` and `summary.md` into `--out`, compare with `--baseline`, and
 //! turn the gates into an exit code: 0 every suite met its pass rate and
-//! nothing regressed, 1 otherwise, 2 bad input.
+//! nothing regressed, 1 otherwise, 2 bad input. SIGINT/SIGTERM stop the
+//! evaluation (see [`crate::eval::engine`]); the results of what finished
+//! are still written, and the exit code is 130/143 (see [`super::signals`]).
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::agent::cancel_pair;
 use crate::eval::attempt::record_cassette;
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
@@ -19,6 +23,7 @@ use crate::spec::load::{check_base_url, parse_model_flag};
 use super::EXIT_BAD_INPUT;
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
 use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
+use super::signals;
 
 pub fn eval(args: EvalArgs) -> u8 {
     let mut stderr = std::io::stderr();
@@ -36,7 +41,9 @@ pub fn eval(args: EvalArgs) -> u8 {
 fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
     let cwd = std::env::current_dir()
         .map_err(|e| vec![format!("error: cannot read the current directory: {e}")])?;
-    let options = options(&args, &cwd)?;
+    let mut options = options(&args, &cwd)?;
+    let (trigger, cancel) = cancel_pair();
+    options.settings.cancel = cancel.clone();
     let thresholds = thresholds(&args.baseline)?;
     let baseline = read_baseline(&args.baseline, &cwd)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
@@ -51,14 +58,35 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
         .enable_all()
         .build()
         .map_err(|e| vec![format!("error: cannot start the async runtime: {e}")])?;
-    let results = runtime.block_on(run_eval(Arc::new(suites), &options, observer));
-    Ok(finish(
+    let (results, received) = runtime
+        .block_on(async {
+            let received = signals::install(trigger)?;
+            let results = run_eval(Arc::new(suites), &options, observer).await;
+            Ok::<_, std::io::Error>((results, received))
+        })
+        .map_err(|e| vec![format!("error: cannot listen for signals: {e}")])?;
+    if cancel.reason().is_some() {
+        // Interrupted attempts removed their workspaces already; give the
+        // background removals of finished ones a moment, not forever.
+        runtime.shutdown_timeout(Duration::from_secs(2));
+    } else {
+        // Waits for every workspace removal still under way.
+        drop(runtime);
+    }
+    let code = finish(
         &results,
         &options.out_dir,
         baseline.as_ref(),
         &thresholds,
         &cwd,
-    ))
+    );
+    Ok(match &results.interrupted {
+        Some(note) => {
+            let _ = writeln!(std::io::stderr(), "agentci: {note}");
+            received.exit_code()
+        }
+        None => code,
+    })
 }
 
 fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
@@ -107,6 +135,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             base_url: args.base_url.clone(),
             record: args.record,
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
+            cancel: crate::agent::CancelSignal::never(),
         },
         out_dir: cwd.join(&args.out),
         jobs,

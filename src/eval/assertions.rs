@@ -159,6 +159,21 @@ fn read(workspace: &Path, path: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read {path}: {e}"))
 }
 
+/// Kills a `run` assertion's process group when the assertion ends or is dropped.
+struct KillGroup(Option<i32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.filter(|&p| p > 1) {
+            // SAFETY: killpg only sends a signal; pgid is our child's own group
+            // (process_group(0)), never 0 or 1, so it cannot hit our group or init.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 /// `sh -c COMMAND` in the workspace; exit 0 passes.
 async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), String> {
     let child = tokio::process::Command::new("sh")
@@ -166,9 +181,16 @@ async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), S
         .arg(command)
         .current_dir(workspace)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // Its own group, so a timeout or a signal stopping the evaluation
+        // kills what the command started too, not just `sh`.
+        .process_group(0)
         .kill_on_drop(true)
-        .output();
-    let output = match tokio::time::timeout(timeout, child).await {
+        .spawn()
+        .map_err(|e| format!("cannot run `sh -c`: {e}"))?;
+    let _group = KillGroup(child.id().and_then(|id| i32::try_from(id).ok()));
+    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Err(_) => return Err(format!("timed out after {}s", timeout.as_secs())),
         Ok(Err(e)) => return Err(format!("cannot run `sh -c`: {e}")),
         Ok(Ok(output)) => output,
@@ -372,5 +394,36 @@ mod tests {
         };
         let got = judge(&[Assertion::MaxCostUsd(1.0)], &facts).await;
         assert!(!got[0].passed);
+    }
+
+    /// A `run` assertion that times out takes what it started with it,
+    /// not only `sh` (the same holds when a signal drops it).
+    #[tokio::test]
+    async fn run_kills_its_whole_process_group() {
+        const MARKER: &str = "26.125";
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = run(
+            &format!("sleep {MARKER}; true"),
+            Duration::from_millis(300),
+            dir.path(),
+        )
+        .await;
+        assert_eq!(outcome, Err("timed out after 0s".to_string()));
+        let alive = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .any(|c| {
+                    String::from_utf8_lossy(&c).replace('\0', " ") == format!("sleep {MARKER} ")
+                })
+        };
+        for _ in 0..50 {
+            if !alive() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the assertion's sleep outlived it");
     }
 }

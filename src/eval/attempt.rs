@@ -3,6 +3,9 @@
 //! [`crate::runner`] with its own trace and JUnit under the attempt's folder,
 //! then the assertions. Every way this can go wrong becomes an `error`
 //! result, never a panic or an early return that would stop other attempts.
+//! A signal ([`AttemptSettings::cancel`]) ends the run `interrupted` or stops
+//! the assertions; the attempt is then an `error` marked `interrupted`, and
+//! its workspace is removed before it returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,6 +16,7 @@ use super::fixture::{TempWorkspace, materialize};
 use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
+use crate::agent::CancelSignal;
 use crate::event::{Event, EventKind, EventSink, RunStatus, SinkError};
 use crate::runner::{self, Prepared, RunOptions};
 use crate::spec::LoadOptions;
@@ -32,6 +36,8 @@ pub struct AttemptSettings {
     pub record: bool,
     /// `--skills-path`.
     pub skills_path: Vec<PathBuf>,
+    /// Fired by SIGINT/SIGTERM: running attempts stop, no new one starts.
+    pub cancel: CancelSignal,
 }
 
 /// Where one attempt's files go and what identifies it.
@@ -95,6 +101,7 @@ pub async fn run_attempt(
         trace: None,
         started_at,
         fingerprint: plan.fingerprint.clone(),
+        interrupted: false,
     };
     if let Err(reason) = run_into(&mut result, suite, case, plan, settings).await {
         result.outcome = Outcome::Error;
@@ -129,6 +136,7 @@ async fn run_into(
         out_dir: Some(plan.dir.clone()),
         record: settings.record.then(|| record_cassette(case, plan.attempt)),
         sinks: vec![Box::new(ToolCallLog(Arc::clone(&tool_calls)))],
+        cancel: settings.cancel.clone(),
         ..RunOptions::default()
     };
     let report = runner::run_prepared(&prepared, options)
@@ -150,6 +158,11 @@ async fn run_into(
     result.output_tokens = totals.output_tokens;
     result.cost_usd = totals.cost_usd;
     result.run_ms = totals.duration_ms;
+    if completed.status == RunStatus::Interrupted {
+        interrupted(result, &completed.reason);
+        workspace.remove_now().await;
+        return Ok(());
+    }
 
     let root = workspace.path().to_path_buf();
     let after = tokio::task::spawn_blocking(move || Snapshot::take(&root))
@@ -163,7 +176,21 @@ async fn run_into(
         events: &events,
         changed: &result.changed,
     };
-    result.assertions = judge(&case.assertions, &facts).await;
+    // A `run:` assertion may take long (a test suite): a signal stops it too.
+    let judged = tokio::select! {
+        biased;
+        reason = settings.cancel.cancelled() => Err(reason),
+        assertions = judge(&case.assertions, &facts) => Ok(assertions),
+    };
+    let assertions = match judged {
+        Ok(assertions) => assertions,
+        Err(reason) => {
+            interrupted(result, &reason);
+            workspace.remove_now().await;
+            return Ok(());
+        }
+    };
+    result.assertions = assertions;
     workspace.remove_in_background();
 
     // The provider or agentci failed: nothing the case asserts can be trusted.
@@ -190,6 +217,17 @@ async fn run_into(
         result.reason = format!("cannot write the run's results: {error}");
     }
     Ok(())
+}
+
+/// Mark an attempt stopped by a signal: an error that is not kept.
+fn interrupted(result: &mut AttemptResult, reason: &str) {
+    result.outcome = Outcome::Error;
+    result.interrupted = true;
+    result.reason = if reason.is_empty() {
+        "interrupted".to_string()
+    } else {
+        reason.to_string()
+    };
 }
 
 /// The base job with the case's overrides, the workspace being the temp copy.

@@ -7,6 +7,11 @@
 //! Each finished attempt is written to `OUT/<suite>/<case>/<n>/attempt.json`
 //! at once, so a killed evaluation resumes where it stopped. Showing
 //! progress is the [`EvalObserver`]'s job; this module never prints.
+//!
+//! When the settings' cancel signal fires (SIGINT/SIGTERM), attempts not
+//! yet started never start, running ones end `interrupted` and are reported
+//! as errors but not saved, so resuming re-runs them; [`Results::interrupted`]
+//! says what was cut short.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -164,23 +169,41 @@ pub async fn run_eval(
             Arc::clone(&observer),
         );
         let plan = job.plan.clone();
+        let cancel = settings.cancel.clone();
         let handle = tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await.ok();
+            // `None`: a signal came first, the attempt never started.
+            let _permit = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return None,
+                permit = permits.acquire_owned() => permit.ok(),
+            };
             let suite = &suites[job.suite];
             let case = &suite.cases[job.case];
             observer.started(&suite.name, &case.name, job.plan.attempt);
             // A result left from an earlier try must not survive a crash of this one.
             let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
             let result = run_attempt(suite, case, &job.plan, &settings).await;
-            save(&job.plan, result)
+            Some(if result.interrupted {
+                result
+            } else {
+                save(&job.plan, result)
+            })
         });
         handles.push((slot, plan, handle));
     }
+    let (mut stopped, mut not_started) = (0, 0);
     for (slot, plan, handle) in handles {
         let result = match handle.await {
-            Ok(result) => result,
+            Ok(Some(result)) => result,
+            Ok(None) => {
+                not_started += 1;
+                continue;
+            }
             Err(e) => save(&plan, crashed(&plan, &e.to_string())),
         };
+        if result.interrupted {
+            stopped += 1;
+        }
         let (s, c) = selected[slot];
         let (suite, case) = (&suites[s], &suites[s].cases[c]);
         observer.finished(&suite.name, &case.name, &result);
@@ -189,6 +212,10 @@ pub async fn run_eval(
 
     let mut per_suite: Vec<Vec<CaseResult>> = vec![Vec::new(); suites.len()];
     for (slot, attempts) in done.into_iter().enumerate() {
+        // Only after a signal: none of the case's attempts ran.
+        if attempts.is_empty() {
+            continue;
+        }
         let (s, c) = selected[slot];
         let case = &suites[s].cases[c];
         per_suite[s].push(CaseResult::new(
@@ -207,7 +234,14 @@ pub async fn run_eval(
             SuiteResult::new(&suite.name, &suite.path.display().to_string(), gate, cases)
         })
         .collect();
-    Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results)
+    let mut results = Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results);
+    results.interrupted = settings.cancel.reason().map(|reason| {
+        format!(
+            "{reason}: {stopped} attempts stopped (errors), {not_started} not started (left \
+             out); run again with the same --out to finish them"
+        )
+    });
+    results
 }
 
 /// Write `attempt.json`; a result that cannot be saved is an error result.
@@ -246,5 +280,6 @@ fn crashed(plan: &AttemptPlan, why: &str) -> AttemptResult {
         trace: None,
         started_at: crate::event::now_rfc3339(),
         fingerprint: plan.fingerprint.clone(),
+        interrupted: false,
     }
 }

@@ -39,6 +39,15 @@ impl TempWorkspace {
     }
 }
 
+impl TempWorkspace {
+    /// Remove the workspace on a blocking thread and wait for it: for an
+    /// interrupted attempt, whose process is about to exit and must not
+    /// leave the folder behind.
+    pub async fn remove_now(self) {
+        let _ = tokio::task::spawn_blocking(move || drop(self)).await;
+    }
+}
+
 impl Drop for TempWorkspace {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);

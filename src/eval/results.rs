@@ -77,6 +77,14 @@ pub struct AttemptResult {
     /// Identifies the case definition and settings the attempt ran with;
     /// resuming re-runs attempts whose fingerprint changed.
     pub fingerprint: String,
+    /// Stopped by SIGINT/SIGTERM before it finished (an `error`); never
+    /// saved for resuming, so the next run into the same folder re-runs it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// A case over all its attempts.
@@ -270,6 +278,10 @@ pub struct Results {
     /// Attempts per case asked for.
     pub repeat: u32,
     pub suites: Vec<SuiteResult>,
+    /// Set when a signal stopped the evaluation: what was cut short. Cases
+    /// with no attempt that finished or was interrupted are left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl Results {
@@ -280,6 +292,7 @@ impl Results {
             shard,
             repeat,
             suites,
+            interrupted: None,
         }
     }
 
@@ -314,6 +327,17 @@ impl Results {
     /// two inputs is a mistake (overlapping shards or one folder given twice).
     pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
         check_shards(&parts)?;
+        // An interrupted shard stays visible in the merged report.
+        let interrupted: Vec<String> = parts
+            .iter()
+            .filter_map(|p| {
+                let note = p.interrupted.as_ref()?;
+                Some(match &p.shard {
+                    Some(shard) => format!("shard {shard}: {note}"),
+                    None => note.clone(),
+                })
+            })
+            .collect();
         let repeat = parts.iter().map(|p| p.repeat).max().unwrap_or(1);
         let mut suites: Vec<(String, String, f64, Vec<CaseResult>)> = Vec::new();
         for part in parts {
@@ -347,7 +371,9 @@ impl Results {
             .into_iter()
             .map(|(name, file, gate, cases)| SuiteResult::new(&name, &file, gate, cases))
             .collect();
-        Ok(Results::new(None, repeat, suites))
+        let mut merged = Results::new(None, repeat, suites);
+        merged.interrupted = (!interrupted.is_empty()).then(|| interrupted.join("; "));
+        Ok(merged)
     }
 }
 

@@ -1,6 +1,7 @@
 mod support;
 
 mod eval;
+mod eval_signals;
 mod examples;
 mod git_output;
 mod git_skill;

@@ -48,7 +48,7 @@ fn spawn(sb: &Sandbox) -> Child {
 }
 
 /// Wait until `ready` holds, for at most `limit`.
-fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+pub(super) fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {
         if ready() {
@@ -64,7 +64,7 @@ fn trace_has(path: &Path, needle: &str) -> bool {
 }
 
 /// Processes whose command line holds `marker` (a `sleep` with an unusual duration).
-fn processes_with(marker: &str) -> usize {
+pub(super) fn processes_with(marker: &str) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -85,7 +85,7 @@ fn processes_with(marker: &str) -> usize {
 }
 
 /// Send `signal`, then wait for the exit code; panics after 5 seconds.
-fn signal_and_wait(child: &mut Child, signal: i32) -> (i32, Duration) {
+pub(super) fn signal_and_wait(child: &mut Child, signal: i32) -> (i32, Duration) {
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: kill only sends a signal to our own child process.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);

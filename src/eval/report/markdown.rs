@@ -8,6 +8,9 @@ use crate::eval::results::{CaseStatus, Outcome, Results};
 
 pub fn summary(results: &Results) -> String {
     let mut out = String::from("## agentci eval\n\n");
+    if let Some(note) = &results.interrupted {
+        let _ = writeln!(out, "> ⚠️ **Interrupted**: {note}.\n");
+    }
     for suite in &results.suites {
         let _ = writeln!(
             out,
