@@ -120,13 +120,7 @@ pub fn load_job_with_problems(
         job_dir: &job_dir,
     };
     let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, overrides);
-    // A key blanked for its wrong type was reported as such; its absence is no second problem.
-    file_diagnostics.retain(|d| {
-        !blanked.iter().any(|key| {
-            d.message.contains(&format!("`{key}`"))
-                && (d.message.starts_with("missing") || d.message.contains(" without "))
-        })
-    });
+    recover::drop_consequences(&mut file_diagnostics, &blanked);
     diagnostics.extend(file_diagnostics);
     let loaded = job.map(|job| LoadedJob {
         job,
@@ -149,41 +143,7 @@ fn parse_raw(source: &str, reporter: &mut Reporter<'_>) -> Option<(RawJob, Vec<S
         );
         return None;
     }
-    let mut working = source.to_string();
-    let mut blanked = Vec::new();
-    for _ in 0..=recover::MAX_RECOVERIES {
-        let mut options = serde_saphyr::Options::default();
-        options.with_snippet = false;
-        match serde_saphyr::from_str_with_options::<RawJob>(&working, options) {
-            Ok(raw) => return Some((raw, blanked)),
-            Err(e) => {
-                reporter.yaml_error(&e);
-                let recoverable = matches!(
-                    e.without_snippet(),
-                    serde_saphyr::Error::SerdeUnknownField { .. }
-                        | serde_saphyr::Error::SerdeInvalidType { .. }
-                        | serde_saphyr::Error::SerdeUnknownVariant { .. }
-                        | serde_saphyr::Error::Unexpected { .. }
-                );
-                let unknown_key = matches!(
-                    e.without_snippet(),
-                    serde_saphyr::Error::SerdeUnknownField { .. }
-                );
-                let line = e.location().map(|l| l.line() as usize);
-                match line.filter(|_| recoverable) {
-                    Some(line) => match recover::blank_entry(&mut working, line) {
-                        // An unknown key is simply gone; a known key with a wrong
-                        // value is now missing, which must not be reported again.
-                        Some(key) if !unknown_key => blanked.push(key),
-                        Some(_) => {}
-                        None => return None,
-                    },
-                    None => return None,
-                }
-            }
-        }
-    }
-    None
+    recover::parse_recovering::<RawJob>(source, reporter)
 }
 
 /// Reads a file as UTF-8 text, refusing huge files.

@@ -16,7 +16,7 @@ pub mod diagnostic;
 pub mod duration;
 pub mod load;
 pub(crate) mod raw;
-mod recover;
+pub(crate) mod recover;
 pub mod vars;
 
 pub use diagnostic::{Diagnostic, Severity};

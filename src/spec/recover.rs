@@ -8,8 +8,62 @@
 //! Only block-style entries can be blanked; an error inside a flow mapping
 //! or list (`{a: 1}`, `[a, b]`) blanks the block entry that holds it.
 
+use serde::de::DeserializeOwned;
+
+use super::diagnostic::{Diagnostic, Reporter};
+
 /// How many structural problems one file may report before the rest waits for the next run.
 pub const MAX_RECOVERIES: usize = 25;
+
+/// Parse `source` into `T`, reporting each structural error and blanking
+/// its entry until the parse succeeds; a syntax error (or an entry that
+/// cannot be blanked) ends it. Returns the value and the known keys that
+/// were blanked for a wrong value (see [`drop_consequences`]).
+pub(crate) fn parse_recovering<T: DeserializeOwned>(
+    source: &str,
+    reporter: &mut Reporter<'_>,
+) -> Option<(T, Vec<String>)> {
+    use serde_saphyr::Error as E;
+    let mut working = source.to_string();
+    let mut blanked = Vec::new();
+    for _ in 0..=MAX_RECOVERIES {
+        let mut options = serde_saphyr::Options::default();
+        options.with_snippet = false;
+        let error = match serde_saphyr::from_str_with_options::<T>(&working, options) {
+            Ok(value) => return Some((value, blanked)),
+            Err(error) => error,
+        };
+        reporter.yaml_error(&error);
+        let (recoverable, unknown_key) = match error.without_snippet() {
+            E::SerdeUnknownField { .. } => (true, true),
+            E::SerdeInvalidType { .. } | E::SerdeUnknownVariant { .. } | E::Unexpected { .. } => {
+                (true, false)
+            }
+            _ => (false, false),
+        };
+        let line = error.location().map(|l| l.line() as usize);
+        let key = line
+            .filter(|_| recoverable)
+            .and_then(|line| blank_entry(&mut working, line))?;
+        // An unknown key is simply gone; a known key with a wrong value is
+        // now missing, which must not be reported a second time.
+        if !unknown_key {
+            blanked.push(key);
+        }
+    }
+    None
+}
+
+/// Drop the "missing `key`" problems the semantic checks found only because
+/// `key` was blanked for its wrong value, which was already reported.
+pub(crate) fn drop_consequences(diagnostics: &mut Vec<Diagnostic>, blanked: &[String]) {
+    diagnostics.retain(|d| {
+        !blanked.iter().any(|key| {
+            d.message.contains(&format!("`{key}`"))
+                && (d.message.starts_with("missing") || d.message.contains(" without "))
+        })
+    });
+}
 
 /// Blank the entry at 1-based `line` (the key reported there, or the block
 /// entry holding that line) and everything nested under it. Returns the

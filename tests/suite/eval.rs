@@ -560,16 +560,25 @@ fn suite_errors_name_file_line_and_column() {
         err.contains("broken.yaml:11:14: error: fixture folder"),
         "{err}"
     );
+    // Regression: an unknown key stopped the parse, hiding the problems after it.
     sandbox.write(
         "typo.yaml",
-        "job: job.yaml\ncases:\n  - name: a\n    fixtur: fixture\n",
+        "job: job.yaml\ncases:\n  - name: a\n    fixtur: fixture\n  - name: b\n    fixture: nowhere\n    bogus: 1\n",
     );
     let out = eval(&sandbox, &["typo.yaml"]);
     assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
     assert!(
-        stderr(&out).contains("typo.yaml:4:5: error: unknown key `fixtur`"),
-        "{}",
-        stderr(&out)
+        err.contains("typo.yaml:4:5: error: unknown key `fixtur`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("typo.yaml:7:5: error: unknown key `bogus`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("typo.yaml:6:14: error: fixture folder"),
+        "{err}"
     );
 }
 

@@ -15,6 +15,7 @@ use regex::Regex;
 
 use crate::spec::diagnostic::{Reporter, has_errors};
 use crate::spec::load::read_source;
+use crate::spec::recover;
 use crate::spec::{BudgetSpec, Diagnostic};
 
 mod check;
@@ -167,14 +168,10 @@ pub fn load_suite(path: &Path, options: &SuiteLoadOptions) -> Result<SuiteSpec, 
         );
         return Err(reporter.diagnostics);
     }
-    let mut yaml = serde_saphyr::Options::default();
-    yaml.with_snippet = false;
-    let raw = match serde_saphyr::from_str_with_options::<raw::RawSuite>(&source, yaml) {
-        Ok(raw) => raw,
-        Err(e) => {
-            reporter.yaml_error(&e);
-            return Err(reporter.diagnostics);
-        }
+    // Like a job file: structural errors are reported and skipped, so one pass shows them all.
+    let Some((raw, blanked)) = recover::parse_recovering::<raw::RawSuite>(&source, &mut reporter)
+    else {
+        return Err(reporter.diagnostics);
     };
     let absolute = crate::spec::load::normalize(&options.cwd.join(path));
     let suite_dir = absolute
@@ -187,7 +184,8 @@ pub fn load_suite(path: &Path, options: &SuiteLoadOptions) -> Result<SuiteSpec, 
         cwd: &options.cwd,
         record: options.record,
     };
-    let (suite, diagnostics) = checker.check(path, raw);
+    let (suite, mut diagnostics) = checker.check(path, raw);
+    recover::drop_consequences(&mut diagnostics, &blanked);
     match suite {
         Some(suite) if !has_errors(&diagnostics) => Ok(suite),
         _ => Err(diagnostics),
