@@ -84,6 +84,12 @@ pub struct ValidateArgs {
     /// Extra folder to look for skills in (repeatable).
     #[arg(long = "skills-path", value_name = "DIR")]
     pub skills_path: Vec<PathBuf>,
+    /// Set a job variable, as `agentci run --var` would (repeatable).
+    #[arg(long = "var", value_name = "K=V")]
+    pub vars: Vec<String>,
+    /// Validate jobs as run with this model, as PROVIDER:NAME (like `agentci run --model`).
+    #[arg(long, value_name = "PROVIDER:NAME")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,8 @@ pub fn validate(args: ValidateArgs) -> u8 {
         out: stdout.lock(),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         skills_path: Vec::new(),
+        vars: args.vars.clone(),
+        model: args.model.clone(),
         skills: HashMap::new(),
         files: 0,
         errors: 0,
@@ -80,6 +82,9 @@ struct Validation<W: Write> {
     out: W,
     cwd: PathBuf,
     skills_path: Vec<PathBuf>,
+    /// `--var` and `--model`, applied to every job as `agentci run` would.
+    vars: Vec<String>,
+    model: Option<String>,
     /// Skill folders already validated, with the skill's name when it was valid.
     skills: HashMap<PathBuf, Option<String>>,
     files: usize,
@@ -116,6 +121,8 @@ impl<W: Write> Validation<W> {
         self.files += 1;
         let options = LoadOptions {
             cwd: self.cwd.clone(),
+            vars: self.vars.clone(),
+            model: self.model.clone(),
             ..LoadOptions::default()
         };
         // A job with wrong keys still gets its skill looked for, so a missing

@@ -400,3 +400,35 @@ fn skills_map_claude_code_tool_names() {
             .any(|w| w.contains("unknown tool `Frobnicate`"))
     );
 }
+
+/// A job whose vars or model come only from the command line validates with
+/// the same flags `agentci run` would get. Regression: `validate` had no
+/// `--var`/`--model`, so such jobs could not be validated at all.
+#[test]
+fn flags_complete_a_job_as_run_would() {
+    let data = data_copy();
+    std::fs::write(
+        data.root.join("flag-job.yaml"),
+        "name: flags\nskill: ok-skill\nskills_path: [skills]\ngoal: Greet ${{ vars.who }}.\n",
+    )
+    .unwrap();
+    let bare = agentci(&data.root, &["validate", "flag-job.yaml"]);
+    assert_eq!(bare.status.code(), Some(2));
+    let text = stdout(&bare);
+    assert!(text.contains("undefined var `who`"), "{text}");
+    assert!(text.contains("missing model name"), "{text}");
+
+    let with_flags = agentci(
+        &data.root,
+        &[
+            "validate",
+            "flag-job.yaml",
+            "--var",
+            "who=world",
+            "--model",
+            "openai:gpt-4.1-mini",
+        ],
+    );
+    assert_eq!(with_flags.status.code(), Some(0), "{}", stdout(&with_flags));
+    assert!(stdout(&with_flags).contains("ok   flag-job.yaml (job flags, skill ok-skill)"));
+}
