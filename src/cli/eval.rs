@@ -235,7 +235,24 @@ fn check_selection(
     let mut problems = Vec::new();
     for (s, c) in select_cases(suites, options.filter.as_ref(), options.shard) {
         let (suite, case) = (&suites[s], &suites[s].cases[c]);
-        for n in 1..=options.repeat.max(1) {
+        let repeat = options.repeat.max(1);
+        // Replay cycles through the cassettes a case names, so attempts
+        // recorded past them would never be replayed.
+        if !case.cassettes.is_empty() && (case.cassettes.len() as u32) < repeat {
+            problems.push(format!(
+                "{}: error: --record: case `{}` names {} cassette(s) but --repeat {repeat} \
+                 records {repeat} attempts, and replay would never use the extra ones; list \
+                 {repeat} files under `cassettes:`, or leave `cassette` out to record into \
+                 cassettes/{}.jsonl, {}-2.jsonl, …",
+                suite.path.display(),
+                case.name,
+                case.cassettes.len(),
+                case.name,
+                case.name,
+            ));
+            continue;
+        }
+        for n in 1..=repeat {
             let path = record_cassette(case, n);
             let who = format!("`{}/{}` attempt {n}", suite.name, case.name);
             if let Some(first) = writers.get(&path) {

@@ -898,6 +898,28 @@ fn recorded_cassettes_are_replayed_and_record_collisions_are_refused() {
         "{err}"
     );
     assert!(!shared.path().join("x").exists());
+    // Regression: --record --repeat 3 on a case naming one cassette saved two
+    // more cassettes that replay never used.
+    let short = eval(
+        &shared,
+        &[
+            "suite.yaml",
+            "--record",
+            "--repeat",
+            "3",
+            "--filter",
+            "passes",
+            "--out",
+            "z",
+        ],
+    );
+    assert_eq!(short.status.code(), Some(2));
+    let err = stderr(&short);
+    assert!(
+        err.contains("case `passes` names 1 cassette(s) but --repeat 3 records 3 attempts"),
+        "{err}"
+    );
+    assert!(!shared.path().join("z").exists());
     let nothing = eval(&shared, &["suite.yaml", "--filter", "pases", "--out", "y"]);
     assert_eq!(nothing.status.code(), Some(2));
     assert!(
