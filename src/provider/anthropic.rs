@@ -18,7 +18,7 @@ use reqwest::header::HeaderName;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::http::{HttpTarget, StreamDecoder, StreamFailure, is_event_stream};
+use super::http::{HttpTarget, StreamDecoder, StreamFailure};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
@@ -134,17 +134,9 @@ impl AnthropicProvider {
             .target
             .send(builder, &body.model, is_prompt_too_long)
             .await?;
-        if is_event_stream(&response) {
-            return self
-                .target
-                .read_stream(response, EventDecoder::default(), observer)
-                .await;
-        }
-        let text = response
-            .text()
+        self.target
+            .read_answer(response, EventDecoder::default(), parse_response, observer)
             .await
-            .map_err(|err| self.target.transport_error(&err))?;
-        parse_response(&text).map_err(|reason| self.target.bad_body("", &reason, &text))
     }
 }
 

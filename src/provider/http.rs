@@ -226,6 +226,25 @@ impl HttpTarget {
         Err(self.http_error(status, &headers, &text, model, context_too_long))
     }
 
+    /// Reads an answer: a streamed body through `decoder`, or (a server may
+    /// ignore `stream: true`) a plain JSON body through `parse`.
+    pub async fn read_answer<D: StreamDecoder>(
+        &self,
+        response: reqwest::Response,
+        decoder: D,
+        parse: impl FnOnce(&str) -> Result<ChatResponse, String>,
+        observer: &dyn ProviderObserver,
+    ) -> Result<ChatResponse, ProviderError> {
+        if is_event_stream(&response) {
+            return self.read_stream(response, decoder, observer).await;
+        }
+        let text = response
+            .text()
+            .await
+            .map_err(|err| self.transport_error(&err))?;
+        parse(&text).map_err(|reason| self.bad_body("", &reason, &text))
+    }
+
     /// Reads a streamed body through `decoder`. A stream that ends before
     /// the format's final event, breaks off, or carries garbage is an
     /// [`ProviderError::Unavailable`], so the call is retried as a whole and
@@ -252,7 +271,7 @@ impl HttpTarget {
 
 /// Is this a streamed (`text/event-stream`) response? A server may ignore
 /// `stream: true` and answer with plain JSON; both are read.
-pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
+fn is_event_stream(response: &reqwest::Response) -> bool {
     response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)

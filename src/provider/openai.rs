@@ -17,7 +17,7 @@ use reqwest::header::AUTHORIZATION;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::http::{HttpTarget, StreamDecoder, StreamFailure, is_event_stream};
+use super::http::{HttpTarget, StreamDecoder, StreamFailure};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
@@ -133,17 +133,9 @@ impl OpenAiProvider {
             .target
             .send(builder, body.model, is_context_length_error)
             .await?;
-        if is_event_stream(&response) {
-            return self
-                .target
-                .read_stream(response, ChunkDecoder::default(), observer)
-                .await;
-        }
-        let text = response
-            .text()
+        self.target
+            .read_answer(response, ChunkDecoder::default(), parse_response, observer)
             .await
-            .map_err(|err| self.target.transport_error(&err))?;
-        parse_response(&text).map_err(|reason| self.target.bad_body("", &reason, &text))
     }
 }
 
