@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::examples::{fix_failing_test_script, write_changelog_script};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, stderr, stdout};
+use super::support::junit_schema::xmllint_validates;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -194,30 +195,6 @@ fn listing(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     out
-}
-
-fn xmllint_validates(path: &Path) {
-    let xsd = repo().join("tests/data/junit/jenkins-junit.xsd");
-    let output = match std::process::Command::new("xmllint")
-        .arg("--noout")
-        .arg("--schema")
-        .arg(&xsd)
-        .arg(path)
-        .output()
-    {
-        Ok(output) => output,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
-            eprintln!("note: xmllint not found; skipping the XSD check (install libxml2-utils)");
-            return;
-        }
-        Err(e) => panic!("cannot run xmllint ({e}); install libxml2-utils"),
-    };
-    assert!(
-        output.status.success(),
-        "{} does not match the JUnit schema:\n{}",
-        path.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 #[test]

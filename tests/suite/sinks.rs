@@ -17,6 +17,7 @@ use agentci::sink::{
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use serde_json::{Value, json};
 
+use super::support::junit_schema::xmllint_validates;
 use super::support::trace_schema::{assert_valid_trace, line_errors, schema, validator};
 
 // ---------------------------------------------------------------- events
@@ -574,35 +575,6 @@ fn junit(kinds: Vec<EventKind>) -> (String, Report) {
     let xml = std::fs::read_to_string(&path).unwrap();
     let report = Report::deserialize_from_str(&xml).unwrap();
     (xml, report)
-}
-
-/// `xmllint --schema` against tests/data/junit/jenkins-junit.xsd (libxml2-utils).
-/// `.ci/run` installs xmllint, so CI always validates; on a machine without it
-/// (a fresh checkout with only the Rust toolchain) the report is still parsed
-/// back and checked structurally by the callers.
-fn xmllint_validates(path: &Path) {
-    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit/jenkins-junit.xsd");
-    let output = match std::process::Command::new("xmllint")
-        .arg("--noout")
-        .arg("--schema")
-        .arg(&xsd)
-        .arg(path)
-        .output()
-    {
-        Ok(output) => output,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
-            eprintln!("note: xmllint not found; skipping the XSD check (install libxml2-utils)");
-            return;
-        }
-        Err(e) => panic!("cannot run xmllint ({e}); install libxml2-utils"),
-    };
-    assert!(
-        output.status.success(),
-        "{} does not match the Jenkins JUnit schema:\n{}\n{}",
-        path.display(),
-        String::from_utf8_lossy(&output.stderr),
-        std::fs::read_to_string(path).unwrap()
-    );
 }
 
 /// The report as lines of element names and attributes, for exact comparison.

@@ -3,4 +3,5 @@
 
 pub mod fake_model;
 pub mod harness;
+pub mod junit_schema;
 pub mod trace_schema;
