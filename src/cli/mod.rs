@@ -28,8 +28,6 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_BAD_INPUT } else { 0 });
         }
     };
-    // Before any thread exists: libgit2's options are unsynchronized globals.
-    crate::git::set_network_timeouts();
     let code = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::validate(args),

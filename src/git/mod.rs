@@ -27,15 +27,22 @@ pub use patch::PatchStats;
 pub const CONNECT_TIMEOUT_MS: i32 = 30_000;
 pub const SERVER_TIMEOUT_MS: i32 = 60_000;
 
-/// Set libgit2's network timeouts. They are process-wide C globals, so this
-/// must run once, before any thread starts.
-pub fn set_network_timeouts() {
-    // SAFETY: called from `main` before any thread is spawned (the options
-    // are unsynchronized globals); neither call can fail for these options.
-    unsafe {
-        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
-        let _ = git2::opts::set_server_timeout_in_milliseconds(SERVER_TIMEOUT_MS);
-    }
+/// Set libgit2's network timeouts, once, before the first network operation
+/// (a push, a skill clone or fetch). Done here rather than at start-up:
+/// initializing libgit2 and OpenSSL costs ~17 ms, which every command paid.
+pub fn ensure_network_timeouts() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the options are unsynchronized C globals that only network
+        // operations read, and every network operation of agentci calls this
+        // first: `Once` makes the writes happen before any such read, and no
+        // other thread touches these options concurrently. Neither call can
+        // fail for these options.
+        unsafe {
+            let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
+            let _ = git2::opts::set_server_timeout_in_milliseconds(SERVER_TIMEOUT_MS);
+        }
+    });
 }
 
 /// The workspace's repository, with what agentci must leave out of it.

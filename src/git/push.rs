@@ -40,6 +40,7 @@ impl GitWorkspace {
         token: Option<&str>,
         token_env: &str,
     ) -> Result<(), String> {
+        super::ensure_network_timeouts();
         let mut remote = self.remote(name)?;
         let attempts = Cell::new(0);
         let rejected = RefCell::new(None);
