@@ -179,6 +179,28 @@ pub(crate) enum Scalar {
 }
 
 impl Scalar {
+    /// A positive duration written as `15m`, `1h30m`, `500ms` or whole
+    /// seconds; `Err` is the message for the value of `key`.
+    pub fn positive_duration(&self, key: &str) -> Result<std::time::Duration, String> {
+        let parsed = match self {
+            Scalar::Int(n) => u64::try_from(*n)
+                .map(std::time::Duration::from_secs)
+                .map_err(|_| format!("`{key}` must not be negative, found `{n}`")),
+            Scalar::Str(text) => {
+                super::duration::parse_duration(text).map_err(|e| format!("`{key}`: {e}"))
+            }
+            other => Err(format!(
+                "`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {} `{}`",
+                other.kind(),
+                other.text()
+            )),
+        }?;
+        if parsed.is_zero() {
+            return Err(format!("`{key}` must be more than zero"));
+        }
+        Ok(parsed)
+    }
+
     /// What the user wrote, for messages and for vars (`1` → "1", `true` → "true").
     pub fn text(&self) -> String {
         match self {

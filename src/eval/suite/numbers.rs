@@ -9,7 +9,6 @@ use serde_saphyr::Spanned;
 use super::check::SuiteChecker;
 use super::raw::RawBudget;
 use crate::spec::BudgetSpec;
-use crate::spec::duration::parse_duration;
 use crate::spec::raw::Scalar;
 
 impl SuiteChecker<'_> {
@@ -105,29 +104,11 @@ impl SuiteChecker<'_> {
         at: &Spanned<T>,
         key: &str,
     ) -> Option<Duration> {
-        let parsed = match value {
-            Scalar::Int(n) => u64::try_from(*n)
-                .map(Duration::from_secs)
-                .map_err(|_| format!("`{key}` must not be negative, found `{n}`")),
-            Scalar::Str(text) => parse_duration(text).map_err(|e| format!("`{key}`: {e}")),
-            other => Err(format!(
-                "`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {} `{}`",
-                other.kind(),
-                other.text()
-            )),
-        };
         let pos = self.r.pos(&at.referenced);
-        match parsed {
-            Ok(d) if d.is_zero() => {
-                self.r.error(pos, format!("`{key}` must be more than zero"));
-                None
-            }
-            Ok(d) => Some(d),
-            Err(message) => {
-                self.r.error(pos, message);
-                None
-            }
-        }
+        value
+            .positive_duration(key)
+            .map_err(|message| self.r.error(pos, message))
+            .ok()
     }
 }
 

@@ -8,7 +8,6 @@ use serde_saphyr::Spanned;
 
 use super::Checker;
 use crate::spec::BudgetSpec;
-use crate::spec::duration::parse_duration;
 use crate::spec::load::pos_of;
 use crate::spec::raw::{RawBudget, Scalar};
 
@@ -77,27 +76,10 @@ impl Checker<'_> {
     /// A positive duration: `15m`, `1h30m`, `500ms`, or whole seconds.
     pub(super) fn duration(&mut self, value: &Spanned<Scalar>, key: &str) -> Option<Duration> {
         let pos = pos_of(&self.r, value);
-        let parsed = match &value.value {
-            Scalar::Int(n) => u64::try_from(*n)
-                .map(Duration::from_secs)
-                .map_err(|_| format!("`{key}` must not be negative, found `{n}`")),
-            Scalar::Str(text) => parse_duration(text).map_err(|e| format!("`{key}`: {e}")),
-            other => Err(format!(
-                "`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {} `{}`",
-                other.kind(),
-                other.text()
-            )),
-        };
-        match parsed {
-            Ok(d) if d.is_zero() => {
-                self.r.error(pos, format!("`{key}` must be more than zero"));
-                None
-            }
-            Ok(d) => Some(d),
-            Err(message) => {
-                self.r.error(pos, message);
-                None
-            }
-        }
+        value
+            .value
+            .positive_duration(key)
+            .map_err(|message| self.r.error(pos, message))
+            .ok()
     }
 }
