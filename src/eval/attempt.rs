@@ -73,6 +73,34 @@ pub fn record_cassette(case: &CaseSpec, n: u32) -> PathBuf {
     PathBuf::from(format!("{}-{n}.jsonl", stem.display()))
 }
 
+impl AttemptResult {
+    /// An attempt that has not produced anything yet: an error with `reason`
+    /// until the run and its assertions say otherwise.
+    pub fn errored(plan: &AttemptPlan, reason: String, started_at: String) -> AttemptResult {
+        AttemptResult {
+            attempt: plan.attempt,
+            outcome: Outcome::Error,
+            run_status: None,
+            reason,
+            assertions: Vec::new(),
+            model: None,
+            turns: 0,
+            tool_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: None,
+            duration_ms: 0,
+            run_ms: 0,
+            setup_ms: 0,
+            changed: Vec::new(),
+            trace: None,
+            started_at,
+            fingerprint: plan.fingerprint.clone(),
+            interrupted: false,
+        }
+    }
+}
+
 /// Run one attempt to a result.
 pub async fn run_attempt(
     suite: &SuiteSpec,
@@ -82,27 +110,7 @@ pub async fn run_attempt(
 ) -> AttemptResult {
     let started_at = crate::event::now_rfc3339();
     let clock = Instant::now();
-    let mut result = AttemptResult {
-        attempt: plan.attempt,
-        outcome: Outcome::Error,
-        run_status: None,
-        reason: String::new(),
-        assertions: Vec::new(),
-        model: None,
-        turns: 0,
-        tool_calls: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_usd: None,
-        duration_ms: 0,
-        run_ms: 0,
-        setup_ms: 0,
-        changed: Vec::new(),
-        trace: None,
-        started_at,
-        fingerprint: plan.fingerprint.clone(),
-        interrupted: false,
-    };
+    let mut result = AttemptResult::errored(plan, String::new(), started_at);
     if let Err(reason) = run_into(&mut result, suite, case, plan, settings).await {
         result.outcome = Outcome::Error;
         result.reason = reason;

@@ -261,25 +261,9 @@ fn save(plan: &AttemptPlan, mut result: AttemptResult) -> AttemptResult {
 }
 
 fn crashed(plan: &AttemptPlan, why: &str) -> AttemptResult {
-    AttemptResult {
-        attempt: plan.attempt,
-        outcome: Outcome::Error,
-        run_status: None,
-        reason: format!("the attempt crashed: {why}"),
-        assertions: Vec::new(),
-        model: None,
-        turns: 0,
-        tool_calls: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_usd: None,
-        duration_ms: 0,
-        run_ms: 0,
-        setup_ms: 0,
-        changed: Vec::new(),
-        trace: None,
-        started_at: crate::event::now_rfc3339(),
-        fingerprint: plan.fingerprint.clone(),
-        interrupted: false,
-    }
+    AttemptResult::errored(
+        plan,
+        format!("the attempt crashed: {why}"),
+        crate::event::now_rfc3339(),
+    )
 }
