@@ -22,7 +22,6 @@ use super::http::{HttpTarget, StreamDecoder, StreamFailure};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
-    Unobserved,
 };
 use crate::event::{ModelInfo, Usage};
 use crate::tools::BoxFuture;
@@ -146,13 +145,6 @@ impl ModelProvider for AnthropicProvider {
             provider: PROVIDER.to_string(),
             name: self.model.clone(),
         }
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.send_observed(request, &Unobserved))
     }
 
     fn complete_observed<'a>(

@@ -147,19 +147,18 @@ impl ProviderObserver for Unobserved {}
 pub trait ModelProvider: Send + Sync {
     /// `provider` and `name` as they appear in the trace.
     fn model_info(&self) -> crate::event::ModelInfo;
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
-    /// [`complete`](Self::complete), telling `observer` about partial text
-    /// and retries. Providers that stream or retry override this; wrappers
-    /// forward it. The default ignores the observer.
+    /// Answer `request`, telling `observer` about partial text and retries.
+    /// The one method a provider implements; wrappers forward the observer.
     fn complete_observed<'a>(
         &'a self,
         request: &'a ChatRequest,
         observer: &'a dyn ProviderObserver,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    /// [`complete_observed`](Self::complete_observed) with nobody listening.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        let _ = observer;
-        self.complete(request)
+        self.complete_observed(request, &Unobserved)
     }
 }

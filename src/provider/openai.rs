@@ -147,13 +147,6 @@ impl ModelProvider for OpenAiProvider {
         }
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.send(request))
-    }
-
     fn complete_observed<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -112,17 +112,6 @@ impl ModelProvider for RecordingProvider {
         self.inner.model_info()
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move {
-            let response = self.inner.complete(request).await?;
-            self.record(request, &response)?;
-            Ok(response)
-        })
-    }
-
     fn complete_observed<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -97,13 +97,6 @@ impl ModelProvider for ReplayProvider {
         }
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move { self.serve(request) })
-    }
-
     fn complete_observed<'a>(
         &'a self,
         request: &'a ChatRequest,

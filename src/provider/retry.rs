@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use super::{
     ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver, RetryNotice,
-    Unobserved,
 };
 use crate::event::ModelInfo;
 use crate::tools::BoxFuture;
@@ -171,13 +170,6 @@ impl RetryingProvider {
 impl ModelProvider for RetryingProvider {
     fn model_info(&self) -> ModelInfo {
         self.inner.model_info()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.call(request, &Unobserved))
     }
 
     fn complete_observed<'a>(

@@ -15,7 +15,7 @@ use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
-use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError};
+use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::spec::{JobSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
 
@@ -103,9 +103,10 @@ impl ModelProvider for BrokenProvider {
         self.info.clone()
     }
 
-    fn complete<'a>(
+    fn complete_observed<'a>(
         &'a self,
         _request: &'a ChatRequest,
+        _observer: &'a dyn ProviderObserver,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         let error = self
             .error
