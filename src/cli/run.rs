@@ -11,7 +11,9 @@ use std::time::Duration;
 use crate::agent::cancel_pair;
 use crate::event::{EventSink, RunStatus};
 use crate::runner::{self, RunOptions};
-use crate::sink::{GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure};
+use crate::sink::{
+    FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
+};
 use crate::spec::LoadOptions;
 
 use super::EXIT_BAD_INPUT;
@@ -50,6 +52,13 @@ pub fn run(args: RunArgs) -> u8 {
         sinks: progress_sinks(args.progress, &cwd),
         run_id: None,
         cancel,
+        junit_files: FileBase {
+            cwd: cwd.clone(),
+            root: std::env::var_os("GITHUB_WORKSPACE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+        },
+        extra_env: Vec::new(),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -20,6 +20,9 @@ pub struct Facts<'a> {
     pub events: &'a [Event],
     /// Paths the run changed, relative, with `/`.
     pub changed: &'a [String],
+    /// Set for `run:` commands on top of agentci's environment: the
+    /// attempt's own temp and build-output folders.
+    pub env: &'a [(String, String)],
 }
 
 pub async fn judge(assertions: &[Assertion], facts: &Facts<'_>) -> Vec<AssertionResult> {
@@ -38,7 +41,9 @@ pub async fn judge(assertions: &[Assertion], facts: &Facts<'_>) -> Vec<Assertion
 async fn judge_one(assertion: &Assertion, facts: &Facts<'_>) -> Result<(), String> {
     let totals = &facts.completed.totals;
     match assertion {
-        Assertion::Run { command, timeout } => run(command, *timeout, facts.workspace).await,
+        Assertion::Run { command, timeout } => {
+            run(command, *timeout, facts.workspace, facts.env).await
+        }
         Assertion::FileContains { path, pattern } => {
             let text = read(facts.workspace, path)?;
             check(pattern.is_match(&text), || {
@@ -175,11 +180,17 @@ impl Drop for KillGroup {
 }
 
 /// `sh -c COMMAND` in the workspace; exit 0 passes.
-async fn run(command: &str, timeout: Duration, workspace: &Path) -> Result<(), String> {
+async fn run(
+    command: &str,
+    timeout: Duration,
+    workspace: &Path,
+    env: &[(String, String)],
+) -> Result<(), String> {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .current_dir(workspace)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -270,6 +281,7 @@ mod tests {
             completed: &completed,
             events: &events,
             changed: &changed,
+            env: &[],
         };
         let re = |p: &str| Regex::new(p).unwrap();
         let secs = Duration::from_secs;

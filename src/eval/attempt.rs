@@ -13,12 +13,14 @@ use std::time::Instant;
 
 use super::assertions::{Facts, judge};
 use super::fixture::{TempWorkspace, materialize};
+use super::isolation::PrivateArea;
 use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
 use crate::event::{Event, EventKind, EventSink, RunStatus, SinkError};
 use crate::runner::{self, Prepared, RunOptions};
+use crate::sink::FileBase;
 use crate::spec::LoadOptions;
 
 /// Settings shared by every attempt of an evaluation.
@@ -129,22 +131,32 @@ async fn run_into(
     let setup = Instant::now();
     let fixture = case.fixture.clone();
     let temp_dir = settings.temp_dir.clone();
-    let (workspace, before) = tokio::task::spawn_blocking(move || {
+    let (workspace, private, before) = tokio::task::spawn_blocking(move || {
         let workspace = materialize(&fixture, &temp_dir)?;
+        let private = PrivateArea::create(&temp_dir)?;
         let before = Snapshot::take(workspace.path())?;
-        Ok::<(TempWorkspace, Snapshot), String>((workspace, before))
+        Ok::<(TempWorkspace, PrivateArea, Snapshot), String>((workspace, private, before))
     })
     .await
     .map_err(|e| format!("making the workspace crashed: {e}"))??;
     result.setup_ms = millis(setup.elapsed());
 
     let prepared = prepare(suite, case, plan, settings, workspace.path())?;
+    // exec, the checks and the `run:` assertions all get the attempt's own
+    // temp and build-output folders (see `isolation`).
+    let (job_env, _) = prepared.job.resolve_env(|name| std::env::var(name).ok());
+    let own_env = private.env(|name| std::env::var_os(name), &job_env);
     let tool_calls = Arc::new(Mutex::new(Vec::new()));
     let options = RunOptions {
         out_dir: Some(plan.dir.clone()),
         record: settings.record.then(|| record_cassette(case, plan.attempt)),
         sinks: vec![Box::new(ToolCallLog(Arc::clone(&tool_calls)))],
         cancel: settings.cancel.clone(),
+        junit_files: FileBase {
+            cwd: settings.cwd.clone(),
+            root: None,
+        },
+        extra_env: own_env.clone(),
         ..RunOptions::default()
     };
     let report = runner::run_prepared(&prepared, options)
@@ -169,6 +181,7 @@ async fn run_into(
     if completed.status == RunStatus::Interrupted {
         interrupted(result, &completed.reason);
         workspace.remove_now().await;
+        drop_now(private).await;
         return Ok(());
     }
 
@@ -183,6 +196,7 @@ async fn run_into(
         completed: &completed,
         events: &events,
         changed: &result.changed,
+        env: &own_env,
     };
     // A `run:` assertion may take long (a test suite): a signal stops it too.
     let judged = tokio::select! {
@@ -195,11 +209,17 @@ async fn run_into(
         Err(reason) => {
             interrupted(result, &reason);
             workspace.remove_now().await;
+            drop_now(private).await;
             return Ok(());
         }
     };
     result.assertions = assertions;
     workspace.remove_in_background();
+    // Build output can be large: removed off the runtime, like the workspace.
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(private))),
+        Err(_) => drop(private),
+    }
 
     // The provider or agentci failed: nothing the case asserts can be trusted.
     let infrastructure = matches!(
@@ -225,6 +245,11 @@ async fn run_into(
         result.reason = format!("cannot write the run's results: {error}");
     }
     Ok(())
+}
+
+/// Remove the private area on a blocking thread and wait for it.
+async fn drop_now(private: PrivateArea) {
+    let _ = tokio::task::spawn_blocking(move || drop(private)).await;
 }
 
 /// Mark an attempt stopped by a signal: an error that is not kept.

@@ -14,6 +14,7 @@ pub mod attempt;
 pub mod baseline;
 pub mod engine;
 pub mod fixture;
+pub mod isolation;
 pub mod report;
 pub mod results;
 pub mod shard;

@@ -23,7 +23,7 @@ use futures_util::FutureExt;
 use crate::agent::{self, AfterChecks, CancelSignal, RunInput};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
 use crate::redact::{Redactor, secret_values};
-use crate::sink::{JunitWriter, TraceWriter};
+use crate::sink::{FileBase, JunitWriter, TraceWriter};
 use crate::tools::ToolLimits;
 
 /// Where one run's files go and what else observes it.
@@ -43,6 +43,12 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// Stops the run early (signals); the run then ends `interrupted`.
     pub cancel: CancelSignal,
+    /// What the JUnit `file` attribute is relative to.
+    pub junit_files: FileBase,
+    /// Variables set for `exec` and the checks on top of the job's `env:`
+    /// (an eval attempt's own temp and build-output folders); empty for a
+    /// plain run, which keeps the caller's values.
+    pub extra_env: Vec<(String, String)>,
 }
 
 /// What a finished run left behind.
@@ -108,7 +114,9 @@ pub async fn run_prepared(
     sinks.push(Box::new(
         TraceWriter::create(&trace_path).map_err(StartError::Trace)?,
     ));
-    sinks.push(Box::new(JunitWriter::new(junit_path.clone())));
+    sinks.push(Box::new(
+        JunitWriter::new(junit_path.clone()).with_file_base(options.junit_files.clone()),
+    ));
     sinks.extend(options.sinks);
     // Secrets are read once, here: the bus masks them in every event, and
     // `exec` gets only the ones the job passes through `env:`.
@@ -118,7 +126,9 @@ pub async fn run_prepared(
         sinks,
         Redactor::new(secret_values(job, lookup)),
     );
-    let (exec_env, missing) = job.resolve_env(lookup);
+    let (mut exec_env, missing) = job.resolve_env(lookup);
+    // Later entries win when the command is spawned.
+    exec_env.extend(options.extra_env.iter().cloned());
     let mut warnings = warnings.clone();
     warnings.extend(missing.iter().map(|name| {
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")

@@ -4,10 +4,19 @@
 //! and one per check. The writer only collects what it needs from the events
 //! and writes the file in [`EventSink::finish`], so a run that crashed before
 //! `run.completed` still gets a valid report whose agent testcase is an error.
-//! It does not decide pass or fail itself: statuses come from the events.
+//! It does not decide pass or fail itself: statuses come from the events;
+//! what the agent got done (for the agent testcase) is read from them by
+//! [`agent`].
+//!
+//! Every `<failure>` and `<error>` has a non-empty `message` and text, and
+//! the `file` attribute is relative to the checkout when the job file is in
+//! it: that is what the report readers (junitparser, dorny's and EnricoMi's
+//! actions, xunit-viewer) need to show a failure and link it.
+
+mod agent;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, FixedOffset};
@@ -17,6 +26,7 @@ use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, EventSink, RunCompleted, RunStarted, RunStatus,
     SinkError,
 };
+use agent::{AgentProgress, or_default};
 
 /// Collects a run's events and writes JUnit XML when the run finishes.
 pub struct JunitWriter {
@@ -28,6 +38,33 @@ pub struct JunitWriter {
     completed: Option<RunCompleted>,
     /// Counted from the events, for a run that never reached `run.completed`.
     counted: Counted,
+    agent: AgentProgress,
+    files: FileBase,
+}
+
+/// What the `file` attribute is relative to.
+#[derive(Clone, Debug, Default)]
+pub struct FileBase {
+    /// The directory relative paths in events are relative to (the current directory).
+    pub cwd: PathBuf,
+    /// The checkout (`$GITHUB_WORKSPACE`); `None`: `cwd`.
+    pub root: Option<PathBuf>,
+}
+
+impl FileBase {
+    /// `path` relative to the root when it is inside it, else as it is.
+    fn show(&self, path: &str) -> String {
+        if self.cwd.as_os_str().is_empty() {
+            return path.to_string();
+        }
+        let full = self.cwd.join(path);
+        let root = self.root.as_deref().unwrap_or(&self.cwd);
+        let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        match canonical(&full).strip_prefix(canonical(root)) {
+            Ok(inside) => inside.display().to_string(),
+            Err(_) => path.to_string(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -48,7 +85,16 @@ impl JunitWriter {
             checks: Vec::new(),
             completed: None,
             counted: Counted::default(),
+            agent: AgentProgress::default(),
+            files: FileBase::default(),
         }
+    }
+
+    /// Write the `file` attribute relative to `files` (by default as the
+    /// job file was named).
+    pub fn with_file_base(mut self, files: FileBase) -> JunitWriter {
+        self.files = files;
+        self
     }
 
     /// The report as XML, from the events seen so far.
@@ -151,41 +197,50 @@ impl JunitWriter {
     fn with_location(&self, case: &mut TestCase) {
         case.set_classname(self.classname());
         if let Some(started) = &self.started {
-            case.extra
-                .insert("file".into(), started.job_file.as_str().into());
+            let file = self.files.show(&started.job_file);
+            case.extra.insert("file".into(), file.as_str().into());
         }
     }
 
     /// The agent testcase reflects the agent, not the checks: a run that
     /// failed only because checks failed has a passing agent testcase (the
     /// failing checks are their own testcases, so the failure is not counted
-    /// twice). It fails when the run failed with no failed check (the agent
-    /// gave up or broke something the run itself detected), and is an error
-    /// when the agent could not finish (budget, provider, error, interrupt).
+    /// twice). It fails whenever the agent failed for a reason of its own
+    /// (no plan, gave up, context overflow, a step that ended badly; see
+    /// [`AgentProgress::own_failure`]), failing checks or not, and is an
+    /// error when the agent could not finish (budget, provider, error,
+    /// interrupt) or the run never completed.
     fn agent_case(&self, names: &mut UniqueNames) -> TestCase {
+        let non_success = |kind, message: &str, ty: &str, done: Option<&RunCompleted>| {
+            let mut s = TestCaseStatus::non_success(kind);
+            s.set_message(or_default(message, "the run failed"))
+                .set_type(ty)
+                .set_description(self.agent.story(message, done));
+            s
+        };
         let status = match &self.completed {
-            None => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                s.set_message("run did not complete").set_type("incomplete");
-                s
-            }
+            None => non_success(
+                NonSuccessKind::Error,
+                "run did not complete",
+                "incomplete",
+                None,
+            ),
             Some(done) => match done.status {
-                RunStatus::Passed => TestCaseStatus::success(),
-                RunStatus::Failed if done.checks_failed > 0 => TestCaseStatus::success(),
-                RunStatus::Failed => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    s.set_message(done.reason.as_str()).set_type("failed");
-                    s
-                }
                 RunStatus::BudgetExceeded
                 | RunStatus::ProviderUnavailable
                 | RunStatus::Error
-                | RunStatus::Interrupted => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                    s.set_message(done.reason.as_str())
-                        .set_type(done.status.as_str());
-                    s
-                }
+                | RunStatus::Interrupted => non_success(
+                    NonSuccessKind::Error,
+                    &done.reason,
+                    done.status.as_str(),
+                    Some(done),
+                ),
+                RunStatus::Passed | RunStatus::Failed => match self.agent.own_failure(done) {
+                    Some(reason) => {
+                        non_success(NonSuccessKind::Failure, &reason, "failed", Some(done))
+                    }
+                    None => TestCaseStatus::success(),
+                },
             },
         };
         let mut case = TestCase::new(names.claim("agent"), status);
@@ -212,17 +267,24 @@ impl JunitWriter {
                     Some(code) => format!("check failed: exit code {code}"),
                     None => "check failed: killed by a signal".to_string(),
                 };
-                s.set_message(message)
+                s.set_message(message.as_str())
                     .set_type("failed")
-                    .set_description(check.output.as_str());
+                    .set_description(or_default(
+                        &check.output,
+                        &format!("{message}; it printed nothing"),
+                    ));
                 s
             }
             CheckOutcome::TimedOut => {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 let secs = Duration::from_millis(check.duration_ms).as_secs_f64();
-                s.set_message(format!("check timed out after {secs:.1}s"))
+                let message = format!("check timed out after {secs:.1}s");
+                s.set_message(message.as_str())
                     .set_type("timed_out")
-                    .set_description(check.output.as_str());
+                    .set_description(or_default(
+                        &check.output,
+                        &format!("{message}; it printed nothing"),
+                    ));
                 s
             }
             CheckOutcome::Skipped => {
@@ -252,6 +314,7 @@ impl JunitWriter {
 impl EventSink for JunitWriter {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         self.last_ts = Some(event.ts.clone());
+        self.agent.observe(&event.kind);
         match &event.kind {
             EventKind::RunStarted(started) => {
                 self.started = Some(started.clone());

@@ -17,6 +17,6 @@ mod progress;
 mod trace;
 
 pub use github::{GithubActions, GithubConfig, escape_data, escape_property, report_start_failure};
-pub use junit::JunitWriter;
+pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};
 pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};

@@ -1,11 +1,13 @@
 mod support;
 
 mod eval;
+mod eval_isolation;
 mod eval_signals;
 mod examples;
 mod git_output;
 mod git_skill;
 mod github;
+mod junit_report;
 mod policy;
 mod provider;
 mod providers_e2e;

@@ -17,7 +17,7 @@ use agentci::sink::{
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use serde_json::{Value, json};
 
-use super::support::junit_schema::xmllint_validates;
+use super::support::junit_schema::assert_readable;
 use super::support::trace_schema::{assert_valid_trace, line_errors, schema, validator};
 
 // ---------------------------------------------------------------- events
@@ -571,7 +571,7 @@ fn junit(kinds: Vec<EventKind>) -> (String, Report) {
         writer.on_event(&event).unwrap();
     }
     writer.finish().unwrap();
-    xmllint_validates(&path);
+    assert_readable(&path);
     let xml = std::fs::read_to_string(&path).unwrap();
     let report = Report::deserialize_from_str(&xml).unwrap();
     (xml, report)
@@ -712,6 +712,11 @@ fn junit_for_a_passing_run() {
 #[test]
 fn junit_for_a_failed_check() {
     let mut kinds = agent_work();
+    kinds.push(EventKind::StepCompleted {
+        index: 0,
+        title: "Run clippy".into(),
+        summary: "clippy is clean".into(),
+    });
     kinds.push(check("clippy clean", CheckOutcome::Passed, Some(0), ""));
     kinds.push(check(
         "tests pass",
@@ -772,7 +777,7 @@ fn junit_for_a_run_over_budget() {
             "unknown",
             "budget_exceeded",
             &[
-                "  testcase name=\"agent\" classname=rust-clippy-fixer time=4.1s file=workflows/fix-clippy.yaml: error type=Some(\"budget_exceeded\") message=Some(\"max_turns exceeded: 41 of 40\") body=None out=None",
+                "  testcase name=\"agent\" classname=rust-clippy-fixer time=4.1s file=workflows/fix-clippy.yaml: error type=Some(\"budget_exceeded\") message=Some(\"max_turns exceeded: 41 of 40\") body=Some(\"max_turns exceeded: 41 of 40\\nplan: 0 of 1 steps completed\\nchecks: 0 passed, 0 failed\") out=None",
                 "  testcase name=\"clippy clean\" classname=rust-clippy-fixer time=1.5s file=workflows/fix-clippy.yaml: skipped message=Some(\"not run: the agent did not finish\") out=None",
                 "  testcase name=\"tests pass\" classname=rust-clippy-fixer time=1.5s file=workflows/fix-clippy.yaml: skipped message=Some(\"not run: the agent did not finish\") out=None",
             ],
@@ -801,7 +806,7 @@ fn junit_for_an_unavailable_provider() {
     );
     assert_eq!(
         lines[lines.len() - 2],
-        "  testcase name=\"agent\" classname=rust-clippy-fixer time=5.6s file=workflows/fix-clippy.yaml: error type=Some(\"provider_unavailable\") message=Some(\"openai: connection refused after 3 retries\") body=None out=None"
+        "  testcase name=\"agent\" classname=rust-clippy-fixer time=5.6s file=workflows/fix-clippy.yaml: error type=Some(\"provider_unavailable\") message=Some(\"openai: connection refused after 3 retries\") body=Some(\"openai: connection refused after 3 retries\\nplan: none submitted\\nchecks: 0 passed, 0 failed\") out=None"
     );
 }
 

@@ -92,9 +92,10 @@ fn test_case(suite: &str, case: &CaseResult) -> TestCase {
                 NonSuccessKind::Failure
             };
             let mut s = TestCaseStatus::non_success(kind);
-            s.set_message(verdict_message(case, attempt))
+            let message = verdict_message(case, attempt);
+            s.set_message(message.as_str())
                 .set_type(attempt.outcome.as_str())
-                .set_description(details(attempt));
+                .set_description(or(details(attempt), &message));
             s.set_rerun_kind(FlakyOrRerun::Rerun);
             s
         }
@@ -108,11 +109,16 @@ fn test_case(suite: &str, case: &CaseResult) -> TestCase {
             Outcome::Error => NonSuccessKind::Error,
         };
         let mut rerun = TestRerun::new(kind);
+        let message = format!(
+            "attempt {}: {}",
+            attempt.attempt,
+            or(attempt.reason.clone(), attempt.outcome.as_str())
+        );
         rerun
             .set_time(Duration::from_millis(attempt.duration_ms))
-            .set_message(format!("attempt {}: {}", attempt.attempt, attempt.reason))
+            .set_message(message.as_str())
             .set_type(attempt.outcome.as_str())
-            .set_description(details(attempt));
+            .set_description(or(details(attempt), &message));
         if let Ok(ts) = chrono::DateTime::parse_from_rfc3339(&attempt.started_at) {
             rerun.set_timestamp(ts);
         }
@@ -125,7 +131,19 @@ fn test_case(suite: &str, case: &CaseResult) -> TestCase {
     out
 }
 
+/// `text`, or `fallback` when it is blank: every `<failure>`/`<error>` gets
+/// a message and text, since some readers (dorny's jest-junit parser) crash
+/// on empty ones.
+fn or(text: String, fallback: &str) -> String {
+    if text.trim().is_empty() {
+        fallback.to_string()
+    } else {
+        text
+    }
+}
+
 fn verdict_message(case: &CaseResult, attempt: &AttemptResult) -> String {
+    let reason = or(attempt.reason.clone(), attempt.outcome.as_str());
     let rate = format!(
         "{}/{} attempts passed",
         case.attempts_passed,
@@ -133,14 +151,13 @@ fn verdict_message(case: &CaseResult, attempt: &AttemptResult) -> String {
     );
     match case.status {
         CaseStatus::Error => format!(
-            "attempt {} errored: {} ({} errored)",
-            attempt.attempt, attempt.reason, case.attempts_errored
+            "attempt {} errored: {reason} ({} errored)",
+            attempt.attempt, case.attempts_errored
         ),
         _ => format!(
-            "{rate}, needed {:.0}%; attempt {} {}",
+            "{rate}, needed {:.0}%; attempt {} {reason}",
             case.min_pass_rate * 100.0,
             attempt.attempt,
-            attempt.reason
         ),
     }
 }

@@ -1,0 +1,104 @@
+//! What the trace tells about the agent's own work, apart from the checks:
+//! whether it submitted a plan, how many steps it completed, whether its
+//! conversation had to be cut. The JUnit writer uses it to fail the agent
+//! testcase when the run failed for a reason of the agent's own (no plan,
+//! gave up, context overflow, a step that ended badly) even when a check
+//! failed too: readers show the agent testcase on its own, and a passing
+//! one next to a failing check reads as "the agent did its job".
+//!
+//! It decides nothing about the run's status; that comes from `run.completed`.
+
+use std::collections::BTreeSet;
+
+use crate::event::{EventKind, RunCompleted, RunStatus};
+
+/// The agent's progress as seen in the events.
+#[derive(Debug, Default)]
+pub(super) struct AgentProgress {
+    planned: bool,
+    steps: usize,
+    completed: BTreeSet<usize>,
+    trimmed: u32,
+    /// The first step that ended other than done, said in one line.
+    ended_badly: Option<String>,
+}
+
+impl AgentProgress {
+    pub(super) fn observe(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::PlanCreated { steps } => {
+                self.planned = true;
+                self.steps = steps.len();
+            }
+            EventKind::PlanUpdated { steps, .. } => self.steps = steps.len(),
+            EventKind::StepCompleted { index, .. } => {
+                self.completed.insert(*index);
+                // STEP STATUS plugs in here. When `step.completed` carries the
+                // step's `status` (done | failed | blocked), a step that did
+                // not end `done` sets, once:
+                //   self.ended_badly.get_or_insert(format!(
+                //       "step {} \"{title}\" ended {status}: {summary}", index + 1));
+                // and `own_failure` fails the agent testcase with it.
+            }
+            EventKind::ContextTrimmed(_) => self.trimmed += 1,
+            _ => {}
+        }
+    }
+
+    /// Whether the agent submitted a plan and completed every step of it.
+    fn finished_plan(&self) -> bool {
+        self.planned && (0..self.steps).all(|i| self.completed.contains(&i))
+    }
+
+    /// Why the agent itself failed, when it did: a step that ended badly,
+    /// or a failed run whose agent never finished its plan (the run's reason
+    /// is then the agent's, since the agent stopped before the checks ran)
+    /// or that failed with no failed check (so the reason is not the checks').
+    pub(super) fn own_failure(&self, done: &RunCompleted) -> Option<String> {
+        if let Some(step) = &self.ended_badly {
+            return Some(step.clone());
+        }
+        let failed_itself =
+            done.status == RunStatus::Failed && (done.checks_failed == 0 || !self.finished_plan());
+        failed_itself.then(|| or_default(&done.reason, "the run failed"))
+    }
+
+    /// The text under a failure or error: the reason, then what the agent
+    /// got done, so a reader that shows only the text still has the story.
+    pub(super) fn story(&self, reason: &str, done: Option<&RunCompleted>) -> String {
+        let mut lines = vec![or_default(reason, "the run failed")];
+        lines.push(if !self.planned {
+            "plan: none submitted".to_string()
+        } else {
+            format!(
+                "plan: {} of {} steps completed",
+                self.completed.len().min(self.steps),
+                self.steps
+            )
+        });
+        if self.trimmed > 0 {
+            lines.push(format!(
+                "context: the conversation was cut {} time(s) to fit the model's window",
+                self.trimmed
+            ));
+        }
+        match done {
+            Some(done) => lines.push(format!(
+                "checks: {} passed, {} failed",
+                done.checks_passed, done.checks_failed
+            )),
+            None => lines.push("checks: the run ended before reporting them".to_string()),
+        }
+        lines.join("\n")
+    }
+}
+
+/// `text`, or `fallback` when it is blank: readers such as dorny's
+/// jest-junit parser crash on an empty `message` or failure text.
+pub(super) fn or_default(text: &str, fallback: &str) -> String {
+    if text.trim().is_empty() {
+        fallback.to_string()
+    } else {
+        text.to_string()
+    }
+}
