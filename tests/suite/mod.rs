@@ -1,5 +1,6 @@
 mod support;
 
+mod contract;
 mod eval;
 mod eval_isolation;
 mod eval_signals;
