@@ -418,6 +418,7 @@ mod tests {
             &format!("sleep {MARKER}; true"),
             Duration::from_millis(300),
             dir.path(),
+            &[],
         )
         .await;
         assert_eq!(outcome, Err("timed out after 0s".to_string()));
