@@ -102,3 +102,89 @@ pub(super) fn or_default(text: &str, fallback: &str) -> String {
         text.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{PlanStep, Totals};
+
+    fn done(status: RunStatus, reason: &str, failed: u32) -> RunCompleted {
+        RunCompleted {
+            status,
+            reason: reason.into(),
+            summary: None,
+            totals: Totals::default(),
+            checks_passed: 0,
+            checks_failed: failed,
+        }
+    }
+
+    fn planned(steps: usize, completed: usize) -> AgentProgress {
+        let mut progress = AgentProgress::default();
+        let step = |i: usize| PlanStep {
+            title: format!("step {i}"),
+            expected_outcome: "done".into(),
+        };
+        progress.observe(&EventKind::PlanCreated {
+            steps: (0..steps).map(step).collect(),
+        });
+        for index in 0..completed {
+            progress.observe(&EventKind::StepCompleted {
+                index,
+                title: format!("step {index}"),
+                summary: String::new(),
+            });
+        }
+        progress
+    }
+
+    #[test]
+    fn a_finished_plan_leaves_failed_checks_to_the_checks() {
+        let progress = planned(2, 2);
+        assert_eq!(
+            progress.own_failure(&done(RunStatus::Failed, "1 of 1 checks failed", 1)),
+            None
+        );
+        assert_eq!(
+            progress.own_failure(&done(RunStatus::Passed, "ok", 0)),
+            None
+        );
+    }
+
+    #[test]
+    fn no_plan_or_an_unfinished_one_is_the_agents_failure_even_with_failed_checks() {
+        let reason = "the model did not submit a plan within 3 planning turns";
+        let failed = done(RunStatus::Failed, reason, 1);
+        assert_eq!(
+            AgentProgress::default().own_failure(&failed).as_deref(),
+            Some(reason)
+        );
+        assert!(planned(3, 1).own_failure(&failed).is_some());
+        // A plan replaced mid-run counts its new length.
+        let mut progress = planned(1, 1);
+        progress.observe(&EventKind::PlanUpdated {
+            steps: vec![
+                PlanStep {
+                    title: "a".into(),
+                    expected_outcome: "b".into(),
+                };
+                2
+            ],
+            from_index: 1,
+        });
+        assert!(progress.own_failure(&failed).is_some());
+    }
+
+    #[test]
+    fn a_blank_reason_still_gives_a_message_and_the_story_says_how_far_it_got() {
+        let failed = done(RunStatus::Failed, "  ", 0);
+        assert_eq!(
+            planned(2, 1).own_failure(&failed).as_deref(),
+            Some("the run failed")
+        );
+        assert_eq!(
+            planned(2, 1).story("", Some(&failed)),
+            "the run failed\nplan: 1 of 2 steps completed\nchecks: 0 passed, 0 failed"
+        );
+    }
+}
