@@ -21,7 +21,7 @@ use super::http::{HttpTarget, StreamDecoder, StreamFailure};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
-    Unobserved,
+    ToolChoice, Unobserved,
 };
 use crate::event::{ModelInfo, Usage};
 use crate::tools::BoxFuture;
@@ -194,6 +194,10 @@ struct WireRequest<'a> {
     /// OpenAI rejects an empty `tools` array, so it is left out instead.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    /// `"none"` on a turn that must answer in text; only sent with `tools`,
+    /// since the API refuses `tool_choice` without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,6 +283,8 @@ fn wire_request<'a>(
                 },
             })
             .collect(),
+        tool_choice: (request.tool_choice == ToolChoice::None && !request.tools.is_empty())
+            .then_some("none"),
         stream,
         stream_options: stream.then_some(WireStreamOptions {
             include_usage: true,
@@ -720,6 +726,31 @@ mod tests {
     }
 
     #[test]
+    fn tool_choice_none_goes_out_only_with_tools() {
+        let mut request = ChatRequest {
+            model: String::new(),
+            messages: vec![Message::User {
+                content: "report".into(),
+            }],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+        };
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        // OpenAI refuses `tool_choice` without `tools`.
+        assert_eq!(body.get("tool_choice"), None);
+        request.tools.push(crate::provider::ToolDefinition {
+            name: "read".into(),
+            description: "read a file".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        });
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        assert_eq!(body["tool_choice"], "none");
+        request.tool_choice = ToolChoice::Auto;
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        assert_eq!(body.get("tool_choice"), None);
+    }
+
+    #[test]
     fn an_empty_answer_goes_back_with_text_and_tool_calls_with_null() {
         // An empty answer (no text, no calls) was sent back as
         // `"content": null`, which OpenAI refuses with a 400 on the next turn.
@@ -747,6 +778,7 @@ mod tests {
                 },
             ],
             tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
         };
         let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
         let messages = body["messages"].as_array().unwrap();

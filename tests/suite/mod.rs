@@ -7,6 +7,7 @@ mod git_output;
 mod git_skill;
 mod github;
 mod policy;
+mod protocol;
 mod provider;
 mod providers_e2e;
 mod run;

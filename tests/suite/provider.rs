@@ -47,6 +47,7 @@ fn request(user: &str) -> ChatRequest {
             description: "read a file".to_string(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         }],
+        tool_choice: Default::default(),
     }
 }
 
