@@ -138,11 +138,15 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         messages: vec![
             Message::System {
-                content: protocol::system_prompt(
-                    skill,
-                    &tools.names(),
-                    &run_details(&tools, &policy, &workspace_display, job),
-                ),
+                content: protocol::system_prompt(skill, &tools.names()),
+            },
+            Message::System {
+                content: protocol::run_details(&run_details(
+                    &tools,
+                    &policy,
+                    &workspace_display,
+                    job,
+                )),
             },
             Message::User {
                 content: protocol::goal_message(&job.goal, &tools.read_only_names()),

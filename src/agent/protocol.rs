@@ -34,18 +34,11 @@ pub struct RunDetails<'a> {
     pub checks: &'a [CheckSpec],
 }
 
-/// The system prompt: the text every run of the job shares (role,
-/// protocol, skill), then the run's details. Keeping the shared text first
+/// The system prompt's first part: the text every run of the job shares
+/// (role, protocol, skill). The run's details follow as a second system
+/// message ([`run_details`]); keeping the shared text first, and apart,
 /// lets two runs of one job share a cached prompt prefix.
-pub fn system_prompt(skill: &Skill, tools: &[String], details: &RunDetails<'_>) -> String {
-    format!(
-        "{}\n\n{}",
-        stable_prompt(skill, tools),
-        run_details(details)
-    )
-}
-
-fn stable_prompt(skill: &Skill, tools: &[String]) -> String {
+pub fn system_prompt(skill: &Skill, tools: &[String]) -> String {
     format!(
         "You are agentci, a coding agent running unattended in CI. Nobody will answer questions: \
          decide, act with the tools, and report.\n\
@@ -69,9 +62,9 @@ fn stable_prompt(skill: &Skill, tools: &[String]) -> String {
     )
 }
 
-/// The per-run part of the system prompt. New per-run lines go here, not
-/// into [`stable_prompt`].
-fn run_details(details: &RunDetails<'_>) -> String {
+/// The system prompt's per-run part, sent after [`system_prompt`]. New
+/// per-run lines go here, not into the shared text.
+pub fn run_details(details: &RunDetails<'_>) -> String {
     let mut lines = vec![
         "# This run".to_string(),
         format!("Workspace: {}", details.workspace),

@@ -190,7 +190,7 @@ struct WireRequest {
     model: String,
     max_tokens: u32,
     /// Text blocks, one per system message, so the stable part of the
-    /// prompt can carry its own cache breakpoint.
+    /// prompt (the first) can carry its own cache breakpoint.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<Value>,
     messages: Vec<WireMessage>,

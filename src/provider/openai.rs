@@ -214,7 +214,7 @@ struct WireStreamOptions {
 #[serde(tag = "role", rename_all = "snake_case")]
 enum WireMessage<'a> {
     System {
-        content: &'a str,
+        content: std::borrow::Cow<'a, str>,
     },
     User {
         content: &'a str,
@@ -270,7 +270,7 @@ fn wire_request<'a>(
     };
     WireRequest {
         model,
-        messages: request.messages.iter().map(wire_message).collect(),
+        messages: merged_system(request.messages.iter().map(wire_message)),
         tools: request
             .tools
             .iter()
@@ -292,9 +292,29 @@ fn wire_request<'a>(
     }
 }
 
+/// Consecutive system messages (the prompt's stable part and the run's
+/// details) go out as one: some OpenAI-compatible servers' chat templates
+/// refuse more than one system message.
+fn merged_system<'a>(messages: impl Iterator<Item = WireMessage<'a>>) -> Vec<WireMessage<'a>> {
+    let mut out: Vec<WireMessage<'a>> = Vec::new();
+    for message in messages {
+        match (out.last_mut(), message) {
+            (Some(WireMessage::System { content: joined }), WireMessage::System { content }) => {
+                let joined = joined.to_mut();
+                joined.push_str("\n\n");
+                joined.push_str(&content);
+            }
+            (_, message) => out.push(message),
+        }
+    }
+    out
+}
+
 fn wire_message(message: &Message) -> WireMessage<'_> {
     match message {
-        Message::System { content } => WireMessage::System { content },
+        Message::System { content } => WireMessage::System {
+            content: content.into(),
+        },
         Message::User { content } => WireMessage::User { content },
         Message::Assistant {
             content,

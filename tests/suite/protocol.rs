@@ -131,7 +131,16 @@ fn the_example_runs_over_the_messages_api_with_cache_breakpoints() {
         assert_eq!(&request["tools"], tools, "request {}", i + 1);
         let marked = |v: &Value| v.get("cache_control") == Some(&json!({"type": "ephemeral"}));
         assert!(marked(request["tools"].as_array().unwrap().last().unwrap()));
-        assert!(marked(&request["system"][0]));
+        // The stable part of the system prompt, shared by every run of the job.
+        let system = request["system"].as_array().unwrap();
+        assert_eq!(system.len(), 2);
+        assert!(marked(&system[0]) && !marked(&system[1]));
+        assert!(
+            system[1]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("# This run")
+        );
         let newest = request["messages"].as_array().unwrap().last().unwrap();
         assert!(marked(
             newest["content"].as_array().unwrap().last().unwrap()
@@ -288,7 +297,11 @@ fn the_model_is_told_what_it_may_run_and_what_judges_the_run() {
     let out = run(&sb, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let requests = model.requests();
-    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    // The stable part and the run's details go out as one system message:
+    // some OpenAI-compatible servers refuse a second one.
+    let messages = requests[0]["messages"].as_array().unwrap();
+    assert_eq!(messages.iter().filter(|m| m["role"] == "system").count(), 1);
+    let system = messages[0]["content"].as_str().unwrap();
     let details = system.find("# This run").unwrap();
     assert!(system.find("# Skill: helper").unwrap() < details);
     let tail = &system[details..];

@@ -646,7 +646,8 @@ fn replay_that_diverges_says_where() {
     assert_eq!(out.status.code(), Some(4), "stderr: {}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("diverged"), "{err}");
-    assert!(err.contains("messages[1]"), "{err}");
+    // The goal follows the two system messages (shared text, run details).
+    assert!(err.contains("messages[2]"), "{err}");
 }
 
 /// Regression: a provider failing on the final summary turn, after all the
