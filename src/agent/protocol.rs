@@ -3,9 +3,12 @@
 //!
 //! This is part of the product's contract (PRODUCT.md, "What the model
 //! sees"): cassettes and skills depend on the exact text, so it changes
-//! only on purpose. Nothing here may contain times, ids or anything else
-//! that differs between two runs of the same job, apart from the workspace
-//! path, which cassettes normalize.
+//! only on purpose (with a cassette version bump). Nothing here may contain
+//! times, ids or anything else that differs between two runs of the same
+//! job; what differs between runs (the workspace path) is in
+//! [`run_details`], which comes after the shared text so that prompt
+//! caches keep hitting. Which tools may be called in a phase is enforced
+//! by the session, not by changing the offered list.
 
 use serde::Deserialize;
 use serde_json::{Value, json};

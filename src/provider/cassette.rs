@@ -1,7 +1,7 @@
 //! The cassette format shared by recording and replay.
 //!
 //! A cassette is JSONL: a header line
-//! `{"cassette": 2, "provider": …, "model": …, "agentci_version": …}`, then one
+//! `{"cassette": 3, "provider": …, "model": …, "agentci_version": …}`, then one
 //! `{"request": …, "response": …}` line per model exchange. A conversation
 //! only grows, so each stored request holds just what is new: `keep` messages
 //! of the previous request, then its own `messages`, and `tools` only when
@@ -21,8 +21,11 @@ use super::{
     ChatRequest, ChatResponse, Message, ProviderError, ToolCall, ToolChoice, ToolDefinition,
 };
 
-/// The format version this build reads and writes.
-pub const CASSETTE_VERSION: u64 = 2;
+/// The format version this build reads and writes. Version 3: every
+/// request of a run offers one tool list and the summary turn records
+/// `tool_choice` (what the model is sent changed, so older cassettes could
+/// not replay anyway; the version says so up front).
+pub const CASSETTE_VERSION: u64 = 3;
 
 /// What the workspace's absolute path becomes inside a cassette.
 pub const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
