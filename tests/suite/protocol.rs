@@ -517,6 +517,23 @@ async fn the_fake_server_refuses_what_the_real_apis_refuse() {
             "must be a response to a preceeding message with 'tool_calls'",
         ),
         (
+            "messages",
+            json!({"model": "m", "max_tokens": 10, "tools": [tool], "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+                {"role": "user", "content": "never mind"}]}),
+            "without `tool_result` blocks immediately after: t1",
+        ),
+        (
+            "chat/completions",
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+                {"role": "user", "content": "never mind"}]}),
+            "did not have response messages: c1",
+        ),
+        (
             "chat/completions",
             json!({"model": "m", "messages": [{"role": "user", "content": "go"}], "tool_choice": "none"}),
             "'tool_choice' is only allowed when 'tools' are specified",

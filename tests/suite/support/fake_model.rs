@@ -892,6 +892,39 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
                     "A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
                 ));
             }
+            // "Each `tool_use` block must have a corresponding `tool_result`
+            // block in the next message" (the API's 400 for a call left unanswered).
+            for (i, message) in messages.iter().enumerate() {
+                let content = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+                let ids = |m: &Value, kind: &str, key: &str| -> Vec<String> {
+                    content(m)
+                        .iter()
+                        .filter(|b| b["type"] == kind)
+                        .filter_map(|b| b[key].as_str().map(str::to_string))
+                        .collect()
+                };
+                let asked = ids(message, "tool_use", "id");
+                if message["role"] != "assistant" || asked.is_empty() {
+                    continue;
+                }
+                let answered = messages
+                    .get(i + 1)
+                    .map(|next| ids(next, "tool_result", "tool_use_id"))
+                    .unwrap_or_default();
+                let missing: Vec<&String> =
+                    asked.iter().filter(|id| !answered.contains(id)).collect();
+                if !missing.is_empty() {
+                    return Some(format!(
+                        "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                        i + 1,
+                        missing
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
             // `tool_choice` constrains the use of `tools`; without them the API refuses it.
             if body.get("tool_choice").is_some() && !has_tools {
                 return Some(
@@ -922,6 +955,28 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
                         }
                     }
                     _ => {}
+                }
+            }
+            // And every tool call is answered by the tool messages right after it.
+            for (i, message) in messages.iter().enumerate() {
+                let Some(calls) = message["tool_calls"].as_array() else {
+                    continue;
+                };
+                let answered: Vec<&str> = messages[i + 1..]
+                    .iter()
+                    .take_while(|m| m["role"] == "tool")
+                    .filter_map(|m| m["tool_call_id"].as_str())
+                    .collect();
+                let missing: Vec<&str> = calls
+                    .iter()
+                    .filter_map(|c| c["id"].as_str())
+                    .filter(|id| !answered.contains(id))
+                    .collect();
+                if !missing.is_empty() {
+                    return Some(format!(
+                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                        missing.join(", ")
+                    ));
                 }
             }
             // "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
