@@ -146,6 +146,7 @@ fn request() -> ChatRequest {
                 parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             })
             .collect(),
+        tool_choice: Default::default(),
     }
 }
 

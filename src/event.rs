@@ -53,6 +53,9 @@ pub enum EventKind {
         index: usize,
         title: String,
         summary: String,
+        /// How the model said the step ended (`done` when it did not say).
+        #[serde(default)]
+        status: StepStatus,
     },
     #[serde(rename = "model.request")]
     ModelRequest(ModelRequest),
@@ -162,6 +165,29 @@ pub struct SkillSource {
     pub commit: String,
     /// The skill's folder inside the repository; empty for the root.
     pub path: String,
+}
+
+/// How a step ended, as the model reported it with `step_done`.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// The expected outcome was reached.
+    #[default]
+    Done,
+    /// Tried, and the expected outcome was not reached.
+    Failed,
+    /// Something outside the agent's control prevented it.
+    Blocked,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Done => "done",
+            StepStatus::Failed => "failed",
+            StepStatus::Blocked => "blocked",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -364,6 +390,12 @@ pub struct Totals {
     pub tool_calls: u32,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache (Anthropic).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// `None` when the price of the model is unknown; never reported as zero.
     pub cost_usd: Option<f64>,
     pub duration_ms: u64,

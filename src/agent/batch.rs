@@ -11,7 +11,7 @@ use futures_util::future::join_all;
 use serde_json::Value;
 
 use crate::event::{Decision, EventBus, EventKind, ToolResultEvent};
-use crate::policy::{PermissionPolicy, Verdict};
+use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult, schema};
 
@@ -128,7 +128,7 @@ fn admit<'a>(
                     "tool `{}` is not available {}; available: {}",
                     call.name,
                     if env.read_only_phase {
-                        "while planning"
+                        "while planning (submit the plan first)"
                     } else {
                         "in this run"
                     },
@@ -170,12 +170,26 @@ fn admit<'a>(
         return Err(refuse(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             format!(
-                "`{}` call denied by the job's permission policy ({})",
-                call.name, verdict.rule
+                "`{}` call denied by the job's permission policy ({}); {}",
+                call.name,
+                verdict.rule,
+                what_is_allowed(env.policy, &call.name)
             ),
         )));
     }
     Ok((tool, args))
+}
+
+/// The allow rules that exist for `tool`, so a model whose call was denied
+/// knows what it may do instead.
+fn what_is_allowed(policy: &PermissionPolicy, tool: &str) -> String {
+    match policy.allowance(tool) {
+        ToolAllowance::None => format!("the job allows no `{tool}` calls"),
+        ToolAllowance::Any => format!("the job allows other `{tool}` calls"),
+        ToolAllowance::Only(rules) => {
+            format!("the job allows `{tool}` only as: {}", rules.join(", "))
+        }
+    }
 }
 
 /// The policy's verdict on a call, judged on the path as written and, when

@@ -3,8 +3,8 @@
 //! replace the steps after the current one with `update_plan`; completed
 //! steps never change.
 
-use crate::event::{EventKind, Phase};
-use crate::provider::Message;
+use crate::event::{EventKind, Phase, StepStatus};
+use crate::provider::{Message, ToolChoice};
 
 use super::protocol::{self, STEP_DONE, UPDATE_PLAN};
 use super::session::{Session, Stop};
@@ -18,13 +18,19 @@ pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
             title: step.title.clone(),
         });
         session.messages.push(Message::User {
-            content: protocol::step_message(index, session.plan.len(), &step),
+            content: protocol::step_message(
+                index,
+                session.plan.len(),
+                &step,
+                &session.tools.names(),
+            ),
         });
-        let summary = run_step(session, index).await?;
+        let (summary, status) = run_step(session, index).await?;
         session.bus.emit(EventKind::StepCompleted {
             index,
             title: step.title,
             summary: summary.clone(),
+            status,
         });
         session.step_summaries.push(summary);
         index += 1;
@@ -32,17 +38,15 @@ pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Run step `index` to completion; returns its summary.
-async fn run_step(session: &mut Session<'_>, index: usize) -> Result<String, Stop> {
-    let mut tools = session.tools.definitions(false);
-    tools.push(protocol::step_done_tool());
-    tools.push(protocol::update_plan_tool());
+/// Run step `index` to completion; returns its summary and how it ended.
+async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, StepStatus), Stop> {
     loop {
         let response = session
-            .call_model(Phase::Execute, Some(index), tools.clone())
+            .call_model(Phase::Execute, Some(index), ToolChoice::Auto)
             .await?;
         if response.tool_calls.is_empty() {
-            return Ok(response.text.unwrap_or_default().trim().to_string());
+            let summary = response.text.unwrap_or_default().trim().to_string();
+            return Ok((summary, StepStatus::Done));
         }
         let applied = session
             .run_calls(
@@ -52,7 +56,8 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<String, Sto
                 |call| {
                     let args = call.arguments.as_ref().map_err(Clone::clone)?;
                     if call.name == STEP_DONE {
-                        protocol::parse_summary(args).map(|_| protocol::STEP_DONE_ACK.to_string())
+                        protocol::parse_step_done(args)
+                            .map(|(_, status)| protocol::step_done_ack(status))
                     } else {
                         protocol::parse_steps(args, true).map(|steps| {
                             format!("Plan updated: {} steps after this one.", steps.len())
@@ -74,11 +79,11 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<String, Sto
                     });
                 }
             } else if done.is_none() {
-                done = protocol::parse_summary(&args).ok();
+                done = protocol::parse_step_done(&args).ok();
             }
         }
-        if let Some(summary) = done {
-            return Ok(summary);
+        if let Some(done) = done {
+            return Ok(done);
         }
     }
 }

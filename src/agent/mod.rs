@@ -29,7 +29,7 @@ use crate::event::{
 };
 use crate::policy::PermissionPolicy;
 use crate::provider::pricing::{Price, builtin_price};
-use crate::provider::{Message, ModelProvider, ProviderError};
+use crate::provider::{Message, ModelProvider, ProviderError, ToolChoice};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolContext, ToolLimits, Workspace};
@@ -82,6 +82,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         after_checks,
     } = input;
     let tools = ToolSet::new(job.tools.as_deref(), skill.allowed_tools.as_deref());
+    let policy = PermissionPolicy::new(&job.permissions);
     let workspace_display = workspace.root().display().to_string();
     bus.emit(EventKind::RunStarted(RunStarted {
         schema_version: SCHEMA_VERSION,
@@ -137,14 +138,23 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         messages: vec![
             Message::System {
-                content: protocol::system_prompt(skill, &workspace_display, &tools.names()),
+                content: protocol::system_prompt(skill, &tools.names()),
+            },
+            Message::System {
+                content: protocol::run_details(&run_details(
+                    &tools,
+                    &policy,
+                    &workspace_display,
+                    job,
+                )),
             },
             Message::User {
-                content: protocol::goal_message(&job.goal),
+                content: protocol::goal_message(&job.goal, &tools.read_only_names()),
             },
         ],
+        offered: [tools.definitions(), protocol::control_tools()].concat(),
         tools,
-        policy: PermissionPolicy::new(&job.permissions),
+        policy,
         budget: BudgetTracker::new(&job.budget, skill.max_turns).with_price(price),
         guard: LoopGuard::default(),
         plan: Vec::new(),
@@ -220,6 +230,8 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             tool_calls: session.budget.tool_calls,
             input_tokens: session.budget.usage.input_tokens,
             output_tokens: session.budget.usage.output_tokens,
+            cache_read_tokens: session.budget.usage.cache_read_tokens,
+            cache_write_tokens: session.budget.usage.cache_write_tokens,
             cost_usd: session.budget.cost_usd(),
             duration_ms: started.elapsed().as_millis() as u64,
         },
@@ -288,6 +300,22 @@ async fn timed_agent_phase(
     }
 }
 
+/// What the system prompt tells the model about this run.
+fn run_details<'a>(
+    tools: &ToolSet,
+    policy: &PermissionPolicy,
+    workspace: &'a str,
+    job: &'a JobSpec,
+) -> protocol::RunDetails<'a> {
+    let has_exec = tools.names().iter().any(|name| name == "exec");
+    protocol::RunDetails {
+        workspace,
+        exec: has_exec.then(|| policy.allowance("exec")),
+        exec_denied: policy.denials("exec"),
+        checks: &job.checks,
+    }
+}
+
 /// The job's `model.price`, else the built-in list price of `model`.
 fn model_price(job: &JobSpec, model: &str) -> Option<Price> {
     job.model
@@ -320,7 +348,12 @@ async fn agent_phase(session: &mut Session<'_>, job: &JobSpec) -> Result<Option<
     session.messages.push(Message::User {
         content: protocol::SUMMARY_REQUEST.to_string(),
     });
-    let response = match session.call_model(Phase::Summary, None, Vec::new()).await {
+    // The same tools as every other turn (the history holds tool calls, and
+    // the prompt prefix stays cached), but none may be called.
+    let response = match session
+        .call_model(Phase::Summary, None, ToolChoice::None)
+        .await
+    {
         Ok(response) => response,
         // Likewise a provider that fails on the summary turn: the checks still judge the work.
         Err(Stop::Provider(error)) => {

@@ -2,7 +2,7 @@
 //! then must call `submit_plan` within `max_plan_turns` turns.
 
 use crate::event::{EventKind, Phase, PlanStep};
-use crate::provider::Message;
+use crate::provider::{Message, ToolChoice};
 
 use super::protocol::{self, SUBMIT_PLAN};
 use super::session::{Session, Stop};
@@ -11,10 +11,10 @@ pub async fn make_plan(
     session: &mut Session<'_>,
     max_plan_turns: u32,
 ) -> Result<Vec<PlanStep>, Stop> {
-    let mut tools = session.tools.definitions(true);
-    tools.push(protocol::submit_plan_tool());
     for turn in 1..=max_plan_turns {
-        let response = session.call_model(Phase::Plan, None, tools.clone()).await?;
+        let response = session
+            .call_model(Phase::Plan, None, ToolChoice::Auto)
+            .await?;
         if response.tool_calls.is_empty() {
             if turn < max_plan_turns {
                 session.messages.push(Message::User {

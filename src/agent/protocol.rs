@@ -3,69 +3,176 @@
 //!
 //! This is part of the product's contract (PRODUCT.md, "What the model
 //! sees"): cassettes and skills depend on the exact text, so it changes
-//! only on purpose. Nothing here may contain times, ids or anything else
-//! that differs between two runs of the same job, apart from the workspace
-//! path, which cassettes normalize.
+//! only on purpose (with a cassette version bump). Nothing here may contain
+//! times, ids or anything else that differs between two runs of the same
+//! job; what differs between runs (the workspace path) is in
+//! [`run_details`], which comes after the shared text so that prompt
+//! caches keep hitting. Which tools may be called in a phase is enforced
+//! by the session, not by changing the offered list.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::event::PlanStep;
+use crate::event::{PlanStep, StepStatus};
+use crate::policy::ToolAllowance;
 use crate::provider::ToolDefinition;
 use crate::skills::Skill;
+use crate::spec::CheckSpec;
 
 pub const SUBMIT_PLAN: &str = "submit_plan";
 pub const STEP_DONE: &str = "step_done";
 pub const UPDATE_PLAN: &str = "update_plan";
+/// Every control tool, in the order the model is offered them (after the job's tools).
+pub const CONTROL_TOOLS: &[&str] = &[SUBMIT_PLAN, STEP_DONE, UPDATE_PLAN];
 
-pub fn system_prompt(skill: &Skill, workspace: &str, tools: &[String]) -> String {
+/// What the system prompt says about one run, after its stable text: the
+/// parts that differ between runs of a job, or that the job's author
+/// changes most often.
+pub struct RunDetails<'a> {
+    pub workspace: &'a str,
+    /// `None` when `exec` is not among the run's tools.
+    pub exec: Option<ToolAllowance>,
+    /// The job's deny rules for `exec`, as written.
+    pub exec_denied: Vec<String>,
+    pub checks: &'a [CheckSpec],
+}
+
+/// The system prompt's first part: the text every run of the job shares
+/// (role, protocol, skill). The run's details follow as a second system
+/// message ([`run_details`]); keeping the shared text first, and apart,
+/// lets two runs of one job share a cached prompt prefix.
+pub fn system_prompt(skill: &Skill, tools: &[String]) -> String {
     format!(
         "You are agentci, a coding agent running unattended in CI. Nobody will answer questions: \
          decide, act with the tools, and report.\n\
-         The workspace is {workspace}. Paths in tool calls are relative to it; nothing outside it \
-         can be read or changed. Tools available in this run: {tools}. Calls are decided by a \
-         permission policy; a denied call returns PERMISSION_DENIED, so choose another way.\n\
+         Tools of this run: {tools}. Paths in tool calls are relative to the workspace; nothing \
+         outside it can be read or changed. Calls are decided by the job's permission policy; a \
+         denied call returns PERMISSION_DENIED with what the job allows, so choose another way.\n\
          Work in two phases. First plan: look around with the read-only tools if you need to, \
          then call submit_plan with ordered steps, each with a title and an expected outcome. \
-         Then execute the steps one at a time, calling step_done when a step is finished.\n\n\
+         Then execute the steps one at a time. End each step with step_done, giving a summary \
+         and a status: done; failed (you tried and it did not work); or blocked (something you \
+         cannot change stops it, such as a command the job does not allow). update_plan \
+         replaces the steps after the current one. Every tool is offered on every turn, but \
+         each phase says which may be called in it; a call outside its phase returns an error. \
+         At the end you report the run's outcome with evidence, and the job's checks judge the \
+         work.\n\n\
          # Skill: {name}\n{description}\n\n{instructions}",
-        tools = if tools.is_empty() {
-            "none".to_string()
-        } else {
-            tools.join(", ")
-        },
+        tools = list_or_none(tools),
         name = skill.name,
         description = skill.description,
         instructions = skill.instructions.trim(),
     )
 }
 
-pub fn goal_message(goal: &str) -> String {
+/// The system prompt's per-run part, sent after [`system_prompt`]. New
+/// per-run lines go here, not into the shared text.
+pub fn run_details(details: &RunDetails<'_>) -> String {
+    let mut lines = vec![
+        "# This run".to_string(),
+        format!("Workspace: {}", details.workspace),
+    ];
+    lines.push(match &details.exec {
+        None => "exec is not among this run's tools.".to_string(),
+        Some(ToolAllowance::None) => "The job allows no exec commands.".to_string(),
+        Some(ToolAllowance::Any) => "exec may run any command the job does not deny.".to_string(),
+        Some(ToolAllowance::Only(patterns)) => format!(
+            "exec may run only these commands (* matches any arguments; in a command line \
+             joined with &&, ; or |, each command must match): {}.",
+            quoted(patterns)
+        ),
+    });
+    if details.exec.is_some() && !details.exec_denied.is_empty() {
+        lines.push(format!(
+            "exec never runs: {}.",
+            quoted(&details.exec_denied)
+        ));
+    }
+    if details.checks.is_empty() {
+        lines.push("The job has no checks: your report is all the run shows.".to_string());
+    } else {
+        lines.push("When you are done, these checks judge the run (run in the workspace):".into());
+        lines.extend(
+            details
+                .checks
+                .iter()
+                .map(|check| format!("- {}: `{}`", check.name, check.run)),
+        );
+    }
+    lines.join("\n")
+}
+
+fn quoted(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|item| format!("`{item}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// The first user message; `planning_tools` are the tools callable while planning.
+pub fn goal_message(goal: &str, planning_tools: &[String]) -> String {
     format!(
-        "Goal:\n{}\n\nMake a plan for this goal and submit it with submit_plan.",
-        goal.trim()
+        "Goal:\n{}\n\nMake a plan for this goal and submit it with submit_plan. While planning \
+         you may call: {}, submit_plan.",
+        goal.trim(),
+        list_or_none(planning_tools),
     )
 }
 
 pub const PLAN_REMINDER: &str =
     "Submit your plan now by calling submit_plan with the ordered steps.";
 
-pub fn step_message(index: usize, total: usize, step: &PlanStep) -> String {
+/// The message that starts a step; `step_tools` are the run's tools, all callable now.
+pub fn step_message(index: usize, total: usize, step: &PlanStep, step_tools: &[String]) -> String {
+    let mut callable: Vec<String> = step_tools.to_vec();
+    callable.extend([STEP_DONE.to_string(), UPDATE_PLAN.to_string()]);
     format!(
         "Step {n} of {total}: {title}\nExpected outcome: {outcome}\n\
-         Carry out this step with the tools. When it is done, call step_done with a short \
-         summary. To change the steps after this one, call update_plan.",
+         Carry out this step with the tools. When it is finished, call step_done with a short \
+         summary and its status (done, failed or blocked). To change the steps after this one, \
+         call update_plan. You may call: {callable}.",
         n = index + 1,
         title = step.title,
         outcome = step.expected_outcome,
+        callable = callable.join(", "),
     )
 }
 
-pub const SUMMARY_REQUEST: &str = "All steps are done. Write a short summary of what you changed \
-     and why, for the run's report. Do not call tools.";
+pub const SUMMARY_REQUEST: &str = "All steps are finished. Report the run's outcome for its \
+     report, with evidence: what was done (the changes and why), what was checked and what it \
+     showed (the commands you ran and their results), and what is left (steps that failed or \
+     were blocked, problems still open). Answer in text: no tool can be called now.";
 
 pub const PLAN_ACCEPTED: &str = "Plan accepted.";
-pub const STEP_DONE_ACK: &str = "Step marked done.";
+
+/// The answer to an accepted `step_done`.
+pub fn step_done_ack(status: StepStatus) -> String {
+    format!("Step marked {}.", status.as_str())
+}
+
+/// The answer to a control tool called outside its phase; `None` when it may be called now.
+pub fn out_of_phase(tool: &str, planning: bool) -> Option<String> {
+    match (tool, planning) {
+        (STEP_DONE | UPDATE_PLAN, true) => Some(format!(
+            "`{tool}` can be called only while executing a step; there is no plan yet: call \
+             submit_plan first"
+        )),
+        (SUBMIT_PLAN, false) => Some(
+            "the plan was already accepted; to change the steps after this one, call update_plan"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
 
 fn steps_schema() -> Value {
     json!({
@@ -100,14 +207,31 @@ pub fn submit_plan_tool() -> ToolDefinition {
 pub fn step_done_tool() -> ToolDefinition {
     ToolDefinition {
         name: STEP_DONE.into(),
-        description: "Mark the current step as done, with a short summary of what was done.".into(),
+        description: "End the current step, with a short summary of what was done and how the \
+                      step ended."
+            .into(),
         parameters: json!({
             "type": "object",
-            "properties": {"summary": {"type": "string"}},
+            "properties": {
+                "summary": {"type": "string", "description": "What was done, with evidence."},
+                "status": {
+                    "type": "string",
+                    "enum": ["done", "failed", "blocked"],
+                    "default": "done",
+                    "description": "done: the expected outcome was reached; failed: it was \
+                                    tried and not reached; blocked: something outside your \
+                                    control prevents it."
+                }
+            },
             "required": ["summary"],
             "additionalProperties": false
         }),
     }
+}
+
+/// Every control tool, in [`CONTROL_TOOLS`] order.
+pub fn control_tools() -> Vec<ToolDefinition> {
+    vec![submit_plan_tool(), step_done_tool(), update_plan_tool()]
 }
 
 pub fn update_plan_tool() -> ToolDefinition {
@@ -145,13 +269,22 @@ pub fn parse_steps(arguments: &Value, allow_empty: bool) -> Result<Vec<PlanStep>
     Ok(args.steps)
 }
 
-/// Parse the `summary` of `step_done`; `Err` is a message for the model.
-pub fn parse_summary(arguments: &Value) -> Result<String, String> {
-    arguments
-        .get("summary")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| "expected {\"summary\": str}".to_string())
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepDoneArgs {
+    summary: String,
+    #[serde(default)]
+    status: StepStatus,
+}
+
+/// Parse the `summary` and `status` of `step_done`; `Err` is a message for the model.
+pub fn parse_step_done(arguments: &Value) -> Result<(String, StepStatus), String> {
+    let args: StepDoneArgs = serde_json::from_value(arguments.clone()).map_err(|e| {
+        format!(
+            "expected {{\"summary\": str, \"status\": \"done\" | \"failed\" | \"blocked\"}}: {e}"
+        )
+    })?;
+    Ok((args.summary, args.status))
 }
 
 #[cfg(test)]
@@ -166,5 +299,23 @@ mod tests {
         assert!(parse_steps(&json!({"steps": []}), true).is_ok());
         assert!(parse_steps(&json!({"steps": [{"title": "a"}]}), false).is_err());
         assert!(parse_steps(&json!({"plan": []}), false).is_err());
+    }
+
+    #[test]
+    fn step_done_status_defaults_to_done_and_rejects_others() {
+        let parse = |v: Value| parse_step_done(&v);
+        assert_eq!(
+            parse(json!({"summary": "s"})).unwrap(),
+            ("s".to_string(), StepStatus::Done)
+        );
+        assert_eq!(
+            parse(json!({"summary": "s", "status": "blocked"}))
+                .unwrap()
+                .1,
+            StepStatus::Blocked
+        );
+        let err = parse(json!({"summary": "s", "status": "skipped"})).unwrap_err();
+        assert!(err.contains("\"done\" | \"failed\" | \"blocked\""), "{err}");
+        assert!(parse(json!({"status": "done"})).is_err());
     }
 }

@@ -13,7 +13,7 @@ use crate::event::{
 use crate::policy::PermissionPolicy;
 use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver,
-    RetryNotice, ToolCall, ToolDefinition,
+    RetryNotice, ToolCall, ToolChoice, ToolDefinition,
 };
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 
@@ -21,6 +21,7 @@ use super::batch::{BatchEnv, run_batch};
 use super::budget::{BudgetTracker, Exceeded};
 use super::context;
 use super::loop_guard::{LoopGuard, STOP_AT};
+use super::protocol::{self, CONTROL_TOOLS};
 use super::toolset::ToolSet;
 
 /// Why the agent phase ended early.
@@ -40,6 +41,10 @@ pub struct Session<'a> {
     pub bus: EventBus,
     pub ctx: ToolContext,
     pub tools: ToolSet,
+    /// What every request offers: the run's tools, then the control tools.
+    /// The same list on every turn keeps the prompt prefix cacheable; which
+    /// tools may run in a phase is decided when a call arrives.
+    pub offered: Vec<ToolDefinition>,
     pub policy: PermissionPolicy,
     pub budget: BudgetTracker,
     pub guard: LoopGuard,
@@ -57,13 +62,13 @@ pub struct ControlCall {
 }
 
 impl Session<'_> {
-    /// Call the model with the conversation so far and `tools`; the reply is
-    /// appended to the conversation.
+    /// Call the model with the conversation so far and the run's tools; the
+    /// reply is appended to the conversation.
     pub async fn call_model(
         &mut self,
         phase: Phase,
         step: Option<usize>,
-        tools: Vec<ToolDefinition>,
+        tool_choice: ToolChoice,
     ) -> Result<ChatResponse, Stop> {
         self.budget.check_model_call().map_err(Stop::Budget)?;
         let turn = self.budget.turns + 1;
@@ -74,10 +79,10 @@ impl Session<'_> {
             turn,
             step,
             messages: self.messages.len(),
-            tools: tools.iter().map(|t| t.name.clone()).collect(),
+            tools: self.offered.iter().map(|t| t.name.clone()).collect(),
         }));
         let started = Instant::now();
-        let response = self.complete(&call_id, tools).await?;
+        let response = self.complete(&call_id, tool_choice).await?;
         let cost_usd = self.budget.record_model_call(&response.usage);
         let first_without_usage =
             response.usage == Usage::default() && self.budget.calls_without_usage == 1;
@@ -120,12 +125,13 @@ impl Session<'_> {
     async fn complete(
         &mut self,
         call_id: &str,
-        tools: Vec<ToolDefinition>,
+        tool_choice: ToolChoice,
     ) -> Result<ChatResponse, Stop> {
         let mut request = ChatRequest {
             model: self.model_name.clone(),
             messages: self.messages.clone(),
-            tools,
+            tools: self.offered.clone(),
+            tool_choice,
         };
         let observer = CallObserver {
             bus: &self.bus,
@@ -157,7 +163,9 @@ impl Session<'_> {
 
     /// Run one turn's calls. Calls named in `control` are not run: they are
     /// returned for the phase to apply, and `answer` gives their result text.
-    /// Every call gets a tool message, in the order the model made them.
+    /// A control tool this phase does not take gets an error result that
+    /// says when it may be called. Every call gets a tool message, in the
+    /// order the model made them.
     pub async fn run_calls(
         &mut self,
         calls: &[ToolCall],
@@ -169,7 +177,7 @@ impl Session<'_> {
         let (controls, regular): (Indexed, Indexed) = calls
             .iter()
             .enumerate()
-            .partition(|(_, c)| control.contains(&c.name.as_str()));
+            .partition(|(_, c)| CONTROL_TOOLS.contains(&c.name.as_str()));
         let regular_calls: Vec<ToolCall> = regular.iter().map(|(_, c)| (*c).clone()).collect();
         self.budget
             .check_tool_batch(regular_calls.len() as u32)
@@ -178,6 +186,13 @@ impl Session<'_> {
         let mut texts: Vec<Option<String>> = vec![None; calls.len()];
         let mut applied = Vec::new();
         for (index, call) in controls {
+            if !control.contains(&call.name.as_str()) {
+                let message = protocol::out_of_phase(&call.name, read_only_phase)
+                    .unwrap_or_else(|| format!("`{}` cannot be called now", call.name));
+                texts[index] =
+                    Some(ToolResult::failure(ToolErrorCode::InvalidArgument, message).model_text());
+                continue;
+            }
             let control_call = ControlCall {
                 name: call.name.clone(),
                 arguments: serde_json::from_str(&call.arguments)

@@ -46,11 +46,20 @@ impl ToolSet {
         self.tools.iter().map(|t| t.spec().name.clone()).collect()
     }
 
-    /// Definitions for the model: every tool, or only the read-only ones.
-    pub fn definitions(&self, read_only: bool) -> Vec<ToolDefinition> {
+    /// The tools that may run while planning (the read-only ones).
+    pub fn read_only_names(&self) -> Vec<String> {
         self.tools
             .iter()
-            .filter(|t| !read_only || READ_ONLY_TOOLS.contains(&t.spec().name.as_str()))
+            .filter(|t| READ_ONLY_TOOLS.contains(&t.spec().name.as_str()))
+            .map(|t| t.spec().name.clone())
+            .collect()
+    }
+
+    /// Definitions for the model, in the builtin order. Every phase offers
+    /// all of them; [`ToolSet::get`] decides what may run now.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
             .map(|t| {
                 let spec = t.spec();
                 ToolDefinition {
@@ -144,10 +153,11 @@ mod tests {
     }
 
     #[test]
-    fn planning_offers_only_read_only_tools() {
+    fn planning_runs_only_read_only_tools() {
         let set = ToolSet::new(None, None);
-        let names: Vec<String> = set.definitions(true).into_iter().map(|d| d.name).collect();
-        assert_eq!(names, vec!["read", "find", "grep", "ls"]);
+        assert_eq!(set.read_only_names(), vec!["read", "find", "grep", "ls"]);
+        assert_eq!(set.definitions().len(), set.names().len());
         assert!(set.get("write", true).is_err());
+        assert!(set.get("read", true).is_ok());
     }
 }

@@ -69,6 +69,41 @@ impl PermissionPolicy {
     }
 }
 
+/// What the job allows of one tool, in words the model can act on: for the
+/// system prompt and for the message of a denied call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolAllowance {
+    /// Every call not denied by a rule (a bare allow rule or `default: allow`).
+    Any,
+    /// Only calls matching these allow rules, as written in the job.
+    Only(Vec<String>),
+    /// No call at all.
+    None,
+}
+
+impl PermissionPolicy {
+    /// What the job's rules allow of `tool`.
+    pub fn allowance(&self, tool: &str) -> ToolAllowance {
+        let rules: Vec<&ToolPattern> = self.allow.iter().filter(|r| r.matches_tool(tool)).collect();
+        if self.default == DefaultDecision::Allow || rules.iter().any(|r| r.is_bare()) {
+            ToolAllowance::Any
+        } else if rules.is_empty() {
+            ToolAllowance::None
+        } else {
+            ToolAllowance::Only(rules.iter().map(|r| r.as_str().to_string()).collect())
+        }
+    }
+
+    /// The deny rules that name `tool`, as written in the job.
+    pub fn denials(&self, tool: &str) -> Vec<String> {
+        self.deny
+            .iter()
+            .filter(|r| r.matches_tool(tool))
+            .map(|r| r.as_str().to_string())
+            .collect()
+    }
+}
+
 /// The first of `rules` that matches the call or, for `exec`, any simple
 /// command in its command line.
 pub fn denying_rule<'r>(

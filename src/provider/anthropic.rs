@@ -22,6 +22,7 @@ use super::http::{HttpTarget, StreamDecoder, StreamFailure};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
+    ToolChoice,
 };
 use crate::event::{ModelInfo, Usage};
 use crate::tools::BoxFuture;
@@ -188,13 +189,31 @@ where
 struct WireRequest {
     model: String,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<String>,
+    /// Text blocks, one per system message, so the stable part of the
+    /// prompt (the first) can carry its own cache breakpoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<Value>,
     messages: Vec<WireMessage>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    /// `{"type": "none"}` on a turn that must answer in text; only sent
+    /// with `tools` (the API refuses `tool_choice` without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+}
+
+/// Marks a block as the end of a cached prefix. The Messages API caches only
+/// what a request marks, with at most four breakpoints per request
+/// (https://docs.claude.com/en/docs/build-with-claude/prompt-caching); a run
+/// uses three: the end of the tools, the end of the system prompt's stable
+/// part (shared by every run of the job), and the newest message (so the
+/// next turn of the run reads everything before it from the cache).
+fn cache_breakpoint(block: &mut Value) {
+    if let Some(object) = block.as_object_mut() {
+        object.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    }
 }
 
 #[derive(Serialize)]
@@ -218,11 +237,11 @@ fn wire_request(request: &ChatRequest, configured_model: &str, stream: bool) -> 
     } else {
         &request.model
     };
-    let system: Vec<&str> = request
+    let mut system: Vec<Value> = request
         .messages
         .iter()
         .filter_map(|message| match message {
-            Message::System { content } => Some(content.as_str()),
+            Message::System { content } => Some(text_block(content)),
             _ => None,
         })
         .collect();
@@ -276,22 +295,35 @@ fn wire_request(request: &ChatRequest, configured_model: &str, stream: bool) -> 
             }),
         }
     }
+    let mut tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            })
+        })
+        .collect();
+    for last in [
+        tools.last_mut(),
+        system.first_mut(),
+        messages.last_mut().and_then(|m| m.content.last_mut()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        cache_breakpoint(last);
+    }
     WireRequest {
         model: model.to_string(),
         max_tokens: max_output_tokens(model),
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        system,
         messages,
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
-            })
-            .collect(),
+        tool_choice: (request.tool_choice == ToolChoice::None && !tools.is_empty())
+            .then(|| json!({"type": "none"})),
+        tools,
         stream,
     }
 }
@@ -668,11 +700,15 @@ mod tests {
                 description: "read a file".into(),
                 parameters: json!({"type": "object"}),
             }],
+            tool_choice: ToolChoice::Auto,
         };
         let body = serde_json::to_value(wire_request(&request, "claude-sonnet-4-5", true)).unwrap();
         assert_eq!(body["model"], "claude-sonnet-4-5");
         assert_eq!(body["max_tokens"], MAX_OUTPUT_TOKENS);
-        assert_eq!(body["system"], "be careful");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "be careful", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(body["stream"], true);
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
         let messages = body["messages"].as_array().unwrap();
@@ -686,7 +722,28 @@ mod tests {
         assert_eq!(user[0]["type"], "tool_result");
         assert_eq!(user[0]["is_error"], false);
         assert_eq!(user[1]["is_error"], true);
-        assert_eq!(user[2], json!({"type": "text", "text": "next step"}));
+        assert_eq!(
+            user[2],
+            json!({"type": "text", "text": "next step", "cache_control": {"type": "ephemeral"}})
+        );
+        assert_eq!(
+            body["tools"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(body.get("tool_choice"), None);
+        let summary_turn = ChatRequest {
+            tool_choice: ToolChoice::None,
+            ..request.clone()
+        };
+        let body = serde_json::to_value(wire_request(&summary_turn, "claude-x", false)).unwrap();
+        assert_eq!(body["tool_choice"], json!({"type": "none"}));
+        let without_tools = ChatRequest {
+            tools: Vec::new(),
+            ..summary_turn
+        };
+        let body = serde_json::to_value(wire_request(&without_tools, "claude-x", false)).unwrap();
+        // The API refuses `tool_choice` without `tools`.
+        assert_eq!(body.get("tool_choice"), None);
     }
 
     #[test]

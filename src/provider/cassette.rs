@@ -1,7 +1,7 @@
 //! The cassette format shared by recording and replay.
 //!
 //! A cassette is JSONL: a header line
-//! `{"cassette": 2, "provider": …, "model": …, "agentci_version": …}`, then one
+//! `{"cassette": 3, "provider": …, "model": …, "agentci_version": …}`, then one
 //! `{"request": …, "response": …}` line per model exchange. A conversation
 //! only grows, so each stored request holds just what is new: `keep` messages
 //! of the previous request, then its own `messages`, and `tools` only when
@@ -17,10 +17,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolCall, ToolDefinition};
+use super::{
+    ChatRequest, ChatResponse, Message, ProviderError, ToolCall, ToolChoice, ToolDefinition,
+};
 
-/// The format version this build reads and writes.
-pub const CASSETTE_VERSION: u64 = 2;
+/// The format version this build reads and writes. Version 3: every
+/// request of a run offers one tool list and the summary turn records
+/// `tool_choice` (what the model is sent changed, so older cassettes could
+/// not replay anyway; the version says so up front).
+pub const CASSETTE_VERSION: u64 = 3;
 
 /// What the workspace's absolute path becomes inside a cassette.
 pub const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
@@ -70,6 +75,9 @@ pub struct StoredRequest {
     /// The tools, when they differ from the previous request's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
+    /// Whether tools could be called; left out when they could.
+    #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
 }
 
 /// The previous request of a cassette, which the next stored one builds on.
@@ -93,6 +101,7 @@ impl Conversation {
             keep,
             messages: request.messages[keep..].to_vec(),
             tools: (request.tools != self.tools).then(|| request.tools.clone()),
+            tool_choice: request.tool_choice,
         };
         self.messages = request.messages.clone();
         self.tools = request.tools.clone();
@@ -115,6 +124,7 @@ impl Conversation {
             model: stored.model.clone(),
             messages,
             tools: stored.tools.clone().unwrap_or_else(|| self.tools.clone()),
+            tool_choice: stored.tool_choice,
         })
     }
 
@@ -321,6 +331,7 @@ fn map_request(request: &ChatRequest, f: MapText<'_>) -> ChatRequest {
                 parameters: map_value(&tool.parameters, f),
             })
             .collect(),
+        tool_choice: request.tool_choice,
     }
 }
 
@@ -385,6 +396,7 @@ pub fn comparable(request: &ChatRequest) -> Value {
     serde_json::json!({
         "messages": messages,
         "tools": request.tools,
+        "tool_choice": request.tool_choice,
     })
 }
 

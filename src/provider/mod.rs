@@ -67,6 +67,29 @@ pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolDefinition>,
+    /// Whether the model may call the offered tools on this turn.
+    #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether the model may call tools on a turn. The tool list stays the same
+/// on every turn of a run (it is part of the cached prompt prefix, and the
+/// Messages API refuses tool blocks in a request without tools); a turn that
+/// must answer in text says `None` instead of dropping the tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must answer without calling a tool.
+    None,
+}
+
+impl ToolChoice {
+    pub fn is_auto(&self) -> bool {
+        *self == ToolChoice::Auto
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use super::http::{HttpTarget, StreamDecoder, StreamFailure};
 use super::sse::SseEvent;
 use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
-    Unobserved,
+    ToolChoice, Unobserved,
 };
 use crate::event::{ModelInfo, Usage};
 use crate::tools::BoxFuture;
@@ -194,6 +194,10 @@ struct WireRequest<'a> {
     /// OpenAI rejects an empty `tools` array, so it is left out instead.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    /// `"none"` on a turn that must answer in text; only sent with `tools`,
+    /// since the API refuses `tool_choice` without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,7 +214,7 @@ struct WireStreamOptions {
 #[serde(tag = "role", rename_all = "snake_case")]
 enum WireMessage<'a> {
     System {
-        content: &'a str,
+        content: std::borrow::Cow<'a, str>,
     },
     User {
         content: &'a str,
@@ -266,7 +270,7 @@ fn wire_request<'a>(
     };
     WireRequest {
         model,
-        messages: request.messages.iter().map(wire_message).collect(),
+        messages: merged_system(request.messages.iter().map(wire_message)),
         tools: request
             .tools
             .iter()
@@ -279,6 +283,8 @@ fn wire_request<'a>(
                 },
             })
             .collect(),
+        tool_choice: (request.tool_choice == ToolChoice::None && !request.tools.is_empty())
+            .then_some("none"),
         stream,
         stream_options: stream.then_some(WireStreamOptions {
             include_usage: true,
@@ -286,9 +292,29 @@ fn wire_request<'a>(
     }
 }
 
+/// Consecutive system messages (the prompt's stable part and the run's
+/// details) go out as one: some OpenAI-compatible servers' chat templates
+/// refuse more than one system message.
+fn merged_system<'a>(messages: impl Iterator<Item = WireMessage<'a>>) -> Vec<WireMessage<'a>> {
+    let mut out: Vec<WireMessage<'a>> = Vec::new();
+    for message in messages {
+        match (out.last_mut(), message) {
+            (Some(WireMessage::System { content: joined }), WireMessage::System { content }) => {
+                let joined = joined.to_mut();
+                joined.push_str("\n\n");
+                joined.push_str(&content);
+            }
+            (_, message) => out.push(message),
+        }
+    }
+    out
+}
+
 fn wire_message(message: &Message) -> WireMessage<'_> {
     match message {
-        Message::System { content } => WireMessage::System { content },
+        Message::System { content } => WireMessage::System {
+            content: content.into(),
+        },
         Message::User { content } => WireMessage::User { content },
         Message::Assistant {
             content,
@@ -720,6 +746,31 @@ mod tests {
     }
 
     #[test]
+    fn tool_choice_none_goes_out_only_with_tools() {
+        let mut request = ChatRequest {
+            model: String::new(),
+            messages: vec![Message::User {
+                content: "report".into(),
+            }],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+        };
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        // OpenAI refuses `tool_choice` without `tools`.
+        assert_eq!(body.get("tool_choice"), None);
+        request.tools.push(crate::provider::ToolDefinition {
+            name: "read".into(),
+            description: "read a file".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        });
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        assert_eq!(body["tool_choice"], "none");
+        request.tool_choice = ToolChoice::Auto;
+        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        assert_eq!(body.get("tool_choice"), None);
+    }
+
+    #[test]
     fn an_empty_answer_goes_back_with_text_and_tool_calls_with_null() {
         // An empty answer (no text, no calls) was sent back as
         // `"content": null`, which OpenAI refuses with a 400 on the next turn.
@@ -747,6 +798,7 @@ mod tests {
                 },
             ],
             tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
         };
         let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
         let messages = body["messages"].as_array().unwrap();

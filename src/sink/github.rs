@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::progress::{LogLines, PREFIX, one_line};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, EventSink, Phase, PlanStep, RunCompleted,
-    RunStarted, RunStatus, SinkError,
+    RunStarted, RunStatus, SinkError, StepStatus,
 };
 
 /// Where a run under GitHub Actions writes; built by the CLI from the environment.
@@ -65,7 +65,7 @@ struct RunReport {
     started: Option<RunStarted>,
     plan: Vec<PlanStep>,
     step_started: BTreeSet<usize>,
-    step_summaries: BTreeMap<usize, String>,
+    step_summaries: BTreeMap<usize, (String, StepStatus)>,
     checks: Vec<CheckCompleted>,
     /// Paths of successful `write` and `edit` calls, relative to the workspace.
     changed_files: BTreeSet<String>,
@@ -137,8 +137,15 @@ impl GithubActions {
                 let title = title.to_string();
                 self.open_group(&mut out, &title);
             }
-            EventKind::StepCompleted { index, summary, .. } => {
-                self.report.step_summaries.insert(*index, summary.clone());
+            EventKind::StepCompleted {
+                index,
+                summary,
+                status,
+                ..
+            } => {
+                self.report
+                    .step_summaries
+                    .insert(*index, (summary.clone(), *status));
                 out.extend(plain);
                 self.close_group(&mut out);
             }

@@ -85,9 +85,15 @@ impl LogLines {
                     title
                 ));
             }
-            EventKind::StepCompleted { index, summary, .. } => lines.push(format!(
-                "step {} done: {}",
+            EventKind::StepCompleted {
+                index,
+                summary,
+                status,
+                ..
+            } => lines.push(format!(
+                "step {} {}: {}",
                 step_of(*index, self.plan_len),
+                status.as_str(),
                 one_line(summary, 160)
             )),
             EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {}

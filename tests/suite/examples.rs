@@ -43,7 +43,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Run a workflow on a copy of the fixture with `model_args` (`--replay` or `--record`).
-fn run_example(
+pub(super) fn run_example(
     workflow: &str,
     model_args: &[&str],
 ) -> (tempfile::TempDir, tempfile::TempDir, std::process::Output) {
@@ -166,7 +166,8 @@ pub(super) fn fix_failing_test_script() -> Vec<Reply> {
         Reply::step_done("cargo test passes"),
         Reply::text(
             "Fixed `add` in src/lib.rs: it subtracted its arguments (`a - b`) instead of adding \
-             them, which made `tests::adds` fail. `cargo test` now passes.",
+             them, which made `tests::adds` fail. Checked: `cargo test --quiet` failed before the \
+             fix (add(2, 3) returned -1) and passes after it. Left: nothing.",
         ),
     ]
 }

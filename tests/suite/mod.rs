@@ -10,6 +10,7 @@ mod git_skill;
 mod github;
 mod junit_report;
 mod policy;
+mod protocol;
 mod provider;
 mod providers_e2e;
 mod run;

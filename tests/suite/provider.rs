@@ -47,6 +47,7 @@ fn request(user: &str) -> ChatRequest {
             description: "read a file".to_string(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         }],
+        tool_choice: Default::default(),
     }
 }
 
@@ -414,7 +415,7 @@ async fn record_then_replay_gives_identical_responses() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(lines.len(), 3);
-    assert_eq!(lines[0]["cassette"], 2);
+    assert_eq!(lines[0]["cassette"], 3);
     assert_eq!(lines[0]["provider"], "openai");
     assert_eq!(lines[0]["model"], "gpt-test");
     assert_eq!(lines[0]["agentci_version"], env!("CARGO_PKG_VERSION"));
@@ -540,7 +541,7 @@ fn malformed_or_missing_cassette_names_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("bad.jsonl");
     let header =
-        r#"{"cassette": 2, "provider": "openai", "model": "m", "agentci_version": "0.1.0"}"#;
+        r#"{"cassette": 3, "provider": "openai", "model": "m", "agentci_version": "0.1.0"}"#;
     let exchange =
         json!({"request": {"model": "m", "messages": []}, "response": {"text": "ok"}}).to_string();
     std::fs::write(
@@ -558,15 +559,17 @@ fn malformed_or_missing_cassette_names_file_and_line() {
         "{err}"
     );
 
-    std::fs::write(&cassette, "{\"cassette\": 1, \"provider\": \"openai\", \"model\": \"m\", \"agentci_version\": \"9\"}\n").unwrap();
+    // A cassette of the protocol before one tool list per run.
+    std::fs::write(&cassette, "{\"cassette\": 2, \"provider\": \"openai\", \"model\": \"m\", \"agentci_version\": \"9\"}\n").unwrap();
     let err = ReplayProvider::open(&cassette, dir.path()).unwrap_err();
     assert!(
-        err.to_string().contains("line 1 has format version 1"),
+        err.to_string()
+            .contains("line 1 has format version 2, but this agentci reads version 3; re-record"),
         "{err}"
     );
 
     // A line that keeps more messages than the line before it had.
-    let header = r#"{"cassette": 2, "provider": "openai", "model": "m", "agentci_version": "9"}"#;
+    let header = r#"{"cassette": 3, "provider": "openai", "model": "m", "agentci_version": "9"}"#;
     let bad_keep = json!({"request": {"model": "m", "keep": 3, "messages": []}, "response": {}});
     std::fs::write(&cassette, format!("{header}\n{bad_keep}\n")).unwrap();
     let err = ReplayProvider::open(&cassette, dir.path()).unwrap_err();

@@ -161,7 +161,12 @@ fn anthropic_streams_tool_use_with_key_version_and_system_prompt() {
         assert_eq!(request.anthropic_version.as_deref(), Some("2023-06-01"));
         assert_eq!(request.authorization, None);
         assert_eq!(request.body["stream"], true);
-        assert!(request.body["system"].as_str().unwrap().contains("reader"));
+        assert!(
+            request.body["system"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("reader")
+        );
         assert!(request.body["max_tokens"].as_u64().unwrap() > 0);
     }
     // The read call went back as tool_use, its result as a tool_result block.
@@ -510,7 +515,7 @@ fn a_context_length_error_trims_the_conversation_and_retries_once() {
         if api == Api::OpenAi {
             assert!(text(retried).contains("\"role\":\"system\""));
         } else {
-            assert!(retried["system"].as_str().is_some());
+            assert!(retried["system"][0]["text"].as_str().is_some());
         }
     }
 }

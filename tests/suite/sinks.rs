@@ -9,7 +9,7 @@ use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
     EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
     OutputPaths, Phase, PlanStep, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION, SkillLoaded,
-    SkillSource, ToolCallRef, ToolResultEvent, Totals, Usage,
+    SkillSource, StepStatus, ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -110,6 +110,8 @@ fn run_completed(status: RunStatus, reason: &str, checks: (u32, u32)) -> EventKi
             tool_calls: 9,
             input_tokens: 3000,
             output_tokens: 400,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
             cost_usd: (status == RunStatus::Passed).then_some(0.0123),
             duration_ms: 7100,
         },
@@ -211,6 +213,7 @@ fn every_kind() -> Vec<EventKind> {
             index: 0,
             title: "Run clippy".into(),
             summary: "two warnings".into(),
+            status: StepStatus::Done,
         },
         EventKind::PlanUpdated {
             steps: plan(&["Run clippy", "Fix warning 1", "Fix warning 2"]),
@@ -967,6 +970,7 @@ fn plain_log_shows_one_line_per_meaningful_event() {
             index: 0,
             title: "Run the tests".into(),
             summary: "one test fails\nmore detail".into(),
+            status: StepStatus::Done,
         },
         check("tests pass", CheckOutcome::Passed, Some(0), ""),
         check(
@@ -1073,6 +1077,7 @@ fn progress_bars_survive_odd_streams() {
             index: 3,
             title: "before any plan".into(),
             summary: String::new(),
+            status: StepStatus::Done,
         },
         tool_result("never-called", "exec", Some("TIMEOUT"), 5),
         decision("never-called", "exec", Decision::Deny, "default"),
@@ -1081,6 +1086,7 @@ fn progress_bars_survive_odd_streams() {
             index: 9,
             title: "past the end".into(),
             summary: String::new(),
+            status: StepStatus::Done,
         },
         EventKind::PlanUpdated {
             steps: plan(&["a"]),
@@ -1090,6 +1096,7 @@ fn progress_bars_survive_odd_streams() {
             index: 99,
             title: "past the end".into(),
             summary: String::new(),
+            status: StepStatus::Done,
         },
         run_completed(RunStatus::Interrupted, "interrupted", (0, 0)),
         run_completed(RunStatus::Passed, "twice", (0, 0)),

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::RunReport;
-use crate::event::{CheckOutcome, RunStatus};
+use crate::event::{CheckOutcome, RunStatus, StepStatus};
 use crate::sink::progress::{one_line, plural, secs, thousands};
 
 /// The Markdown step summary of one run.
@@ -61,7 +61,17 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         md.push_str("### Plan\n\n");
         for (i, step) in report.plan.iter().enumerate() {
             let (mark, note) = match report.step_summaries.get(&i) {
-                Some(summary) => ("✅", format!(" — {}", cell(&one_line(summary, 200)))),
+                Some((summary, StepStatus::Done)) => {
+                    ("✅", format!(" — {}", cell(&one_line(summary, 200))))
+                }
+                Some((summary, status)) => (
+                    if *status == StepStatus::Blocked {
+                        "⛔"
+                    } else {
+                        "❌"
+                    },
+                    format!(" — {}: {}", status.as_str(), cell(&one_line(summary, 200))),
+                ),
                 None if report.step_started.contains(&i) => ("❌", " — not finished".to_string()),
                 None => ("⏭️", " — not reached".to_string()),
             };

@@ -35,7 +35,7 @@ const STREAM_PIECE_CHARS: usize = 6;
 #[derive(Clone, Debug)]
 pub struct Reply {
     body: ReplyBody,
-    usage: (u64, u64),
+    usage: FakeUsage,
     delay: Option<Duration>,
     headers: Vec<(String, String)>,
     /// Send only this many stream events (or half the JSON body), then drop the connection.
@@ -72,7 +72,12 @@ impl Reply {
     fn new(body: ReplyBody) -> Self {
         Self {
             body,
-            usage: (DEFAULT_PROMPT_TOKENS, DEFAULT_COMPLETION_TOKENS),
+            usage: FakeUsage {
+                prompt: DEFAULT_PROMPT_TOKENS,
+                completion: DEFAULT_COMPLETION_TOKENS,
+                cache_read: 0,
+                cache_write: 0,
+            },
             delay: None,
             headers: Vec::new(),
             cut_after: None,
@@ -194,7 +199,19 @@ impl Reply {
 
     /// Overrides the usage block (default 100 prompt, 20 completion tokens).
     pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
-        self.usage = (prompt_tokens, completion_tokens);
+        self.usage.prompt = prompt_tokens;
+        self.usage.completion = completion_tokens;
+        self
+    }
+
+    /// Of the prompt tokens, `read` came from the prompt cache and `write`
+    /// went into it, reported in each API's own fields: Anthropic's
+    /// `cache_read_input_tokens` / `cache_creation_input_tokens` (its
+    /// `input_tokens` then counts only the rest), OpenAI's
+    /// `prompt_tokens_details.cached_tokens` (OpenAI reports no writes).
+    pub fn with_cache(mut self, read: u64, write: u64) -> Self {
+        self.usage.cache_read = read;
+        self.usage.cache_write = write;
         self
     }
 
@@ -204,6 +221,42 @@ impl Reply {
             *slot = Some(text.to_string());
         }
         self
+    }
+}
+
+/// Token figures of one reply; `prompt` counts every input token.
+#[derive(Clone, Copy, Debug)]
+struct FakeUsage {
+    prompt: u64,
+    completion: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl FakeUsage {
+    fn openai(self) -> Value {
+        let mut usage = json!({
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "total_tokens": self.prompt + self.completion,
+        });
+        if self.cache_read > 0 {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": self.cache_read});
+        }
+        usage
+    }
+
+    /// The `usage` of an Anthropic message (`output_tokens` as given).
+    fn anthropic(self, output_tokens: u64) -> Value {
+        let mut usage = json!({
+            "input_tokens": self.prompt.saturating_sub(self.cache_read + self.cache_write),
+            "output_tokens": output_tokens,
+        });
+        if self.cache_read + self.cache_write > 0 {
+            usage["cache_read_input_tokens"] = json!(self.cache_read);
+            usage["cache_creation_input_tokens"] = json!(self.cache_write);
+        }
+        usage
     }
 }
 
@@ -224,7 +277,7 @@ enum PreparedKind {
         text: Option<String>,
         /// `(id, name, arguments)`.
         calls: Vec<(String, String, String)>,
-        usage: (u64, u64),
+        usage: FakeUsage,
     },
     Error {
         status: u16,
@@ -376,7 +429,7 @@ fn openai_body(
     number: usize,
     text: &Option<String>,
     calls: &[(String, String, String)],
-    (prompt, completion): (u64, u64),
+    usage: FakeUsage,
 ) -> Value {
     let finish = if calls.is_empty() {
         "stop"
@@ -403,11 +456,7 @@ fn openai_body(
         "created": 0,
         "model": "fake-model",
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": usage.openai(),
     })
 }
 
@@ -415,7 +464,7 @@ fn openai_events(
     number: usize,
     text: &Option<String>,
     calls: &[(String, String, String)],
-    (prompt, completion): (u64, u64),
+    usage: FakeUsage,
 ) -> Vec<String> {
     let id = format!("chatcmpl-fake-{number}");
     let chunk = |delta: Value, finish: Value| {
@@ -453,8 +502,7 @@ fn openai_events(
     events.push(json!({
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
         "choices": [],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
+        "usage": usage.openai(),
     }));
     let mut lines: Vec<String> = events
         .into_iter()
@@ -474,7 +522,7 @@ fn anthropic_body(
     number: usize,
     text: &Option<String>,
     calls: &[(String, String, String)],
-    (prompt, completion): (u64, u64),
+    usage: FakeUsage,
 ) -> Value {
     let mut content: Vec<Value> = text
         .iter()
@@ -492,7 +540,7 @@ fn anthropic_body(
         "content": content,
         "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
         "stop_sequence": null,
-        "usage": {"input_tokens": prompt, "output_tokens": completion},
+        "usage": usage.anthropic(usage.completion),
     })
 }
 
@@ -500,7 +548,7 @@ fn anthropic_events(
     number: usize,
     text: &Option<String>,
     calls: &[(String, String, String)],
-    (prompt, completion): (u64, u64),
+    usage: FakeUsage,
 ) -> Vec<String> {
     let mut events: Vec<(&str, Value)> = vec![
         (
@@ -508,7 +556,7 @@ fn anthropic_events(
             json!({"type": "message_start", "message": {
                 "id": format!("msg_fake_{number}"), "type": "message", "role": "assistant",
                 "model": "fake-model", "content": [], "stop_reason": null,
-                "usage": {"input_tokens": prompt, "output_tokens": 1}}}),
+                "usage": usage.anthropic(1)}}),
         ),
         ("ping", json!({"type": "ping"})),
     ];
@@ -556,7 +604,7 @@ fn anthropic_events(
         json!({"type": "message_delta",
                "delta": {"stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
                          "stop_sequence": null},
-               "usage": {"output_tokens": completion}}),
+               "usage": {"output_tokens": usage.completion}}),
     ));
     events.push(("message_stop", json!({"type": "message_stop"})));
     events
@@ -701,6 +749,7 @@ async fn answer(
             .and_then(|value| value.to_str().ok())
             .map(str::to_string)
     };
+    let refusal = refusal(api, &body);
     let next = {
         let mut shared = shared.lock().expect("fake model state");
         shared.captured.push(CapturedRequest {
@@ -710,6 +759,14 @@ async fn answer(
             api_key: header("x-api-key"),
             anthropic_version: header("anthropic-version"),
         });
+        // A request the real API refuses gets its 400 and uses no scripted reply.
+        if let Some(message) = refusal {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(error_body(api, 400, &message, None)),
+            )
+                .into_response();
+        }
         let next = shared.script.pop_front();
         next.ok_or(shared.scripted)
     };
@@ -781,4 +838,155 @@ async fn answer(
         }
     }
     response
+}
+
+/// Why the real API would refuse this request with a 400, if it would. The
+/// fake is as strict as the real services where agentci's requests could go
+/// wrong; the messages are the real ones.
+fn refusal(api: Api, body: &Value) -> Option<String> {
+    let has_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| !tools.is_empty());
+    let empty = Vec::new();
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    match api {
+        Api::Anthropic => {
+            // Messages API: a history with tool blocks needs `tools` in the
+            // request (anthropic-sdk-python#494: "Requests which include
+            // `tool_use` or `tool_result` blocks must define tools.").
+            let blocks = || {
+                messages
+                    .iter()
+                    .filter_map(|m| m.get("content").and_then(Value::as_array))
+                    .flatten()
+            };
+            if !has_tools
+                && blocks().any(|b| matches!(b["type"].as_str(), Some("tool_use" | "tool_result")))
+            {
+                return Some(
+                    "Requests which include `tool_use` or `tool_result` blocks must define tools."
+                        .into(),
+                );
+            }
+            // Prompt caching: "You can define up to 4 cache breakpoints"
+            // (docs.claude.com/en/docs/build-with-claude/prompt-caching); the
+            // API answers more with this 400.
+            let in_list = |key: &str| {
+                body.get(key).and_then(Value::as_array).map_or(0, |list| {
+                    list.iter()
+                        .filter(|b| b.get("cache_control").is_some())
+                        .count()
+                })
+            };
+            let breakpoints = in_list("tools")
+                + in_list("system")
+                + blocks()
+                    .filter(|b| b.get("cache_control").is_some())
+                    .count();
+            if breakpoints > 4 {
+                return Some(format!(
+                    "A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+                ));
+            }
+            // "Each `tool_use` block must have a corresponding `tool_result`
+            // block in the next message" (the API's 400 for a call left unanswered).
+            for (i, message) in messages.iter().enumerate() {
+                let content = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+                let ids = |m: &Value, kind: &str, key: &str| -> Vec<String> {
+                    content(m)
+                        .iter()
+                        .filter(|b| b["type"] == kind)
+                        .filter_map(|b| b[key].as_str().map(str::to_string))
+                        .collect()
+                };
+                let asked = ids(message, "tool_use", "id");
+                if message["role"] != "assistant" || asked.is_empty() {
+                    continue;
+                }
+                let answered = messages
+                    .get(i + 1)
+                    .map(|next| ids(next, "tool_result", "tool_use_id"))
+                    .unwrap_or_default();
+                let missing: Vec<&String> =
+                    asked.iter().filter(|id| !answered.contains(id)).collect();
+                if !missing.is_empty() {
+                    return Some(format!(
+                        "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                        i + 1,
+                        missing
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+            // `tool_choice` constrains the use of `tools`; without them the API refuses it.
+            if body.get("tool_choice").is_some() && !has_tools {
+                return Some(
+                    "tool_choice: tool_choice may only be specified while providing tools.".into(),
+                );
+            }
+        }
+        Api::OpenAi => {
+            // Chat Completions: every `tool` message answers a tool call of an
+            // earlier assistant message (the API's own wording, typo included).
+            let mut asked: HashSet<&str> = HashSet::new();
+            for message in messages {
+                match message["role"].as_str() {
+                    Some("assistant") => asked.extend(
+                        message["tool_calls"]
+                            .as_array()
+                            .unwrap_or(&empty)
+                            .iter()
+                            .filter_map(|c| c["id"].as_str()),
+                    ),
+                    Some("tool") => {
+                        let id = message["tool_call_id"].as_str().unwrap_or_default();
+                        if !asked.contains(id) {
+                            return Some(
+                                "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+                                    .into(),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // And every tool call is answered by the tool messages right after it.
+            for (i, message) in messages.iter().enumerate() {
+                let Some(calls) = message["tool_calls"].as_array() else {
+                    continue;
+                };
+                let answered: Vec<&str> = messages[i + 1..]
+                    .iter()
+                    .take_while(|m| m["role"] == "tool")
+                    .filter_map(|m| m["tool_call_id"].as_str())
+                    .collect();
+                let missing: Vec<&str> = calls
+                    .iter()
+                    .filter_map(|c| c["id"].as_str())
+                    .filter(|id| !answered.contains(id))
+                    .collect();
+                if !missing.is_empty() {
+                    return Some(format!(
+                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                        missing.join(", ")
+                    ));
+                }
+            }
+            // "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
+            if body.get("tool_choice").is_some() && !has_tools {
+                return Some(
+                    "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
+                        .into(),
+                );
+            }
+        }
+    }
+    None
 }
