@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::event::{EventKind, RunCompleted, RunStatus};
+use crate::event::{EventKind, RunCompleted, RunStatus, StepStatus};
 
 /// The agent's progress as seen in the events.
 #[derive(Debug, Default)]
@@ -31,14 +31,21 @@ impl AgentProgress {
                 self.steps = steps.len();
             }
             EventKind::PlanUpdated { steps, .. } => self.steps = steps.len(),
-            EventKind::StepCompleted { index, .. } => {
+            EventKind::StepCompleted {
+                index,
+                title,
+                summary,
+                status,
+            } => {
                 self.completed.insert(*index);
-                // STEP STATUS plugs in here. When `step.completed` carries the
-                // step's `status` (done | failed | blocked), a step that did
-                // not end `done` sets, once:
-                //   self.ended_badly.get_or_insert(format!(
-                //       "step {} \"{title}\" ended {status}: {summary}", index + 1));
-                // and `own_failure` fails the agent testcase with it.
+                if *status != StepStatus::Done && self.ended_badly.is_none() {
+                    self.ended_badly = Some(format!(
+                        "step {} \"{title}\" ended {}: {}",
+                        index + 1,
+                        status.as_str(),
+                        or_default(summary, "no summary given")
+                    ));
+                }
             }
             EventKind::ContextTrimmed(_) => self.trimmed += 1,
             _ => {}
@@ -55,7 +62,11 @@ impl AgentProgress {
     /// is then the agent's, since the agent stopped before the checks ran)
     /// or that failed with no failed check (so the reason is not the checks').
     pub(super) fn own_failure(&self, done: &RunCompleted) -> Option<String> {
-        if let Some(step) = &self.ended_badly {
+        // A step the model reported failed or blocked explains a run that
+        // did not pass; when the checks passed anyway, the run's verdict stands.
+        if let Some(step) = &self.ended_badly
+            && done.status != RunStatus::Passed
+        {
             return Some(step.clone());
         }
         let failed_itself =
@@ -133,6 +144,7 @@ mod tests {
                 index,
                 title: format!("step {index}"),
                 summary: String::new(),
+                status: StepStatus::Done,
             });
         }
         progress
@@ -185,6 +197,27 @@ mod tests {
         assert_eq!(
             planned(2, 1).story("", Some(&failed)),
             "the run failed\nplan: 1 of 2 steps completed\nchecks: 0 passed, 0 failed"
+        );
+    }
+
+    #[test]
+    fn a_blocked_step_explains_a_failed_run_but_not_a_passed_one() {
+        let mut progress = planned(2, 1);
+        progress.observe(&EventKind::StepCompleted {
+            index: 1,
+            title: "run the tests".into(),
+            summary: "cargo is not installed".into(),
+            status: StepStatus::Blocked,
+        });
+        assert_eq!(
+            progress
+                .own_failure(&done(RunStatus::Failed, "1 of 1 checks failed", 1))
+                .as_deref(),
+            Some("step 2 \"run the tests\" ended blocked: cargo is not installed")
+        );
+        assert_eq!(
+            progress.own_failure(&done(RunStatus::Passed, "the check passed", 0)),
+            None
         );
     }
 }
