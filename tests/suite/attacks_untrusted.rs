@@ -387,6 +387,81 @@ fn untrusted_inputs_outside_the_workspace_are_refused_at_load() {
     assert!(err.contains("is not a valid glob"), "{err}");
 }
 
+// Issue 10, requirement 10: every call's decision names the rule that made
+// it and where it comes from; refusals by the tool set, the phase and the
+// skill carried only a label, and a mutating tool while planning was
+// reported as "tool set".
+#[test]
+fn every_decision_names_its_rule_and_where_it_comes_from() {
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![
+            ("p_write", "write", json!({"path": "a.txt", "content": "x"})),
+            ("p_grep", "grep", json!({"pattern": "x"})),
+            ("p_read", "read", json!({"path": "README.md"})),
+        ]),
+        Reply::plan(&[("Try things", "tried")]),
+        Reply::tool_calls(vec![
+            ("x_echo", "exec", json!({"command": "echo hi"})),
+            ("x_ls", "exec", json!({"command": "ls -al"})),
+            ("x_cat", "exec", json!({"command": "cat README.md"})),
+            ("x_write", "write", json!({"path": "a.txt", "content": "x"})),
+        ]),
+        Reply::step_done("tried"),
+        Reply::text("done"),
+    ]);
+    let sb = sandbox(
+        &model.base_url(),
+        "tools: [read, write, exec]\npermissions:\n  default: deny\n  \
+         allow: [read, \"exec(echo *)\", \"exec(ls *)\"]\n  deny: [\"exec(ls -a*)\"]\n",
+    );
+    sb.write(
+        "skills/fixer/SKILL.md",
+        "---\nname: fixer\ndescription: Tries things.\n\
+         allowed-tools: Read Write Bash(echo:*) Bash(ls:*)\n---\nTry.\n",
+    );
+    let out = run(&sb, &[]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let decisions = trace_events(&sb, "permission.decision");
+    let calls = trace_events(&sb, "tool.call");
+    assert_eq!(decisions.len(), calls.len(), "one decision per call");
+    let got: Vec<(String, String, String, Value)> = decisions
+        .iter()
+        .map(|d| {
+            (
+                d["call_id"].as_str().unwrap().to_string(),
+                d["decision"].as_str().unwrap().to_string(),
+                d["source"].as_str().unwrap().to_string(),
+                d["patterns"].clone(),
+            )
+        })
+        .collect();
+    let want = |id: &str, decision: &str, source: &str, patterns: Value| {
+        (
+            id.to_string(),
+            decision.to_string(),
+            source.to_string(),
+            patterns,
+        )
+    };
+    assert_eq!(
+        got,
+        vec![
+            want("p_write", "deny", "phase", json!([])),
+            want("p_grep", "deny", "tool_set", json!([])),
+            want("p_read", "allow", "allow", json!(["read"])),
+            want("x_echo", "allow", "allow", json!(["exec(echo *)"])),
+            want("x_ls", "deny", "deny", json!(["exec(ls -a*)"])),
+            want(
+                "x_cat",
+                "deny",
+                "skill",
+                json!(["exec(echo *)", "exec(ls *)"])
+            ),
+            want("x_write", "deny", "default", json!([])),
+        ]
+    );
+}
+
 fn base_url_of(job: &str) -> String {
     let start = job.find("base_url: \"").unwrap() + "base_url: \"".len();
     let end = job[start..].find('"').unwrap() + start;
@@ -397,8 +472,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The trace's events of `kind`, parsed.
-#[allow(dead_code)]
+/// The trace's events of `kind`, from a schema-valid trace.
 fn trace_events(sb: &Sandbox, kind: &str) -> Vec<Value> {
     let path = sb.path().join("out/trace.jsonl");
     assert_valid_trace(&path);
