@@ -71,6 +71,7 @@ pub fn prepare_for_event(
     let (mut untrusted, file_warnings) = read_untrusted_files(&workspace, &job.untrusted_inputs);
     warnings.extend(file_warnings);
     untrusted.extend(event.map(GithubEvent::free_text).unwrap_or_default());
+    crate::untrusted::limit_total(&mut untrusted);
     Ok(Prepared {
         warnings,
         job,

@@ -33,16 +33,38 @@ pub struct UntrustedText {
 /// Longest untrusted text kept, per piece; GitHub caps bodies at 65536 characters.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
+/// Most untrusted text given to the model in all, so that a glob matching
+/// many files cannot fill the model's context before the run starts.
+pub const MAX_TOTAL_BYTES: usize = 256 * 1024;
+
+/// Cut `texts` so that together they hold at most [`MAX_TOTAL_BYTES`]:
+/// the first pieces stay whole, later ones are cut (and say so).
+pub fn limit_total(texts: &mut [UntrustedText]) {
+    let mut left = MAX_TOTAL_BYTES;
+    for text in texts {
+        let keep = floor_char_boundary(&text.cleaned.text, left);
+        text.cut_bytes += text.cleaned.text.len() - keep;
+        text.cleaned.text.truncate(keep);
+        left -= keep;
+    }
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut end = at.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
 impl UntrustedText {
     /// `text` from `source`, cleaned and cut to [`MAX_TEXT_BYTES`].
     pub fn new(source: impl Into<String>, text: &str) -> UntrustedText {
         let mut cleaned = clean(text);
         let mut cut_bytes = 0;
         if cleaned.text.len() > MAX_TEXT_BYTES {
-            let mut end = MAX_TEXT_BYTES;
-            while !cleaned.text.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = floor_char_boundary(&cleaned.text, MAX_TEXT_BYTES);
             cut_bytes = cleaned.text.len() - end;
             cleaned.text.truncate(end);
         }
@@ -136,6 +158,21 @@ mod tests {
         assert!(fenced.ends_with(&format!("\n{fence_line}")), "{fenced}");
         // The content's longest run is 7 backticks; the fence has 8.
         assert_eq!(fenced.matches(fence_line).count(), 2, "{fenced}");
+    }
+
+    #[test]
+    fn long_input_is_cut_per_piece_and_in_total() {
+        let big = "é".repeat(MAX_TEXT_BYTES); // 2 bytes each
+        let mut texts: Vec<UntrustedText> = (0..5)
+            .map(|i| UntrustedText::new(format!("file {i}"), &big))
+            .collect();
+        assert_eq!(texts[0].cleaned.text.len(), MAX_TEXT_BYTES);
+        assert_eq!(texts[0].cut_bytes, MAX_TEXT_BYTES);
+        limit_total(&mut texts);
+        let total: usize = texts.iter().map(|t| t.cleaned.text.len()).sum();
+        assert_eq!(total, MAX_TOTAL_BYTES);
+        assert!(texts[4].cleaned.text.is_empty());
+        assert!(fence(&texts[4..]).contains("cut, 131072 more bytes not shown"));
     }
 
     #[test]

@@ -217,6 +217,8 @@ fn an_untrusted_file_reaches_the_model_fenced_and_cleaned() {
         assert!(!user.contains(gone), "{gone:?} reached the model: {user}");
     }
     assert!(user.ends_with("Make a plan for this goal and submit it with submit_plan."));
+    // What the model reads is part of the product's contract.
+    insta::assert_snapshot!("untrusted_file_goal_message", user);
 }
 
 // Without untrusted input the prompt is exactly what it was, so recorded
@@ -337,6 +339,10 @@ fn a_pull_request_run_refuses_a_skill_found_only_in_the_workspace() {
         "{err}"
     );
     assert!(model.requests().is_empty(), "the model was called");
+    let sandbox_path = regex::escape(&sb.path().display().to_string());
+    insta::with_settings!({filters => vec![(sandbox_path.as_str(), "[SANDBOX]")]}, {
+        insta::assert_snapshot!("untrusted_workspace_skill_refused", err);
+    });
 
     // The same skill outside the workspace loads; so does the workspace's
     // one when the job says the workspace is trusted.
