@@ -81,6 +81,12 @@ pub enum EventKind {
         /// The rule that decided, as written in the job (`exec(cargo test *)`),
         /// or `default` / `skill allowed-tools` / `tool set`.
         rule: String,
+        /// Where the deciding rule comes from.
+        source: RuleSource,
+        /// The deciding patterns exactly as written (job rules, or the
+        /// skill's `allowed-tools` for the tool); empty for `default`,
+        /// `tool_set` and `phase`.
+        patterns: Vec<String>,
     },
     #[serde(rename = "tool.result")]
     ToolResult(ToolResultEvent),
@@ -291,6 +297,24 @@ pub struct ToolCallRef {
 pub enum Decision {
     Allow,
     Deny,
+}
+
+/// What decided a tool call.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleSource {
+    /// The job's `permissions.allow`.
+    Allow,
+    /// The job's `permissions.deny`.
+    Deny,
+    /// `permissions.default`: no rule matched.
+    Default,
+    /// The skill's `allowed-tools` does not cover this call.
+    Skill,
+    /// The tool is not in this run's tool set.
+    ToolSet,
+    /// The tool is in the run but not usable in this phase (a mutating tool while planning).
+    Phase,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

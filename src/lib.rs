@@ -22,3 +22,4 @@ pub mod sink;
 pub mod skills;
 pub mod spec;
 pub mod tools;
+pub mod untrusted;

@@ -12,14 +12,23 @@
 //! token variables) is decided by [`secret_values`]; this module only masks.
 //! Values shorter than [`MIN_SECRET_LEN`] are ignored: masking `1` or `ab`
 //! would garble every line without protecting anything.
+//!
+//! Besides the value itself, its base64, base64url and hex encodings are
+//! masked, at every alignment and across line breaks ([`encoded`]): a
+//! command that prints `base64 .env` must not hand the key over either.
 
 use std::borrow::Cow;
 
+use regex::Regex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::spec::JobSpec;
+
+mod encoded;
+
+pub use encoded::MIN_ENCODED_SECRET_LEN;
 
 /// What a masked secret is replaced with.
 pub const MASK: &str = "***";
@@ -43,6 +52,8 @@ pub const WELL_KNOWN_SECRETS: &[&str] = &[
 pub struct Redactor {
     /// Longest first, so a secret that contains another is masked whole.
     secrets: Vec<String>,
+    /// The secrets' base64 and hex forms; `None` when no secret has any.
+    encoded: Option<Regex>,
 }
 
 impl Redactor {
@@ -59,15 +70,27 @@ impl Redactor {
             .collect();
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
-        Redactor { secrets }
+        let encoded = encoded::encoded_forms_regex(&secrets);
+        Redactor { secrets, encoded }
     }
 
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
 
-    /// `text` with every secret replaced by [`MASK`].
+    /// `text` with every secret, and every encoded form of one, replaced by [`MASK`].
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let exact = self.redact_exact(text);
+        let Some(encoded) = &self.encoded else {
+            return exact;
+        };
+        match exact {
+            Cow::Borrowed(text) => encoded.replace_all(text, MASK),
+            Cow::Owned(text) => Cow::Owned(encoded.replace_all(&text, MASK).into_owned()),
+        }
+    }
+
+    fn redact_exact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if !self.secrets.iter().any(|s| text.contains(s.as_str())) {
             return Cow::Borrowed(text);
         }
@@ -210,6 +233,65 @@ mod tests {
                 values.contains(&format!("value-of-{name}")),
                 "{name}: {values:?}"
             );
+        }
+    }
+
+    #[test]
+    fn base64_and_hex_of_a_secret_are_masked() {
+        use data_encoding::{BASE64, BASE64URL_NOPAD, HEXUPPER};
+        let key = "sk-test-very-secret-key";
+        let r = Redactor::new([key]);
+        let b64 = BASE64.encode(key.as_bytes());
+        assert_eq!(r.redact(&format!("out: {b64}\n")), "out: ***\n");
+        let url = BASE64URL_NOPAD.encode(format!("OPENAI_API_KEY={key}").as_bytes());
+        assert!(
+            !r.redact(&url)
+                .contains(&BASE64URL_NOPAD.encode(&key.as_bytes()[3..18]))
+        );
+        let hex = HEXUPPER.encode(key.as_bytes());
+        assert_eq!(r.redact(&format!("[{hex}]")), "[***]");
+        // Ordinary text is left alone.
+        assert!(matches!(r.redact("c2stdGVzdA nothing"), Cow::Borrowed(_)));
+    }
+
+    /// The characters of `encoded` (the base64 of a stream holding a secret
+    /// of `len` bytes at `offset`) that come from the secret's bits alone.
+    fn secret_only_run(encoded: &str, offset: usize, len: usize) -> String {
+        let first = (8 * offset).div_ceil(6);
+        let end = 8 * (offset + len) / 6;
+        encoded.chars().skip(first).take(end - first).collect()
+    }
+
+    proptest::proptest! {
+        // For any secret and any bytes around it, no run of base64 or hex
+        // characters that only the secret determines survives masking, in
+        // either alphabet, wrapped at 76 columns or not.
+        #[test]
+        fn no_secret_only_encoding_run_survives(
+            secret in "[!-~]{8,48}",
+            prefix in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            suffix in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            url in proptest::prelude::any::<bool>(),
+            wrap in proptest::prelude::any::<bool>(),
+        ) {
+            use data_encoding::{BASE64, BASE64URL, HEXLOWER};
+            let r = Redactor::new([secret.as_str()]);
+            let mut stream = prefix.clone();
+            stream.extend_from_slice(secret.as_bytes());
+            stream.extend_from_slice(&suffix);
+            let encoded = if url { BASE64URL.encode(&stream) } else { BASE64.encode(&stream) };
+            let run = secret_only_run(&encoded, prefix.len(), secret.len());
+            let shown = if wrap {
+                encoded.as_bytes().chunks(76).map(|c| String::from_utf8_lossy(c).into_owned())
+                    .collect::<Vec<_>>().join("\n")
+            } else {
+                encoded.clone()
+            };
+            let masked = r.redact(&shown).replace('\n', "");
+            proptest::prop_assert!(!masked.contains(&run), "{run} in {masked}");
+            let hex = HEXLOWER.encode(&stream);
+            let masked = r.redact(&hex).to_lowercase();
+            proptest::prop_assert!(!masked.contains(&HEXLOWER.encode(secret.as_bytes())));
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use futures_util::future::join_all;
 use serde_json::Value;
 
-use crate::event::{Decision, EventBus, EventKind, ToolResultEvent};
+use crate::event::{Decision, EventBus, EventKind, RuleSource, ToolResultEvent};
 use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult, schema};
@@ -121,7 +121,15 @@ fn admit<'a>(
     let tool = match env.tools.get(&call.name, env.read_only_phase) {
         Ok(tool) => tool,
         Err(NotOffered { available }) => {
-            decide(env, call, Decision::Deny, "tool set");
+            // A tool of the run called while planning is refused by the
+            // phase, not by the tool set; the trace says which.
+            let in_run = env.tools.names().contains(&call.name);
+            let verdict = if in_run {
+                refusal("phase", RuleSource::Phase, Vec::new())
+            } else {
+                refusal("tool set", RuleSource::ToolSet, Vec::new())
+            };
+            decide(env, call, &verdict);
             return Err(refuse(ToolResult::failure(
                 ToolErrorCode::UnknownTool,
                 format!(
@@ -154,7 +162,8 @@ fn admit<'a>(
         )));
     }
     if let Err(SkillRefusal { allowed }) = env.tools.skill_permits(&call.name, &args) {
-        decide(env, call, Decision::Deny, "skill allowed-tools");
+        let verdict = refusal("skill allowed-tools", RuleSource::Skill, allowed.clone());
+        decide(env, call, &verdict);
         return Err(refuse(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             format!(
@@ -165,7 +174,7 @@ fn admit<'a>(
         )));
     }
     let verdict = decide_through_links(env, &call.name, &args);
-    decide(env, call, verdict.decision, &verdict.rule);
+    decide(env, call, &verdict);
     if verdict.decision == Decision::Deny {
         return Err(refuse(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
@@ -211,20 +220,32 @@ fn decide_through_links(env: &BatchEnv<'_>, tool: &str, args: &Value) -> Verdict
     let linked = env.policy.decide(tool, &through);
     if written.decision == Decision::Allow && linked.decision == Decision::Deny {
         Verdict {
-            decision: Decision::Deny,
             rule: format!("{} (through a symlink)", linked.rule),
+            ..linked
         }
     } else {
         written
     }
 }
 
-fn decide(env: &BatchEnv<'_>, call: &ToolCall, decision: Decision, rule: &str) {
+/// A denial decided before the job's rules: by the tool set, the phase or the skill.
+fn refusal(rule: &str, source: RuleSource, patterns: Vec<String>) -> Verdict {
+    Verdict {
+        decision: Decision::Deny,
+        rule: rule.to_string(),
+        source,
+        patterns,
+    }
+}
+
+fn decide(env: &BatchEnv<'_>, call: &ToolCall, verdict: &Verdict) {
     env.bus.emit(EventKind::PermissionDecision {
         call_id: call.id.clone(),
         tool: call.name.clone(),
-        decision,
-        rule: rule.to_string(),
+        decision: verdict.decision,
+        rule: verdict.rule.clone(),
+        source: verdict.source,
+        patterns: verdict.patterns.clone(),
     });
 }
 

@@ -33,6 +33,7 @@ use crate::provider::{Message, ModelProvider, ProviderError, ToolChoice};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolContext, ToolLimits, Workspace};
+use crate::untrusted::UntrustedText;
 
 pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 
@@ -54,6 +55,8 @@ pub struct RunInput<'a> {
     /// Variables `exec` and the checks get on top of the scrubbed
     /// environment: the job's `env:`, secret references already resolved.
     pub exec_env: Vec<(String, String)>,
+    /// Text from outside the job, given to the model fenced in the goal message.
+    pub untrusted: &'a [UntrustedText],
     /// Stops the run from outside; [`CancelSignal::never`] when nothing does.
     pub cancel: CancelSignal,
     /// Runs after the checks and before `run.completed`, unless the run was interrupted.
@@ -78,6 +81,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         warnings,
         limits,
         exec_env,
+        untrusted,
         cancel,
         after_checks,
     } = input;
@@ -138,7 +142,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         messages: vec![
             Message::System {
-                content: protocol::system_prompt(skill, &tools.names()),
+                content: protocol::system_prompt(skill, &tools.names(), !untrusted.is_empty()),
             },
             Message::System {
                 content: protocol::run_details(&run_details(
@@ -149,7 +153,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
                 )),
             },
             Message::User {
-                content: protocol::goal_message(&job.goal, &tools.read_only_names()),
+                content: protocol::goal_message(&job.goal, &tools.read_only_names(), untrusted),
             },
         ],
         offered: [tools.definitions(), protocol::control_tools()].concat(),

@@ -15,6 +15,7 @@ use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };
 use crate::spec::LoadOptions;
+use crate::untrusted::GithubEvent;
 
 use super::EXIT_BAD_INPUT;
 use super::args::{ProgressMode, RunArgs};
@@ -38,7 +39,15 @@ pub fn run(args: RunArgs) -> u8 {
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),
     };
-    let prepared = match runner::prepare(&args.job, &options) {
+    // The event that started a GitHub Actions run: its text is untrusted
+    // input, and a pull request makes the workspace untrusted.
+    let event = match GithubEvent::from_env(|name| {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }) {
+        Ok(event) => event,
+        Err(problem) => return did_not_start(&[format!("error: {problem}")], args.progress, &cwd),
+    };
+    let prepared = match runner::prepare_for_event(&args.job, &options, event.as_ref()) {
         Ok(prepared) => prepared,
         Err(problems) => return did_not_start(&problems, args.progress, &cwd),
     };

@@ -13,7 +13,7 @@ pub use pattern::{PatternError, ToolPattern, call_subject};
 
 use serde_json::Value;
 
-use crate::event::Decision;
+use crate::event::{Decision, RuleSource};
 use crate::spec::{DefaultDecision, PermissionsSpec};
 
 /// The frozen rules of one run.
@@ -30,6 +30,10 @@ pub struct Verdict {
     pub decision: Decision,
     /// The rule as written in the job, or `default`.
     pub rule: String,
+    /// Which list the deciding rule is from.
+    pub source: RuleSource,
+    /// The deciding patterns as written; empty for the default.
+    pub patterns: Vec<String>,
 }
 
 impl PermissionPolicy {
@@ -49,6 +53,8 @@ impl PermissionPolicy {
             return Verdict {
                 decision: Decision::Deny,
                 rule: format!("deny: {}", rule.as_str()),
+                source: RuleSource::Deny,
+                patterns: vec![rule.as_str().to_string()],
             };
         }
         if let Some(rules) = allowing_rules(&self.allow, tool, subject) {
@@ -56,6 +62,8 @@ impl PermissionPolicy {
             return Verdict {
                 decision: Decision::Allow,
                 rule: format!("allow: {}", names.join(", ")),
+                source: RuleSource::Allow,
+                patterns: names.iter().map(|n| n.to_string()).collect(),
             };
         }
         let decision = match self.default {
@@ -65,6 +73,8 @@ impl PermissionPolicy {
         Verdict {
             decision,
             rule: "default".to_string(),
+            source: RuleSource::Default,
+            patterns: Vec::new(),
         }
     }
 }

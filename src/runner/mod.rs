@@ -14,7 +14,7 @@ mod run_folder;
 
 use std::path::PathBuf;
 
-pub use prepare::{Prepared, prepare};
+pub use prepare::{Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
 pub use run_folder::{RunFolder, new_run_id};
 
@@ -84,6 +84,7 @@ pub async fn run_prepared(
         skill,
         workspace,
         warnings,
+        untrusted,
     } = prepared;
     let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
     let folder = RunFolder::resolve(
@@ -170,6 +171,7 @@ pub async fn run_prepared(
         warnings,
         limits: ToolLimits::default(),
         exec_env,
+        untrusted,
         cancel: options.cancel,
         after_checks,
     };

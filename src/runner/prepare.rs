@@ -1,10 +1,12 @@
 //! Loading what a run needs before anything runs: the job (with flag
-//! overrides), its skill and its workspace. Every problem is returned as a
-//! line for the user, with its severity and position where there is one.
+//! overrides), its skill, its workspace and its untrusted input. Every
+//! problem is returned as a line for the user, with its severity and
+//! position where there is one.
 
 use crate::skills::{self, Skill};
 use crate::spec::{self, JobSpec, LoadOptions, SkillRef};
 use crate::tools::Workspace;
+use crate::untrusted::{GithubEvent, UntrustedText, read_untrusted_files};
 
 /// A job that loaded, with its skill and workspace.
 pub struct Prepared {
@@ -13,22 +15,43 @@ pub struct Prepared {
     pub workspace: Workspace,
     /// Problems that do not stop the run; they go into the trace.
     pub warnings: Vec<String>,
+    /// What the model gets fenced as untrusted: the job's `untrusted_inputs`
+    /// and the free text of the GitHub event that started the run.
+    pub untrusted: Vec<UntrustedText>,
 }
 
 /// Load `job_file` with `options`; `Err` holds every problem, one line each.
 pub fn prepare(job_file: &std::path::Path, options: &LoadOptions) -> Result<Prepared, Vec<String>> {
+    prepare_for_event(job_file, options, None)
+}
+
+/// [`prepare`] for a run started by a GitHub Actions `event`: its free text
+/// becomes untrusted input, and a pull request event makes the workspace
+/// untrusted unless the job sets `trust_workspace`.
+pub fn prepare_for_event(
+    job_file: &std::path::Path,
+    options: &LoadOptions,
+    event: Option<&GithubEvent>,
+) -> Result<Prepared, Vec<String>> {
     let (job, load_warnings) = spec::load_job(job_file, options).map_err(|diagnostics| {
         diagnostics
             .iter()
             .map(|d| d.with_severity().to_string())
             .collect::<Vec<_>>()
     })?;
+    let untrusted_because = untrusted_because(&job, event);
+    let untrusted_because = untrusted_because.as_deref();
     let skill = match &job.skill {
-        SkillRef::Name(name) => skills::find_skill(
+        SkillRef::Name(name) => skills::find_skill_in_trusted(
             name,
             &skills::skill_search_paths(&job, &options.skills_path),
+            &job.workspace,
+            untrusted_because,
         ),
-        SkillRef::Path(dir) => skills::load_skill_dir(dir),
+        SkillRef::Path(dir) => skills::load_skill_dir(dir).and_then(|skill| {
+            skills::check_workspace_trust(&skill.name, dir, &job.workspace, untrusted_because)
+                .map(|()| skill)
+        }),
         SkillRef::Git(source) => match skills::git::default_cache_dir() {
             Some(cache) => skills::git::load_git_skill(source, &cache),
             None => Err(skills::SkillError::Git {
@@ -44,10 +67,30 @@ pub fn prepare(job_file: &std::path::Path, options: &LoadOptions) -> Result<Prep
             job.workspace.display()
         )]
     })?;
+    let mut warnings: Vec<String> = load_warnings.iter().map(ToString::to_string).collect();
+    let (mut untrusted, file_warnings) = read_untrusted_files(&workspace, &job.untrusted_inputs);
+    warnings.extend(file_warnings);
+    untrusted.extend(event.map(GithubEvent::free_text).unwrap_or_default());
+    crate::untrusted::limit_total(&mut untrusted);
     Ok(Prepared {
-        warnings: load_warnings.iter().map(ToString::to_string).collect(),
+        warnings,
         job,
         skill,
         workspace,
+        untrusted,
     })
+}
+
+/// Why the run does not trust the workspace, or `None` when it does.
+fn untrusted_because(job: &JobSpec, event: Option<&GithubEvent>) -> Option<String> {
+    match (job.trust_workspace, event) {
+        (Some(true), _) => None,
+        (Some(false), _) => Some("the job sets `trust_workspace: false`".to_string()),
+        (None, Some(event)) if event.is_pull_request() => Some(format!(
+            "the run was started by a GitHub `{}` event on a pull request, which can add or \
+             change skills",
+            event.name
+        )),
+        (None, _) => None,
+    }
 }

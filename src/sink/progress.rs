@@ -109,6 +109,7 @@ impl LogLines {
                 tool,
                 decision: Decision::Deny,
                 rule,
+                ..
             } => {
                 let call = self.calls.denied(call_id, tool);
                 lines.push(format!("  denied {call} (rule: {rule})"));
@@ -320,6 +321,7 @@ impl EventSink for ProgressBars {
                 tool,
                 decision: Decision::Deny,
                 rule,
+                ..
             } => {
                 let call = self.calls.denied(call_id, tool);
                 self.bar

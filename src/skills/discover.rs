@@ -4,6 +4,10 @@
 //! the workspace's `skills/`, `.agents/skills/` and `.claude/skills/`; the
 //! first `<folder>/<name>/SKILL.md` wins. Parsing the file is
 //! [`super::frontmatter`]'s job.
+//!
+//! A skill inside the workspace is refused when the run does not trust the
+//! workspace ([`check_workspace_trust`]): a pull request can add or change
+//! one, and a skill's instructions go into the system prompt.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,6 +31,13 @@ pub enum SkillError {
     Invalid { diagnostics: Vec<Diagnostic> },
     /// A skill from git could not be fetched (clone, revision, folder).
     Git { message: String },
+    /// The skill lies inside a workspace the run does not trust.
+    Untrusted {
+        name: String,
+        dir: PathBuf,
+        /// Why the workspace is not trusted, as a sentence fragment.
+        reason: String,
+    },
 }
 
 impl SkillError {
@@ -62,6 +73,15 @@ impl fmt::Display for SkillError {
                 write!(f, "`{name}` is not a valid skill name: {reason}")
             }
             SkillError::Git { message } => f.write_str(message),
+            SkillError::Untrusted { name, dir, reason } => write!(
+                f,
+                "skill `{name}` is in the workspace ({}), and this run does not trust the \
+                 workspace: {reason}; keep the skill outside the workspace (`skills_path`, \
+                 --skills-path or `skill: {{git: URL, rev: SHA}}`), or set \
+                 `trust_workspace: true` in the job if whoever can change the workspace may \
+                 also instruct the agent",
+                dir.display()
+            ),
             SkillError::Invalid { diagnostics } => {
                 let lines: Vec<String> = diagnostics
                     .iter()
@@ -120,6 +140,64 @@ pub fn read_skill_dir(dir: &Path) -> Result<(Skill, Vec<Diagnostic>), SkillError
         diagnostics: vec![d],
     })?;
     parse_skill(&file, &text, &dir).map_err(|diagnostics| SkillError::Invalid { diagnostics })
+}
+
+/// [`find_skill`] for a run that does not trust the workspace (`untrusted`
+/// says why; `None`: it does). Folders inside the workspace are not
+/// searched; a skill found only there is refused with
+/// [`SkillError::Untrusted`], which names `trust_workspace`.
+pub fn find_skill_in_trusted(
+    name: &str,
+    search_paths: &[PathBuf],
+    workspace: &Path,
+    untrusted: Option<&str>,
+) -> Result<Skill, SkillError> {
+    let Some(reason) = untrusted else {
+        return find_skill(name, search_paths);
+    };
+    let outside: Vec<PathBuf> = search_paths
+        .iter()
+        .filter(|path| !is_inside(path, workspace))
+        .cloned()
+        .collect();
+    match find_skill_dir(name, &outside) {
+        Ok(dir) => {
+            check_workspace_trust(name, &dir, workspace, untrusted)?;
+            load_skill_dir(&dir)
+        }
+        Err(SkillError::NotFound { .. }) => {
+            let dir = find_skill_dir(name, search_paths)?;
+            Err(SkillError::Untrusted {
+                name: name.to_string(),
+                dir,
+                reason: reason.to_string(),
+            })
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// `Err` when the workspace is not trusted (`untrusted` says why) and the
+/// skill folder `dir` lies inside it, symlinks resolved.
+pub fn check_workspace_trust(
+    name: &str,
+    dir: &Path,
+    workspace: &Path,
+    untrusted: Option<&str>,
+) -> Result<(), SkillError> {
+    match untrusted {
+        Some(reason) if is_inside(dir, workspace) => Err(SkillError::Untrusted {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            reason: reason.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn is_inside(path: &Path, workspace: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canonical(path).starts_with(canonical(workspace))
 }
 
 /// Where to look for a job's skill, in order, without duplicates: the job's

@@ -19,7 +19,8 @@ pub mod git;
 pub mod tool_names;
 
 pub use discover::{
-    SkillError, find_skill, find_skill_dir, load_skill_dir, read_skill_dir, skill_search_paths,
+    SkillError, check_workspace_trust, find_skill, find_skill_dir, find_skill_in_trusted,
+    load_skill_dir, read_skill_dir, skill_search_paths,
 };
 
 /// A loaded, validated skill.

@@ -51,6 +51,12 @@ pub struct JobSpec {
     pub env: Vec<EnvVar>,
     /// Run even when the workspace has uncommitted changes (`allow_dirty`).
     pub allow_dirty: bool,
+    /// Paths or globs relative to the workspace whose contents the model
+    /// gets as untrusted input (`untrusted_inputs`).
+    pub untrusted_inputs: Vec<String>,
+    /// `trust_workspace`: may skills found in the workspace load? `None`:
+    /// yes, unless the run was started by a pull request event.
+    pub trust_workspace: Option<bool>,
 }
 
 /// One `env` entry of a job.

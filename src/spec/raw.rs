@@ -35,6 +35,8 @@ pub(super) struct RawJob {
     #[serde(default)]
     pub env: BTreeMap<String, Spanned<Scalar>>,
     pub allow_dirty: Option<Spanned<Scalar>>,
+    pub untrusted_inputs: Option<Vec<Spanned<String>>>,
+    pub trust_workspace: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,5 +1,6 @@
 mod support;
 
+mod attacks_untrusted;
 mod contract;
 mod eval;
 mod eval_isolation;

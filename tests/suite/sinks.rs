@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
     EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
-    OutputPaths, Phase, PlanStep, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION, SkillLoaded,
-    SkillSource, StepStatus, ToolCallRef, ToolResultEvent, Totals, Usage,
+    OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
+    SkillLoaded, SkillSource, StepStatus, ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -64,11 +64,18 @@ fn tool_call(id: &str, tool: &str, arguments: Value) -> EventKind {
 }
 
 fn decision(id: &str, tool: &str, decision: Decision, rule: &str) -> EventKind {
+    let (source, patterns) = match (rule, decision) {
+        ("default", _) => (RuleSource::Default, vec![]),
+        (_, Decision::Allow) => (RuleSource::Allow, vec![rule.to_string()]),
+        (_, Decision::Deny) => (RuleSource::Deny, vec![rule.to_string()]),
+    };
     EventKind::PermissionDecision {
         call_id: id.into(),
         tool: tool.into(),
         decision,
         rule: rule.into(),
+        source,
+        patterns,
     }
 }
 
@@ -719,6 +726,7 @@ fn junit_for_a_failed_check() {
         index: 0,
         title: "Run clippy".into(),
         summary: "clippy is clean".into(),
+        status: StepStatus::Done,
     });
     kinds.push(check("clippy clean", CheckOutcome::Passed, Some(0), ""));
     kinds.push(check(

@@ -16,6 +16,7 @@ mod git;
 mod model;
 mod model_options;
 mod numbers;
+mod untrusted;
 
 use crate::policy::ToolPattern;
 use crate::spec::diagnostic::{Pos, Reporter};
@@ -77,6 +78,12 @@ impl Checker<'_> {
             .map(|ws| self.outputs(raw.outputs.as_ref(), ws, &vars, name.as_deref()))
             .unwrap_or_default();
         let allow_dirty = self.optional_boolean(raw.allow_dirty.as_ref(), "allow_dirty");
+        let untrusted_inputs =
+            self.untrusted_inputs(raw.untrusted_inputs.as_deref().unwrap_or_default());
+        let trust_workspace = raw
+            .trust_workspace
+            .as_ref()
+            .and_then(|v| self.boolean(v, "trust_workspace"));
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);
@@ -105,6 +112,8 @@ impl Checker<'_> {
                 secrets,
                 env,
                 allow_dirty,
+                untrusted_inputs,
+                trust_workspace,
             }),
             _ => None,
         };

@@ -72,6 +72,8 @@ pub const GITHUB_VARIABLES: &[&str] = &[
     "GITHUB_OUTPUT",
     "GITHUB_WORKSPACE",
     "GITHUB_TOKEN",
+    "GITHUB_EVENT_NAME",
+    "GITHUB_EVENT_PATH",
 ];
 
 /// `cmd` without the GitHub runner's variables ([`GITHUB_VARIABLES`]).

@@ -1,0 +1,156 @@
+//! The GitHub Actions event that started a run: its name
+//! (`GITHUB_EVENT_NAME`) and payload (the JSON file at `GITHUB_EVENT_PATH`).
+//!
+//! Two things are read from it: the free text people outside the job wrote
+//! (titles and bodies of pull requests, issues, comments, reviews and
+//! discussions), which the model gets as untrusted input, and whether the
+//! run works on a pull request's code, in which case the workspace is not
+//! trusted by default. The payload's shape is GitHub's "Webhook events and
+//! payloads" documentation; fields this module does not know are ignored.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::UntrustedText;
+
+/// Largest payload read; GitHub's webhook payloads are capped at 25 MB.
+const MAX_PAYLOAD_BYTES: u64 = 25 * 1024 * 1024;
+
+/// The event that started the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GithubEvent {
+    /// `pull_request`, `issue_comment`, `push`, …
+    pub name: String,
+    pub payload: Value,
+}
+
+/// Events whose workflow runs on a pull request's code (or next to it).
+const PULL_REQUEST_EVENTS: &[&str] = &[
+    "pull_request",
+    "pull_request_target",
+    "pull_request_review",
+    "pull_request_review_comment",
+];
+
+/// Where free text lives in a payload, and what to call it.
+const FREE_TEXT: &[(&str, &str, &str)] = &[
+    ("pull_request", "title", "pull request title"),
+    ("pull_request", "body", "pull request body"),
+    ("issue", "title", "issue title"),
+    ("issue", "body", "issue body"),
+    ("discussion", "title", "discussion title"),
+    ("discussion", "body", "discussion body"),
+    ("review", "body", "review body"),
+    ("comment", "body", "comment body"),
+];
+
+impl GithubEvent {
+    /// The event described by `GITHUB_EVENT_NAME` and `GITHUB_EVENT_PATH`
+    /// as `env` gives them; `Ok(None)` when either is unset (not on
+    /// GitHub Actions). `Err` is a message for the user: a payload that
+    /// cannot be read must not silently turn a pull request run into a
+    /// trusted one.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Option<GithubEvent>, String> {
+        let (Some(name), Some(path)) = (env("GITHUB_EVENT_NAME"), env("GITHUB_EVENT_PATH")) else {
+            return Ok(None);
+        };
+        GithubEvent::read(&name, Path::new(&path)).map(Some)
+    }
+
+    /// The event `name` with the payload in the file at `path`.
+    pub fn read(name: &str, path: &Path) -> Result<GithubEvent, String> {
+        let problem = |what: String| {
+            format!(
+                "cannot read the GitHub event payload {} (GITHUB_EVENT_PATH, event `{name}`): \
+                 {what}",
+                path.display()
+            )
+        };
+        let size = std::fs::metadata(path)
+            .map_err(|e| problem(e.to_string()))?
+            .len();
+        if size > MAX_PAYLOAD_BYTES {
+            return Err(problem(format!(
+                "it has {size} bytes, more than GitHub sends"
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| problem(e.to_string()))?;
+        let payload: Value =
+            serde_json::from_str(&text).map_err(|e| problem(format!("it is not JSON ({e})")))?;
+        if !payload.is_object() {
+            return Err(problem("it is not a JSON object".to_string()));
+        }
+        Ok(GithubEvent {
+            name: name.to_string(),
+            payload,
+        })
+    }
+
+    /// Does the run work on a pull request: a pull request event, a comment
+    /// on a pull request (`issue_comment` whose issue is one), or a
+    /// `workflow_run` that a pull request's workflow triggered.
+    pub fn is_pull_request(&self) -> bool {
+        let payload = &self.payload;
+        match self.name.as_str() {
+            name if PULL_REQUEST_EVENTS.contains(&name) => true,
+            "issue_comment" => payload["issue"]
+                .get("pull_request")
+                .is_some_and(|pr| !pr.is_null()),
+            "workflow_run" => payload["workflow_run"]["event"]
+                .as_str()
+                .is_some_and(|event| PULL_REQUEST_EVENTS.contains(&event)),
+            _ => false,
+        }
+    }
+
+    /// The payload's free text, cleaned, in a fixed order; empty fields are left out.
+    pub fn free_text(&self) -> Vec<UntrustedText> {
+        FREE_TEXT
+            .iter()
+            .filter_map(|(object, field, label)| {
+                let text = self.payload.get(object)?.get(field)?.as_str()?;
+                (!text.trim().is_empty()).then(|| {
+                    UntrustedText::new(format!("{label} (GitHub {} event)", self.name), text)
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(name: &str, payload: Value) -> GithubEvent {
+        GithubEvent {
+            name: name.into(),
+            payload,
+        }
+    }
+
+    #[test]
+    fn pull_request_runs_are_recognised() {
+        assert!(event("pull_request_target", json!({})).is_pull_request());
+        let on_pr = json!({"issue": {"pull_request": {"url": "u"}}, "comment": {"body": "x"}});
+        assert!(event("issue_comment", on_pr).is_pull_request());
+        let on_issue = json!({"issue": {"title": "t"}, "comment": {"body": "x"}});
+        assert!(!event("issue_comment", on_issue).is_pull_request());
+        let run = json!({"workflow_run": {"event": "pull_request"}});
+        assert!(event("workflow_run", run).is_pull_request());
+        assert!(!event("push", json!({})).is_pull_request());
+    }
+
+    #[test]
+    fn free_text_is_cleaned_and_labelled() {
+        let e = event(
+            "issue_comment",
+            json!({"issue": {"title": "Bug", "body": ""}, "comment": {"body": "hi<!-- x -->"}}),
+        );
+        let texts = e.free_text();
+        assert_eq!(texts.len(), 2);
+        assert_eq!(texts[0].source, "issue title (GitHub issue_comment event)");
+        assert_eq!(texts[1].cleaned.text, "hi");
+    }
+}
