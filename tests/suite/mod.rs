@@ -10,6 +10,7 @@ mod policy;
 mod provider;
 mod providers_e2e;
 mod run;
+mod sandbox;
 mod signals;
 mod sinks;
 mod tools;

@@ -16,6 +16,7 @@ mod git;
 mod model;
 mod model_options;
 mod numbers;
+mod sandbox;
 
 use crate::policy::ToolPattern;
 use crate::spec::diagnostic::{Pos, Reporter};
@@ -77,6 +78,11 @@ impl Checker<'_> {
             .map(|ws| self.outputs(raw.outputs.as_ref(), ws, &vars, name.as_deref()))
             .unwrap_or_default();
         let allow_dirty = self.optional_boolean(raw.allow_dirty.as_ref(), "allow_dirty");
+        let sandbox = raw
+            .sandbox
+            .as_ref()
+            .map(|s| self.sandbox(s))
+            .unwrap_or_default();
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);
@@ -105,6 +111,7 @@ impl Checker<'_> {
                 secrets,
                 env,
                 allow_dirty,
+                sandbox,
             }),
             _ => None,
         };
