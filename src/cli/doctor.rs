@@ -106,3 +106,27 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_names_each_protection() {
+        let full = Support {
+            landlock_abi: 7,
+            root: false,
+            user_namespaces: true,
+            pid_namespace: true,
+            mount_namespace: true,
+            network_namespace: true,
+            seccomp: true,
+        };
+        insta::assert_snapshot!("doctor_full", report(&full));
+        let bare = Support {
+            root: true,
+            ..Support::default()
+        };
+        insta::assert_snapshot!("doctor_bare", report(&bare));
+    }
+}

@@ -300,7 +300,12 @@ fn a_degraded_sandbox_is_reported_and_can_be_required() {
     let degraded = events(&trace, "sandbox.degraded");
     assert_eq!(degraded.len(), 1);
     assert_eq!(degraded[0]["missing"], json!(["filesystem"]));
-    assert!(stderr(&out).contains("the sandbox `workspace-write` is degraded"));
+    let warning = stderr(&out)
+        .lines()
+        .find(|l| l.contains("degraded"))
+        .unwrap_or_default()
+        .to_string();
+    insta::assert_snapshot!("degraded_warning", warning);
 
     let model = FakeModel::start(script(&["echo hi"]));
     let sb = Sandbox::new();
