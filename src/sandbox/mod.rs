@@ -35,7 +35,8 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 use nix::mount::MsFlags;
-use nix::sched::CloneFlags;
+use nix::sched::{CloneFlags, unshare};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 pub use probe::{Support, support};
 
@@ -56,6 +57,8 @@ pub struct Sandbox {
     /// agentci's own files and folders, read-only for children.
     protected: Vec<PathBuf>,
     report: SandboxReport,
+    /// The run's own network namespace, joined by every child (root only).
+    network: Option<OwnedFd>,
 }
 
 /// Where a sandbox applies: the folders a run writes and owns.
@@ -83,12 +86,17 @@ impl Sandbox {
             writable.extend(paths.writable.iter().cloned());
         }
         let protected = protected_paths(&paths.workspace, &paths.protected);
+        let isolate = spec.profile != SandboxProfile::Off && !spec.network;
+        let network = (isolate && support.root && support.network_namespace)
+            .then(run_network_namespace)
+            .and_then(Result::ok);
         Sandbox {
             report: report(spec, &support),
             spec,
             support,
             writable,
             protected,
+            network,
         }
     }
 
@@ -122,7 +130,8 @@ impl Sandbox {
             namespaces |= CloneFlags::CLONE_NEWPID;
         }
         let isolate_network = !self.spec.network && s.network_namespace;
-        if isolate_network {
+        let join_network = self.network.as_ref().map(|fd| fd.as_raw_fd());
+        if isolate_network && join_network.is_none() {
             namespaces |= CloneFlags::CLONE_NEWNET;
         }
         if !namespaces.is_empty() && !s.root {
@@ -142,7 +151,8 @@ impl Sandbox {
             id_maps: namespaces.contains(CloneFlags::CLONE_NEWUSER).then(id_maps),
             mount_proc: s.pid_namespace,
             read_only,
-            loopback_up: isolate_network,
+            loopback_up: isolate_network && join_network.is_none(),
+            join_network: join_network.filter(|_| isolate_network),
             landlock: self.landlock(!self.spec.network && !isolate_network)?,
             probe: false,
         })
@@ -185,6 +195,21 @@ impl Sandbox {
             .map_err(err)?;
         Ok(Some(created))
     }
+}
+
+/// A network namespace with only its loopback, made by a short-lived
+/// thread (a thread may switch its own network namespace) and kept alive
+/// by the returned descriptor.
+fn run_network_namespace() -> io::Result<OwnedFd> {
+    std::thread::spawn(|| {
+        unshare(CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;
+        if !child::loopback_up() {
+            return Err(io::Error::other("cannot bring up lo"));
+        }
+        std::fs::File::open("/proc/thread-self/ns/net").map(OwnedFd::from)
+    })
+    .join()
+    .map_err(|_| io::Error::other("the network namespace thread panicked"))?
 }
 
 /// What `spec` gets on a machine with `support`.

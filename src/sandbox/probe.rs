@@ -102,6 +102,7 @@ fn trial(namespaces: CloneFlags) -> i32 {
         mount_proc: true,
         read_only: vec![bind],
         loopback_up: namespaces.contains(CloneFlags::CLONE_NEWNET),
+        join_network: None,
         landlock: None,
         probe: true,
     };
