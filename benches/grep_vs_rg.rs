@@ -49,7 +49,7 @@ fn main() {
     let ctx = ToolContext {
         workspace: Workspace::new(&tree).expect("the bench tree must exist"),
         limits: ToolLimits::default(),
-        exec_env: Vec::new(),
+        processes: Default::default(),
         secrets: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");

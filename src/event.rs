@@ -37,6 +37,10 @@ pub enum EventKind {
     SkillLoaded(SkillLoaded),
     #[serde(rename = "warning")]
     Warning { source: String, message: String },
+    /// The kernel cannot enforce all of the job's `sandbox:`; emitted right
+    /// after `run.started` (with a warning), and the run stops when `required`.
+    #[serde(rename = "sandbox.degraded")]
+    SandboxDegraded(SandboxReport),
     #[serde(rename = "plan.created")]
     PlanCreated { steps: Vec<PlanStep> },
     #[serde(rename = "plan.updated")]
@@ -131,6 +135,24 @@ pub struct RunStarted {
     pub tools: Vec<String>,
     /// Where the trace and JUnit go, so every sink can reference them.
     pub outputs: OutputPaths,
+    /// The sandbox every process of the run runs in, and what of it is enforced.
+    #[serde(default)]
+    pub sandbox: SandboxReport,
+}
+
+/// A run's sandbox: the job's `sandbox:` and what this machine enforces of it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SandboxReport {
+    /// `workspace-write`, `read-only` or `off`.
+    pub profile: String,
+    /// `sandbox.network`: outgoing network allowed.
+    pub network: bool,
+    /// `sandbox.require`: a degraded sandbox stops the run.
+    pub require: bool,
+    /// Enforced by the kernel: `filesystem`, `processes`, `run_folder`, `network`.
+    pub enforced: Vec<String>,
+    /// Asked for and not enforceable here (same names).
+    pub missing: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -360,6 +382,9 @@ pub struct CheckCompleted {
     pub duration_ms: u64,
     /// Combined stdout and stderr, capped.
     pub output: String,
+    /// The sandbox profile the check ran under.
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]

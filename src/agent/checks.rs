@@ -1,13 +1,14 @@
 //! The job's checks: shell commands run in the workspace after the agent
-//! finishes. They, not the model, decide whether the run passed.
+//! finishes. They, not the model, decide whether the run passed. They run
+//! through the run's [`ProcessRunner`], in the same sandbox as `exec`.
 
 use std::path::Path;
 use std::time::Instant;
 
 use super::cancel::CancelSignal;
 use crate::event::{CheckCompleted, CheckOutcome, EventBus, EventKind};
+use crate::process::ProcessRunner;
 use crate::spec::CheckSpec;
-use crate::tools::exec::{ShellCommand, run_shell};
 
 /// Characters of check output kept in the trace and JUnit: the end, where failures are.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
@@ -16,11 +17,11 @@ const CHECK_OUTPUT_CHARS: usize = 20_000;
 pub async fn run_checks(
     checks: &[CheckSpec],
     workspace: &Path,
-    env: &[(String, String)],
+    processes: &ProcessRunner,
     bus: &EventBus,
 ) -> (u32, u32) {
     let never = CancelSignal::never();
-    match run_checks_until(checks, workspace, env, bus, &never).await {
+    match run_checks_until(checks, workspace, processes, bus, &never).await {
         Ok(counts) => counts,
         Err(stopped) => (stopped.passed, stopped.failed),
     }
@@ -40,29 +41,22 @@ pub struct ChecksStopped {
 pub async fn run_checks_until(
     checks: &[CheckSpec],
     workspace: &Path,
-    env: &[(String, String)],
+    processes: &ProcessRunner,
     bus: &EventBus,
     cancel: &CancelSignal,
 ) -> Result<(u32, u32), ChecksStopped> {
     let (mut passed, mut failed) = (0, 0);
-    let secrets = bus.redactor();
+    let sandbox = processes.profile().as_str();
     for (index, check) in checks.iter().enumerate() {
         let started = Instant::now();
-        let shell = ShellCommand {
-            command: &check.run,
-            cwd: workspace,
-            timeout: check.timeout,
-            env,
-            max_output_chars: CHECK_OUTPUT_CHARS,
-            secrets: &secrets,
-        };
+        let shell = processes.run_shell(&check.run, workspace, check.timeout, CHECK_OUTPUT_CHARS);
         let outcome = tokio::select! {
             biased;
             reason = cancel.cancelled() => {
                 skip_checks(&checks[index..], &reason, bus);
                 return Err(ChecksStopped { reason, passed, failed });
             }
-            outcome = run_shell(&shell) => outcome,
+            outcome = shell => outcome,
         };
         let (result, exit_code, output) = match outcome {
             Ok(out) if out.timed_out => (CheckOutcome::TimedOut, out.exit_code, out.output),
@@ -88,6 +82,7 @@ pub async fn run_checks_until(
             exit_code,
             duration_ms: started.elapsed().as_millis() as u64,
             output,
+            sandbox: sandbox.to_string(),
         }));
     }
     Ok((passed, failed))
@@ -103,6 +98,7 @@ pub fn skip_checks(checks: &[CheckSpec], reason: &str, bus: &EventBus) {
             exit_code: None,
             duration_ms: 0,
             output: reason.to_string(),
+            sandbox: String::new(),
         }));
     }
 }

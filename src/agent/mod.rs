@@ -52,9 +52,9 @@ pub struct RunInput<'a> {
     /// Problems found while loading that did not stop the run.
     pub warnings: Vec<String>,
     pub limits: ToolLimits,
-    /// Variables `exec` and the checks get on top of the scrubbed
-    /// environment: the job's `env:`, secret references already resolved.
-    pub exec_env: Vec<(String, String)>,
+    /// Starts `exec`'s and the checks' processes: the run's sandbox,
+    /// environment (the job's `env:` resolved) and secrets to mask.
+    pub processes: crate::process::ProcessRunner,
     /// Text from outside the job, given to the model fenced in the goal message.
     pub untrusted: &'a [UntrustedText],
     /// Stops the run from outside; [`CancelSignal::never`] when nothing does.
@@ -80,7 +80,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         outputs,
         warnings,
         limits,
-        exec_env,
+        processes,
         untrusted,
         cancel,
         after_checks,
@@ -99,6 +99,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         workspace: workspace_display.clone(),
         tools: tools.names(),
         outputs,
+        sandbox: processes.sandbox_report(),
     }));
     bus.emit(EventKind::SkillLoaded(SkillLoaded {
         name: skill.name.clone(),
@@ -116,6 +117,24 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             source: "load".into(),
             message: message.clone(),
         });
+    }
+    if let Some(reason) = report_degraded_sandbox(&processes, &bus) {
+        checks::skip_checks(&job.checks, &reason, &bus);
+        let completed = RunCompleted {
+            status: RunStatus::Error,
+            reason,
+            summary: None,
+            totals: Totals {
+                duration_ms: started.elapsed().as_millis() as u64,
+                ..Totals::default()
+            },
+            checks_passed: 0,
+            checks_failed: 0,
+        };
+        return match bus.emit(EventKind::RunCompleted(completed.clone())).kind {
+            EventKind::RunCompleted(masked) => masked,
+            _ => completed,
+        };
     }
     let model = provider.model_info();
     let price = model_price(job, &model.name);
@@ -137,7 +156,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         ctx: ToolContext {
             workspace: workspace.clone(),
             limits,
-            exec_env: exec_env.clone(),
+            processes: processes.clone(),
             secrets: bus.redactor(),
         },
         messages: vec![
@@ -175,7 +194,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     let summary = agent_result.as_ref().ok().cloned().flatten();
 
     let run_checks =
-        || checks::run_checks_until(&job.checks, workspace.root(), &exec_env, &bus, &cancel);
+        || checks::run_checks_until(&job.checks, workspace.root(), &processes, &bus, &cancel);
     let (mut status, mut reason, checks_passed, checks_failed) = match agent_result {
         Ok(_) => match run_checks().await {
             Ok((passed, 0)) => (RunStatus::Passed, passed_reason(passed), passed, 0),
@@ -247,6 +266,39 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         EventKind::RunCompleted(masked) => masked,
         _ => completed,
     }
+}
+
+/// Say what the sandbox cannot enforce here (`sandbox.degraded` and a
+/// warning); returns why the run must stop when the job requires it all.
+fn report_degraded_sandbox(
+    processes: &crate::process::ProcessRunner,
+    bus: &EventBus,
+) -> Option<String> {
+    let report = processes.sandbox_report();
+    if report.missing.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = report
+        .missing
+        .iter()
+        .map(|m| format!("{m}: {}", crate::sandbox::missing_reason(m)))
+        .collect();
+    let message = format!(
+        "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
+        report.profile,
+        what.join("; ")
+    );
+    let require = report.require;
+    bus.emit(EventKind::SandboxDegraded(report));
+    bus.emit(EventKind::Warning {
+        source: "sandbox".into(),
+        message: if require {
+            message.clone()
+        } else {
+            format!("{message}; set `sandbox.require: true` to make this an error")
+        },
+    });
+    require.then(|| format!("sandbox.require is true and {message}"))
 }
 
 /// How long a signal waits for the step after the checks to reach a checkpoint.

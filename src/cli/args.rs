@@ -29,6 +29,15 @@ pub enum Command {
     Eval(Box<EvalArgs>),
     /// Work with evaluation results.
     Report(ReportArgs),
+    /// Show what this machine's kernel can enforce of the sandbox.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

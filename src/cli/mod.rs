@@ -3,6 +3,7 @@
 //! the terminal.
 
 pub mod args;
+pub mod doctor;
 pub mod eval;
 mod eval_progress;
 pub mod report;
@@ -33,6 +34,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::validate(args),
         Command::Eval(args) => eval::eval(*args),
         Command::Report(args) => report::report(args),
+        Command::Doctor(args) => doctor::doctor(&args),
     };
     ExitCode::from(code)
 }

@@ -9,20 +9,20 @@ use std::time::Duration;
 use super::results::AssertionResult;
 use super::suite::{Assertion, ExpectedStatus};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
+use crate::process::ProcessRunner;
 
 /// Output of a failed `run:` kept in the message.
 const MAX_OUTPUT_CHARS: usize = 2000;
 
 /// What an attempt left to judge.
 pub struct Facts<'a> {
+    /// Runs `run:` commands (sandbox, scrubbed environment, masking).
+    pub processes: &'a ProcessRunner,
     pub workspace: &'a Path,
     pub completed: &'a RunCompleted,
     pub events: &'a [Event],
     /// Paths the run changed, relative, with `/`.
     pub changed: &'a [String],
-    /// Set for `run:` commands on top of agentci's environment: the
-    /// attempt's own temp and build-output folders.
-    pub env: &'a [(String, String)],
 }
 
 pub async fn judge(assertions: &[Assertion], facts: &Facts<'_>) -> Vec<AssertionResult> {
@@ -42,7 +42,7 @@ async fn judge_one(assertion: &Assertion, facts: &Facts<'_>) -> Result<(), Strin
     let totals = &facts.completed.totals;
     match assertion {
         Assertion::Run { command, timeout } => {
-            run(command, *timeout, facts.workspace, facts.env).await
+            run(command, *timeout, facts.workspace, facts.processes).await
         }
         Assertion::FileContains { path, pattern } => {
             let text = read(facts.workspace, path)?;
@@ -164,67 +164,32 @@ fn read(workspace: &Path, path: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read {path}: {e}"))
 }
 
-/// Kills a `run` assertion's process group when the assertion ends or is dropped.
-struct KillGroup(Option<i32>);
-
-impl Drop for KillGroup {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 1) {
-            // SAFETY: killpg only sends a signal; pgid is our child's own group
-            // (process_group(0)), never 0 or 1, so it cannot hit our group or init.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-/// `sh -c COMMAND` in the workspace; exit 0 passes.
+/// `sh -c COMMAND` in the workspace through the attempt's runner; exit 0 passes.
 async fn run(
     command: &str,
     timeout: Duration,
     workspace: &Path,
-    env: &[(String, String)],
+    processes: &ProcessRunner,
 ) -> Result<(), String> {
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(workspace)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        // Its own group, so a timeout or a signal stopping the evaluation
-        // kills what the command started too, not just `sh`.
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
+    let output = processes
+        .run_shell(command, workspace, timeout, MAX_OUTPUT_CHARS)
+        .await
         .map_err(|e| format!("cannot run `sh -c`: {e}"))?;
-    let _group = KillGroup(child.id().and_then(|id| i32::try_from(id).ok()));
-    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Err(_) => return Err(format!("timed out after {}s", timeout.as_secs())),
-        Ok(Err(e)) => return Err(format!("cannot run `sh -c`: {e}")),
-        Ok(Ok(output)) => output,
-    };
-    if output.status.success() {
+    if output.timed_out {
+        return Err(format!("timed out after {}s", timeout.as_secs()));
+    }
+    if output.exit_code == Some(0) {
         return Ok(());
     }
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    let text = text.trim();
-    let start = text
-        .char_indices()
-        .rev()
-        .nth(MAX_OUTPUT_CHARS)
-        .map_or(0, |(i, _)| i);
-    let code = output.status.code().map_or_else(
+    let code = output.exit_code.map_or_else(
         || "killed by a signal".to_string(),
         |c| format!("exit code {c}"),
     );
+    let text = output.output.trim();
     Err(if text.is_empty() {
         code
     } else {
-        format!("{code}: {}", &text[start..])
+        format!("{code}: {text}")
     })
 }
 
@@ -276,12 +241,13 @@ mod tests {
         };
         let events = vec![call("edit")];
         let changed = vec!["notes.txt".to_string(), "src/a.rs".to_string()];
+        let processes = ProcessRunner::default();
         let facts = Facts {
+            processes: &processes,
             workspace: dir.path(),
             completed: &completed,
             events: &events,
             changed: &changed,
-            env: &[],
         };
         let re = |p: &str| Regex::new(p).unwrap();
         let secs = Duration::from_secs;
@@ -418,7 +384,7 @@ mod tests {
             &format!("sleep {MARKER}; true"),
             Duration::from_millis(300),
             dir.path(),
-            &[],
+            &ProcessRunner::default(),
         )
         .await;
         assert_eq!(outcome, Err("timed out after 0s".to_string()));

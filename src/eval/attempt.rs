@@ -19,6 +19,8 @@ use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
 use crate::event::{Event, EventKind, EventSink, RunStatus, SinkError};
+use crate::process::{ProcessRunner, RunnerConfig};
+use crate::redact::{Redactor, secret_values};
 use crate::runner::{self, Prepared, RunOptions};
 use crate::sink::FileBase;
 use crate::spec::LoadOptions;
@@ -162,7 +164,7 @@ async fn run_into(
     let report = runner::run_prepared(&prepared, options)
         .await
         .map_err(|e| format!("the run could not start: {e}"))?;
-    let completed = report.completed;
+    let completed = report.completed.clone();
     result.trace = Some(shown(&report.trace, &plan.out_root));
     result.run_status = Some(completed.status);
     result.reason = completed.reason.clone();
@@ -191,12 +193,16 @@ async fn run_into(
         .map_err(|e| format!("reading the workspace crashed: {e}"))??;
     result.changed = before.changed(&after);
     let events = std::mem::take(&mut *tool_calls.lock().unwrap_or_else(|p| p.into_inner()));
+    // Assertion commands run like the agent's: sandboxed, scrubbed
+    // environment, secrets masked in what they print (it lands in
+    // junit.xml, results.json and attempt.json).
+    let processes = assertion_runner(&prepared, workspace.path(), &report, &own_env)?;
     let facts = Facts {
+        processes: &processes,
         workspace: workspace.path(),
         completed: &completed,
         events: &events,
         changed: &result.changed,
-        env: &own_env,
     };
     // A `run:` assertion may take long (a test suite): a signal stops it too.
     let judged = tokio::select! {
@@ -250,6 +256,31 @@ async fn run_into(
 /// Remove the private area on a blocking thread and wait for it.
 async fn drop_now(private: PrivateArea) {
     let _ = tokio::task::spawn_blocking(move || drop(private)).await;
+}
+
+/// The process runner for a case's `run:` assertions: the job's sandbox,
+/// with the run's outputs read-only.
+fn assertion_runner(
+    prepared: &Prepared,
+    workspace: &Path,
+    report: &runner::RunReport,
+    own_env: &[(String, String)],
+) -> Result<ProcessRunner, String> {
+    let job = &prepared.job;
+    let lookup = |name: &str| std::env::var(name).ok();
+    ProcessRunner::new(RunnerConfig {
+        sandbox: job.sandbox,
+        workspace: workspace.to_path_buf(),
+        run_id: format!("{}-assertions", crate::runner::new_run_id()),
+        protected: vec![
+            report.run_dir.clone(),
+            report.trace.clone(),
+            report.junit.clone(),
+        ],
+        extra_env: [job.resolve_env(lookup).0, own_env.to_vec()].concat(),
+        secrets: Redactor::new(secret_values(job, lookup)),
+    })
+    .map_err(|e| format!("cannot create the assertions' temporary folder: {e}"))
 }
 
 /// Mark an attempt stopped by a signal: an error that is not kept.

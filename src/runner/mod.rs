@@ -22,6 +22,7 @@ use futures_util::FutureExt;
 
 use crate::agent::{self, AfterChecks, CancelSignal, RunInput};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
+use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::{Redactor, secret_values};
 use crate::sink::{FileBase, JunitWriter, TraceWriter};
 use crate::tools::ToolLimits;
@@ -72,6 +73,8 @@ pub enum StartError {
     /// A dirty workspace, or git outputs that cannot be made.
     #[error("{0}")]
     Git(String),
+    #[error("cannot create the run's private temporary folder: {0}")]
+    TempFolder(std::io::Error),
 }
 
 /// Run a prepared job to the end.
@@ -111,6 +114,22 @@ pub async fn run_prepared(
         .create(workspace.root())
         .map_err(StartError::RunFolder)?;
 
+    // Secrets are read once, here: the bus masks them in every event, and
+    // children get only the ones the job passes through `env:`.
+    let lookup = |name: &str| std::env::var(name).ok();
+    let secrets = Redactor::new(secret_values(job, lookup));
+    let (mut exec_env, missing) = job.resolve_env(lookup);
+    // Later entries win when the command is spawned (eval's per-attempt folders).
+    exec_env.extend(options.extra_env.iter().cloned());
+    let processes = ProcessRunner::new(RunnerConfig {
+        sandbox: job.sandbox,
+        workspace: workspace.root().to_path_buf(),
+        run_id: run_id.clone(),
+        protected: own_files.clone(),
+        extra_env: exec_env,
+        secrets: secrets.clone(),
+    })
+    .map_err(StartError::TempFolder)?;
     let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
     sinks.push(Box::new(
         TraceWriter::create(&trace_path).map_err(StartError::Trace)?,
@@ -119,17 +138,7 @@ pub async fn run_prepared(
         JunitWriter::new(junit_path.clone()).with_file_base(options.junit_files.clone()),
     ));
     sinks.extend(options.sinks);
-    // Secrets are read once, here: the bus masks them in every event, and
-    // `exec` gets only the ones the job passes through `env:`.
-    let lookup = |name: &str| std::env::var(name).ok();
-    let bus = EventBus::with_redactor(
-        run_id.clone(),
-        sinks,
-        Redactor::new(secret_values(job, lookup)),
-    );
-    let (mut exec_env, missing) = job.resolve_env(lookup);
-    // Later entries win when the command is spawned.
-    exec_env.extend(options.extra_env.iter().cloned());
+    let bus = EventBus::with_redactor(run_id.clone(), sinks, secrets);
     let mut warnings = warnings.clone();
     warnings.extend(missing.iter().map(|name| {
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
@@ -170,7 +179,7 @@ pub async fn run_prepared(
         },
         warnings,
         limits: ToolLimits::default(),
-        exec_env,
+        processes,
         untrusted,
         cancel: options.cancel,
         after_checks,

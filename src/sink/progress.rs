@@ -97,6 +97,8 @@ impl LogLines {
                 one_line(summary, 160)
             )),
             EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {}
+            // Its warning, emitted with it, is the line.
+            EventKind::SandboxDegraded(_) => {}
             EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
             EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
             EventKind::ToolCall {

@@ -37,6 +37,7 @@ pub(super) struct RawJob {
     pub allow_dirty: Option<Spanned<Scalar>>,
     pub untrusted_inputs: Option<Vec<Spanned<String>>>,
     pub trust_workspace: Option<Spanned<Scalar>>,
+    pub sandbox: Option<Spanned<RawSandbox>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -319,5 +320,75 @@ impl<'de> Visitor<'de> for SkillVisitor {
             (None, Some(path)) => Ok(RawSkill::Path(path)),
             (None, None) => Err(de::Error::missing_field("path")),
         }
+    }
+}
+
+/// `sandbox: PROFILE` or `sandbox: {profile, network, require}`; values are
+/// checked by the loader.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RawSandbox {
+    pub profile: Option<String>,
+    pub network: Option<Scalar>,
+    pub require: Option<Scalar>,
+}
+
+const SANDBOX_KEYS: &[&str] = &["profile", "network", "require"];
+
+impl<'de> Deserialize<'de> for RawSandbox {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SandboxVisitor)
+    }
+}
+
+struct SandboxVisitor;
+
+impl<'de> Visitor<'de> for SandboxVisitor {
+    type Value = RawSandbox;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "a profile (`workspace-write`, `read-only`, `off`) or a mapping \
+             `{profile: workspace-write, network: false, require: false}`",
+        )
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSandbox, E> {
+        Ok(RawSandbox {
+            profile: Some(v.to_string()),
+            ..RawSandbox::default()
+        })
+    }
+
+    /// YAML 1.1 reads an unquoted `off` as `false`: `sandbox: off` is meant.
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawSandbox, E> {
+        if v {
+            return Err(E::custom(
+                "`sandbox: true` names no profile; use `workspace-write` or `read-only`",
+            ));
+        }
+        self.visit_str("off")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSandbox, A::Error> {
+        let mut raw = RawSandbox::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "profile" => raw.profile = Some(map.next_value::<ProfileName>()?.0),
+                "network" => raw.network = Some(map.next_value::<Scalar>()?),
+                "require" => raw.require = Some(map.next_value::<Scalar>()?),
+                other => return Err(de::Error::unknown_field(other, SANDBOX_KEYS)),
+            }
+        }
+        Ok(raw)
+    }
+}
+
+/// A profile name, with YAML 1.1's `off` (read as `false`) taken as `off`.
+struct ProfileName(String);
+
+impl<'de> Deserialize<'de> for ProfileName {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = deserializer.deserialize_any(SandboxVisitor)?;
+        Ok(ProfileName(raw.profile.unwrap_or_default()))
     }
 }

@@ -168,9 +168,8 @@ impl Default for ToolLimits {
 pub struct ToolContext {
     pub workspace: Workspace,
     pub limits: ToolLimits,
-    /// Environment variables `exec` sets on top of the scrubbed environment
-    /// (see [`exec::INHERITED_ENV`]): the job's `env:`.
-    pub exec_env: Vec<(String, String)>,
+    /// Starts `exec`'s processes: sandbox, environment, masking.
+    pub processes: crate::process::ProcessRunner,
     /// The run's secrets, masked in `exec` output before it is cut.
     pub secrets: crate::redact::Redactor,
 }

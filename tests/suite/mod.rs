@@ -15,6 +15,7 @@ mod protocol;
 mod provider;
 mod providers_e2e;
 mod run;
+mod sandbox;
 mod signals;
 mod sinks;
 mod tools;

@@ -9,7 +9,8 @@ use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
     EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
     OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
-    SkillLoaded, SkillSource, StepStatus, ToolCallRef, ToolResultEvent, Totals, Usage,
+    SandboxReport, SkillLoaded, SkillSource, StepStatus, ToolCallRef, ToolResultEvent, Totals,
+    Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -41,6 +42,13 @@ fn run_started() -> EventKind {
             trace: Some(".agentci/runs/r1/trace.jsonl".into()),
             junit: None,
             patch: Some("out/changes.patch".into()),
+        },
+        sandbox: SandboxReport {
+            profile: "workspace-write".into(),
+            network: false,
+            require: false,
+            enforced: vec!["filesystem".into(), "processes".into(), "run_folder".into()],
+            missing: vec!["network".into()],
         },
     })
 }
@@ -103,6 +111,7 @@ fn check(name: &str, outcome: CheckOutcome, exit_code: Option<i32>, output: &str
         exit_code,
         duration_ms: 1500,
         output: output.into(),
+        sandbox: "workspace-write".into(),
     })
 }
 
@@ -156,6 +165,13 @@ fn every_kind() -> Vec<EventKind> {
             source: "job".into(),
             message: "tool web_fetch is not in the skill's allowed-tools".into(),
         },
+        EventKind::SandboxDegraded(SandboxReport {
+            profile: "workspace-write".into(),
+            network: false,
+            require: false,
+            enforced: vec!["filesystem".into(), "run_folder".into()],
+            missing: vec!["processes".into(), "network".into()],
+        }),
         EventKind::ModelRequest(ModelRequest {
             call_id: "m1".into(),
             phase: Phase::Plan,
@@ -297,6 +313,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::RunStarted(_) => "run.started",
         EventKind::SkillLoaded(_) => "skill.loaded",
         EventKind::Warning { .. } => "warning",
+        EventKind::SandboxDegraded(_) => "sandbox.degraded",
         EventKind::PlanCreated { .. } => "plan.created",
         EventKind::PlanUpdated { .. } => "plan.updated",
         EventKind::StepStarted { .. } => "step.started",
@@ -362,7 +379,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 20);
+    assert_eq!(tags.len(), 21);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);

@@ -16,7 +16,7 @@ fn context(dir: &Path) -> ToolContext {
     ToolContext {
         workspace: Workspace::new(dir).unwrap(),
         limits: ToolLimits::default(),
-        exec_env: Vec::new(),
+        processes: Default::default(),
         secrets: Default::default(),
     }
 }
@@ -628,7 +628,10 @@ async fn exec_reports_exit_code_and_both_streams() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let mut ctx = context(dir.path());
-    ctx.exec_env = vec![("AGENTCI_TEST_VAR".into(), "from-env".into())];
+    ctx.processes = agentci::process::ProcessRunner::unsandboxed(
+        &[("AGENTCI_TEST_VAR".into(), "from-env".into())],
+        Default::default(),
+    );
 
     let r = call(
         &ctx,

@@ -16,6 +16,7 @@ mod git;
 mod model;
 mod model_options;
 mod numbers;
+mod sandbox;
 mod untrusted;
 
 use crate::policy::ToolPattern;
@@ -84,6 +85,11 @@ impl Checker<'_> {
             .trust_workspace
             .as_ref()
             .and_then(|v| self.boolean(v, "trust_workspace"));
+        let sandbox = raw
+            .sandbox
+            .as_ref()
+            .map(|s| self.sandbox(s))
+            .unwrap_or_default();
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);
@@ -114,6 +120,7 @@ impl Checker<'_> {
                 allow_dirty,
                 untrusted_inputs,
                 trust_workspace,
+                sandbox,
             }),
             _ => None,
         };

@@ -1,0 +1,132 @@
+//! `agentci doctor`: what this machine's kernel can enforce of the sandbox
+//! (Landlock, namespaces, seccomp), and so which protections a job's
+//! `sandbox:` gets here. Prints only; exit 0 whatever it finds.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use serde_json::json;
+
+use super::args::DoctorArgs;
+use crate::sandbox::{Support, support};
+
+pub fn doctor(args: &DoctorArgs) -> u8 {
+    let support = support();
+    let text = if args.json {
+        let value = json!({
+            "support": support,
+            "enforced": enforced(&support),
+        });
+        format!("{value}\n")
+    } else {
+        report(&support)
+    };
+    // Nothing to do if stdout is closed.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    0
+}
+
+/// The text report.
+fn report(support: &Support) -> String {
+    let mut out = String::new();
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let landlock = match support.landlock_abi {
+        0 => "not available".to_string(),
+        abi => format!("ABI {abi}"),
+    };
+    let _ = writeln!(out, "agentci doctor: what this machine can enforce");
+    let _ = writeln!(out, "  landlock:           {landlock}");
+    let _ = writeln!(
+        out,
+        "  running as root:    {}{}",
+        yes(support.root),
+        if support.root {
+            " (namespaces are made directly)"
+        } else {
+            ""
+        }
+    );
+    if !support.root {
+        let _ = writeln!(
+            out,
+            "  user namespaces:    {}",
+            yes(support.user_namespaces)
+        );
+    }
+    let _ = writeln!(out, "  pid namespace:      {}", yes(support.pid_namespace));
+    let _ = writeln!(
+        out,
+        "  mount namespace:    {}",
+        yes(support.mount_namespace)
+    );
+    let _ = writeln!(
+        out,
+        "  network namespace:  {}",
+        yes(support.network_namespace)
+    );
+    let _ = writeln!(
+        out,
+        "  seccomp:            {} (not used: the network is isolated by a namespace)",
+        yes(support.seccomp)
+    );
+    let _ = writeln!(out, "protections of `workspace-write`:");
+    for (name, on, what) in enforced(support) {
+        let _ = writeln!(
+            out,
+            "  {:<12} {}  {what}",
+            name,
+            if on { "enforced" } else { "MISSING " }
+        );
+    }
+    out
+}
+
+/// Each protection, whether it holds here, and what it means.
+fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
+    vec![
+        (
+            "filesystem",
+            s.landlock_abi > 0,
+            "writes only in the workspace and a private temporary folder (Landlock)",
+        ),
+        (
+            "processes",
+            s.pid_namespace,
+            "own PID namespace and /proc: agentci's environment is unreadable, nothing outlives a call",
+        ),
+        (
+            "run_folder",
+            s.mount_namespace,
+            "the run folder and trace are read-only for children (mount namespace)",
+        ),
+        (
+            "network",
+            s.network_namespace,
+            "no outgoing network unless sandbox.network: true (network namespace with its own loopback)",
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_names_each_protection() {
+        let full = Support {
+            landlock_abi: 7,
+            root: false,
+            user_namespaces: true,
+            pid_namespace: true,
+            mount_namespace: true,
+            network_namespace: true,
+            seccomp: true,
+        };
+        insta::assert_snapshot!("doctor_full", report(&full));
+        let bare = Support {
+            root: true,
+            ..Support::default()
+        };
+        insta::assert_snapshot!("doctor_bare", report(&bare));
+    }
+}

@@ -1,0 +1,324 @@
+//! [`ProcessRunner`], the one place agentci builds a child process: `exec`
+//! calls, the job's checks, eval `run:` assertions and (later) MCP servers.
+//!
+//! It is configured once per run — the [`Sandbox`], the scrubbed
+//! environment plus the run's extra variables, the secrets to mask — and
+//! every child gets exactly that: stdin from `/dev/null`, its own process
+//! group, the sandbox applied just before `exec`, and a [`ProcessTree`]
+//! guard that kills it and everything it started when the call ends or is
+//! dropped. Whether a command may run at all is [`crate::policy`]'s
+//! decision, not this module's.
+//!
+//! Children get a scrubbed environment: only the variables in
+//! [`INHERITED_ENV`] (and the `LC_*` locale variables) come from agentci's
+//! own environment, then `TMPDIR` pointing at the run's private temporary
+//! folder, then the caller's extra variables (the job's `env:`, an eval
+//! attempt's own folders). API keys, CI tokens and everything else a runner
+//! exports stay out of reach of a command the model wrote.
+
+mod capture;
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+use crate::event::SandboxReport;
+use crate::redact::Redactor;
+use crate::sandbox::{Sandbox, SandboxPaths};
+use crate::spec::{SandboxProfile, SandboxSpec};
+
+/// Variables a command inherits from agentci's environment. The cargo and
+/// rustup ones are there so `cargo test` finds the same toolchain, registry
+/// cache and target folder as the caller when they are not in the default place.
+pub const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "CARGO_HOME",
+    "CARGO_TARGET_DIR",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+];
+
+/// Prefixes of inherited variable names (the locale categories).
+pub const INHERITED_ENV_PREFIXES: &[&str] = &["LC_"];
+
+/// Variables whose (absolute) folder children may write under
+/// `workspace-write`: the temporary and build folders the caller chose, and
+/// those eval gives each attempt (`eval::isolation`).
+const WRITABLE_ENV: &[&str] = &[
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "GOTMPDIR",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET_DIR",
+    "CARGO_BUILD_BUILD_DIR",
+    "PYTHONPYCACHEPREFIX",
+    "MYPY_CACHE_DIR",
+    "RUFF_CACHE_DIR",
+];
+
+/// Whether a command inherits the variable `name` from agentci's environment.
+pub fn is_inherited(name: &str) -> bool {
+    INHERITED_ENV.contains(&name) || INHERITED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// How one run starts processes.
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    pub sandbox: SandboxSpec,
+    pub workspace: PathBuf,
+    /// Names the private temporary folder (`agentci-<run id>` in the system's).
+    pub run_id: String,
+    /// agentci's own outputs, read-only for children.
+    pub protected: Vec<PathBuf>,
+    /// Set on top of the scrubbed environment.
+    pub extra_env: Vec<(String, String)>,
+    pub secrets: Redactor,
+}
+
+/// Starts a run's child processes; cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessRunner {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// `None`: no sandbox (profile `off`, or a runner for unit tests).
+    sandbox: Option<Sandbox>,
+    env: Vec<(OsString, OsString)>,
+    secrets: Redactor,
+    /// Removed with the runner.
+    temp: Option<PathBuf>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            let _ = std::fs::remove_dir_all(temp);
+        }
+    }
+}
+
+impl ProcessRunner {
+    /// The runner for one run; creates its private temporary folder.
+    pub fn new(config: RunnerConfig) -> io::Result<ProcessRunner> {
+        let temp = std::env::temp_dir().join(format!("agentci-{}", config.run_id));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(&temp)?;
+        let mut env = inherited_env();
+        env.retain(|(k, _)| k != "TMPDIR");
+        env.push(("TMPDIR".into(), temp.clone().into()));
+        for (k, v) in &config.extra_env {
+            env.retain(|(name, _)| name != k.as_str());
+            env.push((k.into(), v.into()));
+        }
+        let writable: Vec<PathBuf> = env
+            .iter()
+            .filter(|(k, _)| WRITABLE_ENV.iter().any(|w| k == w))
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+            .collect();
+        // Landlock grants access beneath folders that exist when the rules
+        // are made; a build folder outside the workspace that the first build
+        // would create is made now (inside, the workspace rule covers it).
+        for folder in writable
+            .iter()
+            .filter(|f| !f.starts_with(&config.workspace))
+        {
+            let _ = std::fs::create_dir_all(folder);
+        }
+        let paths = SandboxPaths {
+            workspace: config.workspace.clone(),
+            temp: temp.clone(),
+            writable,
+            protected: config.protected,
+        };
+        Ok(ProcessRunner {
+            inner: Arc::new(Inner {
+                sandbox: Some(Sandbox::new(config.sandbox, &paths)),
+                env,
+                secrets: config.secrets,
+                temp: Some(temp),
+            }),
+        })
+    }
+
+    /// No sandbox, the scrubbed environment plus `extra_env`: for tools
+    /// called outside a run (unit tests, benchmarks).
+    pub fn unsandboxed(extra_env: &[(String, String)], secrets: Redactor) -> ProcessRunner {
+        let mut env = inherited_env();
+        env.extend(extra_env.iter().map(|(k, v)| (k.into(), v.into())));
+        ProcessRunner {
+            inner: Arc::new(Inner {
+                sandbox: None,
+                env,
+                secrets,
+                temp: None,
+            }),
+        }
+    }
+
+    /// The profile children run under (`off` without a sandbox).
+    pub fn profile(&self) -> SandboxProfile {
+        self.inner
+            .sandbox
+            .as_ref()
+            .map_or(SandboxProfile::Off, Sandbox::profile)
+    }
+
+    pub fn sandbox_report(&self) -> SandboxReport {
+        match &self.inner.sandbox {
+            Some(sandbox) => sandbox.report().clone(),
+            None => SandboxReport {
+                profile: SandboxProfile::Off.as_str().to_string(),
+                ..SandboxReport::default()
+            },
+        }
+    }
+
+    pub fn secrets(&self) -> &Redactor {
+        &self.inner.secrets
+    }
+
+    /// `program` configured to run in `cwd` as this run's child: scrubbed
+    /// environment, stdin empty, stdout and stderr piped, its own process
+    /// group, the sandbox. Start it with [`ProcessTree::spawn`].
+    pub fn command(&self, program: impl AsRef<Path>, cwd: &Path) -> io::Result<Command> {
+        let mut command = Command::new(program.as_ref());
+        command
+            .current_dir(cwd)
+            .env_clear()
+            .envs(self.inner.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(sandbox) = &self.inner.sandbox {
+            sandbox.install(&mut command)?;
+        }
+        Ok(command)
+    }
+
+    /// Run `command_line` with `/bin/sh -c` to completion or timeout; `Err`
+    /// only when it could not be started. Output is masked and cut to
+    /// `max_output_chars`.
+    pub async fn run_shell(
+        &self,
+        command_line: &str,
+        cwd: &Path,
+        timeout: Duration,
+        max_output_chars: usize,
+    ) -> io::Result<ShellOutput> {
+        let started = Instant::now();
+        // `/bin/sh`, not `sh`: a path spares the child a PATH search.
+        let mut command = self.command("/bin/sh", cwd)?;
+        command.arg("-c").arg(command_line);
+        let (mut child, mut tree) = ProcessTree::spawn(&mut command)?;
+        let stdout = child
+            .stdout
+            .take()
+            .map(|p| capture::capture(p, max_output_chars));
+        let stderr = child
+            .stderr
+            .take()
+            .map(|p| capture::capture(p, max_output_chars));
+
+        let status = tokio::time::timeout(timeout, child.wait()).await;
+        tree.kill();
+        let (status, timed_out) = match status {
+            Ok(status) => (status?, false),
+            Err(_) => (child.wait().await?, true),
+        };
+        let stdout = capture::finish_capture(stdout).await;
+        let stderr = capture::finish_capture(stderr).await;
+        let (output, cut_bytes) =
+            capture::render(&stdout, &stderr, max_output_chars, &self.inner.secrets);
+        Ok(ShellOutput {
+            exit_code: status.code(),
+            signal: status.signal(),
+            timed_out,
+            output,
+            stdout_bytes: stdout.total,
+            stderr_bytes: stderr.total,
+            cut_bytes,
+            duration: started.elapsed(),
+        })
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+/// The inherited part of a command's environment, from agentci's own.
+fn inherited_env() -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_some_and(is_inherited))
+        .collect()
+}
+
+/// What a command did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShellOutput {
+    /// `None` when it was killed by a signal (including on timeout).
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// stdout then stderr (under a `[stderr]` line when both are present),
+    /// masked, cut in the middle of each stream to fit the limit.
+    pub output: String,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Bytes of output not shown in `output`.
+    pub cut_bytes: u64,
+    pub duration: Duration,
+}
+
+/// A started child and everything it starts: killed with SIGKILL when
+/// [`ProcessTree::kill`] is called or the guard is dropped, so a cancelled
+/// call leaves nothing running either. In the sandbox the child's PID
+/// namespace dies with it, taking `setsid` and double-forked descendants
+/// along; without one, the process group is all there is to kill.
+#[derive(Debug)]
+pub struct ProcessTree(Option<i32>);
+
+impl ProcessTree {
+    /// Spawn a command made by [`ProcessRunner::command`].
+    pub fn spawn(command: &mut Command) -> io::Result<(Child, ProcessTree)> {
+        let child = command.spawn()?;
+        // The child leads its own group, so the group id is its pid.
+        let tree = ProcessTree(child.id().and_then(|id| i32::try_from(id).ok()));
+        Ok((child, tree))
+    }
+
+    /// Kill the tree once; afterwards the id may belong to someone else.
+    pub fn kill(&mut self) {
+        if let Some(pgid) = self.0.take().filter(|&p| p > 1) {
+            // SAFETY: killpg only sends a signal; pgid is our child's own group
+            // (process_group(0)), never 0 or 1, so it cannot hit our own group or init.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessTree {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,241 @@
+//! What happens in a child process between `fork` and `exec` to put it in
+//! the sandbox: new namespaces, a second fork so the command is the first
+//! process (init) of its own PID namespace, a fresh `/proc`, read-only bind
+//! mounts over agentci's own files, the loopback interface of a private
+//! network namespace, then the Landlock ruleset.
+//!
+//! Everything here runs in the forked child of a multi-threaded process, so
+//! it only makes system calls: every path, map and ruleset is built before
+//! the fork by [`super::Sandbox`]. Nothing here decides *what* to enforce.
+
+use std::ffi::CString;
+use std::io;
+
+use landlock::{RulesetCreated, RulesetStatus};
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+
+/// Bits of a probe's exit status: which steps failed.
+pub(super) const FAIL_UNSHARE: i32 = 1;
+pub(super) const FAIL_USER_MAP: i32 = 2;
+pub(super) const FAIL_PRIVATE: i32 = 4;
+pub(super) const FAIL_PROC: i32 = 8;
+pub(super) const FAIL_BIND: i32 = 16;
+pub(super) const FAIL_LOOPBACK: i32 = 32;
+pub(super) const FAIL_FORK: i32 = 64;
+
+/// A path made read-only for the child, with the flags its mount already
+/// has (a user namespace may not drop `nosuid`, `nodev`, … when remounting).
+pub(super) struct ReadOnlyBind {
+    pub path: CString,
+    pub keep: MsFlags,
+}
+
+/// Everything the child does, prepared before the fork.
+pub(super) struct ChildSetup {
+    pub namespaces: CloneFlags,
+    /// `/proc/self/{uid,gid}_map` lines, when a user namespace is made (not root).
+    pub id_maps: Option<(Vec<u8>, Vec<u8>)>,
+    pub mount_proc: bool,
+    pub read_only: Vec<ReadOnlyBind>,
+    pub loopback_up: bool,
+    /// A network namespace made once for the run, joined instead of making
+    /// one per call (making one costs milliseconds); root only, since
+    /// joining needs privileges in the namespace's user namespace.
+    pub join_network: Option<std::os::fd::RawFd>,
+    pub landlock: Option<RulesetCreated>,
+    /// Probe: exit with the failed steps as status instead of running the command.
+    pub probe: bool,
+}
+
+impl ChildSetup {
+    /// Apply the sandbox to the calling (forked, single-threaded) process.
+    /// Returns only in the process that goes on to `exec` the command.
+    ///
+    /// # Safety
+    /// Must be called only between `fork` and `exec` (a `pre_exec` hook).
+    pub(super) unsafe fn apply(&mut self) -> io::Result<()> {
+        let mut failed = 0;
+        // SAFETY: setns on a descriptor the parent opened for this.
+        if let Some(fd) = self.join_network
+            && unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0
+        {
+            return self.fail(FAIL_UNSHARE);
+        }
+        if !self.namespaces.is_empty() {
+            if unshare(self.namespaces).is_err() {
+                return self.fail(FAIL_UNSHARE);
+            }
+
+            if let Some((uid_map, gid_map)) = &self.id_maps {
+                let ok = write_file(c"/proc/self/setgroups", b"deny")
+                    && write_file(c"/proc/self/uid_map", uid_map)
+                    && write_file(c"/proc/self/gid_map", gid_map);
+                if !ok {
+                    return self.fail(FAIL_USER_MAP);
+                }
+            }
+            if self.namespaces.contains(CloneFlags::CLONE_NEWPID) {
+                // SAFETY: we are between fork and exec; see `become_init`.
+                if let Err(e) = unsafe { become_init() } {
+                    return if self.probe {
+                        self.fail(FAIL_FORK)
+                    } else {
+                        Err(e)
+                    };
+                }
+            }
+            if self.namespaces.contains(CloneFlags::CLONE_NEWNS) {
+                failed |= self.mounts();
+            }
+            if self.loopback_up && !loopback_up() {
+                failed |= FAIL_LOOPBACK;
+            }
+        }
+        if failed != 0 {
+            return self.fail(failed);
+        }
+        if let Some(ruleset) = self.landlock.take() {
+            match ruleset.restrict_self() {
+                Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
+                _ => return Err(io::Error::from_raw_os_error(libc::EPERM)),
+            }
+        }
+        if self.probe {
+            // SAFETY: _exit is async-signal-safe and ends only this child.
+            unsafe { libc::_exit(0) }
+        }
+        Ok(())
+    }
+
+    /// Stop: a probe reports the failed steps; a real command does not run.
+    fn fail(&self, failed: i32) -> io::Result<()> {
+        if self.probe {
+            // SAFETY: _exit is async-signal-safe and ends only this child.
+            unsafe { libc::_exit(failed) }
+        }
+        Err(io::Error::from_raw_os_error(libc::EPERM))
+    }
+
+    fn mounts(&self) -> i32 {
+        // First of all: nothing mounted below may propagate back to the
+        // host's mount namespace (as root, `/` is usually shared).
+        let none: Option<&std::ffi::CStr> = None;
+        if mount(
+            none,
+            c"/",
+            none,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            none,
+        )
+        .is_err()
+        {
+            // Without this no mount is safe to make.
+            return FAIL_PRIVATE;
+        }
+        let mut failed = 0;
+        if self.mount_proc {
+            let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+            if mount(Some(c"proc"), c"/proc", Some(c"proc"), flags, none).is_err() {
+                failed |= FAIL_PROC;
+            }
+        }
+        for bind in &self.read_only {
+            let path = bind.path.as_c_str();
+            let remount = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | bind.keep;
+            let done = mount(
+                Some(path),
+                path,
+                none,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                none,
+            )
+            .is_ok()
+                && mount(none, path, none, remount, none).is_ok();
+            if !done {
+                failed |= FAIL_BIND;
+            }
+        }
+        failed
+    }
+}
+
+/// Fork once more: the new process is the first one of the PID namespace
+/// made by `unshare`, the one that runs the command. When it ends, the
+/// kernel kills every process left in the namespace (`setsid` or not); when
+/// the process in between is killed, the first one gets SIGKILL too
+/// (`PR_SET_PDEATHSIG`). The process in between only waits and passes the
+/// exit status on, so the caller sees the command's status.
+///
+/// # Safety
+/// Must be called only between `fork` and `exec`.
+unsafe fn become_init() -> io::Result<()> {
+    // SAFETY: the caller is a single-threaded forked child.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: prctl only sets an attribute of this process.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        return Ok(());
+    }
+    // The waiter: hold no descriptor (the output pipes, spawn's error pipe),
+    // so the caller's reads end when the namespace is gone.
+    // SAFETY: plain system calls on this process's own descriptors and child.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                libc::_exit(125);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
+}
+
+/// Write `bytes` to the file at `path` in one `write`.
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: open/write/close with a valid C string and buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        written == bytes.len() as isize
+    }
+}
+
+/// Bring up `lo` in a new network namespace, where it starts down, so the
+/// command's own servers on 127.0.0.1 work.
+pub(super) fn loopback_up() -> bool {
+    // SAFETY: a socket and two ioctls on a zeroed, correctly sized ifreq.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return false;
+        }
+        let mut request: libc::ifreq = std::mem::zeroed();
+        request.ifr_name[0] = b'l' as libc::c_char;
+        request.ifr_name[1] = b'o' as libc::c_char;
+        let mut ok = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) == 0;
+        if ok {
+            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            ok = libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) == 0;
+        }
+        libc::close(fd);
+        ok
+    }
+}

@@ -1,0 +1,356 @@
+//! The kernel sandbox around every process a run starts (`exec` calls,
+//! checks, eval `run:` assertions, MCP servers): what the job's `sandbox:`
+//! asks for, what this machine can enforce of it ([`probe`]), and the setup
+//! installed in each child before it runs ([`child`]).
+//!
+//! Under `workspace-write` a child:
+//! - writes only in the workspace, the run's private temporary folder and
+//!   the build folder agentci passes (`CARGO_TARGET_DIR`): Landlock;
+//! - cannot write agentci's run folder, trace or JUnit even where they lie
+//!   in the workspace: a private mount namespace with read-only bind mounts
+//!   over them (Landlock cannot make a read-only hole in a writable tree);
+//! - sees only its own processes: a private PID namespace with a fresh
+//!   `/proc`, so agentci's environment and memory are out of reach; the
+//!   command is the first process of that namespace, so when it ends (or is
+//!   killed) the kernel kills everything it started, `setsid` or not;
+//! - has no network unless `sandbox.network: true`: a private network
+//!   namespace with only its own loopback (a test server the command starts
+//!   works; the host's, including its 127.0.0.1, is unreachable).
+//!
+//! As root these namespaces are made directly; otherwise inside a user
+//! namespace. What the kernel cannot do is reported once per run
+//! ([`SandboxReport::missing`]), never silently skipped. This module does
+//! not decide which commands may run: that is [`crate::policy`].
+
+mod child;
+pub mod probe;
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, Scope, path_beneath_rules,
+};
+use nix::mount::MsFlags;
+use nix::sched::{CloneFlags, unshare};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+pub use probe::{Support, support};
+
+use crate::event::SandboxReport;
+use crate::spec::{SandboxProfile, SandboxSpec};
+use child::{ChildSetup, ReadOnlyBind};
+
+/// Device files every profile may write (shells redirect to `/dev/null`).
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+/// One run's sandbox, frozen: built once, installed in every child.
+#[derive(Debug)]
+pub struct Sandbox {
+    spec: SandboxSpec,
+    support: Support,
+    /// Folders the profile lets children write, besides the devices.
+    writable: Vec<PathBuf>,
+    /// agentci's own files and folders, read-only for children.
+    protected: Vec<PathBuf>,
+    report: SandboxReport,
+    /// The run's own network namespace, joined by every child (root only).
+    network: Option<OwnedFd>,
+}
+
+/// Where a sandbox applies: the folders a run writes and owns.
+#[derive(Clone, Debug, Default)]
+pub struct SandboxPaths {
+    pub workspace: PathBuf,
+    /// The run's private temporary folder (the children's `TMPDIR`).
+    pub temp: PathBuf,
+    /// More folders children may write under `workspace-write` (a build folder).
+    pub writable: Vec<PathBuf>,
+    /// agentci's own outputs: the run folder, trace, JUnit.
+    pub protected: Vec<PathBuf>,
+}
+
+impl Sandbox {
+    /// The sandbox for `spec` on this machine.
+    pub fn new(spec: SandboxSpec, paths: &SandboxPaths) -> Sandbox {
+        Sandbox::with_support(spec, paths, support())
+    }
+
+    pub fn with_support(spec: SandboxSpec, paths: &SandboxPaths, support: Support) -> Sandbox {
+        let mut writable = vec![paths.temp.clone()];
+        if spec.profile == SandboxProfile::WorkspaceWrite {
+            writable.push(paths.workspace.clone());
+            writable.extend(paths.writable.iter().cloned());
+        }
+        let protected = protected_paths(&paths.workspace, &paths.protected);
+        let isolate = spec.profile != SandboxProfile::Off && !spec.network;
+        let network = (isolate && support.root && support.network_namespace)
+            .then(run_network_namespace)
+            .and_then(Result::ok);
+        Sandbox {
+            report: report(spec, &support),
+            spec,
+            support,
+            writable,
+            protected,
+            network,
+        }
+    }
+
+    pub fn profile(&self) -> SandboxProfile {
+        self.spec.profile
+    }
+
+    /// What is enforced and what is missing, for `run.started` and warnings.
+    pub fn report(&self) -> &SandboxReport {
+        &self.report
+    }
+
+    /// Install the sandbox in `command`: the child applies it just before `exec`.
+    pub fn install(&self, command: &mut tokio::process::Command) -> io::Result<()> {
+        if self.spec.profile == SandboxProfile::Off {
+            return Ok(());
+        }
+        let mut setup = self.child_setup()?;
+        // SAFETY: `apply` only makes system calls on data prepared here.
+        unsafe { command.pre_exec(move || setup.apply()) };
+        Ok(())
+    }
+
+    fn child_setup(&self) -> io::Result<ChildSetup> {
+        let s = &self.support;
+        let mut namespaces = CloneFlags::empty();
+        if s.mount_namespace {
+            namespaces |= CloneFlags::CLONE_NEWNS;
+        }
+        if s.pid_namespace {
+            namespaces |= CloneFlags::CLONE_NEWPID;
+        }
+        let isolate_network = !self.spec.network && s.network_namespace;
+        let join_network = self.network.as_ref().map(|fd| fd.as_raw_fd());
+        if isolate_network && join_network.is_none() {
+            namespaces |= CloneFlags::CLONE_NEWNET;
+        }
+        if !namespaces.is_empty() && !s.root {
+            namespaces |= CloneFlags::CLONE_NEWUSER;
+        }
+        let read_only = if s.mount_namespace {
+            self.protected
+                .iter()
+                .filter(|p| p.exists())
+                .map(|p| read_only_bind(p))
+                .collect::<io::Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(ChildSetup {
+            namespaces,
+            id_maps: namespaces.contains(CloneFlags::CLONE_NEWUSER).then(id_maps),
+            mount_proc: s.pid_namespace,
+            read_only,
+            loopback_up: isolate_network && join_network.is_none(),
+            join_network: join_network.filter(|_| isolate_network),
+            landlock: self.landlock(!self.spec.network && !isolate_network)?,
+            probe: false,
+        })
+    }
+
+    /// The Landlock ruleset: read and run everything, write only in
+    /// `writable`; with `deny_tcp`, no TCP connect or bind at all (the
+    /// fallback when there is no network namespace).
+    fn landlock(&self, deny_tcp: bool) -> io::Result<Option<RulesetCreated>> {
+        if self.support.landlock_abi == 0 {
+            return Ok(None);
+        }
+        let abi = ABI::V5;
+        let err = |e: landlock::RulesetError| io::Error::other(e.to_string());
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(err)?;
+        if deny_tcp && self.support.landlock_tcp() {
+            ruleset = ruleset
+                .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+                .map_err(err)?;
+        }
+        if self.support.landlock_abi >= 6 {
+            // Signals only within the sandbox: agentci and the rest of the
+            // machine cannot be stopped by what the agent runs.
+            ruleset = ruleset.scope(Scope::Signal).map_err(err)?;
+        }
+        let created = ruleset
+            .create()
+            .map_err(err)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                WRITABLE_DEVICES,
+                AccessFs::from_all(abi),
+            ))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(&self.writable, AccessFs::from_all(abi)))
+            .map_err(err)?;
+        Ok(Some(created))
+    }
+}
+
+/// A network namespace with only its loopback, made by a short-lived
+/// thread (a thread may switch its own network namespace) and kept alive
+/// by the returned descriptor.
+fn run_network_namespace() -> io::Result<OwnedFd> {
+    std::thread::spawn(|| {
+        unshare(CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;
+        if !child::loopback_up() {
+            return Err(io::Error::other("cannot bring up lo"));
+        }
+        std::fs::File::open("/proc/thread-self/ns/net").map(OwnedFd::from)
+    })
+    .join()
+    .map_err(|_| io::Error::other("the network namespace thread panicked"))?
+}
+
+/// What `spec` gets on a machine with `support`.
+fn report(spec: SandboxSpec, support: &Support) -> SandboxReport {
+    let mut report = SandboxReport {
+        profile: spec.profile.as_str().to_string(),
+        network: spec.network,
+        require: spec.require,
+        enforced: Vec::new(),
+        missing: Vec::new(),
+    };
+    if spec.profile == SandboxProfile::Off {
+        return report;
+    }
+    let mut note = |enforced: bool, name: &str| {
+        if enforced {
+            report.enforced.push(name.to_string());
+        } else {
+            report.missing.push(name.to_string());
+        }
+    };
+    note(support.landlock_abi > 0, "filesystem");
+    note(support.pid_namespace, "processes");
+    note(support.mount_namespace, "run_folder");
+    if !spec.network {
+        note(support.network_namespace, "network");
+    }
+    report
+}
+
+/// What each missing protection means, for the warning line.
+pub fn missing_reason(name: &str) -> &'static str {
+    match name {
+        "filesystem" => "writes outside the workspace are not blocked (no Landlock)",
+        "processes" => {
+            "no private PID namespace: children can see agentci's processes and may outlive their call"
+        }
+        "run_folder" => "no mount namespace: children can write the run folder and trace",
+        "network" => {
+            "no network namespace: outgoing connections are not blocked (TCP only, with Landlock ABI 4+)"
+        }
+        _ => "not enforced",
+    }
+}
+
+/// What children may not write: for each of agentci's own paths inside the
+/// workspace, its top-level entry there (`.agentci`), so that neither the
+/// path nor a folder above it can be renamed away and replaced by a forged
+/// one; paths outside the workspace are beyond Landlock's writable set already.
+fn protected_paths(workspace: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
+    let mut protected: Vec<PathBuf> = Vec::new();
+    for path in own {
+        let top = match path.strip_prefix(workspace) {
+            Ok(rel) => match rel.components().next() {
+                Some(first) => workspace.join(first),
+                None => continue,
+            },
+            Err(_) => path.clone(),
+        };
+        if !protected.contains(&top) {
+            protected.push(top);
+        }
+    }
+    protected
+}
+
+/// A read-only bind of `path`, keeping the flags its mount has.
+fn read_only_bind(path: &Path) -> io::Result<ReadOnlyBind> {
+    let stat = nix::sys::statvfs::statvfs(path).map_err(io::Error::from)?;
+    use nix::sys::statvfs::FsFlags;
+    let flags = stat.flags();
+    let mut keep = MsFlags::empty();
+    for (fs, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if flags.contains(fs) {
+            keep |= ms;
+        }
+    }
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    Ok(ReadOnlyBind { path, keep })
+}
+
+/// The user namespace's maps: the caller's own uid and gid, unchanged.
+fn id_maps() -> (Vec<u8>, Vec<u8>) {
+    // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    (
+        format!("{uid} {uid} 1\n").into_bytes(),
+        format!("{gid} {gid} 1\n").into_bytes(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_top_of_own_paths_in_the_workspace_is_protected() {
+        let ws = Path::new("/ws");
+        let own = [
+            PathBuf::from("/ws/.agentci/runs/r"),
+            PathBuf::from("/ws/.agentci/runs/r/trace.jsonl"),
+            PathBuf::from("/out/junit.xml"),
+        ];
+        assert_eq!(
+            protected_paths(ws, &own),
+            [
+                PathBuf::from("/ws/.agentci"),
+                PathBuf::from("/out/junit.xml")
+            ]
+        );
+    }
+
+    #[test]
+    fn off_is_not_degraded_and_missing_features_are_named() {
+        let none = Support::default();
+        let off = SandboxSpec {
+            profile: SandboxProfile::Off,
+            ..SandboxSpec::default()
+        };
+        assert!(report(off, &none).missing.is_empty());
+        let r = report(SandboxSpec::default(), &none);
+        assert_eq!(
+            r.missing,
+            ["filesystem", "processes", "run_folder", "network"]
+        );
+        let with_net = SandboxSpec {
+            network: true,
+            ..SandboxSpec::default()
+        };
+        assert!(
+            !report(with_net, &none)
+                .missing
+                .contains(&"network".to_string())
+        );
+    }
+}
