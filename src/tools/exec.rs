@@ -1,7 +1,8 @@
 //! The `exec` tool, and [`run_shell`], the one way agentci runs a shell
 //! command (the job's checks use it too).
 //!
-//! A command runs as `sh -c COMMAND` with stdin from `/dev/null`, in a new
+//! A command runs as `bash -c COMMAND` (bash, whose grammar the policy
+//! parses: [`crate::policy::shell::SHELL`]) with stdin from `/dev/null`, in a new
 //! process group. When it finishes or times out the whole group is killed
 //! with SIGKILL, so grandchildren (a `sleep &`, a test server) never outlive
 //! it or hold its output pipes open. Output is captured with bounded memory:
@@ -104,11 +105,11 @@ pub struct ShellOutput {
 /// Run `cmd` to completion or timeout; `Err` only when it could not be started.
 pub async fn run_shell(cmd: &ShellCommand<'_>) -> io::Result<ShellOutput> {
     let started = Instant::now();
-    // `/bin/sh`, not `sh`: with a cleared environment that sets PATH, std
+    // `/bin/bash`, not `bash`: with a cleared environment that sets PATH, std
     // spawns a bare program name with fork() (PATH must be searched in the
     // child), and fork in a busy multi-threaded process copies its page
     // tables and stalls its other threads; a path lets it use posix_spawn.
-    let mut child = Command::new("/bin/sh")
+    let mut child = Command::new(crate::policy::shell::SHELL)
         .arg("-c")
         .arg(cmd.command)
         .current_dir(cmd.cwd)
@@ -310,7 +311,7 @@ impl ExecTool {
         ExecTool {
             spec: ToolSpec {
                 name: "exec".into(),
-                description: "Run a shell command with `sh -c` in the workspace root (or in \
+                description: "Run a shell command with `bash -c` in the workspace root (or in \
                     `cwd`, a directory inside the workspace). stdin is empty, so interactive \
                     commands fail rather than wait. Returns the exit code, stdout and then \
                     stderr (after a `[stderr]` line); long output keeps its start and end and \
@@ -384,7 +385,11 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         Err(e) => {
             return ToolResult::failure(
                 ToolErrorCode::Io,
-                format!("cannot start `sh` to run the command: {e}"),
+                format!(
+                    "cannot start `{}` to run the command: {e}; exec runs every command with \
+                     bash, whose grammar the permission rules are judged by, so install bash",
+                    crate::policy::shell::SHELL
+                ),
             );
         }
     };

@@ -1,0 +1,252 @@
+//! A hostile model against the `exec` permission rules, end to end: the
+//! real binary, a scripted model calling `exec`, and for every attack both
+//! the verdict (denied, and why) and the absence of its side effect.
+
+use serde_json::{Value, json};
+
+use super::support::fake_model::{FakeModel, Reply};
+use super::support::harness::{Sandbox, events, stderr};
+
+/// Run a job whose model makes `calls` (id, command) in one turn, under
+/// `permissions`; return the sandbox, the trace and the model's requests.
+fn run_calls(
+    permissions: &str,
+    files: &[String],
+    calls: &[(String, String)],
+) -> (Sandbox, Vec<Value>, Vec<Value>) {
+    let tool_calls = calls
+        .iter()
+        .map(|(id, command)| (id.as_str(), "exec", json!({ "command": command })))
+        .collect();
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Try things", "they are tried")]),
+        Reply::tool_calls(tool_calls),
+        Reply::step_done("tried"),
+        Reply::text("done"),
+    ]);
+    let sb = Sandbox::new();
+    sb.write("ws/README", "a workspace\n");
+    sb.write("ws/logs/.keep", "");
+    sb.skill("tryer", None);
+    for file in files {
+        sb.write(&format!("ws/{file}"), "keep me\n");
+    }
+    sb.write(
+        "job.yaml",
+        &format!(
+            r#"version: 1
+name: shell-attacks
+goal: Try things.
+skill: tryer
+skills_path: [skills]
+model:
+  provider: openai
+  name: fake-model
+  base_url: {}
+tools: [read, exec]
+workspace: ws
+permissions:
+{permissions}
+"#,
+            model.base_url()
+        ),
+    );
+    let out = sb.agentci(&[
+        "run",
+        "job.yaml",
+        "--trace",
+        "out/trace.jsonl",
+        "--progress",
+        "none",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let trace = sb.trace("out/trace.jsonl");
+    (sb, trace, model.requests())
+}
+
+/// The permission decision and the result text of `call_id`.
+fn outcome(trace: &[Value], requests: &[Value], call_id: &str) -> (String, String, String) {
+    let decision = events(trace, "permission.decision")
+        .into_iter()
+        .find(|e| e["call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no decision for {call_id}"));
+    let message = requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().unwrap())
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no tool message for {call_id}"))["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (
+        decision["decision"].as_str().unwrap().to_string(),
+        decision["rule"].as_str().unwrap().to_string(),
+        message,
+    )
+}
+
+fn ids<'a>(prefix: &str, lines: impl IntoIterator<Item = &'a str>) -> Vec<(String, String)> {
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| (format!("{prefix}{i}"), line.to_string()))
+        .collect()
+}
+
+/// The verdicts as a readable list, the sandbox path redacted.
+fn verdict_list(sb: &Sandbox, trace: &[Value], calls: &[(String, String)]) -> String {
+    let root = sb.path().display().to_string();
+    calls
+        .iter()
+        .map(|(id, line)| {
+            let decision = events(trace, "permission.decision")
+                .into_iter()
+                .find(|e| e["call_id"] == id.as_str())
+                .unwrap();
+            format!(
+                "{line:?}\n  {}: {}\n",
+                decision["decision"].as_str().unwrap(),
+                decision["rule"].as_str().unwrap()
+            )
+            .replace(&root, "[SANDBOX]")
+        })
+        .collect()
+}
+
+// Regression: a hand-written splitter let `#'`-comments, `\>&` and
+// redirections through allow rules, and the hidden command ran.
+#[test]
+fn allow_rules_do_not_vouch_for_hidden_commands_or_outside_writes() {
+    let probe = tempfile::tempdir().unwrap();
+    let out = |name: &str| probe.path().join(name).display().to_string();
+    let attacks = [
+        format!("cargo test #'\ntouch {}", out("comment")),
+        format!("ls \\>&touch {}", out("escape")),
+        format!("cargo test > {}", out("redirect")),
+        format!("ls >& {}", out("dup-redirect")),
+        format!("ls > ../{}", "escaped-up"),
+        "ls > README.new".to_string(),
+        format!("X=1 ls; touch {}", out("assignment")),
+        format!("ls $(touch {})", out("substitution")),
+        format!("ls <(touch {})", out("process-substitution")),
+        format!("ls <<EOF\n$(touch {})\nEOF", out("here-doc")),
+        format!("command ls && touch {}", out("wrapper")),
+        format!("l's' > {}", out("quoted-program")),
+        format!("/bin/ls > {}", out("absolute-program")),
+        format!("if ls; then touch {}; fi", out("if-body")),
+        format!("f() {{ touch {}; }}; f", out("function")),
+    ];
+    let mut calls = ids("attack", attacks.iter().map(String::as_str));
+    calls.extend(ids(
+        "fine",
+        ["ls", "ls -a 2>&1 | ls", "ls > logs/list.txt 2>/dev/null"],
+    ));
+    let (sb, trace, requests) = run_calls(
+        r#"  default: deny
+  allow: [read, "exec(cargo test *)", "exec(ls*)", "edit(src/**)", "write(logs/**)"]"#,
+        &[],
+        &calls,
+    );
+    for (id, line) in calls.iter().filter(|(id, _)| id.starts_with("attack")) {
+        let (decision, rule, message) = outcome(&trace, &requests, id);
+        assert_eq!(decision, "deny", "{line}: {rule}");
+        assert!(message.contains("PERMISSION_DENIED"), "{line}: {message}");
+        assert!(message.contains(&rule), "the model is told why: {message}");
+    }
+    let left: Vec<_> = std::fs::read_dir(probe.path()).unwrap().collect();
+    assert!(left.is_empty(), "an attack ran: {left:?}");
+    assert!(!sb.path().join("escaped-up").exists());
+    assert!(!sb.workspace().join("README.new").exists());
+    for (id, line) in calls.iter().filter(|(id, _)| id.starts_with("fine")) {
+        let (decision, rule, _) = outcome(&trace, &requests, id);
+        assert_eq!(decision, "allow", "{line}: {rule}");
+    }
+    assert!(sb.workspace().join("logs/list.txt").exists());
+    let list =
+        verdict_list(&sb, &trace, &calls).replace(&probe.path().display().to_string(), "[OUT]");
+    insta::assert_snapshot!(list);
+}
+
+// Regression: deny rules were stepped around by `\rm`, `/bin/rm`,
+// `command rm`, `X=1 rm`, `r''m` and `true &&>/dev/null rm`.
+#[test]
+fn deny_rules_match_the_program_however_it_is_spelled() {
+    let spellings = [
+        "rm",
+        "\\rm",
+        "/bin/rm",
+        "command rm",
+        "env rm",
+        "X=1 rm",
+        "r''m",
+        "\"rm\"",
+        "true &&>/dev/null rm",
+        "sudo -n rm",
+        "timeout 5 rm",
+        "nohup rm",
+        "xargs rm",
+        "builtin eval rm",
+        "eval rm",
+        "bash -c 'rm \"$0\"'",
+        "$(echo rm)",
+        "`echo rm`",
+        "${RM:-rm}",
+        "{rm,",
+        "(rm",
+        "! rm",
+    ];
+    let lines: Vec<String> = spellings
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match *s {
+            "{rm," => format!("{{rm,victim-{i}.txt}}"),
+            "(rm" => format!("(rm victim-{i}.txt)"),
+            _ => format!("{s} victim-{i}.txt"),
+        })
+        .collect();
+    let mut calls = ids("spelling", lines.iter().map(String::as_str));
+    calls.push(("fine".into(), "ls && echo rm-is-only-a-word".into()));
+    let victims: Vec<String> = (0..lines.len())
+        .map(|i| format!("victim-{i}.txt"))
+        .collect();
+    let (sb, trace, requests) = run_calls(
+        r#"  default: deny
+  allow: [exec]
+  deny: ["exec(rm *)"]"#,
+        &victims,
+        &calls,
+    );
+    for (id, line) in &calls[..lines.len()] {
+        let (decision, rule, message) = outcome(&trace, &requests, id);
+        assert_eq!(decision, "deny", "{line}: {rule}");
+        assert!(rule.starts_with("deny: exec(rm *)"), "{line}: {rule}");
+        assert!(message.contains("PERMISSION_DENIED"), "{line}: {message}");
+    }
+    let gone: Vec<&String> = victims
+        .iter()
+        .filter(|v| !sb.workspace().join(v).exists())
+        .collect();
+    assert!(gone.is_empty(), "a spelling got through: {gone:?}");
+    assert_eq!(outcome(&trace, &requests, "fine").0, "allow");
+    insta::assert_snapshot!(verdict_list(&sb, &trace, &calls));
+}
+
+// An unparseable line is denied with the parser's reason, never run.
+#[test]
+fn a_line_bash_cannot_read_is_denied() {
+    let calls = ids("broken", ["ls (", "ls 'open", "if ls; then"]);
+    let (_sb, trace, requests) = run_calls(
+        r#"  default: deny
+  allow: ["exec(ls *)"]"#,
+        &[],
+        &calls,
+    );
+    for (id, line) in &calls {
+        let (decision, rule, _) = outcome(&trace, &requests, id);
+        assert_eq!(decision, "deny", "{line}");
+        assert!(
+            rule.starts_with("unjudged: the line cannot be read as bash"),
+            "{rule}"
+        );
+    }
+}
