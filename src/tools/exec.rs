@@ -311,7 +311,7 @@ impl ExecTool {
         ExecTool {
             spec: ToolSpec {
                 name: "exec".into(),
-                description: "Run a shell command with `bash -c` in the workspace root (or in \
+                description: "Run a shell command with `sh -c` in the workspace root (or in \
                     `cwd`, a directory inside the workspace). stdin is empty, so interactive \
                     commands fail rather than wait. Returns the exit code, stdout and then \
                     stderr (after a `[stderr]` line); long output keeps its start and end and \

@@ -250,3 +250,222 @@ fn a_line_bash_cannot_read_is_denied() {
         );
     }
 }
+
+/// The shell-rule matcher never allows a line that runs a program or
+/// writes a file the rules do not allow. The oracle is independent of the
+/// parser: the line really runs under bash, with only logging stand-ins
+/// for the programs on PATH, in a scratch workspace; what they log and
+/// the files that appear are checked against the rules.
+mod never_allows_more_than_the_rules {
+    use std::collections::BTreeSet;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+
+    use agentci::event::Decision;
+    use agentci::policy::{PermissionPolicy, ToolPattern};
+    use agentci::spec::{DefaultDecision, PermissionsSpec};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const PROGRAMS: &[&str] = &["ls", "cargo", "touch", "rm", "cat"];
+
+    fn policy() -> PermissionPolicy {
+        let parse = |v: &[&str]| v.iter().map(|s| ToolPattern::parse(s).unwrap()).collect();
+        PermissionPolicy::new(&PermissionsSpec {
+            default: DefaultDecision::Deny,
+            allow: parse(&["exec(ls*)", "exec(cargo test *)", "write(logs/**)", "read"]),
+            deny: parse(&["exec(rm *)"]),
+        })
+    }
+
+    /// What the rules above allow a logged program call to be.
+    fn rules_allow(call: &str) -> bool {
+        call.starts_with("ls") || call == "cargo test" || call.starts_with("cargo test ")
+    }
+
+    /// A scratch folder: `bin/` with the stand-ins, `ws/` the workspace.
+    struct Scratch {
+        dir: tempfile::TempDir,
+    }
+
+    impl Scratch {
+        fn new() -> Scratch {
+            let dir = tempfile::tempdir().unwrap();
+            let bin = dir.path().join("bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            for program in PROGRAMS {
+                let path = bin.join(program);
+                let log = dir.path().join("calls.log");
+                std::fs::write(
+                    &path,
+                    format!(
+                        "#!/bin/bash\necho \"{program} $*\" >> '{}'\n",
+                        log.display()
+                    ),
+                )
+                .unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            Scratch { dir }
+        }
+
+        fn root(&self) -> &Path {
+            self.dir.path()
+        }
+
+        fn reset_workspace(&self) {
+            let ws = self.root().join("ws");
+            let _ = std::fs::remove_dir_all(&ws);
+            let _ = std::fs::remove_file(self.root().join("calls.log"));
+            for extra in ["up", "out"] {
+                let _ = std::fs::remove_file(self.root().join(extra));
+            }
+            std::fs::create_dir_all(ws.join("logs")).unwrap();
+            std::fs::write(ws.join("README"), "x").unwrap();
+        }
+
+        fn files(&self) -> BTreeSet<PathBuf> {
+            fn walk(dir: &Path, out: &mut BTreeSet<PathBuf>) {
+                for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                    let path = entry.path();
+                    out.insert(path.clone());
+                    if path.is_dir() && !path.is_symlink() {
+                        walk(&path, out);
+                    }
+                }
+            }
+            let mut out = BTreeSet::new();
+            walk(self.root(), &mut out);
+            out
+        }
+
+        /// Run `line` with bash in the workspace; the programs it ran.
+        fn run(&self, line: &str) -> Vec<String> {
+            let status = Command::new("/bin/bash")
+                .arg("-c")
+                .arg(line)
+                .current_dir(self.root().join("ws"))
+                .env_clear()
+                .env("PATH", self.root().join("bin"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            assert!(status.is_ok(), "bash must be installed");
+            // Background commands (`a & b`) may still be writing their log line.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::read_to_string(self.root().join("calls.log"))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        }
+    }
+
+    fn fragment() -> impl Strategy<Value = String> {
+        let command = prop::sample::select(vec![
+            "ls",
+            "ls -a",
+            "ls@",
+            "cargo test",
+            "cargo test -p x",
+            "cargo build",
+            "touch t",
+            "rm -f README",
+            "cat README",
+            "\\rm README",
+            "r''m README",
+            "command rm README",
+            "env rm README",
+            "X=1 rm README",
+            "eval rm README",
+            "@BIN@/rm README",
+            "\"rm\" README",
+            "$(echo rm) README",
+            "{rm,README}",
+            "ls $(touch t)",
+            "ls `touch t`",
+            "ls <(touch t)",
+            "ls \\>",
+            "ls 'a b'",
+            "ls --x='y'",
+            "f() { touch t; }; f",
+            "(touch t)",
+            "if ls; then touch t; fi",
+            "cat <<E\n$(touch t)\nE",
+            "true",
+            "echo hi",
+        ]);
+        let redirect = prop::sample::select(vec![
+            "",
+            "",
+            "",
+            " > /dev/null",
+            " 2>&1",
+            " > logs/a",
+            " > out",
+            " > ../up",
+            " >& out",
+            " &> logs/b",
+            " < README",
+            " >> ../up",
+            " > @OUT@",
+            " 2> logs/c",
+        ]);
+        (command, redirect).prop_map(|(c, r)| format!("{c}{r}"))
+    }
+
+    fn line() -> impl Strategy<Value = String> {
+        let separator = prop::sample::select(vec![
+            "; ",
+            " && ",
+            " || ",
+            " | ",
+            " & ",
+            "\n",
+            " #'\n",
+            " # ",
+            " &&>/dev/null ",
+            " ",
+        ]);
+        (
+            fragment(),
+            prop::collection::vec((separator, fragment()), 0..3),
+        )
+            .prop_map(|(first, rest)| {
+                rest.into_iter()
+                    .fold(first, |line, (sep, next)| format!("{line}{sep}{next}"))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+        #[test]
+        fn allowed_lines_run_only_allowed_programs_and_write_only_allowed_files(raw in line()) {
+            let scratch = Scratch::new();
+            let line = raw
+                .replace("@BIN@", &scratch.root().join("bin").display().to_string())
+                .replace("@OUT@", &scratch.root().join("out").display().to_string());
+            let verdict = policy().decide("exec", &json!({ "command": line }));
+            if verdict.decision == Decision::Allow {
+                scratch.reset_workspace();
+                let before = scratch.files();
+                let calls = scratch.run(&line);
+                for call in &calls {
+                    prop_assert!(rules_allow(call), "{line:?} was allowed ({}) but ran `{call}`", verdict.rule);
+                }
+                let logs = scratch.root().join("ws/logs");
+                let log = scratch.root().join("calls.log");
+                for new in scratch.files().difference(&before) {
+                    prop_assert!(
+                        new.starts_with(&logs) || *new == log,
+                        "{line:?} was allowed ({}) but wrote {}", verdict.rule, new.display()
+                    );
+                }
+                let readme = std::fs::read_to_string(scratch.root().join("ws/README")).ok();
+                prop_assert_eq!(readme, Some("x".to_string()), "{:?} changed README", line);
+            }
+        }
+    }
+}
