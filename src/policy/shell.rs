@@ -228,6 +228,21 @@ impl Walker<'_> {
         }
     }
 
+    /// Code the parser does not hand back as commands: refused under an
+    /// allow rule, and a command nobody can see for deny rules.
+    fn unseen(&mut self, what: &str) {
+        self.hazard(format!(
+            "{what} can run commands that are not judged; compute the value another way"
+        ));
+        self.out.commands.push(SimpleCommand {
+            text: String::new(),
+            deny_forms: Vec::new(),
+            opaque: Some(format!(
+                "{what} can run commands nobody can see before it runs"
+            )),
+        });
+    }
+
     /// A construct whose insides are not judged word by word: array
     /// subscripts in arithmetic can run commands. Refused under an allow
     /// rule; for deny rules it counts as a command nobody can see.
@@ -402,6 +417,11 @@ impl Walker<'_> {
         };
         let mut value = Some(String::new());
         self.pieces(&pieces, &mut info, &mut value, false)?;
+        // `${x:-$(cmd)}`, `${a[$(cmd)]}`: the words inside a parameter
+        // expansion are not parsed out, so code in them goes unseen.
+        if info.parameter && w.value.contains(['`', '[', '(']) {
+            self.unseen("a parameter expansion holding code (`${x:-$(…)}`, `${a[…]}`)");
+        }
         info.value = value;
         info.quote_pieces = pieces.iter().filter(|p| is_quoted(&p.piece)).count();
         info.mixed_quotes = info.quote_pieces > 0 && pieces.len() > 1;
@@ -442,11 +462,21 @@ impl Walker<'_> {
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     self.pieces(inner, info, value, true)?;
                 }
-                WordPiece::TildeExpansion(_)
-                | WordPiece::ParameterExpansion(_)
-                | WordPiece::ArithmeticExpression(_) => {
+                WordPiece::TildeExpansion(_) => {
                     info.expands = true;
                     *value = None;
+                }
+                WordPiece::ParameterExpansion(_) => {
+                    info.expands = true;
+                    info.parameter = true;
+                    *value = None;
+                }
+                // `$(( a[$(cmd)] ))`: array subscripts in arithmetic run
+                // commands the parser does not hand back as words.
+                WordPiece::ArithmeticExpression(_) => {
+                    info.expands = true;
+                    *value = None;
+                    self.unseen("an arithmetic expansion `$((…))`");
                 }
                 WordPiece::CommandSubstitution(body)
                 | WordPiece::BackquotedCommandSubstitution(body) => {
@@ -591,6 +621,8 @@ struct WordInfo {
     escaped: bool,
     /// Parameter, tilde, arithmetic expansion or command substitution.
     expands: bool,
+    /// A parameter expansion (`$x`, `${x:-…}`).
+    parameter: bool,
     /// Unquoted `*`, `?` or `[`: a pathname pattern.
     glob: bool,
     /// Unquoted `{`: possibly a brace expansion (`{rm,-rf,x}` runs `rm -rf x`).
@@ -728,6 +760,20 @@ mod tests {
             assert!(found.iter().any(|h| h.contains(word)), "{line}: {found:?}");
         }
         assert!(hazards("cargo test -- --nocapture 'a b' \"c\" 2>&1 | tail -5").is_empty());
+    }
+
+    #[test]
+    fn code_hidden_in_expansions_is_refused_and_unseen() {
+        for line in [
+            "ls $(( a[$(touch t)] ))",
+            "ls ${x:-$(touch t)}",
+            "ls \"${a[$(touch t)]}\"",
+        ] {
+            let parsed = parse(line).unwrap();
+            assert!(!parsed.hazards.is_empty(), "{line}");
+            assert!(parsed.commands.iter().any(|c| c.opaque.is_some()), "{line}");
+        }
+        assert!(hazards("ls $HOME \"${X}\" ${Y:-z}").is_empty());
     }
 
     #[test]

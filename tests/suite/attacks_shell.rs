@@ -135,6 +135,8 @@ fn allow_rules_do_not_vouch_for_hidden_commands_or_outside_writes() {
         format!("/bin/ls > {}", out("absolute-program")),
         format!("if ls; then touch {}; fi", out("if-body")),
         format!("f() {{ touch {}; }}; f", out("function")),
+        format!("ls $(( a[$(touch {})] ))", out("arithmetic")),
+        format!("ls ${{x:-$(touch {})}}", out("parameter-default")),
     ];
     let mut calls = ids("attack", attacks.iter().map(String::as_str));
     calls.extend(ids(
@@ -396,6 +398,11 @@ mod never_allows_more_than_the_rules {
             "cat <<E\n$(touch t)\nE",
             "true",
             "echo hi",
+            "ls $(( a[$(touch t)] ))",
+            "ls ${x:-$(touch t)}",
+            "for b in 'x[$(touch t)]'; do ls ${a[b]}; done",
+            "ls ~/x",
+            "ls $HOME",
         ]);
         let redirect = prop::sample::select(vec![
             "",
