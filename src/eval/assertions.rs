@@ -164,7 +164,7 @@ fn read(workspace: &Path, path: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read {path}: {e}"))
 }
 
-/// `sh -c COMMAND` in the workspace through the attempt's runner; exit 0 passes.
+/// `bash -c COMMAND` in the workspace through the attempt's runner; exit 0 passes.
 async fn run(
     command: &str,
     timeout: Duration,
@@ -174,7 +174,7 @@ async fn run(
     let output = processes
         .run_shell(command, workspace, timeout, MAX_OUTPUT_CHARS)
         .await
-        .map_err(|e| format!("cannot run `sh -c`: {e}"))?;
+        .map_err(|e| format!("cannot run `bash -c`: {e}"))?;
     if output.timed_out {
         return Err(format!("timed out after {}s", timeout.as_secs()));
     }

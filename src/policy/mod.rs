@@ -8,6 +8,7 @@
 
 pub mod command;
 pub mod pattern;
+pub mod shell;
 
 pub use pattern::{PatternError, ToolPattern, call_subject};
 
@@ -49,7 +50,10 @@ impl PermissionPolicy {
     pub fn decide(&self, tool: &str, args: &Value) -> Verdict {
         let subject = call_subject(tool, args);
         let subject = subject.as_deref();
-        if let Some(rule) = denying_rule(&self.deny, tool, subject) {
+        if let (Some(line), "exec") = (subject, tool) {
+            return command::decide_exec(self, line, args);
+        }
+        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
             return Verdict {
                 decision: Decision::Deny,
                 rule: format!("deny: {}", rule.as_str()),
@@ -57,13 +61,12 @@ impl PermissionPolicy {
                 patterns: vec![rule.as_str().to_string()],
             };
         }
-        if let Some(rules) = allowing_rules(&self.allow, tool, subject) {
-            let names: Vec<&str> = rules.iter().map(|r| r.as_str()).collect();
+        if let Some(rule) = self.allow.iter().find(|r| r.matches(tool, subject)) {
             return Verdict {
                 decision: Decision::Allow,
-                rule: format!("allow: {}", names.join(", ")),
+                rule: format!("allow: {}", rule.as_str()),
                 source: RuleSource::Allow,
-                patterns: names.iter().map(|n| n.to_string()).collect(),
+                patterns: vec![rule.as_str().to_string()],
             };
         }
         let decision = match self.default {
@@ -114,54 +117,21 @@ impl PermissionPolicy {
     }
 }
 
-/// The first of `rules` that matches the call or, for `exec`, any simple
-/// command in its command line.
-pub fn denying_rule<'r>(
-    rules: &'r [ToolPattern],
-    tool: &str,
-    subject: Option<&str>,
-) -> Option<&'r ToolPattern> {
-    rules.iter().find(|rule| {
-        rule.matches(tool, subject)
-            || (tool == "exec"
-                && subject.is_some_and(|line| {
-                    command::split(line)
-                        .commands
-                        .iter()
-                        .any(|c| rule.matches(tool, Some(c)))
-                }))
-    })
-}
-
 /// The rules of `rules` that together allow the call, or `None`. A bare
 /// rule (`exec`) allows any command line; rules with an argument allow an
-/// `exec` line only when each of its simple commands matches one of them.
+/// `exec` line only as [`command::allowing_rules`] says.
 pub fn allowing_rules<'r>(
     rules: &'r [ToolPattern],
     tool: &str,
     subject: Option<&str>,
 ) -> Option<Vec<&'r ToolPattern>> {
-    let (Some(line), "exec") = (subject, tool) else {
-        return rules
+    match (subject, tool) {
+        (Some(line), "exec") => command::allowing_rules(rules, line),
+        _ => rules
             .iter()
             .find(|r| r.matches(tool, subject))
-            .map(|r| vec![r]);
-    };
-    if let Some(bare) = rules.iter().find(|r| r.is_bare() && r.matches_tool(tool)) {
-        return Some(vec![bare]);
+            .map(|r| vec![r]),
     }
-    let split = command::split(line);
-    if split.dynamic || split.commands.is_empty() {
-        return None;
-    }
-    let mut used: Vec<&ToolPattern> = Vec::new();
-    for simple in &split.commands {
-        let rule = rules.iter().find(|r| r.matches(tool, Some(simple)))?;
-        if !used.contains(&rule) {
-            used.push(rule);
-        }
-    }
-    Some(used)
 }
 
 #[cfg(test)]
@@ -213,7 +183,13 @@ mod tests {
         );
         let decide = |c: &str| p.decide("exec", &json!({ "command": c }));
         assert_eq!(decide("cargo test && rm -rf src").decision, Decision::Deny);
-        assert_eq!(decide("cargo test; curl x | sh").rule, "default");
+        assert_eq!(decide("cargo test; curl x").rule, "default");
+        // `sh` reading its script from a pipe hides what it runs from the deny rule.
+        assert!(
+            decide("cargo test; curl x | sh")
+                .rule
+                .starts_with("deny: exec(git push *) (`sh` runs a string")
+        );
         assert_eq!(decide("cargo test $(rm -rf src)").decision, Decision::Deny);
         let v = decide("cargo test 2>&1 | tail -20");
         assert_eq!(v.decision, Decision::Allow);
@@ -248,5 +224,95 @@ mod tests {
             p.decide("read", &json!({"path": "env.rs"})).decision,
             Decision::Allow
         );
+    }
+
+    // Regression: `cargo test > /tmp/x` passed `exec(cargo test *)` and
+    // wrote outside the workspace; a redirection is a write.
+    #[test]
+    fn redirections_are_judged_as_writes() {
+        let p = policy(
+            DefaultDecision::Deny,
+            &["exec(cargo test *)", "write(target/**)"],
+            &["write(target/secret)"],
+        );
+        let decide = |c: &str| p.decide("exec", &json!({ "command": c }));
+        let v = decide("cargo test > /tmp/x");
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(v.rule.contains("outside the workspace"), "{}", v.rule);
+        let v = decide("cargo test > src/x.rs");
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(v.rule.contains("write of `src/x.rs`"), "{}", v.rule);
+        let v = decide("cargo test > target/log 2>&1");
+        assert_eq!(v.rule, "allow: exec(cargo test *), write(target/**)");
+        assert_eq!(decide("cargo test 2>/dev/null").decision, Decision::Allow);
+        assert_eq!(
+            decide("cargo test > target/secret").rule,
+            "deny: write(target/secret) (a redirection writes `target/secret`)"
+        );
+        let v = p.decide(
+            "exec",
+            &json!({"command": "cargo test > log", "cwd": "target"}),
+        );
+        assert_eq!(v.decision, Decision::Allow);
+    }
+
+    #[test]
+    fn an_allow_rule_does_not_vouch_for_what_it_cannot_read() {
+        let p = policy(
+            DefaultDecision::Deny,
+            &["exec(cargo test *)", "exec(ls*)"],
+            &[],
+        );
+        for (line, why) in [
+            ("cargo test #'\ntouch /tmp/x", "comment"),
+            ("cargo test # done", "comment"),
+            ("ls \\>&touch /tmp/x", "escape"),
+            ("X=1 cargo test", "assignment"),
+            ("command cargo test", "runs another command"),
+        ] {
+            let v = p.decide("exec", &json!({ "command": line }));
+            assert_eq!(v.decision, Decision::Deny, "{line}");
+            assert!(
+                v.rule
+                    .starts_with("default (exec(cargo test *), exec(ls*) cannot vouch"),
+                "{}",
+                v.rule
+            );
+            assert!(v.rule.contains(why), "{line}: {}", v.rule);
+        }
+        let v = p.decide("exec", &json!({"command": "cargo test ("}));
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(
+            v.rule
+                .starts_with("unjudged: the line cannot be read as bash"),
+            "{}",
+            v.rule
+        );
+    }
+
+    // Regression: deny rules were stepped around by spelling the program
+    // another way.
+    #[test]
+    fn deny_rules_match_the_program_however_it_is_spelled() {
+        let p = policy(DefaultDecision::Allow, &["exec"], &["exec(rm *)"]);
+        for line in [
+            "\\rm -rf src",
+            "/bin/rm -rf src",
+            "command rm -rf src",
+            "env rm -rf src",
+            "X=1 rm -rf src",
+            "r''m -rf src",
+            "true &&>/dev/null rm -rf src",
+            "eval 'r''m x'",
+            "$(echo rm) -rf src",
+            "echo $(rm -rf src)",
+            "f() { rm -rf src; }; f",
+        ] {
+            let v = p.decide("exec", &json!({ "command": line }));
+            assert_eq!(v.decision, Decision::Deny, "{line}");
+            assert!(v.rule.starts_with("deny: exec(rm *)"), "{line}: {}", v.rule);
+        }
+        let v = p.decide("exec", &json!({"command": "git commit -m 'rm it' && ls"}));
+        assert_eq!(v.decision, Decision::Allow);
     }
 }

@@ -184,7 +184,7 @@ pub fn call_subject(tool: &str, args: &Value) -> Option<String> {
 /// The path as the tools will resolve it: `.` dropped and `..` folded, so a
 /// rule judges `src/../Cargo.toml` as `Cargo.toml`. A path that climbs above
 /// the root keeps its leading `..` (the tools refuse it anyway).
-fn normalize_path(path: &str) -> String {
+pub(super) fn normalize_path(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {

@@ -215,7 +215,8 @@ impl ProcessRunner {
         Ok(command)
     }
 
-    /// Run `command_line` with `/bin/sh -c` to completion or timeout; `Err`
+    /// Run `command_line` with `bash -c` ([`crate::policy::shell::SHELL`], the
+    /// shell whose grammar exec rules are judged by) to completion or timeout; `Err`
     /// only when it could not be started. Output is masked and cut to
     /// `max_output_chars`.
     pub async fn run_shell(
@@ -226,8 +227,8 @@ impl ProcessRunner {
         max_output_chars: usize,
     ) -> io::Result<ShellOutput> {
         let started = Instant::now();
-        // `/bin/sh`, not `sh`: a path spares the child a PATH search.
-        let mut command = self.command("/bin/sh", cwd)?;
+        // A path, not `bash`: it spares the child a PATH search.
+        let mut command = self.command(crate::policy::shell::SHELL, cwd)?;
         command.arg("-c").arg(command_line);
         let (mut child, mut tree) = ProcessTree::spawn(&mut command)?;
         let stdout = child

@@ -91,7 +91,11 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         Err(e) => {
             return ToolResult::failure(
                 ToolErrorCode::Io,
-                format!("cannot start `sh` to run the command: {e}"),
+                format!(
+                    "cannot start `{}` to run the command: {e}; exec runs every command with \
+                     bash, whose grammar the permission rules are judged by, so install bash",
+                    crate::policy::shell::SHELL
+                ),
             );
         }
     };

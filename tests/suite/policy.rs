@@ -16,8 +16,17 @@ fn policy(default: DefaultDecision, allow: &[String], deny: &[String]) -> Permis
 }
 
 fn word() -> impl Strategy<Value = String> {
-    "[a-z][a-z0-9_-]{0,6}"
+    // Not a bash keyword or a program that runs another one: those are
+    // syntax, or refused under an allow rule, not ordinary program names.
+    "[a-z][a-z0-9_-]{0,6}".prop_filter("an ordinary program name", |w| {
+        !RESERVED.contains(&w.as_str()) && !agentci::policy::shell::WRAPPERS.contains(&w.as_str())
+    })
 }
+
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "coproc",
+];
 
 proptest! {
     /// Deny beats allow: a command a deny rule matches is denied whatever the allow rules say.
