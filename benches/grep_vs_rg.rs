@@ -51,6 +51,7 @@ fn main() {
         limits: ToolLimits::default(),
         exec_env: Vec::new(),
         secrets: Default::default(),
+        access: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let tool = builtin("grep").expect("grep tool");

@@ -18,6 +18,7 @@ pub mod policy;
 pub mod provider;
 pub mod redact;
 pub mod runner;
+pub mod safe_file;
 pub mod sink;
 pub mod skills;
 pub mod spec;

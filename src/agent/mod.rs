@@ -32,7 +32,7 @@ use crate::provider::pricing::{Price, builtin_price};
 use crate::provider::{Message, ModelProvider, ProviderError};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
-use crate::tools::{ToolContext, ToolLimits, Workspace};
+use crate::tools::{FileAccess, ToolContext, ToolLimits, Workspace};
 
 pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 
@@ -125,6 +125,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         });
     }
 
+    let policy = PermissionPolicy::new(&job.permissions);
     let mut session = Session {
         provider,
         model_name: job.model.name.clone(),
@@ -134,6 +135,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             limits,
             exec_env: exec_env.clone(),
             secrets: bus.redactor(),
+            access: file_access(&policy, job),
         },
         messages: vec![
             Message::System {
@@ -144,7 +146,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             },
         ],
         tools,
-        policy: PermissionPolicy::new(&job.permissions),
+        policy,
         budget: BudgetTracker::new(&job.budget, skill.max_turns).with_price(price),
         guard: LoopGuard::default(),
         plan: Vec::new(),
@@ -289,6 +291,16 @@ async fn timed_agent_phase(
 }
 
 /// The job's `model.price`, else the built-in list price of `model`.
+/// What tools that show files nobody named in the call (`grep`) may show:
+/// the job's `read` deny rules, asked per file, and its hard-link choice.
+fn file_access(policy: &PermissionPolicy, job: &JobSpec) -> FileAccess {
+    let rules = policy.clone();
+    FileAccess::new(
+        move |path| rules.read_denied_by(path),
+        job.permissions.allow_hard_links,
+    )
+}
+
 fn model_price(job: &JobSpec, model: &str) -> Option<Price> {
     job.model
         .price

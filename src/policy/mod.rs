@@ -69,6 +69,17 @@ impl PermissionPolicy {
     }
 }
 
+impl PermissionPolicy {
+    /// The deny rule, as written, that forbids reading `path` (relative to
+    /// the workspace): tools that show files nobody named (`grep`) ask it
+    /// for every file they would open.
+    pub fn read_denied_by(&self, path: &str) -> Option<String> {
+        let subject = call_subject("read", &serde_json::json!({ "path": path }));
+        denying_rule(&self.deny, "read", subject.as_deref())
+            .map(|rule| format!("deny: {}", rule.as_str()))
+    }
+}
+
 /// The first of `rules` that matches the call or, for `exec`, any simple
 /// command in its command line.
 pub fn denying_rule<'r>(
@@ -130,6 +141,7 @@ mod tests {
             default,
             allow: parse(allow),
             deny: parse(deny),
+            allow_hard_links: false,
         })
     }
 

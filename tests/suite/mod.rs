@@ -1,5 +1,6 @@
 mod support;
 
+mod attacks_files;
 mod eval;
 mod eval_signals;
 mod examples;
