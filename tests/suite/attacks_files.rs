@@ -149,6 +149,13 @@ fn grep_never_shows_a_file_a_read_deny_rule_covers() {
     let dir = tool_message(&model, "call_linked_dir");
     assert!(dir.contains("1 file not searched"), "{dir}");
 
+    // What the model reads, call by call.
+    let seen: Vec<String> = calls
+        .iter()
+        .map(|(id, args)| format!("grep {args}\n{}", tool_message(&model, id)))
+        .collect();
+    insta::assert_snapshot!("grep_and_read_deny_rules", seen.join("\n\n"));
+
     let trace = sb.trace("out/trace.jsonl");
     assert_eq!(tool_result(&trace, "call_all")["data"]["denied_skipped"], 2);
     let raw = std::fs::read_to_string(sb.path().join("out/trace.jsonl")).unwrap();
@@ -231,6 +238,12 @@ fn hard_links_are_refused_for_content_and_never_written_through() {
     );
     let edit = tool_message(&model, "call_edit");
     assert!(edit.starts_with("ERROR PERMISSION_DENIED"), "{edit}");
+
+    let seen: Vec<String> = ["call_read", "call_grep", "call_edit", "call_write"]
+        .iter()
+        .map(|id| format!("{id}\n{}", tool_message(&model, id)))
+        .collect();
+    insta::assert_snapshot!("hard_link_refusals", seen.join("\n\n"));
 
     // `write` shows nothing, so it goes ahead, by replacing the link.
     assert!(tool_message(&model, "call_write").starts_with("overwrote"));
