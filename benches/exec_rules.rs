@@ -25,6 +25,7 @@ fn main() {
     };
     let policy = PermissionPolicy::new(&PermissionsSpec {
         default: DefaultDecision::Deny,
+        allow_hard_links: false,
         allow: parse(&[
             "read",
             "exec(cargo test *)",

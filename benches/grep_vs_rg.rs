@@ -11,7 +11,9 @@
 //! that this program counts. Both honour .gitignore outside git repositories
 //! (`--no-require-git`), show hidden files but skip `.git` (`--hidden -g
 //! '!.git'`), skip binary files and do not follow symlinks. The two totals
-//! are printed so a difference in what was searched shows up.
+//! are printed so a difference in what was searched shows up. The tool runs
+//! a second time with two `read` deny rules, which it asks about every file,
+//! to show what obeying the job's rules costs.
 //!
 //! Usage: `cargo bench --bench grep_vs_rg [-- TREE]`; TREE defaults to
 //! `$AGENTCI_BENCH_TREE`, then `~/.cargo/registry/src`. `AGENTCI_BENCH_RUNS`
@@ -21,7 +23,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentci::tools::{ToolContext, ToolLimits, Workspace, builtin, call_checked};
+use agentci::policy::{PermissionPolicy, ToolPattern};
+use agentci::spec::{DefaultDecision, PermissionsSpec};
+use agentci::tools::{FileAccess, ToolContext, ToolLimits, Workspace, builtin, call_checked};
 use serde_json::json;
 
 const PATTERN: &str = r"fn\s+new";
@@ -51,6 +55,7 @@ fn main() {
         limits: ToolLimits::default(),
         processes: Default::default(),
         secrets: Default::default(),
+        access: Default::default(),
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let tool = builtin("grep").expect("grep tool");
@@ -67,6 +72,33 @@ fn main() {
     println!(
         "agentci grep: median {:>8.1} ms, {tool_matches} matching lines",
         ms(tool_time)
+    );
+
+    let policy = PermissionPolicy::new(&PermissionsSpec {
+        default: DefaultDecision::Allow,
+        allow: Vec::new(),
+        deny: ["read(**/.env)", "read(**/secrets/**)"]
+            .iter()
+            .map(|p| ToolPattern::parse(p).expect("a valid pattern"))
+            .collect(),
+        allow_hard_links: false,
+    });
+    let ruled = ToolContext {
+        access: FileAccess::new(move |path| policy.read_denied_by(path), false),
+        ..ctx.clone()
+    };
+    let ruled_time = median(runs, || {
+        let result = runtime.block_on(call_checked(
+            tool.as_ref(),
+            json!({"pattern": PATTERN}),
+            &ruled,
+        ));
+        assert!(result.ok, "grep failed: {}", result.summary);
+    });
+    println!(
+        "agentci grep, 2 read deny rules: median {:>8.1} ms ({:+.1}%)",
+        ms(ruled_time),
+        (ruled_time.as_secs_f64() / tool_time.as_secs_f64() - 1.0) * 100.0
     );
 
     let rg_present = Command::new("rg")

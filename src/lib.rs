@@ -19,6 +19,7 @@ pub mod process;
 pub mod provider;
 pub mod redact;
 pub mod runner;
+pub mod safe_file;
 pub mod sandbox;
 pub mod sink;
 pub mod skills;

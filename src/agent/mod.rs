@@ -32,7 +32,7 @@ use crate::provider::pricing::{Price, builtin_price};
 use crate::provider::{Message, ModelProvider, ProviderError, ToolChoice};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
-use crate::tools::{ToolContext, ToolLimits, Workspace};
+use crate::tools::{FileAccess, ToolContext, ToolLimits, Workspace};
 use crate::untrusted::UntrustedText;
 
 pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
@@ -158,6 +158,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             limits,
             processes: processes.clone(),
             secrets: bus.redactor(),
+            access: file_access(&policy, job),
         },
         messages: vec![
             Message::System {
@@ -370,6 +371,16 @@ fn run_details<'a>(
         exec_denied: policy.denials("exec"),
         checks: &job.checks,
     }
+}
+
+/// What tools that show files nobody named in the call (`grep`) may show:
+/// the job's `read` deny rules, asked per file, and its hard-link choice.
+fn file_access(policy: &PermissionPolicy, job: &JobSpec) -> FileAccess {
+    let rules = policy.clone();
+    FileAccess::new(
+        move |path| rules.read_denied_by(path),
+        job.permissions.allow_hard_links,
+    )
 }
 
 /// The job's `model.price`, else the built-in list price of `model`.

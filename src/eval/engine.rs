@@ -248,7 +248,7 @@ pub async fn run_eval(
 fn save(plan: &AttemptPlan, mut result: AttemptResult) -> AttemptResult {
     let write = std::fs::create_dir_all(&plan.dir).and_then(|()| {
         let text = serde_json::to_string_pretty(&result).map_err(std::io::Error::other)?;
-        std::fs::write(plan.dir.join(ATTEMPT_FILE), text)
+        crate::safe_file::replace(&plan.dir.join(ATTEMPT_FILE), text.as_bytes(), None)
     });
     if let Err(e) = write {
         result.outcome = Outcome::Error;

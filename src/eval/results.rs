@@ -319,7 +319,7 @@ impl Results {
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self)
             .map_err(|e| format!("cannot serialize results: {e}"))?;
-        std::fs::write(path, text + "\n")
+        crate::safe_file::replace(path, (text + "\n").as_bytes(), None)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 

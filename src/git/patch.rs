@@ -73,7 +73,7 @@ impl GitWorkspace {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
-        std::fs::write(path, text)
+        crate::safe_file::replace(path, &text, None)
             .map_err(|e| format!("cannot write the patch {}: {e}", path.display()))?;
         Ok(stats)
     }

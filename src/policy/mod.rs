@@ -115,6 +115,17 @@ impl PermissionPolicy {
             .map(|r| r.as_str().to_string())
             .collect()
     }
+
+    /// The deny rule, as written, that forbids reading `path` (relative to
+    /// the workspace): tools that show files nobody named (`grep`) ask it
+    /// for every file they would open.
+    pub fn read_denied_by(&self, path: &str) -> Option<String> {
+        let subject = call_subject("read", &serde_json::json!({ "path": path }));
+        self.deny
+            .iter()
+            .find(|rule| rule.matches("read", subject.as_deref()))
+            .map(|rule| format!("deny: {}", rule.as_str()))
+    }
 }
 
 /// The rules of `rules` that together allow the call, or `None`. A bare
@@ -145,6 +156,7 @@ mod tests {
             default,
             allow: parse(allow),
             deny: parse(deny),
+            allow_hard_links: false,
         })
     }
 

@@ -52,7 +52,7 @@ impl RecordingProvider {
         {
             std::fs::create_dir_all(parent).map_err(cannot_create)?;
         }
-        let file = File::create(&path).map_err(cannot_create)?;
+        let file = crate::safe_file::create_stream(&path).map_err(cannot_create)?;
         let info = inner.model_info();
         let recorder = Self {
             inner,

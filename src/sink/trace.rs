@@ -6,21 +6,36 @@
 //! written is cut short. Reading a trace back ([`read_trace`],
 //! [`read_trace_partial`]) is here too, so the format has one owner; what the
 //! lines mean is `docs/trace-schema.json` and [`crate::event`].
+//!
+//! The file is made by [`safe_file`] (a link planted at its path is replaced,
+//! not followed), and at the end the writer checks that the path still names
+//! the file it wrote, whole: a trace that a command the agent ran replaced or
+//! cut is an error, and a replaced one is put back.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
+
 use crate::event::{Event, EventSink, SinkError};
+use crate::safe_file::{self, FileIdentity};
 
 /// Streams every event to a JSONL file.
 pub struct TraceWriter {
     path: PathBuf,
     file: File,
+    /// The file as created, to tell at the end whether the path still names it.
+    identity: FileIdentity,
+    /// The digest of every byte written: the file must read back as
+    /// exactly these bytes, or someone else changed it.
+    digest: Sha256,
 }
 
 impl TraceWriter {
-    /// Create (or truncate) the trace file, creating its parent directories.
+    /// Create the trace file, creating its parent directories. Whatever is
+    /// at the path (an old trace, a symlink someone planted) is replaced,
+    /// never followed or truncated through.
     pub fn create(path: &Path) -> Result<TraceWriter, SinkError> {
         let display = path.display().to_string();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -30,14 +45,18 @@ impl TraceWriter {
                 source,
             })?;
         }
-        let file = File::create(path).map_err(|source| SinkError {
+        let create_error = |source| SinkError {
             what: "create trace file",
-            path: display,
+            path: display.clone(),
             source,
-        })?;
+        };
+        let file = safe_file::create_stream(path).map_err(create_error)?;
+        let identity = FileIdentity::of_file(&file).map_err(create_error)?;
         Ok(TraceWriter {
             path: path.to_path_buf(),
             file,
+            identity,
+            digest: Sha256::new(),
         })
     }
 
@@ -52,6 +71,41 @@ impl TraceWriter {
             source,
         }
     }
+
+    /// After the last event: is the file at the path still the one written,
+    /// holding exactly what was written? A trace replaced by another file
+    /// gets agentci's own lines put back; either way the tampering is an
+    /// error, so a run that passed does not report a pass on a trace
+    /// someone else touched.
+    fn check_untouched(&mut self) -> Result<(), SinkError> {
+        let tampered = |what: &str| SinkError {
+            what: "keep the trace intact at",
+            path: self.path.display().to_string(),
+            source: std::io::Error::other(format!(
+                "the file was {what} by something else during the run"
+            )),
+        };
+        let mut on_disk = Sha256::new();
+        self.file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| std::io::copy(&mut self.file, &mut on_disk))
+            .map_err(|e| self.error(e))?;
+        if on_disk.finalize() != self.digest.clone().finalize() {
+            return Err(tampered("truncated or written to"));
+        }
+        if FileIdentity::of_path(&self.path).ok() == Some(self.identity) {
+            return Ok(());
+        }
+        let mut ours = Vec::new();
+        self.file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| self.file.read_to_end(&mut ours))
+            .and_then(|_| safe_file::replace(&self.path, &ours, None))
+            .map_err(|e| self.error(e))?;
+        Err(tampered(
+            "replaced, moved or removed (agentci put its own trace back)",
+        ))
+    }
 }
 
 impl EventSink for TraceWriter {
@@ -60,11 +114,14 @@ impl EventSink for TraceWriter {
         line.push(b'\n');
         // One write per line, straight to the file: nothing sits in a user-space
         // buffer when the process is killed.
-        self.file.write_all(&line).map_err(|e| self.error(e))
+        self.file.write_all(&line).map_err(|e| self.error(e))?;
+        self.digest.update(&line);
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {
-        self.file.flush().map_err(|e| self.error(e))
+        self.file.flush().map_err(|e| self.error(e))?;
+        self.check_untouched()
     }
 }
 

@@ -236,6 +236,8 @@ pub struct PermissionsSpec {
     pub default: DefaultDecision,
     pub allow: Vec<ToolPattern>,
     pub deny: Vec<ToolPattern>,
+    /// `read`, `grep` and `edit` may show files with other hard links.
+    pub allow_hard_links: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -80,6 +80,7 @@ pub(super) struct RawPermissions {
     pub allow: Vec<Spanned<String>>,
     #[serde(default)]
     pub deny: Vec<Spanned<String>>,
+    pub allow_hard_links: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

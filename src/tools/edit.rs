@@ -5,14 +5,19 @@
 //! `AMBIGUOUS_MATCH` (with the lines of every occurrence) instead of a
 //! silent wrong change. The only leniency: a file with CRLF line endings
 //! matches `old_text` written with plain LF. Permission to edit is not
-//! decided here.
+//! decided here. The file is read as `read` reads it (no binaries, no
+//! files with other hard links unless the job allows them) and written by
+//! replacing it, so nothing it was linked to changes.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{blocking, bool_arg, io_failure, outside, special_file, str_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::support::{
+    blocking, bool_arg, io_failure, looks_binary, open_content, outside, special_file, str_arg,
+};
+use super::{BoxFuture, FileAccess, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 /// Occurrences whose line numbers are listed in an `AMBIGUOUS_MATCH` message.
 const LISTED_OCCURRENCES: usize = 10;
@@ -80,7 +85,8 @@ impl Tool for EditTool {
                 new_text: str_arg(&args, "new_text").unwrap_or_default().to_string(),
                 replace_all: bool_arg(&args, "replace_all").unwrap_or(false),
             };
-            blocking(move || edit_file(&resolved, &request)).await
+            let access = ctx.access.clone();
+            blocking(move || edit_file(&resolved, &request, &access)).await
         })
     }
 }
@@ -163,7 +169,7 @@ fn line_of(text: &str, index: usize) -> usize {
         + 1
 }
 
-fn edit_file(path: &Path, request: &EditRequest) -> ToolResult {
+fn edit_file(path: &Path, request: &EditRequest, access: &FileAccess) -> ToolResult {
     let shown = &request.shown;
     if path.is_dir() {
         return ToolResult::failure(
@@ -174,10 +180,28 @@ fn edit_file(path: &Path, request: &EditRequest) -> ToolResult {
     if let Some(refusal) = special_file(path, shown, "edit") {
         return refusal;
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return io_failure("edit", shown, &e),
+    // Opened like `read` opens it: the snippet shows the file's lines.
+    let mut file = match open_content(path, shown, "edit", access) {
+        Ok(f) => f,
+        Err(refusal) => return *refusal,
     };
+    let mut bytes = Vec::new();
+    if let Err(e) = file.read_to_end(&mut bytes) {
+        return io_failure("edit", shown, &e);
+    }
+    let mode = file
+        .metadata()
+        .ok()
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+    // `read` refuses to show such a file, so `edit` cannot change it blind.
+    if looks_binary(&bytes) {
+        return ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!(
+                "`{shown}` is a binary file (it contains NUL bytes); edit changes text files only"
+            ),
+        );
+    }
     let Ok(content) = String::from_utf8(bytes) else {
         return ToolResult::failure(
             ToolErrorCode::InvalidArgument,
@@ -227,7 +251,9 @@ fn edit_file(path: &Path, request: &EditRequest) -> ToolResult {
             .with_data(json!({"path": shown, "occurrences": count, "lines": lines}));
         }
     };
-    if let Err(e) = std::fs::write(path, &edited.content) {
+    // A new file renamed over the old one: a hard link to a file outside
+    // the workspace is replaced, never written through.
+    if let Err(e) = crate::safe_file::replace(path, edited.content.as_bytes(), mode) {
         return io_failure("write", shown, &e);
     }
     let data = json!({"path": shown, "replacements": edited.replacements, "lines": edited.lines});

@@ -7,10 +7,15 @@
 //! only `max_results` matches are shown, so the summary can say how many
 //! there are in total; the shown matches are the first ones in path order,
 //! never whichever thread finished first, so the same call always gives the
-//! same output. This module does not decide what the model may search.
+//! same output. This module does not decide what the model may search: it
+//! asks [`FileAccess`] about every file it would open, so a file the job's
+//! `read` rules deny (or one with other hard links, unless the job allows
+//! them) is skipped, and the summary says how many were.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -21,8 +26,12 @@ use ignore::WalkState;
 use serde_json::{Value, json};
 
 use super::find::{PathGlob, walker};
-use super::support::{blocking, bool_arg, io_failure, outside, str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace};
+use super::support::{
+    blocking, bool_arg, hard_link_refusal, io_failure, outside, str_arg, usize_arg,
+};
+use super::{
+    BoxFuture, FileAccess, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace,
+};
 
 /// Characters of one line shown before it is cut (minified files have huge lines).
 const MAX_LINE_CHARS: usize = 400;
@@ -90,7 +99,8 @@ impl Tool for GrepTool {
                 Err(failure) => return *failure,
             };
             let workspace = ctx.workspace.clone();
-            blocking(move || search(&workspace, &query)).await
+            let access = ctx.access.clone();
+            blocking(move || search(&workspace, &access, &query)).await
         })
     }
 }
@@ -253,6 +263,11 @@ struct Collected {
     matching_files: usize,
     binary_skipped: usize,
     unreadable: usize,
+    /// Files a `read` deny rule covers, and the rules that did.
+    denied_skipped: usize,
+    denying_rules: BTreeSet<String>,
+    /// Files with other hard links, when the job does not allow them.
+    hard_links_skipped: usize,
 }
 
 impl Collected {
@@ -274,10 +289,26 @@ impl Collected {
     }
 }
 
-fn search(workspace: &Workspace, query: &GrepQuery) -> ToolResult {
+fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> ToolResult {
     let shown_base = workspace.relative(&query.base);
-    if let Err(e) = std::fs::metadata(&query.base) {
-        return io_failure("search", &shown_base, &e);
+    let base_meta = match std::fs::metadata(&query.base) {
+        Ok(meta) => meta,
+        Err(e) => return io_failure("search", &shown_base, &e),
+    };
+    // One file named outright is refused outright; in a folder it is skipped.
+    if base_meta.is_file() {
+        if let Some(rule) = access.read_denied(&shown_base) {
+            return ToolResult::failure(
+                ToolErrorCode::PermissionDenied,
+                format!(
+                    "reading `{shown_base}` is denied by the job's permission policy ({rule}), \
+                     so `grep` does not search it"
+                ),
+            );
+        }
+        if base_meta.nlink() > 1 && !access.allow_hard_links {
+            return hard_link_refusal(&shown_base, "grep", base_meta.nlink());
+        }
     }
     // No more lines per file than could ever be shown.
     let per_file_cap = query.max_results.min(query.max_chars);
@@ -309,12 +340,29 @@ fn search(workspace: &Workspace, query: &GrepQuery) -> ToolResult {
             {
                 return WalkState::Continue;
             }
+            if let Some(rule) = access.read_denied(&workspace.relative(entry.path())) {
+                let mut all = lock(&collected);
+                all.denied_skipped += 1;
+                all.denying_rules.insert(rule);
+                return WalkState::Continue;
+            }
+            let file = match open_to_search(entry.path(), access) {
+                Ok(file) => file,
+                Err(skip) => {
+                    let mut all = lock(&collected);
+                    match skip {
+                        Skip::HardLinks => all.hard_links_skipped += 1,
+                        Skip::Unreadable => all.unreadable += 1,
+                    }
+                    return WalkState::Continue;
+                }
+            };
             let mut sink = FileSink {
                 file: FileHits::default(),
                 cap: per_file_cap,
                 binary: false,
             };
-            let outcome = searcher.search_path(&query.matcher, entry.path(), &mut sink);
+            let outcome = searcher.search_file(&query.matcher, &file, &mut sink);
             let mut all = lock(&collected);
             if outcome.is_err() {
                 all.unreadable += 1;
@@ -329,6 +377,31 @@ fn search(workspace: &Workspace, query: &GrepQuery) -> ToolResult {
 
     let collected = std::mem::take(&mut *lock(&collected));
     render(workspace, query, &shown_base, collected)
+}
+
+/// Why a file found by the walk is not searched.
+enum Skip {
+    HardLinks,
+    Unreadable,
+}
+
+/// Open a file the walk found as a regular file: never through a symlink
+/// (one swapped in since the walk saw the file), and not when it has other
+/// hard links, which may lie outside the workspace, unless the job allows them.
+fn open_to_search(path: &Path, access: &FileAccess) -> Result<File, Skip> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|_| Skip::Unreadable)?;
+    let meta = file.metadata().map_err(|_| Skip::Unreadable)?;
+    if !meta.is_file() {
+        return Err(Skip::Unreadable);
+    }
+    if meta.nlink() > 1 && !access.allow_hard_links {
+        return Err(Skip::HardLinks);
+    }
+    Ok(file)
 }
 
 fn lock(collected: &Mutex<Collected>) -> std::sync::MutexGuard<'_, Collected> {
@@ -404,6 +477,7 @@ fn render(
             total - shown
         ));
     }
+    let summary = summary + &skipped_note(&collected);
     ToolResult::success(
         summary,
         out,
@@ -416,8 +490,47 @@ fn render(
             "truncated": truncated,
             "binary_files_skipped": collected.binary_skipped,
             "unreadable": collected.unreadable,
+            "denied_skipped": collected.denied_skipped,
+            "hard_links_skipped": collected.hard_links_skipped,
         }),
     )
+}
+
+/// What the summary says about files left out on purpose, so the model
+/// knows the search was not complete and why; empty when none were.
+fn skipped_note(collected: &Collected) -> String {
+    let mut notes = Vec::new();
+    if collected.denied_skipped > 0 {
+        let rules: Vec<&str> = collected.denying_rules.iter().map(String::as_str).collect();
+        notes.push(format!(
+            "{} {} not searched: reading {} is denied by the job's permission policy ({})",
+            collected.denied_skipped,
+            files(collected.denied_skipped),
+            if collected.denied_skipped == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            rules.join("; ")
+        ));
+    }
+    if collected.hard_links_skipped > 0 {
+        notes.push(format!(
+            "{} {} with other hard links not searched (they may be files outside the \
+             workspace; `permissions.allow_hard_links: true` allows them)",
+            collected.hard_links_skipped,
+            files(collected.hard_links_skipped)
+        ));
+    }
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", notes.join("; "))
+    }
+}
+
+fn files(n: usize) -> &'static str {
+    if n == 1 { "file" } else { "files" }
 }
 
 #[cfg(test)]

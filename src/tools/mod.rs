@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -172,6 +173,51 @@ pub struct ToolContext {
     pub processes: crate::process::ProcessRunner,
     /// The run's secrets, masked in `exec` output before it is cut.
     pub secrets: crate::redact::Redactor,
+    /// What the tools that show file contents may show, file by file.
+    pub access: FileAccess,
+}
+
+/// What a tool that shows file contents may show, beyond the workspace
+/// boundary. The policy judges a call by its arguments, but `grep` opens
+/// files nobody named; it asks here, per file, so it obeys the job's `read`
+/// rules without knowing their syntax. The default allows everything.
+#[derive(Clone, Default)]
+pub struct FileAccess {
+    read_denied: Option<Arc<ReadRule>>,
+    /// Show files with more than one hard link (their other links may lie
+    /// outside the workspace): the job's `permissions.allow_hard_links`.
+    pub allow_hard_links: bool,
+}
+
+/// The rule (as written in the job) that denies reading a workspace-relative path.
+type ReadRule = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl FileAccess {
+    /// Access judged by `read_denied`: given a path relative to the
+    /// workspace root, the rule that denies reading it, if any.
+    pub fn new(
+        read_denied: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+        allow_hard_links: bool,
+    ) -> Self {
+        FileAccess {
+            read_denied: Some(Arc::new(read_denied)),
+            allow_hard_links,
+        }
+    }
+
+    /// The rule that denies reading `relative`, or `None` when it may be read.
+    pub fn read_denied(&self, relative: &str) -> Option<String> {
+        self.read_denied.as_ref().and_then(|rule| rule(relative))
+    }
+}
+
+impl std::fmt::Debug for FileAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileAccess")
+            .field("read_rules", &self.read_denied.is_some())
+            .field("allow_hard_links", &self.allow_hard_links)
+            .finish()
+    }
 }
 
 /// A tool the agent can call. Arguments arrive already checked against
@@ -254,6 +300,56 @@ pub(crate) mod support {
                 ),
             )
         })
+    }
+
+    /// Bytes looked at to decide that a file is binary (as git and ripgrep do: a NUL byte).
+    pub const BINARY_SNIFF_BYTES: usize = 8192;
+
+    /// Does the start of a file look binary (a NUL byte in the first bytes)?
+    pub fn looks_binary(head: &[u8]) -> bool {
+        head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0)
+    }
+
+    /// Open an existing file to show or change its content: never through
+    /// a symlink (the path is already resolved, so a link here was put there
+    /// after the check), and not when the file has other hard links, which
+    /// may lie outside the workspace, unless the job allows them.
+    pub fn open_content(
+        path: &std::path::Path,
+        shown: &str,
+        tool: &str,
+        access: &super::FileAccess,
+    ) -> Result<std::fs::File, Box<ToolResult>> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Box::new(io_failure(tool, shown, &e)))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Box::new(io_failure(tool, shown, &e)))?;
+        if !meta.is_file() {
+            return Err(Box::new(ToolResult::failure(
+                ToolErrorCode::InvalidArgument,
+                format!("`{shown}` is not a regular file; `{tool}` works on regular files only"),
+            )));
+        }
+        if meta.nlink() > 1 && !access.allow_hard_links {
+            return Err(Box::new(hard_link_refusal(shown, tool, meta.nlink())));
+        }
+        Ok(file)
+    }
+
+    pub fn hard_link_refusal(shown: &str, tool: &str, links: u64) -> ToolResult {
+        ToolResult::failure(
+            ToolErrorCode::PermissionDenied,
+            format!(
+                "`{shown}` has {links} hard links, and the others may be files outside the \
+                 workspace, so `{tool}` refuses it; a job that trusts its workspace can allow \
+                 this with `permissions.allow_hard_links: true`"
+            ),
+        )
     }
 
     pub fn outside(error: PathError) -> ToolResult {

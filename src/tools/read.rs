@@ -4,19 +4,19 @@
 //! The file is streamed, so a huge log costs memory only for the lines
 //! shown, and the total line count is always reported so the model knows
 //! how to page on. Directories, binary files and FIFOs get a clear error
-//! instead of garbage or a hang. Permission to read is not decided here.
+//! instead of garbage or a hang. Permission to read is not decided here,
+//! but a file with other hard links is refused unless the job allows them
+//! (see [`super::FileAccess`]): its content may be a file outside the workspace.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{blocking, io_failure, outside, special_file, str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
-
-/// Bytes looked at to decide that a file is binary (as git and ripgrep do: a NUL byte).
-const BINARY_SNIFF_BYTES: usize = 8192;
+use super::support::{
+    blocking, io_failure, looks_binary, open_content, outside, special_file, str_arg, usize_arg,
+};
+use super::{BoxFuture, FileAccess, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub struct ReadTool {
     spec: ToolSpec,
@@ -79,7 +79,8 @@ impl Tool for ReadTool {
                     .max(1),
                 max_chars: ctx.limits.max_output_chars,
             };
-            blocking(move || read_file(&resolved, &shown, request)).await
+            let access = ctx.access.clone();
+            blocking(move || read_file(&resolved, &shown, request, &access)).await
         })
     }
 }
@@ -92,7 +93,7 @@ struct LineRange {
     max_chars: usize,
 }
 
-fn read_file(path: &Path, shown: &str, range: LineRange) -> ToolResult {
+fn read_file(path: &Path, shown: &str, range: LineRange, access: &FileAccess) -> ToolResult {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
             return ToolResult::failure(
@@ -106,13 +107,13 @@ fn read_file(path: &Path, shown: &str, range: LineRange) -> ToolResult {
     if let Some(refusal) = special_file(path, shown, "read") {
         return refusal;
     }
-    let file = match File::open(path) {
+    let file = match open_content(path, shown, "read", access) {
         Ok(f) => f,
-        Err(e) => return io_failure("read", shown, &e),
+        Err(refusal) => return *refusal,
     };
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     match reader.fill_buf() {
-        Ok(head) if head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0) => {
+        Ok(head) if looks_binary(head) => {
             return ToolResult::failure(
                 ToolErrorCode::InvalidArgument,
                 format!(

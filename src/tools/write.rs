@@ -2,7 +2,8 @@
 //! creating missing parent directories.
 //!
 //! Whole-file writes only; targeted changes are `edit`'s job. Permission
-//! to write is not decided here.
+//! to write is not decided here. The file is replaced, never written in
+//! place (see [`crate::safe_file`]).
 
 use std::path::Path;
 
@@ -89,7 +90,11 @@ fn write_file(path: &Path, shown: &str, content: &str) -> ToolResult {
     {
         return io_failure("create the directories for", shown, &e);
     }
-    if let Err(e) = std::fs::write(path, content) {
+    // A new file renamed over the old one keeps the old one's permission
+    // bits, and a hard link to a file outside the workspace is replaced,
+    // never written through.
+    let mode = crate::safe_file::permission_bits(path);
+    if let Err(e) = crate::safe_file::replace(path, content.as_bytes(), mode) {
         return io_failure("write", shown, &e);
     }
     let lines = content.lines().count();

@@ -278,6 +278,7 @@ mod never_allows_more_than_the_rules {
             default: DefaultDecision::Deny,
             allow: parse(&["exec(ls*)", "exec(cargo test *)", "write(logs/**)", "read"]),
             deny: parse(&["exec(rm *)"]),
+            allow_hard_links: false,
         })
     }
 

@@ -1,5 +1,6 @@
 mod support;
 
+mod attacks_files;
 mod attacks_shell;
 mod attacks_untrusted;
 mod contract;

@@ -12,6 +12,7 @@ fn policy(default: DefaultDecision, allow: &[String], deny: &[String]) -> Permis
         default,
         allow: parse(allow),
         deny: parse(deny),
+        allow_hard_links: false,
     })
 }
 

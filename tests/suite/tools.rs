@@ -18,6 +18,7 @@ fn context(dir: &Path) -> ToolContext {
         limits: ToolLimits::default(),
         processes: Default::default(),
         secrets: Default::default(),
+        access: Default::default(),
     }
 }
 

@@ -16,9 +16,9 @@ pub fn write_all(results: &Results, dir: &Path) -> Result<(), String> {
     results.write(&dir.join("results.json"))?;
     let xml = junit::to_xml(results)?;
     let junit_path = dir.join("junit.xml");
-    std::fs::write(&junit_path, xml)
+    crate::safe_file::replace(&junit_path, xml.as_bytes(), None)
         .map_err(|e| format!("cannot write {}: {e}", junit_path.display()))?;
     let summary = dir.join("summary.md");
-    std::fs::write(&summary, markdown::summary(results))
+    crate::safe_file::replace(&summary, markdown::summary(results).as_bytes(), None)
         .map_err(|e| format!("cannot write {}: {e}", summary.display()))
 }

@@ -292,10 +292,15 @@ impl Checker<'_> {
             Some(p) => (self.patterns(&p.allow), self.patterns(&p.deny)),
             None => (Vec::new(), Vec::new()),
         };
+        let allow_hard_links = self.optional_boolean(
+            raw.and_then(|p| p.allow_hard_links.as_ref()),
+            "permissions.allow_hard_links",
+        );
         PermissionsSpec {
             default,
             allow,
             deny,
+            allow_hard_links,
         }
     }
 

@@ -1,0 +1,152 @@
+//! Writing a file so that whatever already sits at its path cannot redirect
+//! the write: agentci's own outputs (trace, JUnit, patch, results, summary,
+//! attempt files, cassettes) and the agent's `write` and `edit`.
+//!
+//! The agent can run commands, so by the time agentci writes a file the path
+//! may hold a symlink to a file outside the workspace, or a hard link to
+//! one. Opening the path and truncating it would write through either. So a
+//! file is never opened by its path: the content goes into a new file made
+//! in the same folder with `O_CREAT|O_EXCL` (which never follows a symlink,
+//! and never opens an existing file), and that file is renamed over the
+//! path. The rename replaces a planted link itself, not what it points to.
+//!
+//! This module does not judge whether a path is allowed (the workspace and
+//! the policy do) and does not guard the folders above the file: a folder
+//! swapped for a symlink between two writes is the sandbox's to prevent.
+
+use std::fs::{File, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+/// Mode for new files; the process umask is applied on top, as for any new file.
+const NEW_FILE_MODE: u32 = 0o666;
+
+/// Replace the file at `path` with `bytes`. A symlink or hard link at `path`
+/// is replaced, never written through. `mode` keeps an existing file's
+/// permission bits (see [`permission_bits`]); `None` makes a new file's.
+/// The folder must exist.
+pub fn replace(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    let mut staged = staging_file(path)?;
+    staged.write_all(bytes)?;
+    if let Some(mode) = mode {
+        // The umask applied when the file was made; set the bits exactly.
+        staged
+            .as_file()
+            .set_permissions(Permissions::from_mode(mode))?;
+    }
+    staged.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Create an empty file at `path` to stream into (the live trace, a
+/// cassette), replacing whatever was there without following it. The
+/// returned file is open for reading and writing.
+pub fn create_stream(path: &Path) -> io::Result<File> {
+    staging_file(path)?.persist(path).map_err(|e| e.error)
+}
+
+/// The permission bits (`rwx` for user, group, others) of the file at
+/// `path` when it is a regular file; set-id and sticky bits are not kept.
+pub fn permission_bits(path: &Path) -> Option<u32> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.is_file().then_some(meta.mode() & 0o777)
+}
+
+/// Which file a path or an open file is, to tell whether the path still
+/// names the file agentci opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileIdentity {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileIdentity {
+    pub fn of_file(file: &File) -> io::Result<Self> {
+        let meta = file.metadata()?;
+        Ok(FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// What `path` itself names now (a symlink counts as itself).
+    pub fn of_path(path: &Path) -> io::Result<Self> {
+        let meta = std::fs::symlink_metadata(path)?;
+        Ok(FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+}
+
+/// A new, empty file next to `path`, made with `O_CREAT|O_EXCL`; removed
+/// again if it is dropped before being renamed into place.
+fn staging_file(path: &Path) -> io::Result<tempfile::NamedTempFile> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(NEW_FILE_MODE))
+        .tempfile_in(folder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_symlink_at_the_path_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "precious").unwrap();
+        let target = dir.path().join("junit.xml");
+        symlink(&outside, &target).unwrap();
+        replace(&target, b"<xml/>", None).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(std::fs::symlink_metadata(&target).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "<xml/>");
+    }
+
+    #[test]
+    fn a_hard_link_is_replaced_and_the_mode_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.sh");
+        std::fs::write(&outside, "echo hi").unwrap();
+        std::fs::set_permissions(&outside, Permissions::from_mode(0o751)).unwrap();
+        let inside = dir.path().join("inside.sh");
+        std::fs::hard_link(&outside, &inside).unwrap();
+        let mode = permission_bits(&inside);
+        replace(&inside, b"echo changed", mode).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "echo hi");
+        assert_eq!(std::fs::read_to_string(&inside).unwrap(), "echo changed");
+        assert_eq!(permission_bits(&inside), Some(0o751));
+    }
+
+    #[test]
+    fn a_stream_replaces_a_planted_link_and_no_staging_file_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "precious").unwrap();
+        let trace = dir.path().join("trace.jsonl");
+        symlink(&outside, &trace).unwrap();
+        let mut file = create_stream(&trace).unwrap();
+        file.write_all(b"{}\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "{}\n");
+        assert_eq!(
+            FileIdentity::of_file(&file).unwrap(),
+            FileIdentity::of_path(&trace).unwrap()
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 2, "only outside.txt and trace.jsonl remain");
+    }
+}
