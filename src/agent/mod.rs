@@ -45,6 +45,8 @@ use toolset::ToolSet;
 pub struct RunInput<'a> {
     pub job: &'a JobSpec,
     pub skill: &'a Skill,
+    /// The job's `skills`: listed in the system prompt, read on demand.
+    pub further_skills: &'a [Skill],
     pub provider: &'a dyn ModelProvider,
     pub workspace: Workspace,
     pub outputs: OutputPaths,
@@ -72,6 +74,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     let RunInput {
         job,
         skill,
+        further_skills,
         provider,
         workspace,
         outputs,
@@ -137,7 +140,12 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         messages: vec![
             Message::System {
-                content: protocol::system_prompt(skill, &workspace_display, &tools.names()),
+                content: protocol::system_prompt(
+                    skill,
+                    further_skills,
+                    &workspace_display,
+                    &tools.names(),
+                ),
             },
             Message::User {
                 content: protocol::goal_message(&job.goal),

@@ -18,8 +18,13 @@ pub const SUBMIT_PLAN: &str = "submit_plan";
 pub const STEP_DONE: &str = "step_done";
 pub const UPDATE_PLAN: &str = "update_plan";
 
-pub fn system_prompt(skill: &Skill, workspace: &str, tools: &[String]) -> String {
-    format!(
+pub fn system_prompt(
+    skill: &Skill,
+    further: &[Skill],
+    workspace: &str,
+    tools: &[String],
+) -> String {
+    let text = format!(
         "You are agentci, a coding agent running unattended in CI. Nobody will answer questions: \
          decide, act with the tools, and report.\n\
          The workspace is {workspace}. Paths in tool calls are relative to it; nothing outside it \
@@ -37,7 +42,41 @@ pub fn system_prompt(skill: &Skill, workspace: &str, tools: &[String]) -> String
         name = skill.name,
         description = skill.description,
         instructions = skill.instructions.trim(),
-    )
+    );
+    format!("{text}\n\n{}", skill_folders(skill, further))
+}
+
+/// The per-run part about skills: where the skill's folder is (its body
+/// names sibling files by relative path; the Agent Skills client guidance
+/// is to give "a base path for resolving relative references in the skill
+/// body") and the further skills, by name, description and folder only;
+/// the model reads a `SKILL.md` when it needs it (progressive disclosure).
+/// Absolute paths differ between checkouts, so this comes after the text
+/// that stays the same from run to run; cassettes normalize them.
+pub fn skill_folders(skill: &Skill, further: &[Skill]) -> String {
+    let mut text = format!(
+        "The skill's folder is {dir}: resolve relative paths in the skill's instructions \
+         against it. Files in a skill folder are read with read, find, grep and ls by their \
+         absolute path; skill folders are read-only. Scripts there run with exec by their \
+         absolute path, when the permission policy allows the command.",
+        dir = skill.dir.display()
+    );
+    if !further.is_empty() {
+        text.push_str(
+            "\n\nFurther skills you may use. When one fits the task, read its SKILL.md first \
+             and follow it:",
+        );
+        for other in further {
+            text.push_str(&format!(
+                "\n- {name}: {description} (folder: {dir}, instructions: {file})",
+                name = other.name,
+                description = other.description,
+                dir = other.dir.display(),
+                file = other.dir.join("SKILL.md").display(),
+            ));
+        }
+    }
+    text
 }
 
 pub fn goal_message(goal: &str) -> String {

@@ -103,23 +103,46 @@ pub fn load_skill_dir(dir: &Path) -> Result<Skill, SkillError> {
 }
 
 /// [`load_skill_dir`], also returning the warnings as diagnostics.
+///
+/// The folder keeps the path it was given (made absolute, not resolved):
+/// a symlinked skill is named, judged and reported by the link.
 pub fn read_skill_dir(dir: &Path) -> Result<(Skill, Vec<Diagnostic>), SkillError> {
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = absolute(dir);
     let file = dir.join("SKILL.md");
     if !file.is_file() {
+        let message = match misnamed_skill_file(&dir) {
+            Some(found) => format!(
+                "the skill file is named `{found}`; rename it to SKILL.md (the name is \
+                 case-sensitive)"
+            ),
+            None => "no SKILL.md in this folder; a skill is a folder holding SKILL.md".to_string(),
+        };
         return Err(SkillError::Invalid {
-            diagnostics: vec![Diagnostic::error(
-                &dir,
-                0,
-                0,
-                "no SKILL.md in this folder; a skill is a folder holding SKILL.md",
-            )],
+            diagnostics: vec![Diagnostic::error(&dir, 0, 0, message)],
         });
     }
     let text = read_source(&file).map_err(|d| SkillError::Invalid {
         diagnostics: vec![d],
     })?;
     parse_skill(&file, &text, &dir).map_err(|diagnostics| SkillError::Invalid { diagnostics })
+}
+
+/// A file in `dir` called `skill.md` in another case (`skill.md`,
+/// `Skill.md`): clients look for `SKILL.md` exactly, so it is never found.
+pub fn misnamed_skill_file(dir: &Path) -> Option<String> {
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        (name != "SKILL.md" && name.eq_ignore_ascii_case("SKILL.md")).then_some(name)
+    })
+}
+
+/// `path` made absolute against the current directory, `.` and `..`
+/// folded lexically, symlinks left as they are.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    crate::spec::load::normalize(&joined)
 }
 
 /// Where to look for a job's skill, in order, without duplicates: the job's

@@ -19,6 +19,8 @@ pub(super) struct RawJob {
     pub version: Option<Spanned<Scalar>>,
     pub name: Option<Spanned<String>>,
     pub skill: Option<Spanned<RawSkill>>,
+    /// Further skills the model may read when it needs them.
+    pub skills: Option<Vec<Spanned<String>>>,
     pub goal: Option<Spanned<String>>,
     #[serde(default)]
     pub vars: BTreeMap<String, Spanned<Scalar>>,

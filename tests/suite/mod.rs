@@ -12,5 +12,6 @@ mod providers_e2e;
 mod run;
 mod signals;
 mod sinks;
+mod skills;
 mod tools;
 mod validate;
