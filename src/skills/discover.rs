@@ -87,14 +87,25 @@ pub fn find_skill_dir(name: &str, search_paths: &[PathBuf]) -> Result<PathBuf, S
         name: name.to_string(),
         reason,
     })?;
-    search_paths
-        .iter()
-        .map(|path| path.join(name))
-        .find(|dir| dir.join("SKILL.md").is_file())
-        .ok_or_else(|| SkillError::NotFound {
-            name: name.to_string(),
-            searched: search_paths.to_vec(),
-        })
+    let dirs = || search_paths.iter().map(|path| path.join(name));
+    if let Some(dir) = dirs().find(|dir| dir.join("SKILL.md").is_file()) {
+        return Ok(dir);
+    }
+    // `skill.md` in another case: say what to rename rather than "not found".
+    if let Some((dir, found)) = dirs().find_map(|d| misnamed_skill_file(&d).map(|f| (d, f))) {
+        return Err(SkillError::Invalid {
+            diagnostics: vec![Diagnostic::error(
+                dir.join(&found),
+                0,
+                0,
+                format!("the skill file is named `{found}`; rename it to SKILL.md"),
+            )],
+        });
+    }
+    Err(SkillError::NotFound {
+        name: name.to_string(),
+        searched: search_paths.to_vec(),
+    })
 }
 
 /// Loads the skill in `dir` (which holds SKILL.md); warnings are in [`Skill::warnings`].
@@ -194,6 +205,15 @@ mod tests {
         assert_eq!(skill.description, "from b");
         let skill = find_skill("lint", &[tmp.path().join("none"), a]).unwrap();
         assert_eq!(skill.description, "from a");
+    }
+
+    #[test]
+    fn a_lowercase_skill_file_is_named_not_missed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("lint")).unwrap();
+        std::fs::write(tmp.path().join("lint/skill.md"), "---\n").unwrap();
+        let e = find_skill("lint", &[tmp.path().to_path_buf()]).unwrap_err();
+        assert!(e.to_string().contains("rename it to SKILL.md"), "{e}");
     }
 
     #[test]

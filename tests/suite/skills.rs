@@ -478,3 +478,56 @@ fn placeholders_become_the_folder_in_body_and_allowed_tools() {
         "{system}"
     );
 }
+
+#[test]
+fn a_cassette_with_skill_paths_replays_from_another_checkout() {
+    let first = corpus_sandbox("");
+    first.write("ws/form.txt", "name:\n");
+    let dir = first
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("skills/form-filling");
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![(
+            "c_read",
+            "read",
+            json!({"path": format!("{}/reference.md", dir.display())}),
+        )]),
+        Reply::plan(&[("Read", "read")]),
+        Reply::step_done("read"),
+        Reply::text("Done."),
+    ]);
+    let job_text = job(
+        "form-filling",
+        "permissions: {default: allow}\n",
+        &model.base_url(),
+    );
+    first.write("job.yaml", &job_text);
+    let out = first.agentci(&["run", "job.yaml", "--record", "cassette.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cassette = first.read("cassette.jsonl");
+    assert!(!cassette.contains(&dir.display().to_string()), "{cassette}");
+    assert!(
+        cassette.contains("${SKILL:form-filling}/reference.md"),
+        "{cassette}"
+    );
+
+    // Another checkout: other absolute paths, same cassette.
+    let second = corpus_sandbox(&job_text);
+    second.write("ws/form.txt", "name:\n");
+    second.write("cassette.jsonl", &cassette);
+    let out = second.agentci(&[
+        "run",
+        "job.yaml",
+        "--replay",
+        "cassette.jsonl",
+        "--trace",
+        "out/trace.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = second.trace("out/trace.jsonl");
+    let results = events(&trace, "tool.result");
+    let read = results.iter().find(|e| e["call_id"] == "c_read").unwrap();
+    assert_eq!(read["ok"], true, "{read}");
+}
