@@ -665,6 +665,24 @@ mod tests {
     }
 
     #[test]
+    fn library_messages_read_as_text() {
+        // Regression: the library's texts came through as `limits breached:
+        // Nodes { nodes: 250001 }` and `simple key expected \':\'`.
+        let big = format!(
+            "---\nname: a\ndescription: d\nx-big: [{}]\n---\nb\n",
+            "1,".repeat(260_000)
+        );
+        let e = parse("a", &big).unwrap_err();
+        assert!(
+            e[0].message.contains("too large or too deeply nested"),
+            "{e:?}"
+        );
+        let e = parse("a", "---\nname: a\ndescription: d\nfoo bar\n---\nb\n").unwrap_err();
+        assert!(!e[0].message.contains('\\'), "{e:?}");
+        assert!(!e[0].message.contains("{ "), "{e:?}");
+    }
+
+    #[test]
     fn skill_names() {
         for good in ["a", "fix-failing-test", "x1-2"] {
             assert!(check_skill_name(good).is_ok(), "{good}");

@@ -19,8 +19,6 @@ pub(super) struct RawJob {
     pub version: Option<Spanned<Scalar>>,
     pub name: Option<Spanned<String>>,
     pub skill: Option<Spanned<RawSkill>>,
-    /// Further skills the model may read when it needs them.
-    pub skills: Option<Vec<Spanned<String>>>,
     pub goal: Option<Spanned<String>>,
     #[serde(default)]
     pub vars: BTreeMap<String, Spanned<Scalar>>,
@@ -32,6 +30,8 @@ pub(super) struct RawJob {
     pub checks: Option<Vec<Spanned<RawCheck>>>,
     pub outputs: Option<RawOutputs>,
     pub skills_path: Option<Vec<Spanned<String>>>,
+    /// Further skills the model may read when it needs them.
+    pub skills: Option<Vec<Spanned<String>>>,
     pub max_plan_turns: Option<Spanned<Scalar>>,
     pub secrets: Option<Vec<Spanned<String>>>,
     #[serde(default)]
