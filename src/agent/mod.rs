@@ -46,6 +46,8 @@ use toolset::ToolSet;
 pub struct RunInput<'a> {
     pub job: &'a JobSpec,
     pub skill: &'a Skill,
+    /// The job's `skills`: listed in the system prompt, read on demand.
+    pub further_skills: &'a [Skill],
     pub provider: &'a dyn ModelProvider,
     pub workspace: Workspace,
     pub outputs: OutputPaths,
@@ -75,6 +77,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     let RunInput {
         job,
         skill,
+        further_skills,
         provider,
         workspace,
         outputs,
@@ -170,6 +173,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
                     &policy,
                     &workspace_display,
                     job,
+                    protocol::skill_folders(skill, further_skills),
                 )),
             },
             Message::User {
@@ -363,10 +367,12 @@ fn run_details<'a>(
     policy: &PermissionPolicy,
     workspace: &'a str,
     job: &'a JobSpec,
+    skill_folders: String,
 ) -> protocol::RunDetails<'a> {
     let has_exec = tools.names().iter().any(|name| name == "exec");
     protocol::RunDetails {
         workspace,
+        skill_folders,
         exec: has_exec.then(|| policy.allowance("exec")),
         exec_denied: policy.denials("exec"),
         checks: &job.checks,

@@ -31,6 +31,8 @@ pub const CONTROL_TOOLS: &[&str] = &[SUBMIT_PLAN, STEP_DONE, UPDATE_PLAN];
 /// changes most often.
 pub struct RunDetails<'a> {
     pub workspace: &'a str,
+    /// Where the skill's folder and the further skills are ([`skill_folders`]).
+    pub skill_folders: String,
     /// `None` when `exec` is not among the run's tools.
     pub exec: Option<ToolAllowance>,
     /// The job's deny rules for `exec`, as written.
@@ -47,8 +49,9 @@ pub fn system_prompt(skill: &Skill, tools: &[String], untrusted: bool) -> String
         "You are agentci, a coding agent running unattended in CI. Nobody will answer questions: \
          decide, act with the tools, and report.\n\
          Tools of this run: {tools}. Paths in tool calls are relative to the workspace; nothing \
-         outside it can be read or changed. Calls are decided by the job's permission policy; a \
-         denied call returns PERMISSION_DENIED with what the job allows, so choose another way.\n\
+         outside it can be changed, nor read apart from the skill folders this prompt names. \
+         Calls are decided by the job's permission policy; a denied call returns \
+         PERMISSION_DENIED with what the job allows, so choose another way.\n\
          Work in two phases. First plan: look around with the read-only tools if you need to, \
          then call submit_plan with ordered steps, each with a title and an expected outcome. \
          Then execute the steps one at a time. End each step with step_done, giving a summary \
@@ -67,12 +70,46 @@ pub fn system_prompt(skill: &Skill, tools: &[String], untrusted: bool) -> String
     )
 }
 
+/// The per-run part about skills: where the skill's folder is (its body
+/// names sibling files by relative path; the Agent Skills client guidance
+/// is to give "a base path for resolving relative references in the skill
+/// body") and the further skills, by name, description and folder only;
+/// the model reads a `SKILL.md` when it needs it (progressive disclosure).
+/// Absolute paths differ between checkouts, so this comes after the text
+/// that stays the same from run to run; cassettes normalize them.
+pub fn skill_folders(skill: &Skill, further: &[Skill]) -> String {
+    let mut text = format!(
+        "The skill's folder is {dir}: resolve relative paths in the skill's instructions \
+         against it. Files in a skill folder are read with read, find, grep and ls by their \
+         absolute path; skill folders are read-only. Scripts there run with exec by their \
+         absolute path, when the permission policy allows the command.",
+        dir = skill.dir.display()
+    );
+    if !further.is_empty() {
+        text.push_str(
+            "\n\nFurther skills you may use. When one fits the task, read its SKILL.md first \
+             and follow it:",
+        );
+        for other in further {
+            text.push_str(&format!(
+                "\n- {name}: {description} (folder: {dir}, instructions: {file})",
+                name = other.name,
+                description = other.description,
+                dir = other.dir.display(),
+                file = other.dir.join("SKILL.md").display(),
+            ));
+        }
+    }
+    text
+}
+
 /// The system prompt's per-run part, sent after [`system_prompt`]. New
 /// per-run lines go here, not into the shared text.
 pub fn run_details(details: &RunDetails<'_>) -> String {
     let mut lines = vec![
         "# This run".to_string(),
         format!("Workspace: {}", details.workspace),
+        details.skill_folders.clone(),
     ];
     lines.push(match &details.exec {
         None => "exec is not among this run's tools.".to_string(),

@@ -19,9 +19,11 @@ use ignore::WalkBuilder;
 
 use super::EXIT_BAD_INPUT;
 use super::args::ValidateArgs;
+use crate::skills::discover::misnamed_skill_file;
 use crate::skills::git::{default_cache_dir, fetch_skill};
+use crate::skills::tools_left::{no_tools_warning, tools_left};
 use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
-use crate::spec::{Diagnostic, LoadOptions, Severity, SkillRef, load_job_with_problems};
+use crate::spec::{Diagnostic, JobSpec, LoadOptions, Severity, SkillRef, load_job_with_problems};
 
 /// Folders never searched for job files and skills.
 const SKIPPED_DIRS: &[&str] = &[".git", ".github", ".agentci", "target", "node_modules"];
@@ -85,8 +87,8 @@ struct Validation<W: Write> {
     /// `--var` and `--model`, applied to every job as `agentci run` would.
     vars: Vec<String>,
     model: Option<String>,
-    /// Skill folders already validated, with the skill's name when it was valid.
-    skills: HashMap<PathBuf, Option<String>>,
+    /// Skill folders already validated (by their real path), with the skill when it was valid.
+    skills: HashMap<PathBuf, Option<Skill>>,
     files: usize,
     errors: usize,
     warnings: usize,
@@ -165,14 +167,22 @@ impl<W: Write> Validation<W> {
             }
         };
         let skill = self.skill(&dir);
-        if !job_ok {
+        let further_ok = self.further_skills(file, job);
+        if let Some(skill) = &skill
+            && !tools_left(None, skill).is_empty()
+            && let Some(message) = no_tools_warning(job.tools.as_deref(), skill)
+        {
+            self.report(vec![Diagnostic::warning(file, line, column, message)]);
+        }
+        if !job_ok || !further_ok {
             return;
         }
         if let Some(skill) = skill {
             let line = format!(
-                "ok   {} (job {}, skill {skill})",
+                "ok   {} (job {}, skill {})",
                 self.shown(file).display(),
-                job.name
+                job.name,
+                skill.name
             );
             let _ = writeln!(self.out, "{line}");
         } else {
@@ -184,27 +194,54 @@ impl<W: Write> Validation<W> {
         }
     }
 
-    /// Validates a skill folder once; returns its name when it is valid.
-    fn skill(&mut self, dir: &Path) -> Option<String> {
+    /// The job's further `skills`, found and validated like the main one;
+    /// false when one is missing or invalid.
+    fn further_skills(&mut self, file: &Path, job: &JobSpec) -> bool {
+        let search_paths = skill_search_paths(job, &self.skills_path);
+        let mut ok = true;
+        for entry in &job.skills {
+            let (line, column) = (entry.line, entry.column);
+            match find_skill_dir(&entry.name, &search_paths) {
+                Ok(dir) => {
+                    if self.skill(&dir).is_none() {
+                        let message = format!("skill `{}` is invalid (see above)", entry.name);
+                        self.report(vec![Diagnostic::error(file, line, column, message)]);
+                        ok = false;
+                    }
+                }
+                Err(e) => {
+                    self.report(e.diagnostics(file, line, column));
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    /// Validates a skill folder once; returns the skill when it is valid.
+    /// Problems are reported by the path the user gave (a symlinked folder
+    /// by the link), while a folder reached twice is checked once.
+    fn skill(&mut self, dir: &Path) -> Option<Skill> {
         let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if let Some(done) = self.skills.get(&key) {
             return done.clone();
         }
         self.files += 1;
-        let name = match read_skill_dir(dir) {
-            Ok((Skill { name, .. }, warnings)) => {
+        let file = dir.join("SKILL.md");
+        let skill = match read_skill_dir(dir) {
+            Ok((skill, warnings)) => {
                 self.report(warnings);
-                let file = self.shown(&key.join("SKILL.md"));
-                let _ = writeln!(self.out, "ok   {} (skill {name})", file.display());
-                Some(name)
+                let shown = self.shown(&self.cwd.join(&file));
+                let _ = writeln!(self.out, "ok   {} (skill {})", shown.display(), skill.name);
+                Some(skill)
             }
             Err(e) => {
-                self.report(e.diagnostics(&key.join("SKILL.md"), 0, 0));
+                self.report(e.diagnostics(&self.cwd.join(&file), 0, 0));
                 None
             }
         };
-        self.skills.insert(key, name.clone());
-        name
+        self.skills.insert(key, skill.clone());
+        skill
     }
 
     /// Prints problems sorted by position, with file paths relative to the current directory.
@@ -245,7 +282,10 @@ impl<W: Write> Validation<W> {
 /// What to validate for one command-line path.
 fn targets(path: &Path) -> Result<Vec<Target>, String> {
     if path.is_file() {
-        return if path.file_name().is_some_and(|n| n == "SKILL.md") {
+        let skill_file = path
+            .file_name()
+            .is_some_and(|n| n.eq_ignore_ascii_case("SKILL.md"));
+        return if skill_file {
             let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
             Ok(vec![Target::Skill(
                 dir.unwrap_or(Path::new(".")).to_path_buf(),
@@ -259,7 +299,7 @@ fn targets(path: &Path) -> Result<Vec<Target>, String> {
     if !path.is_dir() {
         return Err("no such file or folder".to_string());
     }
-    if path.join("SKILL.md").is_file() {
+    if path.join("SKILL.md").is_file() || misnamed_skill_file(path).is_some() {
         return Ok(vec![Target::Skill(path.to_path_buf())]);
     }
     let targets = scan(path);
@@ -274,6 +314,9 @@ fn scan(dir: &Path) -> Vec<Target> {
     let walker = WalkBuilder::new(dir)
         .hidden(false)
         .require_git(false)
+        // Skill folders are often links (`.claude/skills/x -> ../../skills/x`);
+        // the walker detects link loops.
+        .follow_links(true)
         .add_custom_ignore_filename(".agentciignore")
         .filter_entry(|entry| {
             let skipped = entry.depth() > 0
@@ -289,7 +332,11 @@ fn scan(dir: &Path) -> Vec<Target> {
             continue;
         }
         let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "SKILL.md") {
+        // `skill.md` in another case is reported with "rename it to SKILL.md".
+        if path
+            .file_name()
+            .is_some_and(|n| n.eq_ignore_ascii_case("SKILL.md"))
+        {
             if let Some(parent) = path.parent() {
                 targets.push(Target::Skill(parent.to_path_buf()));
             }

@@ -39,6 +39,17 @@ const CODE_RUNNERS: &[&str] = &[
     "busybox",
 ];
 
+/// The shells among [`WRAPPERS`]: given a script file (`sh scripts/x.sh`),
+/// they run that file, like `python3 x.py` runs its file, rather than a
+/// command hidden in the line.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "fish"];
+
+/// `sh FILE …`: a shell whose first argument is a script file, not an
+/// option (`-c`, `-s`, `-`) and not absent (reading commands from stdin).
+fn runs_a_script_file(program: &str, args: &[String]) -> bool {
+    SHELLS.contains(&program) && args.first().is_some_and(|first| !first.starts_with('-'))
+}
+
 /// A command line as bash will run it.
 #[derive(Debug, Default)]
 pub struct ShellLine {
@@ -535,7 +546,7 @@ impl Walker<'_> {
                 .map(|w| w.value.clone().unwrap_or_else(|| w.raw.clone()))
                 .collect();
             deny_forms.push(join(&base, &plain));
-            if WRAPPERS.contains(&base.as_str()) {
+            if WRAPPERS.contains(&base.as_str()) && !runs_a_script_file(&base, &plain) {
                 if opaque.is_none() && CODE_RUNNERS.contains(&base.as_str()) {
                     opaque = Some(format!("`{base}` runs a string as commands"));
                 }
@@ -760,6 +771,17 @@ mod tests {
             assert!(found.iter().any(|h| h.contains(word)), "{line}: {found:?}");
         }
         assert!(hazards("cargo test -- --nocapture 'a b' \"c\" 2>&1 | tail -5").is_empty());
+    }
+
+    #[test]
+    fn a_shell_given_a_script_file_runs_that_file_and_nothing_hidden() {
+        // A skill's scripts run as `sh /skill/scripts/x.sh`: the rule that
+        // allows it vouches for that file, as `exec(python3 *)` does for a .py.
+        assert!(hazards("sh scripts/count.sh form.txt").is_empty());
+        assert!(hazards("bash ./x.sh").is_empty());
+        for line in ["sh -c 'rm x'", "bash -s", "echo rm x | sh", "sh"] {
+            assert!(!hazards(line).is_empty(), "{line}");
+        }
     }
 
     #[test]

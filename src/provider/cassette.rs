@@ -210,8 +210,9 @@ impl Cassette {
     }
 }
 
-/// Swaps the workspace's absolute path for [`WORKSPACE_PLACEHOLDER`] and
-/// back, so a cassette recorded in one checkout replays in another.
+/// Swaps the workspace's absolute path for [`WORKSPACE_PLACEHOLDER`] (and
+/// each skill folder's for `${SKILL:<name>}`) and back, so a cassette
+/// recorded in one checkout replays in another.
 ///
 /// Every string the model sees or writes is rewritten: message contents,
 /// tool-call arguments, tool descriptions and schemas. Responses are
@@ -220,15 +221,30 @@ impl Cassette {
 /// (which echoes it) normalizes to what was recorded.
 #[derive(Clone, Debug)]
 pub struct WorkspacePaths {
-    /// Spellings of the root to replace, longest first.
-    forms: Vec<String>,
-    /// What the placeholder expands to.
-    root: Option<String>,
+    /// Spellings of each folder and the placeholder each becomes, longest first.
+    forms: Vec<(String, String)>,
+    /// What each placeholder expands to.
+    expansions: Vec<(String, String)>,
 }
 
 impl WorkspacePaths {
     pub fn new(root: &Path) -> Self {
-        let mut forms = Vec::new();
+        let paths = Self {
+            forms: Vec::new(),
+            expansions: Vec::new(),
+        };
+        paths.with_folder(WORKSPACE_PLACEHOLDER, root)
+    }
+
+    /// Also normalizes the folder of skill `name`, which lies wherever the
+    /// skill was found (a skills path, the git cache) and so differs
+    /// between checkouts just as the workspace does.
+    pub fn with_skill_folder(self, name: &str, dir: &Path) -> Self {
+        self.with_folder(&format!("${{SKILL:{name}}}"), dir)
+    }
+
+    fn with_folder(mut self, placeholder: &str, root: &Path) -> Self {
+        let forms = &mut self.forms;
         let mut push = |path: &Path| {
             let text = path.to_string_lossy().trim_end_matches('/').to_string();
             // A relative root ("." would rewrite every dot) or "/" (every
@@ -241,13 +257,13 @@ impl WorkspacePaths {
                 .map(|quoted| quoted[1..quoted.len() - 1].to_string())
                 .unwrap_or_else(|_| text.clone());
             for form in [text, escaped] {
-                if !forms.contains(&form) {
-                    forms.push(form);
+                if !forms.iter().any(|(f, _)| *f == form) {
+                    forms.push((form, placeholder.to_string()));
                 }
             }
         };
         push(root);
-        // A workspace under a symlink (macOS /var → /private/var) shows up both ways.
+        // A folder under a symlink (macOS /var → /private/var) shows up both ways.
         let canonical = root.canonicalize().ok();
         if let Some(canonical) = canonical.as_deref().filter(|canonical| *canonical != root) {
             push(canonical);
@@ -258,24 +274,31 @@ impl WorkspacePaths {
         } else {
             canonical.as_deref()
         };
-        let root = expanded
+        if let Some(text) = expanded
             .map(|path| path.to_string_lossy().trim_end_matches('/').to_string())
-            .filter(|text| !text.is_empty());
-        forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
-        Self { forms, root }
+            .filter(|text| !text.is_empty())
+        {
+            self.expansions.push((placeholder.to_string(), text));
+        }
+        self.forms
+            .sort_by_key(|(form, _)| std::cmp::Reverse(form.len()));
+        self
     }
 
     pub fn normalize_text(&self, text: &str) -> String {
-        self.forms.iter().fold(text.to_string(), |text, form| {
-            text.replace(form.as_str(), WORKSPACE_PLACEHOLDER)
-        })
+        self.forms
+            .iter()
+            .fold(text.to_string(), |text, (form, placeholder)| {
+                text.replace(form.as_str(), placeholder)
+            })
     }
 
     pub fn expand_text(&self, text: &str) -> String {
-        match &self.root {
-            Some(root) => text.replace(WORKSPACE_PLACEHOLDER, root),
-            None => text.to_string(),
-        }
+        self.expansions
+            .iter()
+            .fold(text.to_string(), |text, (placeholder, root)| {
+                text.replace(placeholder.as_str(), root)
+            })
     }
 
     pub fn normalize_request(&self, request: &ChatRequest) -> ChatRequest {
@@ -585,6 +608,24 @@ mod tests {
         assert!(diff.actual.contains("altered"), "{}", diff.actual);
         assert!(diff.recorded.ends_with("…\""), "{}", diff.recorded);
         assert!(diff.recorded.chars().count() < 100);
+    }
+
+    #[test]
+    fn skill_folders_round_trip() {
+        let paths = WorkspacePaths::new(Path::new("/tmp/ws-a"))
+            .with_skill_folder("pdf", Path::new("/home/u/skills/pdf"));
+        let text = "read /home/u/skills/pdf/reference.md, edit /tmp/ws-a/x";
+        let normalized = paths.normalize_text(text);
+        assert_eq!(
+            normalized,
+            "read ${SKILL:pdf}/reference.md, edit ${WORKSPACE}/x"
+        );
+        let other = WorkspacePaths::new(Path::new("/ci/ws"))
+            .with_skill_folder("pdf", Path::new("/ci/cache/pdf"));
+        assert_eq!(
+            other.expand_text(&normalized),
+            "read /ci/cache/pdf/reference.md, edit /ci/ws/x"
+        );
     }
 
     #[test]

@@ -65,6 +65,14 @@ impl RecordingProvider {
         Ok(recorder)
     }
 
+    /// Also normalizes these skill folders (name, absolute folder) in the cassette.
+    pub fn with_skill_folders(mut self, folders: &[(String, std::path::PathBuf)]) -> Self {
+        for (name, dir) in folders {
+            self.paths = self.paths.with_skill_folder(name, dir);
+        }
+        self
+    }
+
     /// The cassette being written.
     pub fn path(&self) -> &Path {
         &self.path

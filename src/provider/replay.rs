@@ -38,6 +38,14 @@ impl ReplayProvider {
         })
     }
 
+    /// Also normalizes these skill folders (name, absolute folder) in the cassette.
+    pub fn with_skill_folders(mut self, folders: &[(String, std::path::PathBuf)]) -> Self {
+        for (name, dir) in folders {
+            self.paths = self.paths.with_skill_folder(name, dir);
+        }
+        self
+    }
+
     /// How many exchanges the cassette holds.
     pub fn len(&self) -> usize {
         self.cassette.exchanges.len()

@@ -85,6 +85,7 @@ pub async fn run_prepared(
     let Prepared {
         job,
         skill,
+        further_skills,
         workspace,
         warnings,
         untrusted,
@@ -144,7 +145,16 @@ pub async fn run_prepared(
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
     }));
 
-    let provider = build_provider(job, workspace.root(), options.record.as_deref());
+    let skill_folders: Vec<(String, PathBuf)> = std::iter::once(skill)
+        .chain(further_skills)
+        .map(|s| (s.name.clone(), s.dir.clone()))
+        .collect();
+    let provider = build_provider(
+        job,
+        workspace.root(),
+        &skill_folders,
+        options.record.as_deref(),
+    );
     let skill_label = match &skill.source {
         Some(source) => format!("{} ({}@{})", skill.name, source.git, source.commit),
         None => skill.name.clone(),
@@ -169,6 +179,7 @@ pub async fn run_prepared(
     let input = RunInput {
         job,
         skill,
+        further_skills,
         provider: provider.as_ref(),
         workspace: workspace.clone(),
         outputs: OutputPaths {

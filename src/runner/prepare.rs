@@ -1,17 +1,21 @@
 //! Loading what a run needs before anything runs: the job (with flag
-//! overrides), its skill, its workspace and its untrusted input. Every
-//! problem is returned as a line for the user, with its severity and
+//! overrides), its skill, the further skills it lists, its workspace and
+//! its untrusted input. Every problem is returned as a line for the user,
+//! with its severity and
 //! position where there is one.
 
-use crate::skills::{self, Skill};
+use crate::skills::{self, Skill, SkillError};
 use crate::spec::{self, JobSpec, LoadOptions, SkillRef};
 use crate::tools::Workspace;
 use crate::untrusted::{GithubEvent, UntrustedText, read_untrusted_files};
 
-/// A job that loaded, with its skill and workspace.
+/// A job that loaded, with its skills and workspace.
 pub struct Prepared {
     pub job: JobSpec,
     pub skill: Skill,
+    /// The job's `skills`, in order: listed to the model, read on demand.
+    pub further_skills: Vec<Skill>,
+    /// The workspace, with every skill's folder readable (and read-only).
     pub workspace: Workspace,
     /// Problems that do not stop the run; they go into the trace.
     pub warnings: Vec<String>,
@@ -41,13 +45,11 @@ pub fn prepare_for_event(
     })?;
     let untrusted_because = untrusted_because(&job, event);
     let untrusted_because = untrusted_because.as_deref();
+    let search_paths = skills::skill_search_paths(&job, &options.skills_path);
     let skill = match &job.skill {
-        SkillRef::Name(name) => skills::find_skill_in_trusted(
-            name,
-            &skills::skill_search_paths(&job, &options.skills_path),
-            &job.workspace,
-            untrusted_because,
-        ),
+        SkillRef::Name(name) => {
+            skills::find_skill_in_trusted(name, &search_paths, &job.workspace, untrusted_because)
+        }
         SkillRef::Path(dir) => skills::load_skill_dir(dir).and_then(|skill| {
             skills::check_workspace_trust(&skill.name, dir, &job.workspace, untrusted_because)
                 .map(|()| skill)
@@ -61,13 +63,44 @@ pub fn prepare_for_event(
         },
     }
     .map_err(|e| vec![format!("error: {e}")])?;
-    let workspace = Workspace::new(&job.workspace).map_err(|e| {
-        vec![format!(
-            "error: workspace {} cannot be used: {e}; create it or pass --workspace DIR",
-            job.workspace.display()
-        )]
-    })?;
+    let mut problems = Vec::new();
+    let mut further_skills = Vec::new();
+    for entry in &job.skills {
+        match skills::find_skill_in_trusted(
+            &entry.name,
+            &search_paths,
+            &job.workspace,
+            untrusted_because,
+        ) {
+            Ok(found) => further_skills.push(found),
+            Err(e) => problems.extend(further_skill_problems(&job, entry, &e)),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let workspace = Workspace::new(&job.workspace)
+        .and_then(|ws| {
+            std::iter::once(&skill)
+                .chain(&further_skills)
+                .try_fold(ws, |ws, s| ws.with_skill_folder(&s.dir))
+        })
+        .map_err(|e| {
+            vec![format!(
+                "error: workspace {} cannot be used: {e}; create it or pass --workspace DIR",
+                job.workspace.display()
+            )]
+        })?;
     let mut warnings: Vec<String> = load_warnings.iter().map(ToString::to_string).collect();
+    // A skill that alone leaves no tools already warns at its allowed-tools.
+    if !skills::tools_left::tools_left(None, &skill).is_empty()
+        && let Some(message) = skills::tools_left::no_tools_warning(job.tools.as_deref(), &skill)
+    {
+        warnings.push(message);
+    }
+    for further in &further_skills {
+        warnings.extend(further.warnings.iter().cloned());
+    }
     let (mut untrusted, file_warnings) = read_untrusted_files(&workspace, &job.untrusted_inputs);
     warnings.extend(file_warnings);
     untrusted.extend(event.map(GithubEvent::free_text).unwrap_or_default());
@@ -76,6 +109,7 @@ pub fn prepare_for_event(
         warnings,
         job,
         skill,
+        further_skills,
         workspace,
         untrusted,
     })
@@ -93,4 +127,17 @@ fn untrusted_because(job: &JobSpec, event: Option<&GithubEvent>) -> Option<Strin
         )),
         (None, _) => None,
     }
+}
+
+/// A further skill that cannot be loaded, placed at its entry in the job.
+fn further_skill_problems(
+    job: &JobSpec,
+    entry: &spec::FurtherSkill,
+    error: &SkillError,
+) -> Vec<String> {
+    error
+        .diagnostics(&job.path, entry.line, entry.column)
+        .iter()
+        .map(|d| d.with_severity().to_string())
+        .collect()
 }

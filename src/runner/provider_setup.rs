@@ -7,7 +7,7 @@
 //! failure flows through the run like any other and the trace and JUnit
 //! file still say what went wrong.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::event::ModelInfo;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
@@ -19,9 +19,12 @@ use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, P
 use crate::spec::{JobSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
 
+/// `skill_folders` (each skill's name and folder) are normalized in
+/// cassettes like the workspace, so a recording replays in another checkout.
 pub fn build_provider(
     job: &JobSpec,
     workspace: &Path,
+    skill_folders: &[(String, PathBuf)],
     record: Option<&Path>,
 ) -> Box<dyn ModelProvider> {
     let info = ModelInfo {
@@ -51,7 +54,7 @@ pub fn build_provider(
         .map(|p| retrying(Box::new(p))),
         ProviderKind::Replay => match &job.model.cassette {
             Some(cassette) => ReplayProvider::open(cassette, workspace)
-                .map(|p| Box::new(p) as Box<dyn ModelProvider>),
+                .map(|p| Box::new(p.with_skill_folders(skill_folders)) as Box<dyn ModelProvider>),
             None => Err(ProviderError::Config(
                 "model.provider is replay but no cassette is given; set model.cassette or pass --replay FILE".into(),
             )),
@@ -59,7 +62,7 @@ pub fn build_provider(
     };
     let built = match (built, record) {
         (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace)
-            .map(|p| Box::new(p) as Box<dyn ModelProvider>),
+            .map(|p| Box::new(p.with_skill_folders(skill_folders)) as Box<dyn ModelProvider>),
         (other, _) => other,
     };
     match built {

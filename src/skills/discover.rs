@@ -107,14 +107,25 @@ pub fn find_skill_dir(name: &str, search_paths: &[PathBuf]) -> Result<PathBuf, S
         name: name.to_string(),
         reason,
     })?;
-    search_paths
-        .iter()
-        .map(|path| path.join(name))
-        .find(|dir| dir.join("SKILL.md").is_file())
-        .ok_or_else(|| SkillError::NotFound {
-            name: name.to_string(),
-            searched: search_paths.to_vec(),
-        })
+    let dirs = || search_paths.iter().map(|path| path.join(name));
+    if let Some(dir) = dirs().find(|dir| dir.join("SKILL.md").is_file()) {
+        return Ok(dir);
+    }
+    // `skill.md` in another case: say what to rename rather than "not found".
+    if let Some((dir, found)) = dirs().find_map(|d| misnamed_skill_file(&d).map(|f| (d, f))) {
+        return Err(SkillError::Invalid {
+            diagnostics: vec![Diagnostic::error(
+                dir.join(&found),
+                0,
+                0,
+                format!("the skill file is named `{found}`; rename it to SKILL.md"),
+            )],
+        });
+    }
+    Err(SkillError::NotFound {
+        name: name.to_string(),
+        searched: search_paths.to_vec(),
+    })
 }
 
 /// Loads the skill in `dir` (which holds SKILL.md); warnings are in [`Skill::warnings`].
@@ -123,17 +134,22 @@ pub fn load_skill_dir(dir: &Path) -> Result<Skill, SkillError> {
 }
 
 /// [`load_skill_dir`], also returning the warnings as diagnostics.
+///
+/// The folder keeps the path it was given (made absolute, not resolved):
+/// a symlinked skill is named, judged and reported by the link.
 pub fn read_skill_dir(dir: &Path) -> Result<(Skill, Vec<Diagnostic>), SkillError> {
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = absolute(dir);
     let file = dir.join("SKILL.md");
     if !file.is_file() {
+        let message = match misnamed_skill_file(&dir) {
+            Some(found) => format!(
+                "the skill file is named `{found}`; rename it to SKILL.md (the name is \
+                 case-sensitive)"
+            ),
+            None => "no SKILL.md in this folder; a skill is a folder holding SKILL.md".to_string(),
+        };
         return Err(SkillError::Invalid {
-            diagnostics: vec![Diagnostic::error(
-                &dir,
-                0,
-                0,
-                "no SKILL.md in this folder; a skill is a folder holding SKILL.md",
-            )],
+            diagnostics: vec![Diagnostic::error(&dir, 0, 0, message)],
         });
     }
     let text = read_source(&file).map_err(|d| SkillError::Invalid {
@@ -200,6 +216,24 @@ fn is_inside(path: &Path, workspace: &Path) -> bool {
     canonical(path).starts_with(canonical(workspace))
 }
 
+/// A file in `dir` called `skill.md` in another case (`skill.md`,
+/// `Skill.md`): clients look for `SKILL.md` exactly, so it is never found.
+pub fn misnamed_skill_file(dir: &Path) -> Option<String> {
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        (name != "SKILL.md" && name.eq_ignore_ascii_case("SKILL.md")).then_some(name)
+    })
+}
+
+/// `path` made absolute against the current directory, `.` and `..`
+/// folded lexically, symlinks left as they are.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    crate::spec::load::normalize(&joined)
+}
+
 /// Where to look for a job's skill, in order, without duplicates: the job's
 /// `skills_path`, then `extra` (`--skills-path`), then the workspace's
 /// `skills/`, `.agents/skills/` and `.claude/skills/`.
@@ -249,6 +283,15 @@ mod tests {
         assert_eq!(skill.description, "from b");
         let skill = find_skill("lint", &[tmp.path().join("none"), a]).unwrap();
         assert_eq!(skill.description, "from a");
+    }
+
+    #[test]
+    fn a_lowercase_skill_file_is_named_not_missed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("lint")).unwrap();
+        std::fs::write(tmp.path().join("lint/skill.md"), "---\n").unwrap();
+        let e = find_skill("lint", &[tmp.path().to_path_buf()]).unwrap_err();
+        assert!(e.to_string().contains("rename it to SKILL.md"), "{e}");
     }
 
     #[test]

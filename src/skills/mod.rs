@@ -16,7 +16,9 @@ use crate::policy::ToolPattern;
 pub mod discover;
 pub mod frontmatter;
 pub mod git;
+pub mod placeholders;
 pub mod tool_names;
+pub mod tools_left;
 
 pub use discover::{
     SkillError, check_workspace_trust, find_skill, find_skill_dir, find_skill_in_trusted,
@@ -28,13 +30,18 @@ pub use discover::{
 pub struct Skill {
     pub name: String,
     pub description: String,
-    /// The folder holding `SKILL.md`, absolute.
+    /// The folder holding `SKILL.md`, absolute, as the user gave it: a
+    /// symlinked folder keeps the link's path (the model is told this one).
     pub dir: PathBuf,
-    /// The Markdown body: the skill's instructions to the model.
+    /// The Markdown body: the skill's instructions to the model, with
+    /// folder placeholders ([`placeholders`]) replaced.
     pub instructions: String,
     /// Canonical tool patterns from `allowed-tools` (`read`, `exec(git diff *)`);
     /// `None` when the skill does not restrict tools.
     pub allowed_tools: Option<Vec<ToolPattern>>,
+    /// `allowed-tools` entries, as written, that give no tool agentci has
+    /// (unknown names, `AskUserQuestion`, `WebFetch`, `mcp__…`).
+    pub unmapped_tools: Vec<String>,
     pub license: Option<String>,
     pub compatibility: Option<String>,
     pub metadata: BTreeMap<String, String>,

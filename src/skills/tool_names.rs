@@ -7,6 +7,7 @@
 //! cannot map comes back as [`UnknownTool`] for the caller to warn about.
 
 use crate::policy::ToolPattern;
+use crate::tools::BUILTIN_TOOLS;
 
 /// Canonical tool names a pattern may use (builtin or not).
 const CANONICAL: &[&str] = &[
@@ -76,6 +77,34 @@ pub fn to_canonical(written: &str) -> Result<ToolPattern, UnknownTool> {
         Some(argument) => format!("{canonical}({argument})"),
     };
     ToolPattern::parse(&text).map_err(|e| unknown(&format!(" ({})", e.reason)))
+}
+
+/// A warning when `pattern` (mapped from `written`) names a tool agentci
+/// does not have yet, such as `WebFetch` → `web_fetch` or an MCP tool: the
+/// skill gets nothing from it, and that must not happen in silence.
+pub fn missing_tool(written: &str, pattern: &ToolPattern) -> Option<String> {
+    let matches_a_builtin = BUILTIN_TOOLS.iter().any(|t| pattern.matches_tool(t));
+    if matches_a_builtin {
+        return None;
+    }
+    let name = pattern.tool_name().unwrap_or(pattern.as_str());
+    let what = if name.starts_with("mcp__") {
+        "an MCP tool, and agentci runs no MCP tools yet".to_string()
+    } else if name == written.split('(').next().unwrap_or(written).trim() {
+        format!(
+            "a tool agentci does not have yet (it has {})",
+            BUILTIN_TOOLS.join(", ")
+        )
+    } else {
+        format!(
+            "agentci's `{name}`, which it does not have yet (it has {})",
+            BUILTIN_TOOLS.join(", ")
+        )
+    };
+    Some(format!(
+        "`{}` in allowed-tools names {what}; the skill gets no tool from it",
+        written.trim()
+    ))
 }
 
 /// Claude Code's prefix form `git diff:*` is agentci's `git diff *` (where a
@@ -174,6 +203,24 @@ mod tests {
             assert_eq!(e.written, name);
             assert!(e.message.contains("unknown tool"), "{}", e.message);
             assert!(e.message.contains("Bash(cmd:*)"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn names_of_tools_agentci_lacks_warn() {
+        for name in [
+            "WebFetch",
+            "Task",
+            "TodoWrite",
+            "mcp__github__get_issue",
+            "web_fetch",
+        ] {
+            let pattern = to_canonical(name).unwrap();
+            let message = missing_tool(name, &pattern).unwrap();
+            assert!(message.contains("gets no tool"), "{message}");
+        }
+        for name in ["Read", "Bash(git diff:*)", "exec"] {
+            assert_eq!(missing_tool(name, &to_canonical(name).unwrap()), None);
         }
     }
 

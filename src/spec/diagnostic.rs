@@ -249,10 +249,25 @@ fn yaml_message(error: &serde_saphyr::Error) -> String {
             "expected {}, found {unexpected}",
             describe_expected(expected)
         ),
+        // The library's text for this one is Rust debug output.
+        E::Budget { .. } => "the YAML is too large or too deeply nested to read; keep it to \
+                             plain keys, lists and short values"
+            .to_string(),
         _ => {
             let message: Cow<'_, str> = UserMessageFormatter.format_message(error);
-            // Control characters from the input must not reach the terminal.
-            message.escape_debug().to_string()
+            // Control characters from the input must not reach the terminal;
+            // quotes and other printable text stay as they are.
+            message
+                .chars()
+                .flat_map(|c| {
+                    let escaped: Vec<char> = if c.is_control() {
+                        c.escape_default().collect()
+                    } else {
+                        vec![c]
+                    };
+                    escaped
+                })
+                .collect()
         }
     }
 }

@@ -160,7 +160,21 @@ pub(crate) fn read_source(path: &Path) -> Result<String, Diagnostic> {
             MAX_JOB_BYTES / 1024
         )));
     }
-    String::from_utf8(bytes).map_err(|_| fail("the file is not valid UTF-8".to_string()))
+    String::from_utf8(bytes).map_err(|e| {
+        let bad = e.utf8_error().valid_up_to();
+        let before = String::from_utf8_lossy(&e.as_bytes()[..bad]);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        Diagnostic::error(
+            path,
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
+            format!(
+                "the file is not valid UTF-8: byte 0x{:02x} here starts no character; save it as UTF-8",
+                e.as_bytes()[bad]
+            ),
+        )
+    })
 }
 
 /// Parses the command-line overrides, reporting bad flags as diagnostics.

@@ -29,6 +29,9 @@ pub struct JobSpec {
     pub path: PathBuf,
     pub name: String,
     pub skill: SkillRef,
+    /// `skills`: further skills, found by name like the main one; the model
+    /// is told their names, descriptions and folders, not their bodies.
+    pub skills: Vec<FurtherSkill>,
     /// The goal with `${{ vars.NAME }}` substituted.
     pub goal: String,
     pub vars: BTreeMap<String, String>,
@@ -139,6 +142,14 @@ impl JobSpec {
         }
         (env, missing)
     }
+}
+
+/// One entry of the job's `skills` list, with where it is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FurtherSkill {
+    pub name: String,
+    pub line: u32,
+    pub column: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]

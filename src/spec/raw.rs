@@ -30,6 +30,8 @@ pub(super) struct RawJob {
     pub checks: Option<Vec<Spanned<RawCheck>>>,
     pub outputs: Option<RawOutputs>,
     pub skills_path: Option<Vec<Spanned<String>>>,
+    /// Further skills the model may read when it needs them.
+    pub skills: Option<Vec<Spanned<String>>>,
     pub max_plan_turns: Option<Spanned<Scalar>>,
     pub secrets: Option<Vec<Spanned<String>>>,
     #[serde(default)]

@@ -122,7 +122,10 @@ impl Tool for FindTool {
                 Ok(g) => g,
                 Err(e) => return ToolResult::failure(ToolErrorCode::InvalidArgument, e),
             };
-            let base = match ctx.workspace.resolve(str_arg(&args, "path").unwrap_or(".")) {
+            let base = match ctx
+                .workspace
+                .resolve_for_reading(str_arg(&args, "path").unwrap_or("."))
+            {
                 Ok(p) => p,
                 Err(e) => return outside(e),
             };

@@ -143,7 +143,7 @@ impl GrepQuery {
             };
         let base = ctx
             .workspace
-            .resolve(str_arg(args, "path").unwrap_or("."))
+            .resolve_for_reading(str_arg(args, "path").unwrap_or("."))
             .map_err(|e| Box::new(outside(e)))?;
         Ok(GrepQuery {
             pattern,

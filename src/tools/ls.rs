@@ -59,7 +59,10 @@ impl Tool for LsTool {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let base = match ctx.workspace.resolve(str_arg(&args, "path").unwrap_or(".")) {
+            let base = match ctx
+                .workspace
+                .resolve_for_reading(str_arg(&args, "path").unwrap_or("."))
+            {
                 Ok(p) => p,
                 Err(e) => return outside(e),
             };

@@ -67,7 +67,7 @@ impl Tool for ReadTool {
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let path = str_arg(&args, "path").unwrap_or_default();
-            let resolved = match ctx.workspace.resolve(path) {
+            let resolved = match ctx.workspace.resolve_for_reading(path) {
                 Ok(p) => p,
                 Err(e) => return outside(e),
             };

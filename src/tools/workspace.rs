@@ -1,10 +1,17 @@
 //! The workspace boundary: turning a path the model wrote into a path on
-//! disk that is guaranteed to be inside the workspace root.
+//! disk that is guaranteed to be inside the workspace root, or, for the
+//! read-only tools, inside one of the run's skill folders.
 //!
-//! Every tool that touches the file system goes through [`Workspace::resolve`].
+//! Every tool that touches the file system goes through [`Workspace::resolve`]
+//! (or [`Workspace::resolve_for_reading`] for `read`, `find`, `grep`, `ls`).
 //! It refuses absolute paths, `..` that climbs out of the root, and symlinks
 //! (existing or dangling) that lead outside. It does not check permissions
 //! (that is [`crate::policy`]) and does not care whether the path exists.
+//!
+//! Skill folders are addressed by the absolute path the system prompt
+//! gives; every other path stays relative to the workspace. They are
+//! read-only: [`Workspace::resolve`], which the writing tools use, refuses
+//! any path that lands in one, also when the skill lives inside the workspace.
 //!
 //! The check is done on the path as it is when the call is made; a process
 //! that swaps a directory for a symlink between the check and the use could
@@ -21,6 +28,16 @@ pub const RUN_FOLDERS: &str = ".agentci";
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
+    /// Skill folders the read-only tools may reach, nothing may write.
+    read_only: Vec<ReadOnlyFolder>,
+}
+
+/// A skill folder: the path the model is told (a symlink stays a symlink)
+/// and where it really is, which the prefix checks compare against.
+#[derive(Clone, Debug)]
+struct ReadOnlyFolder {
+    given: PathBuf,
+    canonical: PathBuf,
 }
 
 /// A path the model gave that does not stay inside the workspace. The
@@ -35,7 +52,82 @@ impl Workspace {
     pub fn new(root: &Path) -> io::Result<Self> {
         Ok(Workspace {
             root: root.canonicalize()?,
+            read_only: Vec::new(),
         })
+    }
+
+    /// Adds a skill folder (absolute, existing) that the read-only tools may
+    /// reach by its absolute path and that nothing may write to.
+    pub fn with_skill_folder(mut self, dir: &Path) -> io::Result<Self> {
+        let canonical = dir.canonicalize()?;
+        if !self.read_only.iter().any(|f| f.canonical == canonical) {
+            self.read_only.push(ReadOnlyFolder {
+                given: dir.to_path_buf(),
+                canonical,
+            });
+        }
+        Ok(self)
+    }
+
+    /// [`Workspace::resolve`] for tools that only read: an absolute path
+    /// inside a skill folder is accepted too (and must stay inside it
+    /// after symlinks are followed); any other path is a workspace path.
+    pub fn resolve_for_reading(&self, path: &str) -> Result<PathBuf, PathError> {
+        if !Path::new(path).is_absolute() || path.contains('\0') {
+            return self.resolve_in_root(path);
+        }
+        let lexical = crate::spec::load::normalize(Path::new(path));
+        let Some(folder) = self.skill_folder_of(&lexical) else {
+            return self.resolve_in_root(path);
+        };
+        let rest = lexical
+            .strip_prefix(&folder.given)
+            .or_else(|_| lexical.strip_prefix(&folder.canonical))
+            .map_err(|_| outside(path))?;
+        let mut existing = folder.canonical.join(rest);
+        let mut missing: Vec<OsString> = Vec::new();
+        let canonical = loop {
+            match existing.canonicalize() {
+                Ok(found) => break found,
+                Err(_) => {
+                    let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                        return Err(outside(path));
+                    };
+                    missing.push(name);
+                    if !existing.pop() {
+                        return Err(outside(path));
+                    }
+                }
+            }
+        };
+        if !canonical.starts_with(&folder.canonical) {
+            return Err(PathError(format!(
+                "path `{path}` leads out of the skill folder `{}` through a symlink; only \
+                 files inside it can be read",
+                folder.given.display()
+            )));
+        }
+        let mut found = canonical;
+        for name in missing.iter().rev() {
+            found.push(name);
+        }
+        Ok(found)
+    }
+
+    /// The skill folder `path` (absolute, lexical) is in, by either form.
+    fn skill_folder_of(&self, path: &Path) -> Option<&ReadOnlyFolder> {
+        self.read_only
+            .iter()
+            .find(|f| path.starts_with(&f.given) || path.starts_with(&f.canonical))
+    }
+
+    /// The refusal for a write into a skill folder.
+    fn read_only_error(&self, written: &str, folder: &ReadOnlyFolder) -> PathError {
+        PathError(format!(
+            "path `{written}` is inside the skill folder `{}`, which is read-only: skills are \
+             read, never changed; write in the workspace instead",
+            folder.given.display()
+        ))
     }
 
     /// The canonical workspace root.
@@ -44,11 +136,31 @@ impl Workspace {
     }
 
     /// The absolute path for `relative`, refusing anything that would end
-    /// up outside the workspace. `""` and `"."` are the root itself.
+    /// up outside the workspace or in a (read-only) skill folder. `""` and
+    /// `"."` are the root itself.
     ///
     /// Existing symlinks are resolved, so the result of resolving a link
     /// inside the workspace is its (inside) target.
     pub fn resolve(&self, relative: &str) -> Result<PathBuf, PathError> {
+        if Path::new(relative).is_absolute() {
+            let lexical = crate::spec::load::normalize(Path::new(relative));
+            if let Some(folder) = self.skill_folder_of(&lexical) {
+                return Err(self.read_only_error(relative, folder));
+            }
+        }
+        let path = self.resolve_in_root(relative)?;
+        if let Some(folder) = self
+            .read_only
+            .iter()
+            .find(|f| path.starts_with(&f.canonical))
+        {
+            return Err(self.read_only_error(relative, folder));
+        }
+        Ok(path)
+    }
+
+    /// The workspace path for `relative`, skill folders aside.
+    fn resolve_in_root(&self, relative: &str) -> Result<PathBuf, PathError> {
         if relative.contains('\0') {
             return Err(PathError(format!(
                 "path `{}` contains a NUL byte; use a plain relative path",
@@ -111,6 +223,17 @@ impl Workspace {
     /// the model reads; the root itself is `.`. A path outside the root is
     /// returned as it is.
     pub fn relative(&self, abs: &Path) -> String {
+        // A file of a skill folder outside the workspace is shown by the
+        // folder's path as the prompt gives it, so the model can use it again.
+        if !abs.starts_with(&self.root)
+            && let Some(folder) = self
+                .read_only
+                .iter()
+                .find(|f| abs.starts_with(&f.canonical))
+            && let Ok(rest) = abs.strip_prefix(&folder.canonical)
+        {
+            return folder.given.join(rest).display().to_string();
+        }
         match abs.strip_prefix(&self.root) {
             Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
             Ok(rest) => rest
@@ -221,5 +344,53 @@ mod tests {
             ws.resolve("inside/lib.rs").unwrap(),
             ws.root().join("src/lib.rs")
         );
+    }
+
+    #[test]
+    fn skill_folders_are_readable_by_absolute_path_and_never_writable() {
+        let (dir, ws) = workspace();
+        let skills = tempfile::tempdir().unwrap();
+        let skill = skills.path().canonicalize().unwrap().join("pdf");
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::write(skill.join("reference.md"), "r").unwrap();
+        let secret = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(secret.path(), skill.join("out")).unwrap();
+        std::fs::create_dir_all(dir.path().join("skills/inner")).unwrap();
+        let ws = ws
+            .with_skill_folder(&skill)
+            .unwrap()
+            .with_skill_folder(&dir.path().join("skills/inner"))
+            .unwrap();
+        let file = format!("{}/reference.md", skill.display());
+        assert_eq!(
+            ws.resolve_for_reading(&file).unwrap(),
+            skill.join("reference.md")
+        );
+        assert_eq!(ws.relative(&skill.join("reference.md")), file);
+        // Writing tools resolve with `resolve`: refused, with the reason.
+        for path in [file.clone(), format!("{}/new.md", skill.display())] {
+            let err = ws.resolve(&path).unwrap_err().to_string();
+            assert!(err.contains("read-only"), "{err}");
+        }
+        // A skill inside the workspace is read-only by its relative path too.
+        let err = ws.resolve("skills/inner/SKILL.md").unwrap_err().to_string();
+        assert!(err.contains("read-only"), "{err}");
+        assert!(ws.resolve_for_reading("skills/inner/SKILL.md").is_ok());
+        // Hostile paths: a link out of the skill folder, `..` out of it, a
+        // folder that merely shares the prefix.
+        let err = ws
+            .resolve_for_reading(&format!("{}/out/x", skill.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("leads out of the skill folder"), "{err}");
+        assert!(
+            ws.resolve_for_reading(&format!("{}/../other", skill.display()))
+                .is_err()
+        );
+        assert!(
+            ws.resolve_for_reading(&format!("{}-evil/x", skill.display()))
+                .is_err()
+        );
+        assert!(ws.resolve_for_reading("/etc/passwd").is_err());
     }
 }

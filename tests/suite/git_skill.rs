@@ -113,6 +113,16 @@ fn a_git_skill_is_cloned_once_and_then_used_from_the_cache() {
     // The tag's version of the instructions, not the newest commit's.
     let system = &model.requests()[0]["messages"][0]["content"];
     assert!(system.as_str().unwrap().contains("then report"), "{system}");
+    // The model is told the skill's folder in the cache, where its files are.
+    let folder = format!(
+        "The skill's folder is {}",
+        cache.canonicalize().unwrap().display()
+    );
+    let text = system.as_str().unwrap();
+    assert!(
+        text.contains(&folder) && text.contains("/lint:"),
+        "{system}"
+    );
 
     // A revision that does not exist says so.
     job(&sb, &model.base_url(), "v9");

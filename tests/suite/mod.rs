@@ -20,5 +20,6 @@ mod run;
 mod sandbox;
 mod signals;
 mod sinks;
+mod skills;
 mod tools;
 mod validate;

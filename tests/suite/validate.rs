@@ -31,7 +31,12 @@ fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            // The skills corpus holds a symlinked skill folder; keep it a link.
+            let link = std::fs::read_link(entry.path()).unwrap();
+            std::os::unix::fs::symlink(link, target).unwrap();
+        } else if kind.is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
             std::fs::copy(entry.path(), target).unwrap();

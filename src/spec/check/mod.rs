@@ -25,7 +25,8 @@ use crate::spec::load::{Overrides, existing_dir, normalize, pos_of};
 use crate::spec::raw::{RawCheck, RawJob, RawOutputs, RawPermissions, RawSkill, Scalar};
 use crate::spec::vars::{is_valid_name, substitute};
 use crate::spec::{
-    CheckSpec, DefaultDecision, Diagnostic, JobSpec, OutputsSpec, PermissionsSpec, SkillRef,
+    CheckSpec, DefaultDecision, Diagnostic, FurtherSkill, JobSpec, OutputsSpec, PermissionsSpec,
+    SkillRef,
 };
 use crate::tools::BUILTIN_TOOLS;
 
@@ -58,6 +59,7 @@ impl Checker<'_> {
             .as_ref()
             .map_or_else(|| self.r.start(), |s| pos_of(&self.r, s));
         let skill = self.skill(raw.skill.as_ref());
+        let skills = self.further_skills(raw.skills.as_deref().unwrap_or_default());
         let goal = self.required_text(
             raw.goal.as_ref(),
             "goal",
@@ -104,6 +106,7 @@ impl Checker<'_> {
                 path: path.to_path_buf(),
                 name,
                 skill,
+                skills,
                 goal,
                 vars,
                 model,
@@ -242,6 +245,34 @@ impl Checker<'_> {
                 self.git_skill(skill, url, rev.as_deref(), path.as_deref())
             }
         }
+    }
+
+    /// `skills: [name, …]`: names without duplicates. Whether each exists
+    /// is the skill loader's question, asked by `validate` and `run`.
+    fn further_skills(&mut self, names: &[Spanned<String>]) -> Vec<FurtherSkill> {
+        let mut out: Vec<FurtherSkill> = Vec::new();
+        for name in names {
+            let (line, column) = pos_of(&self.r, name);
+            let text = name.value.trim();
+            if text.is_empty() {
+                self.r.error(
+                    (line, column),
+                    "an entry of `skills` is empty; expected a skill name",
+                );
+            } else if out.iter().any(|s| s.name == text) {
+                self.r.warning(
+                    (line, column),
+                    format!("skill `{text}` is listed twice in `skills`"),
+                );
+            } else {
+                out.push(FurtherSkill {
+                    name: text.to_string(),
+                    line,
+                    column,
+                });
+            }
+        }
+        out
     }
 
     fn tools(&mut self, tools: &[Spanned<String>]) -> Vec<String> {

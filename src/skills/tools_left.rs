@@ -1,0 +1,62 @@
+//! Whether a skill, with a job's `tools`, leaves a run any tool at all.
+//!
+//! A run with no tools cannot do anything, yet nothing stops it: an empty
+//! `allowed-tools`, one that names only tools agentci lacks
+//! (`AskUserQuestion`, `WebFetch`), or job `tools` disjoint from the
+//! skill's. This module words that case for `validate` and for the start
+//! of a run; the tool set itself is built by the agent.
+
+use super::Skill;
+use crate::tools::BUILTIN_TOOLS;
+
+/// The builtin tools a run of `skill` gets under the job's `tools`
+/// (`None`: every builtin), in the order they are offered.
+pub fn tools_left(job_tools: Option<&[String]>, skill: &Skill) -> Vec<&'static str> {
+    BUILTIN_TOOLS
+        .iter()
+        .copied()
+        .filter(|name| job_tools.is_none_or(|list| list.iter().any(|t| t == name)))
+        .filter(|name| {
+            skill
+                .allowed_tools
+                .as_ref()
+                .is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name)))
+        })
+        .collect()
+}
+
+/// Why the run would get no tools, or `None` when it gets some.
+pub fn no_tools_warning(job_tools: Option<&[String]>, skill: &Skill) -> Option<String> {
+    if !tools_left(job_tools, skill).is_empty() {
+        return None;
+    }
+    let unmapped = if skill.unmapped_tools.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (names that map to no agentci tool: {})",
+            skill.unmapped_tools.join(", ")
+        )
+    };
+    let skill_tools = tools_left(None, skill);
+    let cause = if skill_tools.is_empty() {
+        if skill.unmapped_tools.is_empty() {
+            "its `allowed-tools` is empty".to_string()
+        } else {
+            format!("none of its `allowed-tools` is a tool agentci has{unmapped}")
+        }
+    } else {
+        let job = job_tools.unwrap_or_default();
+        format!(
+            "the job's `tools` [{}] and the skill's allowed tools [{}] have none in common{unmapped}",
+            job.join(", "),
+            skill_tools.join(", ")
+        )
+    };
+    Some(format!(
+        "skill `{}` leaves the run no tools: {cause}; list the tools it needs in \
+         `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop \
+         `allowed-tools` to allow every tool",
+        skill.name
+    ))
+}

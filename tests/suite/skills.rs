@@ -1,0 +1,533 @@
+//! Skills as the public collections write them: the corpus under
+//! tests/data/skills-corpus/ (sibling files, scripts/, references/, folder
+//! placeholders, Claude Code tool names, a folder named unlike its skill, a
+//! symlinked folder, frontmatter edge cases) checked line by line through
+//! `agentci validate`, and runs of the real binary against the fake model
+//! server where the model reaches a skill's own files by the folder the
+//! system prompt gives.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::support::fake_model::{FakeModel, Reply};
+use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+/// Copies `from` to `to`, keeping symlinks as symlinks.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A temporary folder holding a copy of the corpus (and the target of its symlink).
+fn corpus_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    for name in ["skills-corpus", "skills-corpus-targets"] {
+        copy_tree(&Path::new(DATA).join(name), &root.join(name));
+    }
+    (tmp, root)
+}
+
+/// What `agentci validate skills-corpus` prints, line by line: each skill of
+/// the corpus with the problems it must get, at the place they are.
+const CORPUS_EXPECTED: &str = "\
+ok   skills-corpus/edge-block-dashes/SKILL.md (skill edge-block-dashes)
+ok   skills-corpus/edge-comment-opener/SKILL.md (skill edge-comment-opener)
+ok   skills-corpus/edge-cr-only/SKILL.md (skill edge-cr-only)
+ok   skills-corpus/edge-crlf/SKILL.md (skill edge-crlf)
+skills-corpus/edge-deep/SKILL.md:4:12: error: `metadata`: expected a string, number or boolean, found sequence
+skills-corpus/edge-empty-compatibility/SKILL.md:4:16: error: `compatibility` has 0 characters; it takes 1 to 500 (what the skill needs to run), or leave the key out
+skills-corpus/edge-lowercase: error: the skill file is named `skill.md`; rename it to SKILL.md (the name is case-sensitive)
+skills-corpus/edge-no-body/SKILL.md:5:1: warning: SKILL.md has no instructions after the frontmatter; the body is what the agent follows
+ok   skills-corpus/edge-no-body/SKILL.md (skill edge-no-body)
+skills-corpus/edge-not-utf8/SKILL.md:3:17: error: the file is not valid UTF-8: byte 0xe9 here starts no character; save it as UTF-8
+skills-corpus/edge-null-description/SKILL.md:3:12: error: `description` is present but has no value; say what the skill does and when to use it
+skills-corpus/edge-tab-indent/SKILL.md:5:1: error: a tab in the indentation; YAML indents with spaces only, so replace the tab with spaces
+skills-corpus/edge-type-error/SKILL.md:4:3: error: `description`: expected a string, found a list or mapping; quote text that starts with `[` or `{`
+skills-corpus/edge-unquoted-colon/SKILL.md:3:36: error: mapping values are not allowed in this context; the value of `description` holds `: `, which YAML reads as a new key: quote it, e.g. description: \"Checks links. Use when: the docs changed\"
+ok   skills-corpus/form-filling/SKILL.md (skill form-filling)
+skills-corpus/interview/SKILL.md:4:16: warning: unknown tool `AskUserQuestion` in allowed-tools; expected a canonical name (read, write, edit, find, grep, ls, exec, todo, web_fetch, task) or a Claude Code name (Read, Write, Edit, Glob, Grep, LS, Bash, Bash(cmd:*), …)
+skills-corpus/interview/SKILL.md:4:16: warning: skill `interview` leaves the run no tools: none of its `allowed-tools` is a tool agentci has (names that map to no agentci tool: AskUserQuestion); list the tools it needs in `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop `allowed-tools` to allow every tool
+ok   skills-corpus/interview/SKILL.md (skill interview)
+ok   skills-corpus/linked/SKILL.md (skill linked)
+skills-corpus/no-tools/SKILL.md:4:16: warning: skill `no-tools` leaves the run no tools: its `allowed-tools` is empty; list the tools it needs in `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop `allowed-tools` to allow every tool
+ok   skills-corpus/no-tools/SKILL.md (skill no-tools)
+ok   skills-corpus/plugin/skills/root-cause/SKILL.md (skill root-cause)
+skills-corpus/react-best-practices/SKILL.md:2:7: warning: skill name `vercel-react-best-practices` differs from its folder `react-best-practices`; the skill loads, but the format wants them equal, so rename one
+ok   skills-corpus/react-best-practices/SKILL.md (skill vercel-react-best-practices)
+ok   skills-corpus/release-notes/SKILL.md (skill release-notes)
+skills-corpus/web-research/SKILL.md:4:26: warning: `WebFetch` in allowed-tools names agentci's `web_fetch`, which it does not have yet (it has read, write, edit, find, grep, ls, exec); the skill gets no tool from it
+skills-corpus/web-research/SKILL.md:4:35: warning: `Task` in allowed-tools names agentci's `task`, which it does not have yet (it has read, write, edit, find, grep, ls, exec); the skill gets no tool from it
+skills-corpus/web-research/SKILL.md:4:40: warning: `TodoWrite` in allowed-tools names agentci's `todo`, which it does not have yet (it has read, write, edit, find, grep, ls, exec); the skill gets no tool from it
+skills-corpus/web-research/SKILL.md:4:50: warning: `mcp__github__search_issues` in allowed-tools names an MCP tool, and agentci runs no MCP tools yet; the skill gets no tool from it
+ok   skills-corpus/web-research/SKILL.md (skill web-research)
+";
+
+#[test]
+fn corpus_validates_line_by_line_as_expected() {
+    let (_tmp, root) = corpus_copy();
+    let out = agentci_in(&root, &["validate", "skills-corpus"], &[]);
+    let printed = stdout(&out);
+    let expected: Vec<&str> = CORPUS_EXPECTED.lines().collect();
+    let actual: Vec<&str> = printed.lines().collect();
+    for (i, (want, got)) in expected.iter().zip(&actual).enumerate() {
+        assert_eq!(
+            got,
+            want,
+            "line {} differs; whole output:\n{printed}",
+            i + 1
+        );
+    }
+    assert_eq!(actual.len(), expected.len(), "whole output:\n{printed}");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // Messages are for people: no Rust debug output, no escaped quotes.
+    for bad in ["{ ", "\\'", "Nodes", "Some("] {
+        assert!(!printed.contains(bad), "`{bad}` in:\n{printed}");
+    }
+}
+
+#[test]
+fn a_symlinked_skill_is_judged_and_reported_by_the_link() {
+    let (_tmp, root) = corpus_copy();
+    // The target folder's name differs from the skill's; the link's does not.
+    let out = agentci_in(&root, &["validate", "skills-corpus/linked"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "ok   skills-corpus/linked/SKILL.md (skill linked)\n"
+    );
+    // Validated through its real folder, the mismatch shows, by that path.
+    let out = agentci_in(
+        &root,
+        &["validate", "skills-corpus-targets/linked-real-folder"],
+        &[],
+    );
+    assert!(
+        stdout(&out).contains(
+            "skills-corpus-targets/linked-real-folder/SKILL.md:2:7: warning: skill name `linked` \
+             differs from its folder `linked-real-folder`"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_lowercase_skill_file_is_told_to_be_renamed() {
+    let (_tmp, root) = corpus_copy();
+    for path in [
+        "skills-corpus/edge-lowercase",
+        "skills-corpus/edge-lowercase/skill.md",
+    ] {
+        let out = agentci_in(&root, &["validate", path], &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stdout(&out).contains("rename it to SKILL.md"),
+            "{path}: {}",
+            stdout(&out)
+        );
+    }
+}
+
+/// A sandbox whose `skills/` holds the corpus, with `job.yaml` made of `job`.
+fn corpus_sandbox(job: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    copy_tree(
+        &Path::new(DATA).join("skills-corpus"),
+        &sb.path().join("skills"),
+    );
+    sb.write("job.yaml", job);
+    sb
+}
+
+fn job(skill: &str, extra: &str, base_url: &str) -> String {
+    format!(
+        "version: 1\nname: corpus job\nskill: {skill}\ngoal: Fill in form.txt.\n\
+         model: {{provider: openai, name: fake-model, base_url: {base_url}}}\n\
+         workspace: ws\nskills_path: [skills]\n{extra}"
+    )
+}
+
+#[test]
+fn validate_and_run_say_when_the_job_and_skill_leave_no_tools() {
+    let model = FakeModel::start(vec![Reply::text("No plan."), Reply::text("No plan.")]);
+    // The skill allows reading only; the job asks for writing only.
+    let sb = corpus_sandbox(&job(
+        "{path: skills/plugin/skills/root-cause}",
+        "tools: [write, edit]\nbudget: {max_turns: 1}\n",
+        &model.base_url(),
+    ));
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    let printed = stdout(&out);
+    assert!(
+        printed.contains(
+            "job.yaml:3:8: warning: skill `root-cause` leaves the run no tools: the job's \
+             `tools` [write, edit] and the skill's allowed tools [read, find, grep, exec] have \
+             none in common"
+        ),
+        "{printed}"
+    );
+    // The run says so at its start too.
+    let out = sb.agentci(&["run", "job.yaml", "--progress", "plain"]);
+    assert!(
+        stderr(&out).contains("leaves the run no tools"),
+        "{}",
+        stderr(&out)
+    );
+
+    // `allowed-tools: AskUserQuestion`: the skill alone leaves nothing.
+    sb.write(
+        "job.yaml",
+        &job("interview", "budget: {max_turns: 1}\n", &model.base_url()),
+    );
+    let out = sb.agentci(&["run", "job.yaml", "--progress", "plain"]);
+    assert!(
+        stderr(&out).contains(
+            "none of its `allowed-tools` is a tool agentci has (names that map to no agentci \
+             tool: AskUserQuestion)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn further_skills_are_listed_by_name_description_and_folder_not_body() {
+    let model = FakeModel::start(vec![Reply::text("No plan.")]);
+    let sb = corpus_sandbox(&job(
+        "form-filling",
+        "skills: [release-notes, react-best-practices]\nbudget: {max_turns: 1}\n",
+        &model.base_url(),
+    ));
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("ok   job.yaml (job corpus job, skill form-filling)"),
+        "{}",
+        stdout(&out)
+    );
+    sb.agentci(&["run", "job.yaml", "--progress", "plain"]);
+    let requests = model.requests();
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    let skills = sb.path().canonicalize().unwrap().join("skills");
+    let notes = skills.join("release-notes");
+    assert!(
+        system.contains(&format!(
+            "- release-notes: Drafts release notes from the commits since the last tag. Use \
+             when: a release is being cut. (folder: {}, instructions: {}/SKILL.md)",
+            notes.display(),
+            notes.display()
+        )),
+        "{system}"
+    );
+    assert!(
+        system.contains("- vercel-react-best-practices: React performance guidelines."),
+        "{system}"
+    );
+    // The main skill's body is in the prompt; the further skills' bodies are not.
+    assert!(system.contains("# Form filling"), "{system}");
+    assert!(
+        !system.contains("to list the commits since the last tag"),
+        "{system}"
+    );
+    assert!(
+        system.contains(&format!(
+            "The skill's folder is {}:",
+            skills.join("form-filling").display()
+        )),
+        "{system}"
+    );
+
+    // A further skill that does not exist is reported at its entry in the job.
+    sb.write(
+        "job.yaml",
+        &job(
+            "form-filling",
+            "skills: [release-notes, nope]\n",
+            &model.base_url(),
+        ),
+    );
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout(&out).contains("job.yaml:8:25: error: skill `nope` not found"),
+        "{}",
+        stdout(&out)
+    );
+    let out = sb.agentci(&["run", "job.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("skill `nope` not found"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The tool result the model got back for `call_id` in a later request.
+fn tool_result(requests: &[Value], call_id: &str) -> String {
+    requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().unwrap())
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no tool message for {call_id}"))["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_model_reads_a_skill_file_by_the_prompted_folder_and_cannot_write_there() {
+    let sb = corpus_sandbox("");
+    sb.write("ws/form.txt", "name:\ndate:\n");
+    let dir = sb
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("skills/form-filling");
+    let at = |rel: &str| format!("{}/{rel}", dir.display());
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![
+            ("c_read", "read", json!({"path": at("reference.md")})),
+            ("c_ls", "ls", json!({"path": dir.display().to_string()})),
+            (
+                "c_grep",
+                "grep",
+                json!({"pattern": "ISO 8601", "path": at("")}),
+            ),
+            (
+                "c_find",
+                "find",
+                json!({"pattern": "*.sh", "path": at("scripts")}),
+            ),
+        ]),
+        Reply::plan(&[("Fill the form", "no empty fields")]),
+        Reply::tool_calls(vec![
+            (
+                "c_write",
+                "write",
+                json!({"path": at("reference.md"), "content": "x"}),
+            ),
+            (
+                "c_new",
+                "write",
+                json!({"path": at("notes.md"), "content": "x"}),
+            ),
+            (
+                "c_edit",
+                "edit",
+                json!({"path": at("SKILL.md"), "old_text": "Form", "new_text": "X"}),
+            ),
+            ("c_climb", "read", json!({"path": at("../../ws/form.txt")})),
+        ]),
+        Reply::tool_calls(vec![(
+            "c_fill",
+            "write",
+            json!({"path": "form.txt", "content": "name: Ada\ndate: 2024-05-01\n"}),
+        )]),
+        Reply::tool_calls(vec![(
+            "c_exec",
+            "exec",
+            json!({"command": format!("sh {} form.txt", at("scripts/count_fields.sh"))}),
+        )]),
+        Reply::step_done("filled"),
+        Reply::text("Filled the form."),
+    ]);
+    sb.write(
+        "job.yaml",
+        &job(
+            "form-filling",
+            "tools: [read, write, edit, ls, grep, find, exec]\n\
+             permissions: {default: deny, allow: [read, ls, grep, find, write, edit, \"exec(sh *)\"]}\n\
+             checks:\n  - {name: filled, run: \"! grep -q ':$' form.txt\"}\n",
+            &model.base_url(),
+        ),
+    );
+    let out = sb.agentci(&[
+        "run",
+        "job.yaml",
+        "--trace",
+        "out/trace.jsonl",
+        "--progress",
+        "plain",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let requests = model.requests();
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains(&format!("The skill's folder is {}:", dir.display())),
+        "{system}"
+    );
+
+    let read = tool_result(&requests, "c_read");
+    assert!(read.contains("ISO 8601"), "{read}");
+    let ls = tool_result(&requests, "c_ls");
+    assert!(
+        ls.contains("scripts/") && ls.contains("reference.md"),
+        "{ls}"
+    );
+    let grep = tool_result(&requests, "c_grep");
+    assert!(grep.contains(&at("reference.md")), "{grep}");
+    let find = tool_result(&requests, "c_find");
+    assert!(find.contains(&at("scripts/count_fields.sh")), "{find}");
+
+    for call in ["c_write", "c_new", "c_edit"] {
+        let refused = tool_result(&requests, call);
+        assert!(
+            refused.starts_with("ERROR") && refused.contains("read-only"),
+            "{call}: {refused}"
+        );
+    }
+    // `..` cannot climb out of the skill folder into the rest of the disk.
+    let climbed = tool_result(&requests, "c_climb");
+    assert!(climbed.starts_with("ERROR"), "{climbed}");
+    let exec = tool_result(&requests, "c_exec");
+    assert!(exec.contains('0'), "{exec}");
+
+    // Nothing in the skill folder changed; the workspace file did.
+    assert!(
+        std::fs::read_to_string(dir.join("reference.md"))
+            .unwrap()
+            .contains("ISO 8601")
+    );
+    assert!(!dir.join("notes.md").exists());
+    assert_eq!(sb.read("ws/form.txt"), "name: Ada\ndate: 2024-05-01\n");
+    let trace = sb.trace("out/trace.jsonl");
+    let loaded = events(&trace, "skill.loaded");
+    assert_eq!(loaded[0]["path"], dir.display().to_string());
+}
+
+#[test]
+fn placeholders_become_the_folder_in_body_and_allowed_tools() {
+    let model = FakeModel::start(vec![Reply::text("No plan."), Reply::text("No plan.")]);
+    let sb = corpus_sandbox(&job(
+        "release-notes",
+        "budget: {max_turns: 1}\n",
+        &model.base_url(),
+    ));
+    sb.agentci(&["run", "job.yaml", "--trace", "out/trace.jsonl"]);
+    let skills = sb.path().canonicalize().unwrap().join("skills");
+    let dir = skills.join("release-notes");
+    let system = model.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains(&format!("Run `sh {}/scripts/commits.sh`", dir.display())),
+        "{system}"
+    );
+    assert!(!system.contains("{baseDir}"), "{system}");
+    let trace = sb.trace("out/trace.jsonl");
+    let loaded = events(&trace, "skill.loaded");
+    assert_eq!(
+        loaded[0]["allowed_tools"],
+        json!([
+            "read",
+            "grep",
+            format!("exec(sh {}/scripts/commits.sh *)", dir.display())
+        ])
+    );
+
+    // In a Claude Code plugin, `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder
+    // and `${CLAUDE_SKILL_DIR}` the skill's.
+    sb.write(
+        "job.yaml",
+        &job(
+            "root-cause",
+            "budget: {max_turns: 1}\nskills_path: [skills/plugin/skills]\n"
+                .replace("skills_path: [skills/plugin/skills]", "")
+                .as_str(),
+            &model.base_url(),
+        )
+        .replace(
+            "skills_path: [skills]",
+            "skills_path: [skills/plugin/skills]",
+        ),
+    );
+    sb.agentci(&["run", "job.yaml"]);
+    let system = model.requests()[1]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let plugin = skills.join("plugin");
+    assert!(
+        system.contains(&format!(
+            "Follow `{}/skills/root-cause/tracing.md`",
+            plugin.display()
+        )),
+        "{system}"
+    );
+    assert!(
+        system.contains(&format!(
+            "`{}/skills/root-cause/scripts/bisect-run.sh`",
+            plugin.display()
+        )),
+        "{system}"
+    );
+}
+
+#[test]
+fn a_cassette_with_skill_paths_replays_from_another_checkout() {
+    let first = corpus_sandbox("");
+    first.write("ws/form.txt", "name:\n");
+    let dir = first
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("skills/form-filling");
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![(
+            "c_read",
+            "read",
+            json!({"path": format!("{}/reference.md", dir.display())}),
+        )]),
+        Reply::plan(&[("Read", "read")]),
+        Reply::step_done("read"),
+        Reply::text("Done."),
+    ]);
+    let job_text = job(
+        "form-filling",
+        "permissions: {default: allow}\n",
+        &model.base_url(),
+    );
+    first.write("job.yaml", &job_text);
+    let out = first.agentci(&["run", "job.yaml", "--record", "cassette.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cassette = first.read("cassette.jsonl");
+    assert!(!cassette.contains(&dir.display().to_string()), "{cassette}");
+    assert!(
+        cassette.contains("${SKILL:form-filling}/reference.md"),
+        "{cassette}"
+    );
+
+    // Another checkout: other absolute paths, same cassette.
+    let second = corpus_sandbox(&job_text);
+    second.write("ws/form.txt", "name:\n");
+    second.write("cassette.jsonl", &cassette);
+    let out = second.agentci(&[
+        "run",
+        "job.yaml",
+        "--replay",
+        "cassette.jsonl",
+        "--trace",
+        "out/trace.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = second.trace("out/trace.jsonl");
+    let results = events(&trace, "tool.result");
+    let read = results.iter().find(|e| e["call_id"] == "c_read").unwrap();
+    assert_eq!(read["ok"], true, "{read}");
+}
