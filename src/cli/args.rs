@@ -29,6 +29,8 @@ pub enum Command {
     Eval(Box<EvalArgs>),
     /// Work with evaluation results.
     Report(ReportArgs),
+    /// Try a job's MCP servers: list their tools and resources, call one tool.
+    Mcp(super::mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,8 @@
 pub mod args;
 pub mod eval;
 mod eval_progress;
+pub mod mcp;
+mod mcp_print;
 pub mod report;
 pub mod run;
 pub mod signals;
@@ -33,6 +35,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::validate(args),
         Command::Eval(args) => eval::eval(*args),
         Command::Report(args) => report::report(args),
+        Command::Mcp(args) => mcp::mcp(args),
     };
     ExitCode::from(code)
 }

@@ -23,6 +23,15 @@ pub fn prepare(job_file: &std::path::Path, options: &LoadOptions) -> Result<Prep
             .map(|d| d.with_severity().to_string())
             .collect::<Vec<_>>()
     })?;
+    // Until runs start MCP servers, a job that needs them must not run without
+    // their tools as if nothing were missing.
+    if !job.mcp.servers.is_empty() {
+        return Err(vec![format!(
+            "error: {}: MCP servers are not yet available in runs; use `agentci mcp list/call` \
+             to try the job's servers",
+            job_file.display()
+        )]);
+    }
     let skill = match &job.skill {
         SkillRef::Name(name) => skills::find_skill(
             name,

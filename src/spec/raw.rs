@@ -35,6 +35,7 @@ pub(super) struct RawJob {
     #[serde(default)]
     pub env: BTreeMap<String, Spanned<Scalar>>,
     pub allow_dirty: Option<Spanned<Scalar>>,
+    pub mcp: Option<Spanned<super::raw_mcp::RawMcp>>,
 }
 
 #[derive(Debug, Deserialize)]
