@@ -473,10 +473,25 @@ async fn connect(
             serve_client(client, transport).await.map_err(|e| {
                 format!(
                     "could not be reached at {url}: {}",
-                    shorten(&e.to_string(), 300)
+                    shorten(&root_cause(&e), 300)
                 )
             })
         }
+    }
+}
+
+/// The innermost error: rmcp's outer messages name its internal types
+/// (`Transport [rmcp::transport::worker::…] error: …`); the cause is what
+/// users need.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    let text = current.to_string();
+    match text.rfind("] error: ") {
+        Some(at) => text[at + "] error: ".len()..].to_string(),
+        None => text,
     }
 }
 

@@ -6,6 +6,8 @@ mod examples;
 mod git_output;
 mod git_skill;
 mod github;
+mod mcp;
+mod mcp_misbehave;
 mod policy;
 mod provider;
 mod providers_e2e;
