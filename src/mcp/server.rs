@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
-use rmcp::service::{RoleClient, RunningService, ServiceError, serve_client};
+use rmcp::service::{ClientCacheConfig, RoleClient, RunningService, ServiceError, serve_client};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::Serialize;
@@ -124,6 +124,13 @@ impl McpServer {
                 protocol_version: info.protocol_version.to_string(),
             };
         }
+        // rmcp caches list answers and serves a stale one when a re-fetch
+        // fails; a dead server must show as down, and a refresh after
+        // list_changed must reach the server, so every list asks it.
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
         server.service = Some(service);
         match tokio::time::timeout_at(deadline, server.list_tools()).await {
             Ok(Ok(())) => Ok(server),
