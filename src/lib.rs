@@ -14,6 +14,7 @@ pub mod cli;
 pub mod eval;
 pub mod event;
 pub mod git;
+pub mod mcp;
 pub mod policy;
 pub mod process;
 pub mod provider;

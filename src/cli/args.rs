@@ -31,6 +31,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Show what this machine's kernel can enforce of the sandbox.
     Doctor(DoctorArgs),
+    /// Try a job's MCP servers: list their tools and resources, call one tool.
+    Mcp(super::mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,8 @@ pub mod args;
 pub mod doctor;
 pub mod eval;
 mod eval_progress;
+pub mod mcp;
+mod mcp_print;
 pub mod report;
 pub mod run;
 pub mod signals;
@@ -35,6 +37,7 @@ pub fn main() -> ExitCode {
         Command::Eval(args) => eval::eval(*args),
         Command::Report(args) => report::report(args),
         Command::Doctor(args) => doctor::doctor(&args),
+        Command::Mcp(args) => mcp::mcp(args),
     };
     ExitCode::from(code)
 }

@@ -43,6 +43,15 @@ pub fn prepare_for_event(
             .map(|d| d.with_severity().to_string())
             .collect::<Vec<_>>()
     })?;
+    // Until runs start MCP servers, a job that needs them must not run without
+    // their tools as if nothing were missing.
+    if !job.mcp.servers.is_empty() {
+        return Err(vec![format!(
+            "error: {}: MCP servers are not yet available in runs; use `agentci mcp list/call` \
+             to try the job's servers",
+            job_file.display()
+        )]);
+    }
     let untrusted_because = untrusted_because(&job, event);
     let untrusted_because = untrusted_because.as_deref();
     let search_paths = skills::skill_search_paths(&job, &options.skills_path);

@@ -15,12 +15,15 @@ mod check;
 pub mod diagnostic;
 pub mod duration;
 pub mod load;
+pub mod mcp;
 pub(crate) mod raw;
+mod raw_mcp;
 pub(crate) mod recover;
 pub mod vars;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use load::{LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems};
+pub use mcp::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
 
 /// A validated job.
 #[derive(Clone, Debug)]
@@ -62,6 +65,8 @@ pub struct JobSpec {
     pub trust_workspace: Option<bool>,
     /// The kernel sandbox around every process the run starts.
     pub sandbox: SandboxSpec,
+    /// The MCP servers the job brings (`mcp.servers`).
+    pub mcp: McpSpec,
 }
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).

@@ -40,6 +40,7 @@ pub(super) struct RawJob {
     pub untrusted_inputs: Option<Vec<Spanned<String>>>,
     pub trust_workspace: Option<Spanned<Scalar>>,
     pub sandbox: Option<Spanned<RawSandbox>>,
+    pub mcp: Option<Spanned<super::raw_mcp::RawMcp>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -12,6 +12,8 @@ mod git_output;
 mod git_skill;
 mod github;
 mod junit_report;
+mod mcp;
+mod mcp_misbehave;
 mod policy;
 mod protocol;
 mod provider;

@@ -13,11 +13,14 @@ use serde_saphyr::Spanned;
 
 mod env;
 mod git;
+pub(crate) mod mcp;
 mod model;
 mod model_options;
 mod numbers;
 mod sandbox;
 mod untrusted;
+
+pub(crate) use env::is_env_name;
 
 use crate::policy::ToolPattern;
 use crate::spec::diagnostic::{Pos, Reporter};
@@ -101,6 +104,8 @@ impl Checker<'_> {
             .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
             .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
 
+        let mcp = self.mcp(raw.mcp.as_ref(), workspace.as_deref(), &vars);
+
         let job = match (name, skill, goal, model, workspace) {
             (Some(name), Some(skill), Some(goal), Some(model), Some(workspace)) => Some(JobSpec {
                 path: path.to_path_buf(),
@@ -124,6 +129,7 @@ impl Checker<'_> {
                 untrusted_inputs,
                 trust_workspace,
                 sandbox,
+                mcp,
             }),
             _ => None,
         };

@@ -1,0 +1,345 @@
+//! `agentci mcp list` and `agentci mcp call`: start a job's MCP servers (or
+//! one server given by `--url` or `-- COMMAND ARGS...`) and show their tools
+//! and resources, or call one tool — what a user reaches for when a job's
+//! tools misbehave.
+//!
+//! Exit codes: 0 when everything worked, 1 when the tool answered with an
+//! error, 2 for bad input (flags, job file, JSON arguments), 4 when a server
+//! could not be reached or went down. Output: text for people, or one JSON
+//! document with `--json` (see [`super::mcp_print`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use super::EXIT_BAD_INPUT;
+use super::mcp_print::{self, CallReport, ServerReport};
+use crate::mcp::{McpServer, StartContext};
+use crate::spec::duration::parse_duration;
+use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
+use crate::spec::{EnvTemplate, LoadOptions, McpServerSpec, McpTransport, load_job};
+
+/// Exit code when the tool answered with an error.
+const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code when a server could not be started, reached, or went down.
+pub const EXIT_SERVER_DOWN: u8 = 4;
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start MCP servers and print their tools and resources.
+    ///
+    /// `agentci mcp list JOB.yaml [SERVER]`, `agentci mcp list --url URL`,
+    /// or `agentci mcp list -- COMMAND ARGS...`.
+    List(ListArgs),
+    /// Call one tool of an MCP server and print its result.
+    ///
+    /// `agentci mcp call JOB.yaml SERVER TOOL ['JSON']`,
+    /// `agentci mcp call --url URL TOOL ['JSON']`, or
+    /// `agentci mcp call TOOL ['JSON'] -- COMMAND ARGS...`.
+    /// Exit 0 when the call succeeded, 1 when the tool returned an error,
+    /// 4 when the server could not be reached.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// `JOB.yaml [SERVER]`, or nothing with `--url` or `-- COMMAND`.
+    #[arg(value_name = "JOB.yaml [SERVER]")]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// `JOB.yaml SERVER TOOL ['JSON']`, or `TOOL ['JSON']` with `--url` or `-- COMMAND`.
+    #[arg(value_name = "[JOB.yaml SERVER] TOOL ['JSON']", required = true)]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// Where the servers come from, and how to show the outcome.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// A remote server reached over Streamable HTTP.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// An HTTP header for `--url`, as `NAME=VALUE` (repeatable).
+    #[arg(long = "header", value_name = "NAME=VALUE", requires = "url")]
+    pub headers: Vec<String>,
+    /// Time allowed for one call, for `--url` and `--` servers (default 60s).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Time allowed to start and list tools, for `--url` and `--` servers (default 30s).
+    #[arg(long, value_name = "DURATION")]
+    pub startup_timeout: Option<String>,
+    /// Set a job variable (repeatable), as `agentci run --var` does.
+    #[arg(long = "var", value_name = "K=V")]
+    pub vars: Vec<String>,
+    /// The workspace (overrides the job's `workspace`; default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// A local server to start: `-- COMMAND ARGS...`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+pub fn mcp(args: McpArgs) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    let code = runtime.block_on(async {
+        match args.command {
+            McpCommand::List(list) => run_list(list).await,
+            McpCommand::Call(call) => run_call(call).await,
+        }
+    });
+    // A server task still finishing its shutdown must not hold up the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+fn fail(message: &str) -> u8 {
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+    EXIT_BAD_INPUT
+}
+
+/// The servers to start and the workspace they run in.
+struct Selection {
+    servers: Vec<McpServerSpec>,
+    workspace: PathBuf,
+}
+
+async fn run_list(args: ListArgs) -> u8 {
+    let (selection, rest) = match select(&args.source, &args.words) {
+        Ok(found) => found,
+        Err(message) => return fail(&message),
+    };
+    let mut servers = selection.servers;
+    if let Some(name) = rest.first() {
+        servers.retain(|s| &s.name == name);
+        if servers.is_empty() {
+            return fail(&format!("the job has no MCP server `{name}`"));
+        }
+    }
+    if rest.len() > 1 {
+        return fail("`agentci mcp list` takes a job file and at most one server name");
+    }
+    let lookup = |name: &str| std::env::var(name).ok();
+    let cx = StartContext {
+        workspace: &selection.workspace,
+        env: &lookup,
+    };
+    // Servers start together, as a run would start them.
+    let started =
+        futures_util::future::join_all(servers.iter().map(|s| McpServer::start(s, &cx))).await;
+    let mut reports = Vec::new();
+    for outcome in started {
+        reports.push(match outcome {
+            Ok(server) => ServerReport::describe(server).await,
+            Err(down) => ServerReport::Down(down),
+        });
+    }
+    let any_down = reports.iter().any(|r| matches!(r, ServerReport::Down(_)));
+    mcp_print::print_list(&reports, args.source.json);
+    if any_down { EXIT_SERVER_DOWN } else { 0 }
+}
+
+async fn run_call(args: CallArgs) -> u8 {
+    let (selection, rest) = match select(&args.source, &args.words) {
+        Ok(found) => found,
+        Err(message) => return fail(&message),
+    };
+    let from_job = args.source.url.is_none() && args.source.command.is_empty();
+    let (spec, rest) = if from_job {
+        let Some((name, rest)) = rest.split_first() else {
+            return fail("expected `agentci mcp call JOB.yaml SERVER TOOL ['JSON']`");
+        };
+        match selection.servers.into_iter().find(|s| &s.name == name) {
+            Some(spec) => (spec, rest.to_vec()),
+            None => return fail(&format!("the job has no MCP server `{name}`")),
+        }
+    } else {
+        match selection.servers.into_iter().next() {
+            Some(spec) => (spec, rest),
+            None => return fail("no server given"),
+        }
+    };
+    let (tool, arguments) = match rest.as_slice() {
+        [tool] => (tool.clone(), Value::Object(serde_json::Map::new())),
+        [tool, json] => match serde_json::from_str::<Value>(json) {
+            Ok(value @ Value::Object(_)) => (tool.clone(), value),
+            Ok(other) => {
+                return fail(&format!(
+                    "the arguments must be a JSON object such as '{{\"a\": 1}}', found `{other}`"
+                ));
+            }
+            Err(e) => return fail(&format!("the arguments are not valid JSON: {e}")),
+        },
+        [] => return fail("expected the name of the tool to call"),
+        _ => return fail("too many arguments; expected TOOL and one JSON object"),
+    };
+    let lookup = |name: &str| std::env::var(name).ok();
+    let cx = StartContext {
+        workspace: &selection.workspace,
+        env: &lookup,
+    };
+    let mut server = match McpServer::start(&spec, &cx).await {
+        Ok(server) => server,
+        Err(down) => {
+            mcp_print::print_call(&CallReport::down(&spec.name, &tool, down), args.source.json);
+            return EXIT_SERVER_DOWN;
+        }
+    };
+    let outcome = server.call_tool(&tool, arguments).await;
+    let requests = server.take_requests();
+    let report = CallReport::new(&spec.name, &tool, outcome, requests);
+    server.shutdown().await;
+    mcp_print::print_call(&report, args.source.json);
+    match &report.down {
+        Some(_) => EXIT_SERVER_DOWN,
+        None if report.output.as_ref().is_some_and(|o| o.is_error) => EXIT_TOOL_ERROR,
+        None => 0,
+    }
+}
+
+/// The servers named by the flags or the job file, and the words left over.
+fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<String>), String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let given = [source.url.is_some(), !source.command.is_empty()];
+    if given.iter().all(|g| *g) {
+        return Err("give either --url URL or -- COMMAND ARGS..., not both".to_string());
+    }
+    let timeout = flag_duration(source.timeout.as_deref(), "--timeout", DEFAULT_CALL_TIMEOUT)?;
+    let startup_timeout = flag_duration(
+        source.startup_timeout.as_deref(),
+        "--startup-timeout",
+        DEFAULT_STARTUP_TIMEOUT,
+    )?;
+    let workspace = source
+        .workspace
+        .as_ref()
+        .map_or_else(|| cwd.clone(), |w| cwd.join(w));
+    let one = |name: String, transport: McpTransport| McpServerSpec {
+        name,
+        transport,
+        timeout,
+        startup_timeout,
+        tools: None,
+        required: false,
+        roots: false,
+    };
+    if let Some(url) = &source.url {
+        let mut headers = Vec::new();
+        for header in &source.headers {
+            let Some((name, value)) = header.split_once('=') else {
+                return Err(format!("--header `{header}`: expected NAME=VALUE"));
+            };
+            headers.push((name.trim().to_string(), EnvTemplate::text(value)));
+        }
+        let transport = McpTransport::Http {
+            url: url.clone(),
+            headers,
+        };
+        let servers = vec![one("remote".to_string(), transport)];
+        return Ok((Selection { servers, workspace }, words.to_vec()));
+    }
+    if let Some((program, args)) = source.command.split_first() {
+        let transport = McpTransport::Stdio {
+            command: program.clone(),
+            args: args.to_vec(),
+            env: Vec::new(),
+            cwd: None,
+        };
+        let servers = vec![one(name_for_command(program), transport)];
+        return Ok((Selection { servers, workspace }, words.to_vec()));
+    }
+    let Some((job_file, rest)) = words.split_first() else {
+        return Err(
+            "expected a job file, --url URL, or -- COMMAND ARGS... (see `agentci mcp --help`)"
+                .to_string(),
+        );
+    };
+    if source.timeout.is_some() || source.startup_timeout.is_some() {
+        return Err(
+            "--timeout and --startup-timeout are for --url and -- servers; a job sets \
+                    them per server"
+                .to_string(),
+        );
+    }
+    let options = LoadOptions {
+        cwd: cwd.clone(),
+        vars: source.vars.clone(),
+        workspace: source.workspace.clone(),
+        ..LoadOptions::default()
+    };
+    let (job, _warnings) = load_job(Path::new(job_file), &options).map_err(|problems| {
+        problems
+            .iter()
+            .map(|d| d.with_severity().to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    if job.mcp.servers.is_empty() {
+        return Err(format!("{job_file} has no `mcp.servers`"));
+    }
+    let selection = Selection {
+        servers: job.mcp.servers,
+        workspace: job.workspace,
+    };
+    Ok((selection, rest.to_vec()))
+}
+
+fn flag_duration(text: Option<&str>, flag: &str, default: Duration) -> Result<Duration, String> {
+    match text {
+        None => Ok(default),
+        Some(text) => match parse_duration(text) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(_) => Err(format!("{flag} must be more than zero")),
+            Err(e) => Err(format!("{flag}: {e}")),
+        },
+    }
+}
+
+/// A server name for `-- COMMAND`: the program's file name, made valid.
+fn name_for_command(program: &str) -> String {
+    let base = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let mut name: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(crate::spec::mcp::MAX_SERVER_NAME)
+        .collect();
+    name = name.trim_matches('-').to_string();
+    if check_server_name(&name).is_ok() {
+        name
+    } else {
+        "server".to_string()
+    }
+}

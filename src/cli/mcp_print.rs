@@ -1,0 +1,282 @@
+//! What `agentci mcp list` and `agentci mcp call` print: text for people
+//! on stdout (problems on stderr), or with `--json` one JSON document on
+//! stdout that scripts can read.
+
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::mcp::{
+    McpResource, McpServer, McpTool, ServerDown, ServerIdentity, ServerRequestRecord, ToolOutput,
+};
+
+/// Longest description shown in the text listing.
+const DESCRIPTION_WIDTH: usize = 100;
+
+/// One server of `mcp list`.
+pub enum ServerReport {
+    Up(Box<UpServer>),
+    Down(ServerDown),
+}
+
+#[derive(Serialize)]
+pub struct UpServer {
+    pub name: String,
+    pub server: ServerIdentity,
+    pub tools: Vec<McpTool>,
+    pub resources: Vec<McpResource>,
+    pub resource_templates: Vec<McpResource>,
+    /// The server announced `notifications/tools/list_changed` and its tools were listed again.
+    pub tools_refreshed: bool,
+    /// Names in the job's `tools` allow-list that the server does not offer.
+    pub missing_allowed_tools: Vec<String>,
+    /// Requests the server sent to agentci.
+    pub requests: Vec<ServerRequestRecord>,
+}
+
+impl ServerReport {
+    /// Lists what a started server offers, then stops it.
+    pub async fn describe(mut server: McpServer) -> ServerReport {
+        let resources = server.list_resources().await;
+        let templates = server.list_resource_templates().await;
+        let mut tools_refreshed = false;
+        if server.tools_stale() {
+            tools_refreshed = true;
+            if let Err(down) = server.refresh_tools().await {
+                return ServerReport::Down(down);
+            }
+        }
+        let (resources, resource_templates) = match (resources, templates) {
+            (Ok(r), Ok(t)) => (r, t),
+            (Err(down), _) | (_, Err(down)) => {
+                server.shutdown().await;
+                return ServerReport::Down(down);
+            }
+        };
+        let report = UpServer {
+            name: server.name().to_string(),
+            server: server.identity().clone(),
+            tools: server.tools().into_iter().cloned().collect(),
+            resources,
+            resource_templates,
+            tools_refreshed,
+            missing_allowed_tools: server
+                .missing_allowed_tools()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            requests: server.take_requests(),
+        };
+        server.shutdown().await;
+        ServerReport::Up(Box::new(report))
+    }
+}
+
+pub fn print_list(reports: &[ServerReport], as_json: bool) {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let servers: Vec<_> = reports
+            .iter()
+            .map(|r| match r {
+                ServerReport::Up(up) => {
+                    let mut value = serde_json::to_value(up).unwrap_or_default();
+                    value["status"] = json!("up");
+                    value
+                }
+                ServerReport::Down(down) => json!({
+                    "name": down.server,
+                    "status": "down",
+                    "reason": down.reason,
+                    "stderr": down.stderr,
+                }),
+            })
+            .collect();
+        let _ = writeln!(out, "{:#}", json!({ "servers": servers }));
+        return;
+    }
+    for (i, report) in reports.iter().enumerate() {
+        if i > 0 {
+            let _ = writeln!(out);
+        }
+        match report {
+            ServerReport::Up(up) => print_up(&mut out, up),
+            ServerReport::Down(down) => print_down(down),
+        }
+    }
+}
+
+fn print_up(out: &mut impl Write, up: &UpServer) {
+    let id = &up.server;
+    let who = match (&id.name, &id.version) {
+        (Some(name), Some(version)) => format!("{name} {version}, "),
+        (Some(name), None) => format!("{name}, "),
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "{}: {who}protocol {}", up.name, id.protocol_version);
+    let _ = writeln!(out, "  tools ({}):", up.tools.len());
+    let width = up.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for tool in &up.tools {
+        let hint = if tool.read_only {
+            "read-only"
+        } else {
+            "         "
+        };
+        let _ = writeln!(
+            out,
+            "    {:width$}  {hint}  {}",
+            tool.name,
+            first_line(&tool.description)
+        );
+    }
+    for (title, items) in [
+        ("resources", &up.resources),
+        ("resource templates", &up.resource_templates),
+    ] {
+        if items.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "  {title} ({}):", items.len());
+        for item in items {
+            let mime = item
+                .mime_type
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "    {}  {}{mime}", item.uri, item.name);
+        }
+    }
+    if up.tools_refreshed {
+        let _ = writeln!(
+            out,
+            "  note: the server announced a changed tool list (notifications/tools/list_changed); \
+             the tools above are from listing them again"
+        );
+    }
+    if !up.missing_allowed_tools.is_empty() {
+        let _ = writeln!(
+            out,
+            "  warning: the job's `tools` allow-list names tools the server does not offer: {}",
+            up.missing_allowed_tools.join(", ")
+        );
+    }
+    for request in &up.requests {
+        let _ = writeln!(
+            out,
+            "  the server sent `{}`: {} {}",
+            request.method, request.outcome, request.detail
+        );
+    }
+}
+
+fn print_down(down: &ServerDown) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "error: {down}");
+    if !down.stderr.is_empty() {
+        let _ = writeln!(err, "  last lines of its stderr:");
+        for line in &down.stderr {
+            let _ = writeln!(err, "  | {line}");
+        }
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(DESCRIPTION_WIDTH) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// The outcome of `mcp call`.
+pub struct CallReport {
+    pub server: String,
+    pub tool: String,
+    pub output: Option<ToolOutput>,
+    pub down: Option<ServerDown>,
+    pub requests: Vec<ServerRequestRecord>,
+}
+
+impl CallReport {
+    pub fn new(
+        server: &str,
+        tool: &str,
+        outcome: Result<ToolOutput, ServerDown>,
+        requests: Vec<ServerRequestRecord>,
+    ) -> Self {
+        let (output, down) = match outcome {
+            Ok(output) => (Some(output), None),
+            Err(down) => (None, Some(down)),
+        };
+        CallReport {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            output,
+            down,
+            requests,
+        }
+    }
+
+    pub fn down(server: &str, tool: &str, down: ServerDown) -> Self {
+        CallReport::new(server, tool, Err(down), Vec::new())
+    }
+
+    fn status(&self) -> &'static str {
+        match (&self.output, &self.down) {
+            (_, Some(_)) => "server_down",
+            (Some(o), None) if o.is_error => "tool_error",
+            _ => "ok",
+        }
+    }
+}
+
+pub fn print_call(report: &CallReport, as_json: bool) {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let mut value = json!({
+            "server": report.server,
+            "tool": report.tool,
+            "status": report.status(),
+            "requests": report.requests,
+        });
+        if let Some(output) = &report.output {
+            value["is_error"] = json!(output.is_error);
+            value["text"] = json!(output.text);
+            value["structured_content"] = output.structured.clone().unwrap_or_default();
+            value["content"] = json!(output.content);
+        }
+        if let Some(down) = &report.down {
+            value["down"] = json!({"reason": down.reason, "stderr": down.stderr});
+        }
+        let _ = writeln!(out, "{value:#}");
+        return;
+    }
+    if let Some(down) = &report.down {
+        print_down(down);
+        return;
+    }
+    let Some(output) = &report.output else { return };
+    if !output.text.is_empty() {
+        let _ = writeln!(out, "{}", output.text);
+    }
+    if let Some(structured) = &output.structured {
+        let _ = writeln!(out, "structured content:\n{structured:#}");
+    }
+    for request in &report.requests {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the server sent `{}`: {} {}",
+            request.method,
+            request.outcome,
+            request.detail
+        );
+    }
+    if output.is_error {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: tool `{}` of server `{}` returned an error",
+            report.tool,
+            report.server
+        );
+    }
+}

@@ -1,0 +1,525 @@
+//! One connected MCP server: started (a child process over stdio, or a
+//! remote URL over Streamable HTTP), initialized, its tools listed; then
+//! tool calls with a per-call timeout, resources, and shutdown.
+//!
+//! Failure isolation is the rule: whatever the server does (fails to start,
+//! crashes mid-call, hangs past its timeout, breaks the protocol on stdout)
+//! becomes a [`ServerDown`] for that server only, with its last stderr
+//! lines; a JSON-RPC error or `isError: true` answered to a call is a
+//! [`ToolOutput`] with `is_error`, not a failure. Nothing here panics on
+//! what a server sends.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use rmcp::service::{ClientCacheConfig, RoleClient, RunningService, ServiceError, serve_client};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::command::StdioLaunch;
+use super::handler::AgentciClient;
+use super::result::{McpResource, McpTool, ToolOutput};
+use super::state::{ServerRequestRecord, ServerState};
+use super::stdio::{self, StdioChild, shorten};
+use crate::spec::{McpServerSpec, McpTransport};
+
+/// How long a server may take to exit after its stdin is closed before it is killed.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How long to wait for a server's exit code after its connection closed.
+const EXIT_WAIT: Duration = Duration::from_millis(500);
+
+/// What starting a server needs from the caller.
+pub struct StartContext<'a> {
+    /// The workspace: a stdio server's default folder, and its root when allowed.
+    pub workspace: &'a Path,
+    /// Reads `${{ env.NAME }}` references (agentci's environment, in the CLI).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// A server that cannot be used any more (or never could), and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServerDown {
+    pub server: String,
+    pub reason: String,
+    /// The last lines the server wrote to stderr.
+    pub stderr: Vec<String>,
+}
+
+impl fmt::Display for ServerDown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MCP server `{}` is down: {}", self.server, self.reason)
+    }
+}
+
+/// Who the server said it is in `initialize`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ServerIdentity {
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub protocol_version: String,
+}
+
+/// A started, initialized server.
+pub struct McpServer {
+    name: String,
+    timeout: Duration,
+    allow: Option<Vec<String>>,
+    state: Arc<ServerState>,
+    service: Option<RunningService<RoleClient, AgentciClient>>,
+    child: Option<StdioChild>,
+    identity: ServerIdentity,
+    tools: Vec<McpTool>,
+    /// The tool-list change count when the tools were last listed.
+    listed_at: u64,
+    down: Option<ServerDown>,
+}
+
+impl McpServer {
+    /// Starts `spec`, initializes it and lists its tools, all within its
+    /// `startup_timeout`.
+    pub async fn start(
+        spec: &McpServerSpec,
+        cx: &StartContext<'_>,
+    ) -> Result<McpServer, ServerDown> {
+        let deadline = tokio::time::Instant::now() + spec.startup_timeout;
+        let state = Arc::new(ServerState::default());
+        let mut child = None;
+        let started =
+            tokio::time::timeout(spec.startup_timeout, connect(spec, cx, &state, &mut child)).await;
+        let mut server = McpServer {
+            name: spec.name.clone(),
+            timeout: spec.timeout,
+            allow: spec.tools.clone(),
+            state,
+            service: None,
+            child,
+            identity: ServerIdentity::default(),
+            tools: Vec::new(),
+            listed_at: 0,
+            down: None,
+        };
+        let service = match started {
+            Ok(Ok(service)) => service,
+            Ok(Err(reason)) => return Err(server.fail(reason).await),
+            Err(_) => {
+                let reason = format!(
+                    "did not start, initialize and list its tools within its startup_timeout \
+                     of {}",
+                    human(spec.startup_timeout)
+                );
+                return Err(server.fail(reason).await);
+            }
+        };
+        if let Some(info) = service.peer_info() {
+            server.identity = ServerIdentity {
+                name: info.server_info.as_ref().map(|i| i.name.clone()),
+                version: info.server_info.as_ref().map(|i| i.version.clone()),
+                protocol_version: info.protocol_version.to_string(),
+            };
+        }
+        // rmcp caches list answers and serves a stale one when a re-fetch
+        // fails; a dead server must show as down, and a refresh after
+        // list_changed must reach the server, so every list asks it.
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        server.service = Some(service);
+        match tokio::time::timeout_at(deadline, server.list_tools()).await {
+            Ok(Ok(())) => Ok(server),
+            Ok(Err(down)) => Err(down),
+            Err(_) => {
+                let reason = format!(
+                    "did not list its tools within its startup_timeout of {}",
+                    human(spec.startup_timeout)
+                );
+                Err(server.fail(reason).await)
+            }
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn identity(&self) -> &ServerIdentity {
+        &self.identity
+    }
+
+    /// The tools the job may use: all the server lists, or those in its `tools` allow-list.
+    pub fn tools(&self) -> Vec<&McpTool> {
+        self.tools.iter().filter(|t| self.allows(&t.name)).collect()
+    }
+
+    /// Names in the `tools` allow-list that the server does not offer.
+    pub fn missing_allowed_tools(&self) -> Vec<&str> {
+        let Some(allow) = &self.allow else {
+            return Vec::new();
+        };
+        allow
+            .iter()
+            .filter(|name| !self.tools.iter().any(|t| &t.name == *name))
+            .map(String::as_str)
+            .collect()
+    }
+
+    fn allows(&self, tool: &str) -> bool {
+        self.allow
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|a| a == tool))
+    }
+
+    /// The server announced `notifications/tools/list_changed` since its tools were listed.
+    pub fn tools_stale(&self) -> bool {
+        self.state.tool_changes() > self.listed_at
+    }
+
+    /// Lists the tools again (after a list_changed); `Err` when the server is down.
+    pub async fn refresh_tools(&mut self) -> Result<(), ServerDown> {
+        match tokio::time::timeout(self.timeout, self.list_tools()).await {
+            Ok(result) => result,
+            Err(_) => {
+                let reason = format!("did not list its tools within {}", human(self.timeout));
+                Err(self.fail(reason).await)
+            }
+        }
+    }
+
+    /// Whether the server is down, and why.
+    pub fn down(&self) -> Option<&ServerDown> {
+        self.down.as_ref()
+    }
+
+    /// The requests the server sent since the last call, for the trace.
+    pub fn take_requests(&self) -> Vec<ServerRequestRecord> {
+        self.state.take_requests()
+    }
+
+    /// The server's last stderr lines.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.state.stderr_tail()
+    }
+
+    async fn list_tools(&mut self) -> Result<(), ServerDown> {
+        let service = self.service()?;
+        let changes = self.state.tool_changes();
+        let listed = service.peer().list_all_tools().await;
+        match listed {
+            Ok(tools) => {
+                self.tools = tools
+                    .iter()
+                    .filter_map(|t| serde_json::to_value(t).ok())
+                    .filter_map(|t| McpTool::from_json(&t))
+                    .collect();
+                self.listed_at = changes;
+                Ok(())
+            }
+            Err(e) => Err(self.fail_call("tools/list", e).await),
+        }
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object) within the server's `timeout`.
+    pub async fn call_tool(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<ToolOutput, ServerDown> {
+        if !self.allows(tool) {
+            return Ok(ToolOutput::from_rpc_error(
+                -32602,
+                &format!(
+                    "tool `{tool}` is not in the `tools` allow-list of server `{}`",
+                    self.name
+                ),
+            ));
+        }
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return Ok(ToolOutput::from_rpc_error(
+                    -32602,
+                    &format!("tool arguments must be a JSON object, found `{other}`"),
+                ));
+            }
+        };
+        let service = self.service()?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let called = tokio::time::timeout(self.timeout, service.peer().call_tool(params)).await;
+        match called {
+            Ok(Ok(result)) => Ok(ToolOutput::from_result(
+                &serde_json::to_value(&result).unwrap_or_default(),
+            )),
+            Ok(Err(ServiceError::McpError(e))) => {
+                Ok(ToolOutput::from_rpc_error(e.code.0, &e.message))
+            }
+            Ok(Err(e)) => Err(self.fail_call("tools/call", e).await),
+            Err(_) => {
+                let reason = format!(
+                    "did not answer a call of `{tool}` within its timeout of {}",
+                    human(self.timeout)
+                );
+                Err(self.fail(reason).await)
+            }
+        }
+    }
+
+    /// Every resource the server lists (following `nextCursor`).
+    pub async fn list_resources(&mut self) -> Result<Vec<McpResource>, ServerDown> {
+        let service = self.service()?;
+        if service
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_none())
+        {
+            return Ok(Vec::new());
+        }
+        let listed = tokio::time::timeout(self.timeout, service.peer().list_all_resources()).await;
+        let values = match listed {
+            Ok(Ok(items)) => items
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect(),
+            Ok(Err(ServiceError::McpError(_))) => Vec::new(),
+            Ok(Err(e)) => return Err(self.fail_call("resources/list", e).await),
+            Err(_) => return Err(self.timed_out("resources/list").await),
+        };
+        Ok(resources(values))
+    }
+
+    /// Every resource template the server lists.
+    pub async fn list_resource_templates(&mut self) -> Result<Vec<McpResource>, ServerDown> {
+        let service = self.service()?;
+        if service
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_none())
+        {
+            return Ok(Vec::new());
+        }
+        let listed =
+            tokio::time::timeout(self.timeout, service.peer().list_all_resource_templates()).await;
+        let values = match listed {
+            Ok(Ok(items)) => items
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect(),
+            Ok(Err(ServiceError::McpError(_))) => Vec::new(),
+            Ok(Err(e)) => return Err(self.fail_call("resources/templates/list", e).await),
+            Err(_) => return Err(self.timed_out("resources/templates/list").await),
+        };
+        Ok(resources(values))
+    }
+
+    /// Reads one resource; its text contents for the model, blobs summarised.
+    pub async fn read_resource(&mut self, uri: &str) -> Result<ToolOutput, ServerDown> {
+        let service = self.service()?;
+        let read = tokio::time::timeout(
+            self.timeout,
+            service
+                .peer()
+                .read_resource(ReadResourceRequestParams::new(uri)),
+        )
+        .await;
+        match read {
+            Ok(Ok(result)) => {
+                let value = serde_json::to_value(&result).unwrap_or_default();
+                let contents = value.get("contents").cloned().unwrap_or_default();
+                let as_blocks: Vec<Value> = contents
+                    .as_array()
+                    .map(|items| {
+                        items
+                            .iter()
+                            .map(|c| serde_json::json!({"type": "resource", "resource": c}))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ok(ToolOutput::from_result(
+                    &serde_json::json!({"content": as_blocks}),
+                ))
+            }
+            Ok(Err(ServiceError::McpError(e))) => {
+                Ok(ToolOutput::from_rpc_error(e.code.0, &e.message))
+            }
+            Ok(Err(e)) => Err(self.fail_call("resources/read", e).await),
+            Err(_) => Err(self.timed_out("resources/read").await),
+        }
+    }
+
+    /// Closes the connection (stdin, for a stdio server) and kills the
+    /// server if it has not exited after [`SHUTDOWN_GRACE`].
+    pub async fn shutdown(mut self) {
+        self.close(SHUTDOWN_GRACE).await;
+    }
+
+    async fn close(&mut self, grace: Duration) {
+        if let Some(service) = self.service.take() {
+            let _ = tokio::time::timeout(grace, service.cancel()).await;
+        }
+        if let Some(child) = self.child.as_mut() {
+            child.stop(grace).await;
+        }
+    }
+
+    fn service(&self) -> Result<&RunningService<RoleClient, AgentciClient>, ServerDown> {
+        if let Some(down) = &self.down {
+            return Err(down.clone());
+        }
+        self.service.as_ref().ok_or_else(|| ServerDown {
+            server: self.name.clone(),
+            reason: "is not connected".to_string(),
+            stderr: Vec::new(),
+        })
+    }
+
+    async fn timed_out(&mut self, method: &str) -> ServerDown {
+        let reason = format!("did not answer `{method}` within {}", human(self.timeout));
+        self.fail(reason).await
+    }
+
+    /// A request failed below the protocol (connection closed, process gone).
+    async fn fail_call(&mut self, method: &str, error: ServiceError) -> ServerDown {
+        // A closed connection usually means the process is exiting; wait a
+        // moment so the reason names its exit code.
+        let exit = match self.child.as_mut() {
+            Some(child) => child.exit_within(EXIT_WAIT).await,
+            None => None,
+        };
+        let reason = match (self.state.broken(), exit) {
+            (Some(broken), _) => broken,
+            (None, Some(exit)) => format!("{exit} during `{method}`"),
+            (None, None) => format!("failed during `{method}`: {error}"),
+        };
+        self.fail(reason).await
+    }
+
+    /// Marks the server down, stops it, and returns the record.
+    async fn fail(&mut self, reason: String) -> ServerDown {
+        let reason = self.state.broken().unwrap_or(reason);
+        self.close(Duration::from_millis(200)).await;
+        let down = ServerDown {
+            server: self.name.clone(),
+            reason,
+            stderr: self.state.stderr_tail(),
+        };
+        self.down = Some(down.clone());
+        down
+    }
+}
+
+fn resources(values: Vec<Value>) -> Vec<McpResource> {
+    values.iter().filter_map(McpResource::from_json).collect()
+}
+
+/// Spawns or connects, and initializes. `child` is filled as soon as a
+/// process exists, so a timeout can still stop it.
+async fn connect(
+    spec: &McpServerSpec,
+    cx: &StartContext<'_>,
+    state: &Arc<ServerState>,
+    child: &mut Option<StdioChild>,
+) -> Result<RunningService<RoleClient, AgentciClient>, String> {
+    let root = spec.roots.then(|| file_uri(cx.workspace));
+    match &spec.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let cwd = cwd.as_deref().unwrap_or(cx.workspace);
+            let launch = StdioLaunch::resolve(command, args, env, cwd, cx.env)?;
+            let (process, pipes) = stdio::spawn(&launch, state)?;
+            *child = Some(process);
+            let client = AgentciClient {
+                state: Arc::clone(state),
+                root,
+                counts_list_changed: false,
+            };
+            match serve_client(client, pipes).await {
+                Ok(service) => Ok(service),
+                Err(e) => {
+                    let exit = match child.as_mut() {
+                        Some(process) => process.exit_within(EXIT_WAIT).await,
+                        None => None,
+                    };
+                    Err(match (state.broken(), exit) {
+                        (Some(broken), _) => broken,
+                        (None, Some(exit)) => format!("{exit} before it was initialized"),
+                        (None, None) => format!("could not be initialized: {e}"),
+                    })
+                }
+            }
+        }
+        McpTransport::Http { url, headers } => {
+            let mut map = HashMap::new();
+            for (name, template) in headers {
+                let value = template.resolve(cx.env).map_err(|missing| {
+                    format!("environment variable `{missing}` (for header `{name}`) is not set")
+                })?;
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| format!("header `{name}`: {e}"))?;
+                let value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+                    format!("header `{name}` has a value that is not allowed in HTTP")
+                })?;
+                map.insert(name, value);
+            }
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = AgentciClient {
+                state: Arc::clone(state),
+                root,
+                counts_list_changed: true,
+            };
+            serve_client(client, transport).await.map_err(|e| {
+                format!(
+                    "could not be reached at {url}: {}",
+                    shorten(&root_cause(&e), 300)
+                )
+            })
+        }
+    }
+}
+
+/// The innermost error: rmcp's outer messages name its internal types
+/// (`Transport [rmcp::transport::worker::…] error: …`); the cause is what
+/// users need.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    let text = current.to_string();
+    match text.rfind("] error: ") {
+        Some(at) => text[at + "] error: ".len()..].to_string(),
+        None => text,
+    }
+}
+
+/// `file://` URI of a folder, with the characters URIs reserve escaped.
+fn file_uri(path: &Path) -> String {
+    match reqwest::Url::from_directory_path(path) {
+        Ok(url) => url.to_string(),
+        Err(()) => format!("file://{}", path.display()),
+    }
+}
+
+/// `30s`, `1m30s`, `500ms`.
+fn human(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = duration.as_secs();
+    match (secs / 60, secs % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}

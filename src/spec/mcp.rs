@@ -1,0 +1,205 @@
+//! The validated `mcp:` key: the MCP servers a job brings, how to reach
+//! each (a command to start, or a URL), and its limits.
+//!
+//! Values that come from agentci's environment (`${{ env.NAME }}` in a
+//! server's `env` or `headers`) stay references here, as an
+//! [`EnvTemplate`]; they are read when the server starts, so a token never
+//! sits in the spec. Starting and talking to servers is [`crate::mcp`]'s job.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Time allowed for one tool call when the server sets no `timeout`.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time allowed from starting a server to its tools being listed.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest server name: `mcp__<server>__<tool>` must stay within the 64
+/// characters model APIs allow for a tool name, with room for the tool.
+pub const MAX_SERVER_NAME: usize = 24;
+
+/// `mcp:` of a job; empty when the job has no such key.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct McpSpec {
+    /// In the order of the job file's mapping (sorted by name).
+    pub servers: Vec<McpServerSpec>,
+}
+
+/// One entry of `mcp.servers`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpServerSpec {
+    /// The key in `mcp.servers`; tools are offered as `mcp__<name>__<tool>`.
+    pub name: String,
+    pub transport: McpTransport,
+    /// Time allowed for one call (`timeout`).
+    pub timeout: Duration,
+    /// Time allowed to start, initialize and list tools (`startup_timeout`).
+    pub startup_timeout: Duration,
+    /// `tools`: the server's tools the job may use; `None` means all.
+    pub tools: Option<Vec<String>>,
+    /// `required`: a run cannot go on without this server.
+    pub required: bool,
+    /// `roots`: answer the server's `roots/list` with the workspace folder.
+    pub roots: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum McpTransport {
+    /// A local server spoken to over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Variables set for the server on top of the scrubbed environment.
+        env: Vec<(String, EnvTemplate)>,
+        /// Absolute; `None` means the workspace.
+        cwd: Option<PathBuf>,
+    },
+    /// A remote server reached over MCP's Streamable HTTP transport.
+    Http {
+        url: String,
+        headers: Vec<(String, EnvTemplate)>,
+    },
+}
+
+/// Text with `${{ env.NAME }}` references, read when a server starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvTemplate {
+    parts: Vec<TemplatePart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum TemplatePart {
+    Text(String),
+    Env(String),
+}
+
+impl EnvTemplate {
+    /// A template that is plain text.
+    pub fn text(text: impl Into<String>) -> Self {
+        EnvTemplate {
+            parts: vec![TemplatePart::Text(text.into())],
+        }
+    }
+
+    /// Parses `text`, substituting `${{ vars.NAME }}` from `vars`; `Err`
+    /// names the first expression that is neither that nor `${{ env.NAME }}`.
+    pub fn parse(text: &str, vars: &BTreeMap<String, String>) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${{") {
+            if start > 0 {
+                parts.push(TemplatePart::Text(rest[..start].to_string()));
+            }
+            let after = &rest[start + 3..];
+            let Some(close) = after.find("}}") else {
+                return Err("unclosed `${{`; expected `${{ env.NAME }}`".to_string());
+            };
+            let inner = after[..close].trim();
+            if let Some(name) = inner.strip_prefix("vars.")
+                && let Some(value) = vars.get(name)
+            {
+                parts.push(TemplatePart::Text(value.clone()));
+                rest = &after[close + 2..];
+                continue;
+            }
+            match inner.strip_prefix("env.") {
+                Some(name) if super::check::is_env_name(name) => {
+                    parts.push(TemplatePart::Env(name.to_string()));
+                }
+                _ => {
+                    return Err(format!(
+                        "unsupported expression `${{{{ {inner} }}}}`; values of MCP servers may \
+                         use `${{{{ env.NAME }}}}` (read when the server starts) and \
+                         `${{{{ vars.NAME }}}}` of the job's vars"
+                    ));
+                }
+            }
+            rest = &after[close + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(TemplatePart::Text(rest.to_string()));
+        }
+        Ok(EnvTemplate { parts })
+    }
+
+    /// The value with every reference looked up; `Err` is the name of the
+    /// first variable `lookup` does not know.
+    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                TemplatePart::Text(text) => out.push_str(text),
+                TemplatePart::Env(name) => out.push_str(&lookup(name).ok_or_else(|| name.clone())?),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The names of the environment variables this value reads.
+    pub fn env_names(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            TemplatePart::Env(name) => Some(name.as_str()),
+            TemplatePart::Text(_) => None,
+        })
+    }
+}
+
+/// A server name fits in `mcp__<server>__<tool>`: letters, digits, `-` and
+/// single `_`, not starting or ending with `_`, at most [`MAX_SERVER_NAME`]
+/// characters. `Err` says what is wrong.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("an MCP server name must not be empty".to_string());
+    }
+    if name.chars().count() > MAX_SERVER_NAME {
+        return Err(format!(
+            "MCP server name `{name}` is longer than {MAX_SERVER_NAME} characters; tools are \
+             offered as `mcp__<server>__<tool>` and model APIs allow 64 characters"
+        ));
+    }
+    let allowed = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !allowed || name.contains("__") || name.starts_with('_') || name.ends_with('_') {
+        return Err(format!(
+            "`{name}` is not a valid MCP server name; use letters, digits, `-` and single `_` \
+             (tools are offered as `mcp__{name}__<tool>`, so `__` would be ambiguous)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_read_the_environment_when_resolved() {
+        let vars = BTreeMap::from([("who".to_string(), "me".to_string())]);
+        let t = EnvTemplate::parse("Bearer ${{ env.TOKEN }}!${{ vars.who }}", &vars).unwrap();
+        let lookup = |n: &str| (n == "TOKEN").then(|| "abc".to_string());
+        assert_eq!(t.resolve(&lookup).unwrap(), "Bearer abc!me");
+        assert_eq!(t.env_names().collect::<Vec<_>>(), ["TOKEN"]);
+        let missing = EnvTemplate::parse("${{env.NOPE}}", &vars).unwrap();
+        assert_eq!(missing.resolve(&lookup).unwrap_err(), "NOPE");
+        assert!(EnvTemplate::parse("${{ secrets.X }}", &vars).is_err());
+        assert!(EnvTemplate::parse("${{ env.X", &vars).is_err());
+    }
+
+    #[test]
+    fn server_names_fit_the_tool_prefix() {
+        assert!(check_server_name("github").is_ok());
+        assert!(check_server_name("my-db_2").is_ok());
+        for bad in [
+            "",
+            "a__b",
+            "_a",
+            "a_",
+            "a b",
+            "a.b",
+            "x".repeat(25).as_str(),
+        ] {
+            assert!(check_server_name(bad).is_err(), "{bad}");
+        }
+    }
+}
