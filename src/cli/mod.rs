@@ -5,6 +5,7 @@
 pub mod args;
 pub mod eval;
 mod eval_progress;
+mod json_stream;
 pub mod report;
 pub mod run;
 pub mod signals;

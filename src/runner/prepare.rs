@@ -33,12 +33,15 @@ pub fn prepare_for_event(
     options: &LoadOptions,
     event: Option<&GithubEvent>,
 ) -> Result<Prepared, Vec<String>> {
-    let (job, load_warnings) = spec::load_job(job_file, options).map_err(|diagnostics| {
+    let loaded = spec::load_job_detailed(job_file, options).map_err(|diagnostics| {
         diagnostics
             .iter()
             .map(|d| d.with_severity().to_string())
             .collect::<Vec<_>>()
     })?;
+    let (line, column) = loaded.skill_position;
+    let skill_file = loaded.skill_file;
+    let (job, load_warnings) = (loaded.job, loaded.warnings);
     let untrusted_because = untrusted_because(&job, event);
     let untrusted_because = untrusted_because.as_deref();
     let skill = match &job.skill {
@@ -60,7 +63,17 @@ pub fn prepare_for_event(
             }),
         },
     }
-    .map_err(|e| vec![format!("error: {e}")])?;
+    // Where the skill was named, as `agentci validate` says it.
+    .map_err(|e| {
+        let hint = match &e {
+            skills::SkillError::NotFound { name, searched } => similar_skill(name, searched),
+            _ => String::new(),
+        };
+        e.diagnostics(&skill_file, line, column)
+            .iter()
+            .map(|d| format!("{}{hint}", d.with_severity()))
+            .collect::<Vec<_>>()
+    })?;
     let workspace = Workspace::new(&job.workspace).map_err(|e| {
         vec![format!(
             "error: workspace {} cannot be used: {e}; create it or pass --workspace DIR",
@@ -79,6 +92,20 @@ pub fn prepare_for_event(
         workspace,
         untrusted,
     })
+}
+
+/// ` (did you mean `X`?)` when a skill with a close name is in one of the
+/// folders that were searched.
+fn similar_skill(name: &str, searched: &[std::path::PathBuf]) -> String {
+    let found: Vec<String> = searched
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().join("SKILL.md").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    spec::suggest::did_you_mean(name, found.iter().map(String::as_str))
 }
 
 /// Why the run does not trust the workspace, or `None` when it does.

@@ -14,13 +14,19 @@ use crate::policy::ToolPattern;
 mod check;
 pub mod diagnostic;
 pub mod duration;
+mod flags;
 pub mod load;
+pub mod print;
 pub(crate) mod raw;
 pub(crate) mod recover;
+pub mod suggest;
 pub mod vars;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use load::{LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems};
+pub use flags::JobFlags;
+pub use load::{
+    COMMAND_LINE_JOB, LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems,
+};
 
 /// A validated job.
 #[derive(Clone, Debug)]

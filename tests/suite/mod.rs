@@ -1,6 +1,7 @@
 mod support;
 
 mod attacks_untrusted;
+mod cli_run;
 mod contract;
 mod eval;
 mod eval_isolation;
