@@ -1,8 +1,10 @@
 //! `agentci validate [PATH...]`: check job files and skills without running
 //! anything, printing every problem of every file in one pass.
 //!
-//! A path is a job file (`.yaml`/`.yml`), a `SKILL.md`, a skill folder, or
-//! a folder searched recursively for job files and skills. The search skips
+//! A path is a job file (`.yaml`/`.yml`), an eval suite file (top-level
+//! `job:` and `cases:`; its cases, fixtures and cassettes, and its job), a
+//! `SKILL.md`, a skill folder, or a folder searched recursively for all of
+//! these. The search skips
 //! `.git`, `.github` (workflows are YAML too), `.agentci`, `target`,
 //! `node_modules`, whatever `.gitignore` and `.agentciignore` files exclude,
 //! and YAML files that do not look like jobs (no top-level `goal:` or
@@ -11,7 +13,7 @@
 //! stdout: `FILE:LINE:COLUMN: error: message` per problem and
 //! `ok   FILE (…)` per valid file; the exit code is 2 when anything is wrong.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,7 @@ use ignore::WalkBuilder;
 
 use super::EXIT_BAD_INPUT;
 use super::args::ValidateArgs;
+use crate::eval::suite::{SuiteLoadOptions, load_suite};
 use crate::skills::git::{default_cache_dir, fetch_skill};
 use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
 use crate::spec::{Diagnostic, LoadOptions, Severity, SkillRef, load_job_with_problems};
@@ -35,6 +38,7 @@ pub fn validate(args: ValidateArgs) -> u8 {
         vars: args.vars.clone(),
         model: args.model.clone(),
         skills: HashMap::new(),
+        jobs: HashSet::new(),
         files: 0,
         errors: 0,
         warnings: 0,
@@ -87,6 +91,8 @@ struct Validation<W: Write> {
     model: Option<String>,
     /// Skill folders already validated, with the skill's name when it was valid.
     skills: HashMap<PathBuf, Option<String>>,
+    /// Job files already validated.
+    jobs: HashSet<PathBuf>,
     files: usize,
     errors: usize,
     warnings: usize,
@@ -94,6 +100,8 @@ struct Validation<W: Write> {
 
 enum Target {
     Job(PathBuf),
+    /// An eval suite file (top-level `cases:`).
+    Suite(PathBuf),
     /// A skill folder.
     Skill(PathBuf),
 }
@@ -110,6 +118,7 @@ impl<W: Write> Validation<W> {
         for target in targets {
             match target {
                 Target::Job(file) => self.job(&file),
+                Target::Suite(file) => self.suite(&file),
                 Target::Skill(dir) => {
                     self.skill(&dir);
                 }
@@ -117,7 +126,35 @@ impl<W: Write> Validation<W> {
         }
     }
 
+    /// A suite: its cases, fixtures and cassettes, and its job with that job's skill.
+    fn suite(&mut self, file: &Path) {
+        self.files += 1;
+        let options = SuiteLoadOptions {
+            cwd: self.cwd.clone(),
+            record: false,
+        };
+        match load_suite(file, &options) {
+            Ok(suite) => {
+                let line = format!(
+                    "ok   {} (suite {}, {} case{})",
+                    self.shown(file).display(),
+                    suite.name,
+                    suite.cases.len(),
+                    plural(suite.cases.len())
+                );
+                let _ = writeln!(self.out, "{line}");
+                self.job(&suite.job);
+            }
+            Err(diagnostics) => self.report(diagnostics),
+        }
+    }
+
     fn job(&mut self, file: &Path) {
+        let key = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        if !self.jobs.insert(key) {
+            // Named by a suite and found in a folder too: one report is enough.
+            return;
+        }
         self.files += 1;
         let options = LoadOptions {
             cwd: self.cwd.clone(),
@@ -250,6 +287,8 @@ fn targets(path: &Path) -> Result<Vec<Target>, String> {
             Ok(vec![Target::Skill(
                 dir.unwrap_or(Path::new(".")).to_path_buf(),
             )])
+        } else if is_yaml(path) && looks_like_suite(path) {
+            Ok(vec![Target::Suite(path.to_path_buf())])
         } else if is_yaml(path) {
             Ok(vec![Target::Job(path.to_path_buf())])
         } else {
@@ -293,11 +332,22 @@ fn scan(dir: &Path) -> Vec<Target> {
             if let Some(parent) = path.parent() {
                 targets.push(Target::Skill(parent.to_path_buf()));
             }
+        } else if is_yaml(path) && looks_like_suite(path) {
+            targets.push(Target::Suite(path.to_path_buf()));
         } else if is_yaml(path) && looks_like_job(path) {
             targets.push(Target::Job(path.to_path_buf()));
         }
     }
     targets
+}
+
+/// An eval suite has top-level `cases:` and `job:`.
+fn looks_like_suite(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let top_level = |key: &str| text.lines().any(|line| line.starts_with(key));
+    top_level("cases:") && top_level("job:")
 }
 
 fn is_yaml(path: &Path) -> bool {

@@ -125,7 +125,7 @@ pub(super) fn apply(raw: &mut RawJob, flags: &JobFlags, cwd: &std::path::Path) -
         raw.tools = Some(tools);
     }
     if !flags.allow.is_empty() || !flags.deny.is_empty() {
-        let permissions = raw.permissions.get_or_insert_with(|| RawPermissions {
+        let permissions = raw.permissions.get_or_insert(RawPermissions {
             default: None,
             allow: Vec::new(),
             deny: Vec::new(),
@@ -178,7 +178,7 @@ fn apply_budget(raw: &mut RawJob, flags: &JobFlags, places: &mut FlagPlaces) {
     if budget_flags.iter().all(|(value, _)| value.is_none()) {
         return;
     }
-    let budget = raw.budget.get_or_insert_with(|| RawBudget {
+    let budget = raw.budget.get_or_insert(RawBudget {
         max_turns: None,
         max_tool_calls: None,
         max_tokens: None,

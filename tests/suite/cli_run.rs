@@ -354,3 +354,72 @@ fn a_run_that_cannot_start_names_the_flag_or_the_place() {
     );
     insta::assert_snapshot!("cannot_start", with_paths_redacted(&sb, &report));
 }
+
+#[test]
+fn validate_finds_suites_in_folders_and_checks_them_with_positions() {
+    let sb = sandbox();
+    sb.write(
+        "evals/job.yaml",
+        "version: 1\nname: fix\nskill: fixer\ngoal: Fix it.\n\
+         model: {provider: openai, name: fake-model}\nskills_path: [../skills]\n",
+    );
+    sb.write("evals/fixture/greeting.txt", TYPO);
+    sb.write("evals/cassettes/good.jsonl", "");
+    sb.write(
+        "evals/good.yaml",
+        "version: 1\nname: good\njob: job.yaml\ncases:\n  - name: fixes\n    fixture: fixture\n    \
+         cassette: cassettes/good.jsonl\n    assert:\n      - file_contains: {path: greeting.txt, pattern: world}\n",
+    );
+    sb.write(
+        "evals/broken.yaml",
+        "version: 1\nname: broken\njob: job.yaml\ncases:\n  - name: a\n    fixture: nowhere\n    \
+         cassette: cassettes/good.jsonl\n    assert:\n      - file_contain: {path: greeting.txt, pattern: world}\n",
+    );
+    let folder = sb.agentci(&["validate", "evals"]);
+    assert_eq!(folder.status.code(), Some(2), "{}", stderr(&folder));
+    let one = sb.agentci(&["validate", "evals/good.yaml"]);
+    assert_eq!(one.status.code(), Some(0), "{}", stdout(&one));
+    let report = format!(
+        "## the folder\n{}{}\n## the good suite alone\n{}{}",
+        stdout(&folder),
+        stderr(&folder),
+        stdout(&one),
+        stderr(&one)
+    );
+    insta::assert_snapshot!("validate_suites", with_paths_redacted(&sb, &report));
+}
+
+#[test]
+fn a_failed_checks_annotation_says_why_even_when_the_reason_is_far_up() {
+    let model = FakeModel::start(fixing_script());
+    let sb = sandbox();
+    // A test runner's verdict: the assertion, then many lines of listing.
+    let check = "echo \"thread 'sums' panicked at src/lib.rs:9:5:\"; \
+                 echo 'assertion `left == right` failed: the sums differ'; \
+                 for i in $(seq 1 30); do echo \"    listing line $i\"; done; exit 101";
+    let mut args: Vec<String> = vec!["run".into(), "--goal".into(), GOAL.into()];
+    args.extend(job_flags(&model.base_url()));
+    args.extend(["--check".into(), check.into()]);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
+    outside_github(&mut cmd);
+    let out = cmd
+        .current_dir(sb.path())
+        .args(&args)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_WORKSPACE", sb.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let log = stderr(&out);
+    let annotation = log
+        .lines()
+        .find(|l| l.starts_with("::error") && l.contains("panicked at"))
+        .unwrap_or_else(|| panic!("no annotation for the failed check:\n{log}"));
+    assert!(
+        annotation.contains("assertion `left == right` failed: the sums differ"),
+        "{annotation}"
+    );
+    assert!(annotation.contains("listing line 30"), "{annotation}");
+    // A job made from flags has no file for the annotation to point at.
+    assert!(!annotation.contains("file="), "{annotation}");
+}
