@@ -197,7 +197,17 @@ impl<W: Write> Validation<W> {
         let dir = match dir {
             Ok(dir) => dir,
             Err(e) => {
-                self.report(e.diagnostics(file, line, column));
+                let hint = match &e {
+                    SkillError::NotFound { name, searched } => {
+                        crate::spec::suggest::similar_skill(name, searched)
+                    }
+                    _ => String::new(),
+                };
+                let mut diagnostics = e.diagnostics(file, line, column);
+                diagnostics
+                    .iter_mut()
+                    .for_each(|d| d.message.push_str(&hint));
+                self.report(diagnostics);
                 return;
             }
         };

@@ -66,7 +66,9 @@ pub fn prepare_for_event(
     // Where the skill was named, as `agentci validate` says it.
     .map_err(|e| {
         let hint = match &e {
-            skills::SkillError::NotFound { name, searched } => similar_skill(name, searched),
+            skills::SkillError::NotFound { name, searched } => {
+                spec::suggest::similar_skill(name, searched)
+            }
             _ => String::new(),
         };
         e.diagnostics(&skill_file, line, column)
@@ -92,20 +94,6 @@ pub fn prepare_for_event(
         workspace,
         untrusted,
     })
-}
-
-/// ` (did you mean `X`?)` when a skill with a close name is in one of the
-/// folders that were searched.
-fn similar_skill(name: &str, searched: &[std::path::PathBuf]) -> String {
-    let found: Vec<String> = searched
-        .iter()
-        .filter_map(|dir| std::fs::read_dir(dir).ok())
-        .flatten()
-        .flatten()
-        .filter(|entry| entry.path().join("SKILL.md").is_file())
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .collect();
-    spec::suggest::did_you_mean(name, found.iter().map(String::as_str))
 }
 
 /// Why the run does not trust the workspace, or `None` when it does.

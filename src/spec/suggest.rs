@@ -1,6 +1,7 @@
 //! "Did you mean": the known name closest to a misspelled one, when one is
 //! close enough to be a likely typo. Used for job keys, tools, skills, vars
-//! and assertion kinds; deciding what is unknown is the caller's job.
+//! and assertion kinds; deciding what is unknown is the caller's job (for
+//! skills, the folders that were searched are listed here).
 
 /// ` (did you mean `X`?)` for the candidate closest to `name`, or "" when
 /// none is close (edit distance, a swap of two letters counting once, at most a third of the name, at least 1;
@@ -22,6 +23,20 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, c)| c)
+}
+
+/// ` (did you mean `X`?)` when a skill with a name close to `name` is in
+/// one of the folders that were searched for it.
+pub fn similar_skill(name: &str, searched: &[std::path::PathBuf]) -> String {
+    let found: Vec<String> = searched
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().join("SKILL.md").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    did_you_mean(name, found.iter().map(String::as_str))
 }
 
 #[cfg(test)]

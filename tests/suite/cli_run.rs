@@ -423,3 +423,73 @@ fn a_failed_checks_annotation_says_why_even_when_the_reason_is_far_up() {
     // A job made from flags has no file for the annotation to point at.
     assert!(!annotation.contains("file="), "{annotation}");
 }
+
+#[test]
+fn a_deny_flag_wins_over_an_allow_flag_for_a_model_that_tries_it() {
+    // The model wants the file the --deny rule protects, through the allowed `exec(cat *)`.
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Look around", "read the secret")]),
+        Reply::tool_calls(vec![(
+            "call_cat",
+            "exec",
+            json!({"command": "cat secret.txt"}),
+        )]),
+        Reply::step_done("tried"),
+        Reply::text("done"),
+    ]);
+    let sb = sandbox();
+    sb.write("ws/secret.txt", "do not show\n");
+    let base_url = model.base_url();
+    let out = sb.agentci(&[
+        "run",
+        "--goal",
+        "Look around.",
+        "--skill",
+        "skills/fixer",
+        "--model",
+        "openai:fake-model",
+        "--base-url",
+        &base_url,
+        "--workspace",
+        "ws",
+        "--tools",
+        "exec",
+        "--allow",
+        "exec(cat *)",
+        "--deny",
+        "exec(cat *secret*)",
+        "--trace",
+        "out/trace.jsonl",
+        "--progress",
+        "none",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = sb.trace("out/trace.jsonl");
+    let decision = events(&trace, "permission.decision")
+        .into_iter()
+        .find(|e| e["call_id"] == "call_cat")
+        .unwrap();
+    assert_eq!(decision["decision"], "deny", "{decision}");
+    assert_eq!(decision["rule"], "deny: exec(cat *secret*)");
+    assert!(!user_text(&model).contains("do not show"));
+    let sent: String = model.requests().iter().map(ToString::to_string).collect();
+    assert!(!sent.contains("do not show"));
+}
+
+#[test]
+fn validate_suggests_a_skill_with_a_close_name() {
+    let sb = sandbox();
+    sb.write(
+        "job.yaml",
+        "version: 1\nname: typo\nskill: fixr\ngoal: Fix it.\n\
+         model: {provider: openai, name: fake-model}\nworkspace: ws\nskills_path: [skills]\n",
+    );
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stdout(&out);
+    assert!(
+        text.contains("job.yaml:3:8: error: skill `fixr` not found")
+            && text.contains("(did you mean `fixer`?)"),
+        "{text}"
+    );
+}
