@@ -493,3 +493,52 @@ fn validate_suggests_a_skill_with_a_close_name() {
         "{text}"
     );
 }
+
+/// `text` quoted for `sh`.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[test]
+fn on_a_terminal_the_plan_outcomes_checks_and_totals_stay_on_screen() {
+    // util-linux `script` gives the run a pseudo-terminal, so the bars are drawn.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let model = FakeModel::start(fixing_script());
+    let sb = sandbox();
+    let mut args: Vec<String> = vec![
+        env!("CARGO_BIN_EXE_agentci").into(),
+        "run".into(),
+        "--goal".into(),
+        GOAL.into(),
+    ];
+    args.extend(job_flags(&model.base_url()));
+    // job_flags ends with `--progress plain`; the terminal needs `auto`.
+    let len = args.len();
+    args[len - 1] = "auto".into();
+    let command: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
+    let mut cmd = Command::new("script");
+    outside_github(&mut cmd);
+    let out = cmd
+        .current_dir(sb.path())
+        .args(["-qec", &command.join(" "), "/dev/null"])
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let screen = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{screen}{}", stderr(&out));
+    for expected in [
+        "[agentci] plan: 1 step",
+        "[agentci]   1. Fix the typo — done: fixed the typo",
+        "[agentci] check \"grep -q 'hello world' greeting.txt\": passed",
+        "[agentci] run passed in",
+    ] {
+        assert!(
+            screen.contains(expected),
+            "missing `{expected}` in:\n{screen}"
+        );
+    }
+}
