@@ -21,9 +21,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a job file against a workspace.
+    /// Run a job (a file, or one made from --goal and other flags) against a workspace.
     Run(Box<RunArgs>),
-    /// Check job files and skills without running anything.
+    /// Check job files, eval suites and skills without running anything.
     Validate(ValidateArgs),
     /// Evaluate skills: run the cases of suite files and report pass rates.
     Eval(Box<EvalArgs>),
@@ -131,7 +131,7 @@ pub enum ProgressMode {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Job files, skill folders, `SKILL.md` files, or folders holding them (default: `.`).
+    /// Job files, suite files, skill folders, `SKILL.md` files, or folders holding them (default: `.`).
     pub paths: Vec<PathBuf>,
     /// Extra folder to look for skills in (repeatable).
     #[arg(long = "skills-path", value_name = "DIR")]

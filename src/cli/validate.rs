@@ -2,7 +2,7 @@
 //! anything, printing every problem of every file in one pass.
 //!
 //! A path is a job file (`.yaml`/`.yml`), an eval suite file (top-level
-//! `job:` and `cases:`; its cases, fixtures and cassettes, and its job), a
+//! `cases:`; its cases, fixtures and cassettes, and its job), a
 //! `SKILL.md`, a skill folder, or a folder searched recursively for all of
 //! these. The search skips
 //! `.git`, `.github` (workflows are YAML too), `.agentci`, `target`,
@@ -351,13 +351,13 @@ fn scan(dir: &Path) -> Vec<Target> {
     targets
 }
 
-/// An eval suite has top-level `cases:` and `job:`.
+/// An eval suite has a top-level `cases:` (a missing `job:` is then reported).
 fn looks_like_suite(path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
     let top_level = |key: &str| text.lines().any(|line| line.starts_with(key));
-    top_level("cases:") && top_level("job:")
+    top_level("cases:")
 }
 
 fn is_yaml(path: &Path) -> bool {

@@ -375,6 +375,10 @@ fn validate_finds_suites_in_folders_and_checks_them_with_positions() {
         "version: 1\nname: broken\njob: job.yaml\ncases:\n  - name: a\n    fixture: nowhere\n    \
          cassette: cassettes/good.jsonl\n    assert:\n      - file_contain: {path: greeting.txt, pattern: world}\n",
     );
+    sb.write(
+        "evals/nojob.yaml",
+        "version: 1\ncases:\n  - {name: a, fixture: fixture}\n",
+    );
     let folder = sb.agentci(&["validate", "evals"]);
     assert_eq!(folder.status.code(), Some(2), "{}", stderr(&folder));
     let one = sb.agentci(&["validate", "evals/good.yaml"]);
