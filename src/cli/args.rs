@@ -21,9 +21,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a job file against a workspace.
+    /// Run a job (a file, or one made from --goal and other flags) against a workspace.
     Run(Box<RunArgs>),
-    /// Check job files and skills without running anything.
+    /// Check job files, eval suites and skills without running anything.
     Validate(ValidateArgs),
     /// Evaluate skills: run the cases of suite files and report pass rates.
     Eval(Box<EvalArgs>),
@@ -44,15 +44,26 @@ pub struct DoctorArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The job file (YAML).
-    pub job: PathBuf,
+    /// The job file (YAML); without one, `--goal`, `--skill` and `--model` make the job.
+    pub job: Option<PathBuf>,
+    #[command(flatten)]
+    pub job_flags: JobFlagArgs,
+    /// Print the job the file and flags make, as YAML, and run nothing.
+    #[arg(long)]
+    pub print_job: bool,
+    /// Write the trace's events to stdout as JSON lines, and nothing else there.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the model's final summary to this file.
+    #[arg(long, value_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
     /// The workspace the agent works in (overrides the job's `workspace`).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Set a job variable, overriding the job's `vars` (repeatable).
     #[arg(long = "var", value_name = "K=V")]
     pub vars: Vec<String>,
-    /// Write the JSONL trace here (default: in the run folder).
+    /// Write the JSONL trace here (default: in the run folder); `-` is stdout, as `--json`.
     #[arg(long, value_name = "PATH")]
     pub trace: Option<PathBuf>,
     /// Write JUnit XML here (default: in the run folder).
@@ -81,6 +92,47 @@ pub struct RunArgs {
     pub progress: ProgressMode,
 }
 
+/// Flags that make or change the job; they go through the job file's checks.
+#[derive(Debug, Args)]
+pub struct JobFlagArgs {
+    /// What the agent should achieve (overrides the job's `goal`); `-` reads it from stdin.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+    /// The skill: a name, or a folder holding SKILL.md (overrides the job's `skill`).
+    #[arg(long, value_name = "NAME|DIR")]
+    pub skill: Option<String>,
+    /// The tools offered, comma-separated (repeatable; replaces the job's `tools`).
+    #[arg(long, value_name = "TOOL,…")]
+    pub tools: Vec<String>,
+    /// A permission rule such as `exec(cargo test*)` (repeatable; added to `permissions.allow`).
+    #[arg(long, value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// A permission rule that refuses (repeatable; added to `permissions.deny`).
+    #[arg(long, value_name = "RULE")]
+    pub deny: Vec<String>,
+    /// A check: a shell command that must exit 0 (repeatable; added to `checks`).
+    #[arg(long = "check", value_name = "CMD")]
+    pub checks: Vec<String>,
+    /// Budget: model turns.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<String>,
+    /// Budget: tool calls.
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<String>,
+    /// Budget: tokens.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<String>,
+    /// Budget: cost in US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<String>,
+    /// Budget: wall-clock time, e.g. `15m`.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Run even when the workspace has uncommitted changes.
+    #[arg(long)]
+    pub allow_dirty: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProgressMode {
     Auto,
@@ -90,7 +142,7 @@ pub enum ProgressMode {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Job files, skill folders, `SKILL.md` files, or folders holding them (default: `.`).
+    /// Job files, suite files, skill folders, `SKILL.md` files, or folders holding them (default: `.`).
     pub paths: Vec<PathBuf>,
     /// Extra folder to look for skills in (repeatable).
     #[arg(long = "skills-path", value_name = "DIR")]

@@ -6,6 +6,7 @@ pub mod args;
 pub mod doctor;
 pub mod eval;
 mod eval_progress;
+mod json_stream;
 pub mod mcp;
 mod mcp_print;
 pub mod report;

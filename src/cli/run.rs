@@ -1,10 +1,10 @@
-//! `agentci run JOB.yaml`: load the job, pick the progress display, run it
+//! `agentci run [JOB.yaml] [--goal …]`: load the job (or make it from flags), pick the progress display, run it
 //! through the [`runner`](crate::runner), and turn the outcome into an exit
 //! code. Problems before the run starts are printed here; everything after
 //! is in the trace and the JUnit file. SIGINT and SIGTERM end the run as
 //! `interrupted` (see [`super::signals`]).
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,11 +14,12 @@ use crate::runner::{self, RunOptions};
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };
-use crate::spec::LoadOptions;
+use crate::spec::{self, COMMAND_LINE_JOB, JobFlags, LoadOptions};
 use crate::untrusted::GithubEvent;
 
 use super::EXIT_BAD_INPUT;
-use super::args::{ProgressMode, RunArgs};
+use super::args::{JobFlagArgs, ProgressMode, RunArgs};
+use super::json_stream::JsonStdout;
 use super::signals;
 
 pub fn run(args: RunArgs) -> u8 {
@@ -30,6 +31,10 @@ pub fn run(args: RunArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    let job_flags = match job_flags(&args.job_flags) {
+        Ok(flags) => flags,
+        Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
+    };
     let options = LoadOptions {
         cwd: cwd.clone(),
         vars: args.vars.clone(),
@@ -38,7 +43,19 @@ pub fn run(args: RunArgs) -> u8 {
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),
+        job_flags,
+        reject_unused_vars: true,
     };
+    let job_file = args
+        .job
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(COMMAND_LINE_JOB));
+    if args.print_job {
+        return print_job(&job_file, &options, args.progress, &cwd);
+    }
+    // `--trace -` is stdout, never a file named `-`.
+    let trace_to_stdout = args.json || args.trace.as_deref() == Some(Path::new("-"));
+    let trace_file = args.trace.clone().filter(|t| t != Path::new("-"));
     // The event that started a GitHub Actions run: its text is untrusted
     // input, and a pull request makes the workspace untrusted.
     let event = match GithubEvent::from_env(|name| {
@@ -47,7 +64,7 @@ pub fn run(args: RunArgs) -> u8 {
         Ok(event) => event,
         Err(problem) => return did_not_start(&[format!("error: {problem}")], args.progress, &cwd),
     };
-    let prepared = match runner::prepare_for_event(&args.job, &options, event.as_ref()) {
+    let prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
         Ok(prepared) => prepared,
         Err(problems) => return did_not_start(&problems, args.progress, &cwd),
     };
@@ -55,10 +72,16 @@ pub fn run(args: RunArgs) -> u8 {
     let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
         out_dir: absolute(&args.out),
-        trace: absolute(&args.trace),
+        trace: absolute(&trace_file),
         junit: absolute(&args.junit),
         record: absolute(&args.record),
-        sinks: progress_sinks(args.progress, &cwd),
+        sinks: {
+            let mut sinks = progress_sinks(args.progress, &cwd);
+            if trace_to_stdout {
+                sinks.push(Box::new(JsonStdout));
+            }
+            sinks
+        },
         run_id: None,
         cancel,
         junit_files: FileBase {
@@ -101,7 +124,20 @@ pub fn run(args: RunArgs) -> u8 {
     let completed = &report.completed;
     let github = github_config(args.progress, &cwd).is_some();
     if let Some(summary) = &completed.summary {
-        print_model_text(&mut std::io::stdout().lock(), summary, github);
+        if trace_to_stdout {
+            // stdout holds only the event stream; the summary is in it too.
+            print_model_text(&mut stderr, summary, github);
+        } else {
+            print_model_text(&mut std::io::stdout().lock(), summary, github);
+        }
+    }
+    let mut failed_to_write = false;
+    if let Some(file) = &args.output_last_message {
+        let text = completed.summary.clone().unwrap_or_default();
+        if let Err(e) = std::fs::write(cwd.join(file), text) {
+            let _ = writeln!(stderr, "error: failed to write {}: {e}", file.display());
+            failed_to_write = true;
+        }
     }
     let status_line = format!(
         "agentci: {} — {} (trace: {}, junit: {})",
@@ -111,7 +147,8 @@ pub fn run(args: RunArgs) -> u8 {
         shown(&report.junit, &cwd),
     );
     print_model_text(&mut stderr, &status_line, github);
-    if !report.sink_errors.is_empty() && completed.status == RunStatus::Passed {
+    if (failed_to_write || !report.sink_errors.is_empty()) && completed.status == RunStatus::Passed
+    {
         // A passing run whose results could not be written is not a pass CI can trust.
         return RunStatus::Error.exit_code();
     }
@@ -119,6 +156,67 @@ pub fn run(args: RunArgs) -> u8 {
         return received.exit_code();
     }
     completed.status.exit_code()
+}
+
+/// The job-shaping flags, with `--goal -` read from stdin.
+fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, String> {
+    let goal = match args.goal.as_deref() {
+        Some("-") => {
+            let mut goal = String::new();
+            std::io::stdin()
+                .read_to_string(&mut goal)
+                .map_err(|e| format!("--goal: error: cannot read the goal from stdin: {e}"))?;
+            Some(goal)
+        }
+        other => other.map(str::to_string),
+    };
+    Ok(JobFlags {
+        goal,
+        skill: args.skill.clone(),
+        tools: args.tools.clone(),
+        allow: args.allow.clone(),
+        deny: args.deny.clone(),
+        checks: args.checks.clone(),
+        max_turns: args.max_turns.clone(),
+        max_tool_calls: args.max_tool_calls.clone(),
+        max_tokens: args.max_tokens.clone(),
+        max_cost: args.max_cost.clone(),
+        timeout: args.timeout.clone(),
+        allow_dirty: args.allow_dirty,
+    })
+}
+
+/// `--print-job`: the job the file and flags make, as YAML on stdout.
+fn print_job(job_file: &Path, options: &LoadOptions, mode: ProgressMode, cwd: &Path) -> u8 {
+    let problems = |diagnostics: Vec<crate::spec::Diagnostic>| -> Vec<String> {
+        diagnostics
+            .iter()
+            .map(|d| d.with_severity().to_string())
+            .collect()
+    };
+    match spec::load_job(job_file, options) {
+        Ok((mut job, warnings)) => {
+            // `--skills-path` is not part of a job; the saved job must find its skill without it.
+            for dir in &options.skills_path {
+                let dir = cwd.join(dir);
+                if !job.skills_path.contains(&dir) {
+                    job.skills_path.push(dir);
+                }
+            }
+            let mut stderr = std::io::stderr();
+            for warning in problems(warnings) {
+                let _ = writeln!(stderr, "{warning}");
+            }
+            match spec::print::job_yaml(&job) {
+                Ok(yaml) => {
+                    let _ = write!(std::io::stdout().lock(), "{yaml}");
+                    0
+                }
+                Err(e) => did_not_start(&[format!("error: {e}")], mode, cwd),
+            }
+        }
+        Err(diagnostics) => did_not_start(&problems(diagnostics), mode, cwd),
+    }
 }
 
 /// The problems of a run that did not start, on stderr; under GitHub

@@ -1,8 +1,10 @@
 //! `agentci validate [PATH...]`: check job files and skills without running
 //! anything, printing every problem of every file in one pass.
 //!
-//! A path is a job file (`.yaml`/`.yml`), a `SKILL.md`, a skill folder, or
-//! a folder searched recursively for job files and skills. The search skips
+//! A path is a job file (`.yaml`/`.yml`), an eval suite file (top-level
+//! `cases:`; its cases, fixtures and cassettes, and its job), a
+//! `SKILL.md`, a skill folder, or a folder searched recursively for all of
+//! these. The search skips
 //! `.git`, `.github` (workflows are YAML too), `.agentci`, `target`,
 //! `node_modules`, whatever `.gitignore` and `.agentciignore` files exclude,
 //! and YAML files that do not look like jobs (no top-level `goal:` or
@@ -11,7 +13,7 @@
 //! stdout: `FILE:LINE:COLUMN: error: message` per problem and
 //! `ok   FILE (…)` per valid file; the exit code is 2 when anything is wrong.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,7 @@ use ignore::WalkBuilder;
 
 use super::EXIT_BAD_INPUT;
 use super::args::ValidateArgs;
+use crate::eval::suite::{SuiteLoadOptions, load_suite};
 use crate::skills::discover::misnamed_skill_file;
 use crate::skills::git::{default_cache_dir, fetch_skill};
 use crate::skills::tools_left::{no_tools_warning, tools_left};
@@ -37,6 +40,7 @@ pub fn validate(args: ValidateArgs) -> u8 {
         vars: args.vars.clone(),
         model: args.model.clone(),
         skills: HashMap::new(),
+        jobs: HashSet::new(),
         files: 0,
         errors: 0,
         warnings: 0,
@@ -89,6 +93,8 @@ struct Validation<W: Write> {
     model: Option<String>,
     /// Skill folders already validated (by their real path), with the skill when it was valid.
     skills: HashMap<PathBuf, Option<Skill>>,
+    /// Job files already validated.
+    jobs: HashSet<PathBuf>,
     files: usize,
     errors: usize,
     warnings: usize,
@@ -96,6 +102,8 @@ struct Validation<W: Write> {
 
 enum Target {
     Job(PathBuf),
+    /// An eval suite file (top-level `cases:`).
+    Suite(PathBuf),
     /// A skill folder.
     Skill(PathBuf),
 }
@@ -112,6 +120,7 @@ impl<W: Write> Validation<W> {
         for target in targets {
             match target {
                 Target::Job(file) => self.job(&file),
+                Target::Suite(file) => self.suite(&file),
                 Target::Skill(dir) => {
                     self.skill(&dir);
                 }
@@ -119,7 +128,35 @@ impl<W: Write> Validation<W> {
         }
     }
 
+    /// A suite: its cases, fixtures and cassettes, and its job with that job's skill.
+    fn suite(&mut self, file: &Path) {
+        self.files += 1;
+        let options = SuiteLoadOptions {
+            cwd: self.cwd.clone(),
+            record: false,
+        };
+        match load_suite(file, &options) {
+            Ok(suite) => {
+                let line = format!(
+                    "ok   {} (suite {}, {} case{})",
+                    self.shown(file).display(),
+                    suite.name,
+                    suite.cases.len(),
+                    plural(suite.cases.len())
+                );
+                let _ = writeln!(self.out, "{line}");
+                self.job(&suite.job);
+            }
+            Err(diagnostics) => self.report(diagnostics),
+        }
+    }
+
     fn job(&mut self, file: &Path) {
+        let key = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        if !self.jobs.insert(key) {
+            // Named by a suite and found in a folder too: one report is enough.
+            return;
+        }
         self.files += 1;
         let options = LoadOptions {
             cwd: self.cwd.clone(),
@@ -162,7 +199,17 @@ impl<W: Write> Validation<W> {
         let dir = match dir {
             Ok(dir) => dir,
             Err(e) => {
-                self.report(e.diagnostics(file, line, column));
+                let hint = match &e {
+                    SkillError::NotFound { name, searched } => {
+                        crate::spec::suggest::similar_skill(name, searched)
+                    }
+                    _ => String::new(),
+                };
+                let mut diagnostics = e.diagnostics(file, line, column);
+                diagnostics
+                    .iter_mut()
+                    .for_each(|d| d.message.push_str(&hint));
+                self.report(diagnostics);
                 return;
             }
         };
@@ -290,6 +337,8 @@ fn targets(path: &Path) -> Result<Vec<Target>, String> {
             Ok(vec![Target::Skill(
                 dir.unwrap_or(Path::new(".")).to_path_buf(),
             )])
+        } else if is_yaml(path) && looks_like_suite(path) {
+            Ok(vec![Target::Suite(path.to_path_buf())])
         } else if is_yaml(path) {
             Ok(vec![Target::Job(path.to_path_buf())])
         } else {
@@ -340,11 +389,22 @@ fn scan(dir: &Path) -> Vec<Target> {
             if let Some(parent) = path.parent() {
                 targets.push(Target::Skill(parent.to_path_buf()));
             }
+        } else if is_yaml(path) && looks_like_suite(path) {
+            targets.push(Target::Suite(path.to_path_buf()));
         } else if is_yaml(path) && looks_like_job(path) {
             targets.push(Target::Job(path.to_path_buf()));
         }
     }
     targets
+}
+
+/// An eval suite has a top-level `cases:` (a missing `job:` is then reported).
+fn looks_like_suite(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let top_level = |key: &str| text.lines().any(|line| line.starts_with(key));
+    top_level("cases:")
 }
 
 fn is_yaml(path: &Path) -> bool {

@@ -319,6 +319,7 @@ fn prepare(
             .then(|| settings.base_url.clone())
             .flatten(),
         replay: replay_cassette(case, settings, plan.attempt),
+        ..LoadOptions::default()
     };
     let mut prepared = runner::prepare(&suite.job, &options)
         .map_err(|problems| format!("cannot load the job: {}", problems.join("; ")))?;

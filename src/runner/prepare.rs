@@ -37,12 +37,15 @@ pub fn prepare_for_event(
     options: &LoadOptions,
     event: Option<&GithubEvent>,
 ) -> Result<Prepared, Vec<String>> {
-    let (job, load_warnings) = spec::load_job(job_file, options).map_err(|diagnostics| {
+    let loaded = spec::load_job_detailed(job_file, options).map_err(|diagnostics| {
         diagnostics
             .iter()
             .map(|d| d.with_severity().to_string())
             .collect::<Vec<_>>()
     })?;
+    let (line, column) = loaded.skill_position;
+    let skill_file = loaded.skill_file;
+    let (job, load_warnings) = (loaded.job, loaded.warnings);
     // Until runs start MCP servers, a job that needs them must not run without
     // their tools as if nothing were missing.
     if !job.mcp.servers.is_empty() {
@@ -71,7 +74,19 @@ pub fn prepare_for_event(
             }),
         },
     }
-    .map_err(|e| vec![format!("error: {e}")])?;
+    // Where the skill was named, as `agentci validate` says it.
+    .map_err(|e| {
+        let hint = match &e {
+            skills::SkillError::NotFound { name, searched } => {
+                spec::suggest::similar_skill(name, searched)
+            }
+            _ => String::new(),
+        };
+        e.diagnostics(&skill_file, line, column)
+            .iter()
+            .map(|d| format!("{}{hint}", d.with_severity()))
+            .collect::<Vec<_>>()
+    })?;
     let mut problems = Vec::new();
     let mut further_skills = Vec::new();
     for entry in &job.skills {

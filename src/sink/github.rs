@@ -217,7 +217,15 @@ impl GithubActions {
         let title = format!("check \"{}\" failed", check.name);
         let mut message = headline;
         let output: Vec<&str> = check.output.lines().collect();
-        for l in &output[output.len().saturating_sub(10)..] {
+        let tail = &output[output.len().saturating_sub(10)..];
+        // The verdict of a test runner is often far above its last lines
+        // (a panic, then the list of failures and a summary): say why first.
+        if let Some(why) = telling_line(&output).filter(|why| !tail.contains(why)) {
+            message.push('\n');
+            message.push_str(why.trim());
+            message.push_str("\n…");
+        }
+        for l in tail {
             message.push('\n');
             message.push_str(l);
         }
@@ -260,7 +268,12 @@ impl GithubActions {
         let Some(started) = &self.report.started else {
             return (String::new(), 1);
         };
-        let file = self.repo_relative(&self.config.cwd.join(&started.job_file));
+        let job_file = self.config.cwd.join(&started.job_file);
+        if !job_file.is_file() {
+            // A job made from flags has no file to point at: the annotation goes on the run.
+            return (String::new(), 0);
+        }
+        let file = self.repo_relative(&job_file);
         let line = needles
             .iter()
             .find_map(|needle| {
@@ -341,6 +354,22 @@ impl EventSink for GithubActions {
         self.write_files()?;
         logged
     }
+}
+
+/// The line of a failed check's output that best says why it failed: a
+/// panic or assertion message, else the first error line.
+fn telling_line<'a>(output: &[&'a str]) -> Option<&'a str> {
+    const TELLING: [&str; 4] = ["panicked at", "assertion", "error:", "error["];
+    let lower: Vec<String> = output.iter().map(|l| l.to_lowercase()).collect();
+    TELLING.iter().find_map(|needle| {
+        lower.iter().position(|l| l.contains(needle)).map(|i| {
+            // A Rust panic puts its message on the line after `panicked at`.
+            let next = output.get(i + 1).filter(|_| *needle == "panicked at");
+            next.filter(|n| !n.trim().is_empty())
+                .copied()
+                .unwrap_or(output[i])
+        })
+    })
 }
 
 /// `path` (relative paths are relative to `config.cwd`) relative to the
@@ -453,6 +482,25 @@ fn output_line(name: &str, value: &str, delimiter: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_telling_line_of_a_failed_check_is_the_panic_message() {
+        let output = [
+            "running 3 tests",
+            "thread 'adds' panicked at src/lib.rs:9:5:",
+            "assertion `left == right` failed: sums differ",
+            "test result: FAILED. 2 passed; 1 failed",
+        ];
+        assert_eq!(
+            telling_line(&output),
+            Some("assertion `left == right` failed: sums differ")
+        );
+        assert_eq!(
+            telling_line(&["x", "error: could not compile `demo`", "y"]),
+            Some("error: could not compile `demo`")
+        );
+        assert_eq!(telling_line(&["all fine"]), None);
+    }
 
     #[test]
     fn workflow_command_values_are_escaped() {

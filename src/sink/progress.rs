@@ -195,6 +195,11 @@ pub struct ProgressBars {
     color: bool,
     /// The tail of the model's answer as it streams in.
     streaming: String,
+    /// What stays on screen when the bar is gone: the plan's step titles,
+    /// each step's outcome, and the checks' lines.
+    titles: Vec<String>,
+    outcomes: HashMap<usize, String>,
+    check_results: Vec<String>,
 }
 
 /// How much of a streaming answer the bar shows.
@@ -224,6 +229,9 @@ impl ProgressBars {
             tool: None,
             streaming: String::new(),
             color: true,
+            titles: Vec::new(),
+            outcomes: HashMap::new(),
+            check_results: Vec::new(),
         };
         bars.bar.set_style(bars.style(SPINNER));
         bars
@@ -273,6 +281,27 @@ impl ProgressBars {
         self.streaming = last_line.chars().skip(skip).collect();
     }
 
+    /// The plan with each step's outcome, then the checks.
+    fn final_picture(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.titles.is_empty() {
+            lines.push(format!(
+                "plan: {}",
+                plural(self.titles.len() as u64, "step")
+            ));
+        }
+        for (i, title) in self.titles.iter().enumerate() {
+            let outcome = self
+                .outcomes
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| "not finished".to_string());
+            lines.push(format!("  {}. {} — {outcome}", i + 1, one_line(title, 100)));
+        }
+        lines.extend(self.check_results.iter().cloned());
+        lines
+    }
+
     fn set_plan(&mut self, len: usize, done: usize) {
         self.plan_len = Some(len);
         if len == 0 {
@@ -295,8 +324,14 @@ impl EventSink for ProgressBars {
                 self.bar
                     .println(format!("{PREFIX} warning: {source}: {message}"));
             }
-            EventKind::PlanCreated { steps } => self.set_plan(steps.len(), 0),
+            EventKind::PlanCreated { steps } => {
+                self.titles = steps.iter().map(|s| s.title.clone()).collect();
+                self.outcomes.clear();
+                self.set_plan(steps.len(), 0);
+            }
             EventKind::PlanUpdated { steps, from_index } => {
+                self.titles = steps.iter().map(|s| s.title.clone()).collect();
+                self.outcomes.retain(|i, _| i < from_index);
                 self.set_plan(steps.len(), *from_index);
             }
             EventKind::StepStarted { index, title } => {
@@ -304,7 +339,16 @@ impl EventSink for ProgressBars {
                 self.tool = None;
                 self.refresh_message();
             }
-            EventKind::StepCompleted { index, .. } => {
+            EventKind::StepCompleted {
+                index,
+                summary,
+                status,
+                ..
+            } => {
+                self.outcomes.insert(
+                    *index,
+                    format!("{}: {}", status.as_str(), one_line(summary, 120)),
+                );
                 if let Some(len) = self.plan_len.filter(|&len| len > 0) {
                     self.bar.set_position((index + 1).min(len) as u64);
                 }
@@ -354,11 +398,18 @@ impl EventSink for ProgressBars {
             EventKind::CheckCompleted(check) => {
                 self.step = Some(format!("check \"{}\"", check.name));
                 self.refresh_message();
-                if let Some(first) = check_lines(check).first() {
+                let lines = check_lines(check);
+                if let Some(first) = lines.first() {
                     self.bar.println(format!("{PREFIX} {first}"));
+                    self.check_results.push(first.clone());
                 }
             }
             EventKind::RunCompleted(done) => {
+                // The bar's lines vanish with it; the picture a reader wants
+                // afterwards is what the plain log shows: plan, checks, totals.
+                for line in self.final_picture() {
+                    self.bar.println(format!("{PREFIX} {line}"));
+                }
                 self.bar.set_style(style("{msg}"));
                 let mut message = format!("{PREFIX} {}", run_line(done));
                 if done.status != RunStatus::Passed {
@@ -587,6 +638,63 @@ pub(super) fn one_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(kind: EventKind) -> Event {
+        Event {
+            seq: 0,
+            ts: String::new(),
+            run_id: "r".to_string(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn the_bars_leave_the_plan_outcomes_and_checks_behind() {
+        let mut bars = ProgressBars::with_draw_target(ProgressDrawTarget::hidden());
+        let step = |title: &str| PlanStep {
+            title: title.to_string(),
+            expected_outcome: String::new(),
+        };
+        let events = [
+            EventKind::PlanCreated {
+                steps: vec![step("Read"), step("Fix"), step("Test")],
+            },
+            EventKind::StepCompleted {
+                index: 0,
+                title: "Read".into(),
+                summary: "found it".into(),
+                status: crate::event::StepStatus::Done,
+            },
+            EventKind::StepCompleted {
+                index: 1,
+                title: "Fix".into(),
+                summary: "cannot edit".into(),
+                status: crate::event::StepStatus::Failed,
+            },
+            EventKind::CheckCompleted(CheckCompleted {
+                name: "tests".into(),
+                command: "cargo test".into(),
+                outcome: CheckOutcome::Failed,
+                exit_code: Some(101),
+                duration_ms: 1500,
+                output: "boom".into(),
+                sandbox: "workspace-write".into(),
+            }),
+        ];
+        for kind in events {
+            bars.on_event(&event(kind)).unwrap();
+        }
+        assert_eq!(
+            bars.final_picture(),
+            [
+                "plan: 3 steps",
+                "  1. Read — done: found it",
+                "  2. Fix — failed: cannot edit",
+                "  3. Test — not finished",
+                "check \"tests\": failed: exit code 101 (1.5s)",
+            ]
+        );
+    }
 
     #[test]
     fn numbers_read_like_a_person_wrote_them() {

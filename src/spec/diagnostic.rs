@@ -216,13 +216,15 @@ fn yaml_message(error: &serde_saphyr::Error) -> String {
         E::SerdeUnknownField {
             field, expected, ..
         } => format!(
-            "unknown key `{field}`; expected one of: {}",
+            "unknown key `{field}`{}; expected one of: {}",
+            super::suggest::did_you_mean(field, expected.iter().copied()),
             expected.join(", ")
         ),
         E::SerdeUnknownVariant {
             variant, expected, ..
         } => format!(
-            "unknown value `{variant}`; expected one of: {}",
+            "unknown value `{variant}`{}; expected one of: {}",
+            super::suggest::did_you_mean(variant, expected.iter().copied()),
             expected.join(", ")
         ),
         E::Unexpected { expected, .. } => match *expected {

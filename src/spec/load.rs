@@ -15,6 +15,7 @@ use serde_saphyr::Spanned;
 
 use super::check::Checker;
 use super::diagnostic::{Diagnostic, Pos, Reporter, has_errors};
+use super::flags::{self, JobFlags};
 use super::raw::RawJob;
 use super::recover;
 use super::vars::parse_var_flag;
@@ -43,7 +44,15 @@ pub struct LoadOptions {
     pub base_url: Option<String>,
     /// `--replay CASSETTE`: forces the replay provider with that cassette.
     pub replay: Option<PathBuf>,
+    /// `--goal`, `--skill`, `--check`, the budget flags…: written into the job.
+    pub job_flags: JobFlags,
+    /// A `--var` the job neither defines nor uses is an error (for `run`
+    /// and `validate`; an eval case's vars may serve only the case's goal).
+    pub reject_unused_vars: bool,
 }
+
+/// The job "file" of a run made from flags alone (`agentci run --goal …`).
+pub const COMMAND_LINE_JOB: &str = "(command line)";
 
 /// A loaded job with what `agentci validate` needs beyond the spec.
 #[derive(Clone, Debug)]
@@ -51,8 +60,11 @@ pub struct LoadedJob {
     pub job: JobSpec,
     /// Problems that do not stop the job.
     pub warnings: Vec<Diagnostic>,
-    /// Line and column of the job's `skill` value, to report a missing skill there.
+    /// Line and column of the job's `skill` value, to report a missing skill
+    /// there; `(0, 0)` when the skill came from `--skill`.
     pub skill_position: (u32, u32),
+    /// The file the skill was named in, or `--skill`.
+    pub skill_file: PathBuf,
 }
 
 /// Flag values after parsing, applied over the job file.
@@ -98,18 +110,39 @@ pub fn load_job_with_problems(
 ) -> (Option<LoadedJob>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let overrides = parse_flags(opts, &mut diagnostics);
-    let source = match read_source(path) {
-        Ok(source) => source,
-        Err(problem) => {
-            diagnostics.push(problem);
+    let from_flags = path == Path::new(COMMAND_LINE_JOB);
+    let source = if from_flags {
+        let missing = missing_job_flags(opts);
+        if !missing.is_empty() {
+            diagnostics.extend(missing);
             return (None, diagnostics);
+        }
+        "{}".to_string()
+    } else {
+        match read_source(path) {
+            Ok(source) => source,
+            Err(problem) => {
+                diagnostics.push(problem);
+                return (None, diagnostics);
+            }
         }
     };
     let mut reporter = Reporter::new(path, &source, 0);
-    let Some((raw, blanked)) = parse_raw(&source, &mut reporter) else {
+    let Some((mut raw, blanked)) = parse_raw(&source, &mut reporter) else {
         diagnostics.extend(reporter.diagnostics);
         return (None, diagnostics);
     };
+    if opts.reject_unused_vars {
+        diagnostics.extend(unused_vars(&overrides, &raw, &source, &opts.job_flags));
+    }
+    let places = flags::apply(&mut raw, &opts.job_flags, &opts.cwd);
+    if from_flags {
+        raw.name = Some(Spanned::new(
+            "command-line".to_string(),
+            serde_saphyr::Location::UNKNOWN,
+            serde_saphyr::Location::UNKNOWN,
+        ));
+    }
     let job_dir = normalize(&opts.cwd.join(path))
         .parent()
         .map(Path::to_path_buf)
@@ -121,13 +154,84 @@ pub fn load_job_with_problems(
     };
     let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, overrides);
     recover::drop_consequences(&mut file_diagnostics, &blanked);
+    flags::relocate(&mut file_diagnostics, &places);
     diagnostics.extend(file_diagnostics);
+    let from_skill_flag = places.is_flag(skill_position.0);
     let loaded = job.map(|job| LoadedJob {
         job,
         warnings: Vec::new(),
-        skill_position,
+        skill_position: if from_skill_flag {
+            (0, 0)
+        } else {
+            skill_position
+        },
+        skill_file: if from_skill_flag {
+            PathBuf::from("--skill")
+        } else {
+            path.to_path_buf()
+        },
     });
     (loaded, diagnostics)
+}
+
+/// A run without a job file needs a goal, a skill and a model from flags.
+fn missing_job_flags(opts: &LoadOptions) -> Vec<Diagnostic> {
+    let mut missing = Vec::new();
+    if opts.job_flags.goal.is_none() {
+        missing.push(Diagnostic::flag(
+            "--goal",
+            "give a job file, or the goal with --goal TEXT (--goal - reads it from stdin)",
+        ));
+    }
+    if opts.job_flags.skill.is_none() {
+        missing.push(Diagnostic::flag(
+            "--skill",
+            "a run without a job file needs --skill NAME (or a skill folder)",
+        ));
+    }
+    if opts.model.is_none() && opts.replay.is_none() {
+        missing.push(Diagnostic::flag(
+            "--model",
+            "a run without a job file needs --model PROVIDER:NAME, e.g. openai:gpt-4.1-mini",
+        ));
+    }
+    missing
+}
+
+/// `--var` flags naming a var the job neither defines in `vars` nor uses as
+/// `${{ vars.NAME }}`: most likely a misspelling, which would otherwise be
+/// ignored without a word.
+fn unused_vars(
+    overrides: &Overrides,
+    raw: &RawJob,
+    source: &str,
+    flags: &JobFlags,
+) -> Vec<Diagnostic> {
+    let mut known: Vec<String> = raw.vars.keys().cloned().collect();
+    for text in std::iter::once(source).chain(flags.texts()) {
+        for name in super::vars::referenced(text) {
+            if !known.contains(&name) {
+                known.push(name);
+            }
+        }
+    }
+    overrides
+        .vars
+        .keys()
+        .filter(|name| !known.contains(name))
+        .map(|name| {
+            let has = if known.is_empty() {
+                "the job has no vars".to_string()
+            } else {
+                format!("the job's vars: {}", known.join(", "))
+            };
+            let hint = super::suggest::did_you_mean(name, known.iter().map(String::as_str));
+            Diagnostic::flag(
+                "--var",
+                format!("the job does not use a var `{name}`{hint} ({has})"),
+            )
+        })
+        .collect()
 }
 
 /// Parses the YAML into the raw structs. A structural error (an unknown

@@ -14,15 +14,21 @@ use crate::policy::ToolPattern;
 mod check;
 pub mod diagnostic;
 pub mod duration;
+mod flags;
 pub mod load;
 pub mod mcp;
+pub mod print;
 pub(crate) mod raw;
 mod raw_mcp;
 pub(crate) mod recover;
+pub mod suggest;
 pub mod vars;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use load::{LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems};
+pub use flags::JobFlags;
+pub use load::{
+    COMMAND_LINE_JOB, LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems,
+};
 pub use mcp::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
 
 /// A validated job.

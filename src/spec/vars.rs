@@ -75,6 +75,23 @@ fn undefined_message(name: &str, vars: &BTreeMap<String, String>) -> String {
     format!("undefined var `{name}` ({defined}); add it to `vars` or pass --var {name}=VALUE")
 }
 
+/// The names used as `${{ vars.NAME }}` in `text`, in order, repeats included.
+pub fn referenced(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${{") {
+        let inner = &rest[start + 3..];
+        let Some(close) = inner.find("}}") else { break };
+        if let Some(name) = inner[..close].trim().strip_prefix("vars.")
+            && is_valid_name(name)
+        {
+            names.push(name.to_string());
+        }
+        rest = &inner[close + 2..];
+    }
+    names
+}
+
 /// Var names: a letter or `_`, then letters, digits, `_` or `-`.
 pub fn is_valid_name(name: &str) -> bool {
     let mut chars = name.chars();

@@ -455,7 +455,7 @@ fn action_yml_declares_its_interface_and_its_command_line_runs() {
     let sb = sandbox(
         &model.base_url(),
         "  - {name: greeting fixed, run: grep -q \"hello world\" greeting.txt}\n",
-        "vars: {who: nobody}\n",
+        "vars: {who: nobody, mood: calm}\n",
     );
     let job = sb.read("job.yaml").replace(
         "goal: Fix the typo in greeting.txt.",
@@ -468,7 +468,8 @@ fn action_yml_declares_its_interface_and_its_command_line_runs() {
         ("model", "openai:model-from-the-action".to_string()),
         ("base-url", model.base_url()),
         ("api-key", API_KEY.to_string()),
-        ("vars", "who=the action\n\n  unused=1  \n".to_string()),
+        // A second var, padded and after a blank line, to see the lines parsed.
+        ("vars", "who=the action\n\n  mood=1  \n".to_string()),
         ("working-directory", sb.path().display().to_string()),
     ]);
     let gh = GithubFiles::new(&sb);

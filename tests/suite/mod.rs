@@ -3,6 +3,7 @@ mod support;
 mod attacks_files;
 mod attacks_shell;
 mod attacks_untrusted;
+mod cli_run;
 mod contract;
 mod eval;
 mod eval_isolation;

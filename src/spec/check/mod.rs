@@ -287,11 +287,7 @@ impl Checker<'_> {
             let pos = pos_of(&self.r, tool);
             let name = tool.value.trim();
             if !BUILTIN_TOOLS.contains(&name) {
-                let hint = BUILTIN_TOOLS
-                    .iter()
-                    .find(|b| b.eq_ignore_ascii_case(name))
-                    .map(|b| format!(" (did you mean `{b}`?)"))
-                    .unwrap_or_default();
+                let hint = crate::spec::suggest::did_you_mean(name, BUILTIN_TOOLS.iter().copied());
                 self.r.error(
                     pos,
                     format!(

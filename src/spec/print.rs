@@ -1,0 +1,334 @@
+//! A validated job written back as a job file (`agentci run --print-job`),
+//! so a job made from flags can be saved and versioned. What is written
+//! loads back into the same [`JobSpec`]: vars already substituted, paths
+//! absolute, defaults spelled out. Reading job files is [`super::load`]'s job.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{
+    CheckSpec, DefaultDecision, EnvValue, JobSpec, ModelSpec, OutputsSpec, PriceSpec, RetrySpec,
+    SkillRef,
+};
+
+/// The job as YAML, valid input for `agentci run`.
+pub fn job_yaml(job: &JobSpec) -> Result<String, String> {
+    serde_saphyr::to_string(&JobFile::from(job)).map_err(|e| format!("cannot write the job: {e}"))
+}
+
+#[derive(Serialize)]
+struct JobFile {
+    version: u32,
+    name: String,
+    skill: Skill,
+    goal: String,
+    model: Model,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<String>>,
+    permissions: Permissions,
+    #[serde(skip_serializing_if = "Budget::is_empty")]
+    budget: Budget,
+    workspace: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    checks: Vec<Check>,
+    #[serde(skip_serializing_if = "Outputs::is_empty")]
+    outputs: Outputs,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skills_path: Vec<String>,
+    max_plan_turns: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    secrets: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    env: BTreeMap<String, String>,
+    allow_dirty: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    untrusted_inputs: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trust_workspace: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Skill {
+    Name(String),
+    Path {
+        path: String,
+    },
+    Git {
+        git: String,
+        rev: String,
+        path: String,
+    },
+}
+
+#[derive(Serialize)]
+struct Model {
+    provider: &'static str,
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    api_key_env: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cassette: Option<String>,
+    request_timeout: String,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: Option<Retry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    price: Option<Price>,
+}
+
+#[derive(Serialize)]
+struct Retry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_attempts_connect: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_attempts_status: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    initial_backoff: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_backoff: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Price {
+    input_per_mtok: f64,
+    output_per_mtok: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_read_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_write_per_mtok: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Permissions {
+    default: &'static str,
+    allow: Vec<String>,
+    deny: Vec<String>,
+}
+
+#[derive(Serialize, Default)]
+struct Budget {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_turns: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tool_calls: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout: Option<String>,
+}
+
+impl Budget {
+    fn is_empty(&self) -> bool {
+        self.max_turns.is_none()
+            && self.max_tool_calls.is_none()
+            && self.max_tokens.is_none()
+            && self.max_cost_usd.is_none()
+            && self.timeout.is_none()
+    }
+}
+
+#[derive(Serialize)]
+struct Check {
+    name: String,
+    run: String,
+    timeout: String,
+}
+
+#[derive(Serialize, Default)]
+struct Outputs {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    junit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<Commit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    push: Option<Push>,
+}
+
+impl Outputs {
+    fn is_empty(&self) -> bool {
+        self.dir.is_none()
+            && self.trace.is_none()
+            && self.junit.is_none()
+            && self.patch.is_none()
+            && self.commit.is_none()
+    }
+}
+
+#[derive(Serialize)]
+struct Commit {
+    branch: String,
+    message: String,
+    author: Author,
+    on_failure: bool,
+}
+
+#[derive(Serialize)]
+struct Author {
+    name: String,
+    email: String,
+}
+
+#[derive(Serialize)]
+struct Push {
+    remote: String,
+    token_env: String,
+}
+
+/// A duration the job loader reads back exactly.
+fn duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+fn path(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+impl From<&JobSpec> for JobFile {
+    fn from(job: &JobSpec) -> Self {
+        JobFile {
+            version: 1,
+            name: job.name.clone(),
+            skill: match &job.skill {
+                SkillRef::Name(name) => Skill::Name(name.clone()),
+                SkillRef::Path(dir) => Skill::Path { path: path(dir) },
+                SkillRef::Git(git) => Skill::Git {
+                    git: git.url.clone(),
+                    rev: git.rev.clone(),
+                    path: git.path.clone(),
+                },
+            },
+            goal: job.goal.clone(),
+            model: Model::from(&job.model),
+            tools: job.tools.clone(),
+            permissions: Permissions {
+                default: match job.permissions.default {
+                    DefaultDecision::Allow => "allow",
+                    DefaultDecision::Deny => "deny",
+                },
+                allow: job
+                    .permissions
+                    .allow
+                    .iter()
+                    .map(|p| p.as_str().to_string())
+                    .collect(),
+                deny: job
+                    .permissions
+                    .deny
+                    .iter()
+                    .map(|p| p.as_str().to_string())
+                    .collect(),
+            },
+            budget: Budget {
+                max_turns: job.budget.max_turns,
+                max_tool_calls: job.budget.max_tool_calls,
+                max_tokens: job.budget.max_tokens,
+                max_cost_usd: job.budget.max_cost_usd,
+                timeout: job.budget.timeout.map(duration),
+            },
+            workspace: path(&job.workspace),
+            checks: job.checks.iter().map(Check::from).collect(),
+            outputs: Outputs::from(&job.outputs),
+            skills_path: job.skills_path.iter().map(|p| path(p)).collect(),
+            max_plan_turns: job.max_plan_turns,
+            secrets: job.secrets.clone(),
+            env: job
+                .env
+                .iter()
+                .map(|var| {
+                    let value = match &var.value {
+                        EnvValue::Text(text) => text.clone(),
+                        EnvValue::Secret(name) => format!("${{{{ secrets.{name} }}}}"),
+                    };
+                    (var.name.clone(), value)
+                })
+                .collect(),
+            allow_dirty: job.allow_dirty,
+            untrusted_inputs: job.untrusted_inputs.clone(),
+            trust_workspace: job.trust_workspace,
+        }
+    }
+}
+
+impl From<&ModelSpec> for Model {
+    fn from(model: &ModelSpec) -> Self {
+        let RetrySpec {
+            max_attempts_connect,
+            max_attempts_status,
+            initial_backoff,
+            max_backoff,
+        } = model.retry;
+        let retry = (model.retry != RetrySpec::default()).then(|| Retry {
+            max_attempts_connect,
+            max_attempts_status,
+            initial_backoff: initial_backoff.map(duration),
+            max_backoff: max_backoff.map(duration),
+        });
+        Model {
+            provider: model.provider.as_str(),
+            name: model.name.clone(),
+            base_url: model.base_url.clone(),
+            api_key_env: model.api_key_env.clone(),
+            cassette: model.cassette.as_deref().map(path),
+            request_timeout: duration(model.request_timeout),
+            stream: model.stream,
+            retry,
+            price: model.price.map(|p: PriceSpec| Price {
+                input_per_mtok: p.input_per_mtok,
+                output_per_mtok: p.output_per_mtok,
+                cache_read_per_mtok: p.cache_read_per_mtok,
+                cache_write_per_mtok: p.cache_write_per_mtok,
+            }),
+        }
+    }
+}
+
+impl From<&CheckSpec> for Check {
+    fn from(check: &CheckSpec) -> Self {
+        Check {
+            name: check.name.clone(),
+            run: check.run.clone(),
+            timeout: duration(check.timeout),
+        }
+    }
+}
+
+impl From<&OutputsSpec> for Outputs {
+    fn from(outputs: &OutputsSpec) -> Self {
+        Outputs {
+            dir: outputs.dir.as_deref().map(path),
+            trace: outputs.trace.as_deref().map(path),
+            junit: outputs.junit.as_deref().map(path),
+            patch: outputs.patch.as_deref().map(path),
+            commit: outputs.commit.as_ref().map(|c| Commit {
+                branch: c.branch.clone(),
+                message: c.message.clone(),
+                author: Author {
+                    name: c.author_name.clone(),
+                    email: c.author_email.clone(),
+                },
+                on_failure: c.on_failure,
+            }),
+            push: outputs.push.as_ref().map(|p| Push {
+                remote: p.remote.clone(),
+                token_env: p.token_env.clone(),
+            }),
+        }
+    }
+}
