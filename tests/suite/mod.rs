@@ -4,6 +4,7 @@ mod attacks_untrusted;
 mod contract;
 mod eval;
 mod eval_isolation;
+mod eval_report;
 mod eval_signals;
 mod examples;
 mod git_output;

@@ -289,6 +289,14 @@ fn charts(
         ),
     ];
     for (id, title, pick, format) in plots {
+        let rows = case_chart(&pick, false);
+        if rows.iter().all(|r| r.values.iter().all(Option::is_none)) {
+            let _ = write!(
+                out,
+                r#"<figure id="{id}"><figcaption>{title}</figcaption><p class="dim">Unknown: no price is known for the models these attempts used.</p></figure>"#
+            );
+            continue;
+        }
         let _ = write!(
             out,
             r#"<figure id="{id}"><figcaption>{title}</figcaption>{}</figure>"#,
@@ -296,7 +304,7 @@ fn charts(
                 title,
                 series: &run_names,
                 classes: &run_classes,
-                rows: case_chart(&pick, false),
+                rows,
                 max: None,
                 format,
             })
