@@ -73,10 +73,10 @@ pub fn page(results: &Results, baseline: Option<&Results>, results_dir: &Path) -
     charts(results, baseline, &runs, &mut out);
     cases_table(results, &mut out);
     transcripts(results, results_dir, &mut out);
-    let _ = write!(
+    let _ = writeln!(
         out,
         "</main><footer class=\"dim\">Written by agentci; self-contained, works offline.</footer>\
-         <script>{SCRIPT}</script></body></html>\n"
+         <script>{SCRIPT}</script></body></html>"
     );
     out
 }
@@ -263,12 +263,7 @@ fn charts(
     );
     out.push_str(r#"<section id="costs"><h2>Cost, tokens and time per case</h2><p class="dim">Means per attempt.</p>"#);
     out.push_str(&chart::legend(&run_names, &run_classes));
-    let plots: [(
-        &str,
-        &str,
-        fn(&CaseResult) -> Option<f64>,
-        fn(f64) -> String,
-    ); 3] = [
+    let plots: [Plot; 3] = [
         (
             "chart-cost",
             "Cost per attempt (USD)",
@@ -312,6 +307,14 @@ fn charts(
     }
     out.push_str("</section>");
 }
+
+/// A per-case plot: its element id, title, the figure, and how it is written.
+type Plot = (
+    &'static str,
+    &'static str,
+    fn(&CaseResult) -> Option<f64>,
+    fn(f64) -> String,
+);
 
 fn verdict(case: &CaseResult) -> (&'static str, &'static str) {
     match case.status {
