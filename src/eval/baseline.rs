@@ -164,3 +164,44 @@ fn suite_regressions(
         push("duration", before, after, message);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::results::{CaseResult, SuiteResult};
+
+    fn results(rate_per_case: &[(&str, bool)]) -> Results {
+        let cases = rate_per_case
+            .iter()
+            .enumerate()
+            .map(|(i, (name, passed))| {
+                let mut case = CaseResult::new(name, i, 1.0, Vec::new());
+                case.status = if *passed {
+                    CaseStatus::Passed
+                } else {
+                    CaseStatus::Failed
+                };
+                case.attempts_passed = u32::from(*passed);
+                case.attempts_failed = u32::from(!*passed);
+                case
+            })
+            .collect();
+        Results::new(None, 1, vec![SuiteResult::new("s", "s.yaml", 0.0, cases)])
+    }
+
+    #[test]
+    fn each_regression_carries_its_figures() {
+        let before = results(&[("a", true), ("b", true)]);
+        let now = results(&[("a", false), ("b", true), ("new", false)]);
+        let found = regressions(&before, &now, &Thresholds::default());
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].subject(), "s/a");
+        assert_eq!(found[0].before, "passed (1/1 attempts)");
+        assert_eq!(found[0].after, "failed (0/1 attempts, 0 errored)");
+        assert_eq!(found[1].kind, "pass_rate");
+        assert_eq!(
+            (found[1].before.as_str(), found[1].after.as_str()),
+            ("100.0%", "33.3%")
+        );
+    }
+}

@@ -169,3 +169,61 @@ fn cell(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::results::{AttemptResult, CaseResult, SuiteResult};
+
+    fn attempt(n: u32, outcome: Outcome, reason: &str) -> AttemptResult {
+        AttemptResult {
+            attempt: n,
+            outcome,
+            run_status: None,
+            reason: reason.to_string(),
+            assertions: Vec::new(),
+            model: None,
+            turns: 3,
+            tool_calls: 1,
+            input_tokens: 100,
+            output_tokens: 50,
+            cost_usd: Some(0.01),
+            duration_ms: 2000,
+            run_ms: 1500,
+            setup_ms: 100,
+            changed: Vec::new(),
+            trace: None,
+            started_at: "2026-01-01T00:00:00Z".to_string(),
+            fingerprint: String::new(),
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn figures_are_per_attempt_and_hostile_text_stays_in_its_cell() {
+        let case = CaseResult::new(
+            "a|b<img src=x>",
+            0,
+            0.5,
+            vec![
+                attempt(1, Outcome::Passed, "ok"),
+                attempt(2, Outcome::Failed, "bad | worse\n<script>x</script>"),
+            ],
+        );
+        let suite = SuiteResult::new("s", "s.yaml", 1.0, vec![case]);
+        let md = summary(&Results::new(None, 2, vec![suite]));
+        let row = md.lines().find(|l| l.starts_with("| s |")).unwrap();
+        assert_eq!(
+            row,
+            "| s | a\\|b&lt;img src=x&gt; | ✅ passed (flaky) | 1/2 | 0.50 | 1.00 | 0.00 | 3.0 | 150 | $0.0100 | 2.0s |"
+        );
+        assert!(
+            md.contains("bad \\| worse &lt;script&gt;x&lt;/script&gt;"),
+            "{md}"
+        );
+        assert!(
+            !md.contains("⚠️ error: an attempt"),
+            "no error, no note: {md}"
+        );
+    }
+}
