@@ -165,13 +165,13 @@ fn chromium() -> PathBuf {
 /// What Chromium shows of `page`: the DOM after the scripts ran, and its
 /// log. A copy of the page gets a `window.onerror` hook first, so a
 /// JavaScript error becomes an attribute the dumped DOM shows.
-fn load_in_chromium(page: &Path, screenshot: &Path) -> (String, String) {
+fn load_in_chromium(page: &Path, fragment: &str, screenshot: &Path) -> (String, String) {
     let html = std::fs::read_to_string(page).unwrap();
     let hook = "<head><script>window.onerror=function(m){document.documentElement.setAttribute('data-js-error',String(m));};</script>";
     let probe = page.with_file_name("probe.html");
     std::fs::write(&probe, html.replacen("<head>", hook, 1)).unwrap();
     let profile = tempfile::tempdir().unwrap();
-    let run = |extra: &[String], target: &Path| {
+    let run = |extra: &[String], target: &Path, fragment: &str| {
         let out = Command::new(chromium())
             .args([
                 "--headless",
@@ -187,7 +187,7 @@ fn load_in_chromium(page: &Path, screenshot: &Path) -> (String, String) {
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(extra)
-            .arg(format!("file://{}", target.display()))
+            .arg(format!("file://{}{fragment}", target.display()))
             .output()
             .unwrap();
         (
@@ -195,13 +195,14 @@ fn load_in_chromium(page: &Path, screenshot: &Path) -> (String, String) {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (dom, log) = run(&["--dump-dom".to_string()], &probe);
+    let (dom, log) = run(&["--dump-dom".to_string()], &probe, fragment);
     let (_, shot_log) = run(
         &[
             "--window-size=1280,2200".to_string(),
             format!("--screenshot={}", screenshot.display()),
         ],
         page,
+        "",
     );
     assert!(screenshot.is_file(), "no screenshot: {shot_log}");
     eprintln!("HTML report screenshot: {}", screenshot.display());
@@ -320,8 +321,13 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
     );
 
     let shot = artifact("eval-report-models.png");
-    let (dom, log) = load_in_chromium(&page, &shot);
+    // A link to an attempt opens its transcript.
+    let (dom, log) = load_in_chromium(&page, "#t-0-1-1", &shot);
     assert!(!dom.contains("data-js-error=\""), "JavaScript error: {dom}");
+    assert!(
+        dom.contains(r#"<details class="transcript" id="t-0-1-1" open="">"#),
+        "the linked transcript is not open"
+    );
     assert!(
         !log.contains("Uncaught"),
         "JavaScript error in the log: {log}"
@@ -410,7 +416,7 @@ fn report_html_merges_shards_flags_flaky_cases_and_shows_the_baseline() {
         "no baseline in the legend"
     );
     let shot = artifact("eval-report-merged.png");
-    let (dom, log) = load_in_chromium(&page, &shot);
+    let (dom, log) = load_in_chromium(&page, "", &shot);
     assert!(
         !dom.contains("data-js-error=\"") && !log.contains("Uncaught"),
         "{log}"
