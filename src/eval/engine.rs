@@ -142,6 +142,8 @@ struct Job {
     case: usize,
     plan: AttemptPlan,
     settings: Arc<AttemptSettings>,
+    /// The case as progress names it: `case [model]` when models are compared.
+    label: String,
 }
 
 /// Run the selected cases of `suites` and summarize them. Results files are
@@ -195,6 +197,7 @@ pub async fn run_eval(
                             fingerprint: fingerprint.clone(),
                         },
                         settings: Arc::clone(&settings),
+                        label: label(&case.name, model.as_deref()),
                     },
                 )),
             }
@@ -223,7 +226,7 @@ pub async fn run_eval(
             };
             let suite = &suites[job.suite];
             let case = &suite.cases[job.case];
-            observer.started(&suite.name, &case.name, job.plan.attempt);
+            observer.started(&suite.name, &job.label, job.plan.attempt);
             // A result left from an earlier try must not survive a crash of this one.
             let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
             let result = run_attempt(suite, case, &job.plan, &settings).await;
@@ -248,9 +251,9 @@ pub async fn run_eval(
         if result.interrupted {
             stopped += 1;
         }
-        let (s, c) = slots[slot].0;
-        let (suite, case) = (&suites[s], &suites[s].cases[c]);
-        observer.finished(&suite.name, &case.name, &result);
+        let ((s, c), model) = &slots[slot];
+        let (suite, case) = (&suites[*s], &suites[*s].cases[*c]);
+        observer.finished(&suite.name, &label(&case.name, model.as_deref()), &result);
         done[slot].push(result);
     }
 
@@ -289,6 +292,13 @@ pub async fn run_eval(
         )
     });
     results
+}
+
+fn label(case: &str, model: Option<&str>) -> String {
+    match model {
+        Some(model) => format!("{case} [{model}]"),
+        None => case.to_string(),
+    }
 }
 
 /// Write `attempt.json`; a result that cannot be saved is an error result.

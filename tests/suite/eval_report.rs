@@ -302,11 +302,11 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
         xml.contains(r#"testcase name="fix [openai:beta]""#),
         "{xml}"
     );
-    assert!(
-        stderr(&out).contains("HTML report in html/index.html"),
-        "{}",
-        stderr(&out)
-    );
+    let err = stderr(&out);
+    assert!(err.contains("HTML report in html/index.html"), "{err}");
+    // Progress names the model of each attempt.
+    assert!(err.contains("live/fix [openai:alpha] #1: passed"), "{err}");
+    assert!(err.contains("live/fix [openai:beta] #1: failed"), "{err}");
 
     let page = sandbox.path().join("html/index.html");
     let html = std::fs::read_to_string(&page).unwrap();
