@@ -237,8 +237,9 @@ cases:
 fn several_models_side_by_side_and_the_html_report_in_a_browser() {
     let sandbox = notes_sandbox();
     sandbox.write("live.yaml", LIVE_SUITE);
-    // One attempt at a time, so alpha's session is served first; the
-    // fake answers both names, as an OpenAI-compatible gateway would.
+    // One attempt at a time, so one model's whole session is served before
+    // the other's; the fake answers both names, as an OpenAI-compatible
+    // gateway would.
     let mut alpha = good_script();
     alpha.pop();
     alpha.push(Reply::text(HOSTILE));
@@ -277,20 +278,33 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
             )
         })
         .collect();
+    // One attempt at a time: the model asked first got the good session.
+    let requests = model.requests();
+    let first = requests[0]["model"].as_str().unwrap();
+    let last = requests.last().unwrap()["model"].as_str().unwrap();
+    assert_ne!(first, last, "each model got its own session");
+    let status = |m: &str| if m == first { "passed" } else { "failed" };
     assert_eq!(
         side,
         [
-            ("fix", "openai:alpha", "passed"),
-            ("fix", "openai:beta", "failed")
+            ("fix", "openai:alpha", status("alpha")),
+            ("fix", "openai:beta", status("beta")),
         ]
     );
+    let row = |m: &str| {
+        format!(
+            "| live | fix | openai:{m} | {} |",
+            if m == first {
+                "✅ passed"
+            } else {
+                "❌ failed"
+            }
+        )
+    };
+
     let md = std::fs::read_to_string(sandbox.path().join("out/summary.md")).unwrap();
     assert!(
-        md.contains("| live | fix | openai:alpha | ✅ passed |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| live | fix | openai:beta | ❌ failed |"),
+        md.contains(&row("alpha")) && md.contains(&row("beta")),
         "{md}"
     );
     let xml = std::fs::read_to_string(sandbox.path().join("out/junit.xml")).unwrap();
@@ -305,8 +319,10 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
     let err = stderr(&out);
     assert!(err.contains("HTML report in html/index.html"), "{err}");
     // Progress names the model of each attempt.
-    assert!(err.contains("live/fix [openai:alpha] #1: passed"), "{err}");
-    assert!(err.contains("live/fix [openai:beta] #1: failed"), "{err}");
+    for m in ["alpha", "beta"] {
+        let line = format!("live/fix [openai:{m}] #1: {}", status(m));
+        assert!(err.contains(&line), "{err}");
+    }
 
     let page = sandbox.path().join("html/index.html");
     let html = std::fs::read_to_string(&page).unwrap();
@@ -360,6 +376,15 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
         "no final answer in the transcript"
     );
     assert!(dom.contains("Check fixed"), "no check in the transcript");
+    assert!(
+        dom.contains("<b>Plan</b><ol><li>Fix the status"),
+        "no plan in the transcript"
+    );
+    // The model's hostile answer is there, as text.
+    assert!(
+        dom.contains("<pre>Done. &lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;img"),
+        "the final answer is not shown as text"
+    );
 }
 
 #[test]
