@@ -172,15 +172,19 @@ pub struct EvalArgs {
     /// Run only cases whose name (or SUITE/CASE) matches this glob.
     #[arg(long, value_name = "GLOB")]
     pub filter: Option<String>,
-    /// Run live with this model, as PROVIDER:NAME, instead of the cassettes.
+    /// Run live with this model, as PROVIDER:NAME, instead of the cassettes;
+    /// given several times, each case runs against each model, side by side.
     #[arg(long, value_name = "PROVIDER:NAME")]
-    pub model: Option<String>,
+    pub model: Vec<String>,
     /// Override the model's base URL (with --model or --record).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// The results folder; running again into it resumes.
     #[arg(long, value_name = "DIR", default_value = ".agentci/eval")]
     pub out: PathBuf,
+    /// Also write a self-contained HTML report (DIR/index.html).
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
     /// Run live and save a cassette per case (and attempt).
     #[arg(long)]
     pub record: bool,
@@ -227,6 +231,20 @@ pub struct ReportArgs {
 pub enum ReportCommand {
     /// Join the results folders of shards into one results.json, junit.xml and summary.md.
     Merge(MergeArgs),
+    /// Write the HTML report of earlier results (several: merged, like shards).
+    Html(HtmlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// results.json files or the folders holding them.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Where index.html goes.
+    #[arg(long, value_name = "DIR", default_value = ".agentci/eval-html")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 #[derive(Debug, Args)]

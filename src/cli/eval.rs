@@ -73,14 +73,17 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
         // Waits for every workspace removal still under way.
         drop(runtime);
     }
+    let interrupted = results.interrupted.clone();
+    let html = args.html.as_ref().map(|dir| cwd.join(dir));
     let code = finish(
-        &results,
+        results,
         &options.out_dir,
         baseline.as_ref(),
         &thresholds,
         &cwd,
+        html.as_deref(),
     );
-    Ok(match &results.interrupted {
+    Ok(match &interrupted {
         Some(note) => {
             let _ = writeln!(std::io::stderr(), "agentci: {note}");
             received.exit_code()
@@ -105,8 +108,22 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         ));
     }
     // The same rules as `agentci run --model` / `--base-url`, checked before any case runs.
-    if let Some(Err(e)) = args.model.as_deref().map(parse_model_flag) {
-        problems.push(format!("error: --model: {e}"));
+    for (i, model) in args.model.iter().enumerate() {
+        if let Err(e) = parse_model_flag(model) {
+            problems.push(format!("error: --model {model}: {e}"));
+        }
+        if args.model[..i].contains(model) {
+            problems.push(format!(
+                "error: --model {model} is given twice; give each model to compare once"
+            ));
+        }
+    }
+    if args.record && args.model.len() > 1 {
+        problems.push(
+            "error: --record with several --model: a case records one cassette; record with \
+             one model at a time"
+                .to_string(),
+        );
     }
     if let Some(Err(e)) = args.base_url.as_deref().map(check_base_url) {
         problems.push(format!("error: --base-url: {e}"));
@@ -131,7 +148,11 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         settings: AttemptSettings {
             cwd: cwd.to_path_buf(),
             temp_dir: std::env::temp_dir(),
-            model: args.model.clone(),
+            model: args
+                .model
+                .first()
+                .filter(|_| args.model.len() == 1)
+                .cloned(),
             base_url: args.base_url.clone(),
             record: args.record,
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
@@ -144,6 +165,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         filter,
         retry_errors: args.retry_errors,
         min_pass_rate: args.min_pass_rate,
+        models: args.model.clone(),
     })
 }
 
@@ -275,38 +297,29 @@ fn check_selection(
     }
 }
 
-/// Write the result files, show the summary, compare with the baseline, and
-/// pick the exit code. Shared with `agentci report merge`.
+/// Write the result files (and the HTML report when asked), show the
+/// summary, compare with the baseline, and pick the exit code. Shared with
+/// `agentci report merge`.
 pub(super) fn finish(
-    results: &Results,
+    mut results: Results,
     out_dir: &Path,
     baseline: Option<&Results>,
     thresholds: &Thresholds,
     cwd: &Path,
+    html: Option<&Path>,
 ) -> u8 {
     let mut stderr = std::io::stderr();
-    if let Err(e) = crate::eval::report::write_all(results, out_dir) {
+    if let Some(baseline) = baseline {
+        results.regressions = regressions(baseline, &results, thresholds);
+    }
+    if let Err(e) = crate::eval::report::write_all(&results, out_dir) {
         let _ = writeln!(stderr, "error: {e}");
         return EXIT_BAD_INPUT;
     }
-    let summary = crate::eval::report::markdown::summary(results);
+    let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
+    let summary = crate::eval::report::markdown::summary(&results);
     let _ = write!(std::io::stdout().lock(), "{summary}");
-    // On GitHub Actions the same table goes to the job's summary page.
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| writeln!(f, "{summary}"));
-        if let Err(e) = appended {
-            let _ = writeln!(stderr, "warning: cannot append to GITHUB_STEP_SUMMARY: {e}");
-        }
-    }
-    let shown = out_dir
-        .strip_prefix(cwd)
-        .unwrap_or(out_dir)
-        .display()
-        .to_string();
+    github(&results, &summary, &out_dir.join("results.json"));
     let mut code = 0;
     for suite in &results.suites {
         let _ = writeln!(
@@ -327,12 +340,11 @@ pub(super) fn finish(
             code = 1;
         }
     }
-    if let Some(baseline) = baseline {
-        let found = regressions(baseline, results, thresholds);
-        for line in &found {
-            let _ = writeln!(stderr, "regression: {line}");
+    if baseline.is_some() {
+        for r in &results.regressions {
+            let _ = writeln!(stderr, "regression: {}", r.message);
         }
-        if found.is_empty() {
+        if results.regressions.is_empty() {
             let _ = writeln!(stderr, "agentci: no regression against the baseline");
         } else {
             code = 1;
@@ -340,7 +352,54 @@ pub(super) fn finish(
     }
     let _ = writeln!(
         stderr,
-        "agentci: results in {shown}/ (results.json, junit.xml, summary.md)"
+        "agentci: results in {}/ (results.json, junit.xml, summary.md)",
+        shown(out_dir)
     );
+    if let Some(dir) = html {
+        match crate::eval::report::html::write(&results, baseline, out_dir, dir) {
+            Ok(index) => {
+                let _ = writeln!(stderr, "agentci: HTML report in {}", shown(&index));
+            }
+            Err(e) => {
+                let _ = writeln!(stderr, "error: --html: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
     code
+}
+
+/// Under GitHub Actions (`GITHUB_ACTIONS=true`): the Markdown to the step
+/// summary, annotations on stdout, and the step outputs. Failing to write
+/// them is a warning: the results are already on disk.
+fn github(results: &Results, summary: &str, results_json: &Path) {
+    if !std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        return;
+    }
+    let mut stderr = std::io::stderr();
+    let append = |var: &str, text: &str| {
+        let Some(path) = std::env::var_os(var) else {
+            return;
+        };
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = appended {
+            let _ = writeln!(std::io::stderr(), "warning: cannot append to {var}: {e}");
+        }
+    };
+    append("GITHUB_STEP_SUMMARY", &format!("{summary}\n"));
+    let mut stdout = std::io::stdout().lock();
+    for line in crate::sink::eval_annotations(results) {
+        let _ = writeln!(stdout, "{line}");
+    }
+    drop(stdout);
+    let delimiter = format!("ghadelimiter_{}", uuid::Uuid::new_v4().simple());
+    append(
+        "GITHUB_OUTPUT",
+        &crate::sink::eval_outputs(results, results_json, &delimiter),
+    );
+    let _ = stderr.flush();
 }

@@ -2,30 +2,113 @@
 //! into one `results.json`, `junit.xml` and `summary.md`, recomputing every
 //! figure from the attempts, so the totals equal those of an unsharded run.
 //! Takes `--baseline` like `agentci eval`, and exits the same way.
+//!
+//! `agentci report html RESULTS... --out DIR`: the HTML report of earlier
+//! results (several are merged as shards are), with the transcripts read
+//! from each results folder's traces.
 
 use std::io::Write;
 
 use crate::eval::Results;
 
 use super::EXIT_BAD_INPUT;
-use super::args::{MergeArgs, ReportArgs, ReportCommand};
+use super::args::{HtmlArgs, MergeArgs, ReportArgs, ReportCommand};
 use super::eval::{finish, read_baseline, thresholds};
 
 pub fn report(args: ReportArgs) -> u8 {
     match args.command {
         ReportCommand::Merge(args) => merge(args),
+        ReportCommand::Html(args) => html(args),
+    }
+}
+
+fn fail(problems: Vec<String>) -> u8 {
+    let mut stderr = std::io::stderr();
+    for problem in problems {
+        let _ = writeln!(stderr, "{problem}");
+    }
+    EXIT_BAD_INPUT
+}
+
+/// `DIR/results.json`, or the file itself.
+fn results_file(path: &std::path::Path) -> std::path::PathBuf {
+    if path.is_file() {
+        path.to_path_buf()
+    } else {
+        path.join("results.json")
+    }
+}
+
+fn html(args: HtmlArgs) -> u8 {
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            return fail(vec![format!(
+                "error: cannot read the current directory: {e}"
+            )]);
+        }
+    };
+    let thresholds = match thresholds(&args.baseline) {
+        Ok(t) => t,
+        Err(problems) => return fail(problems),
+    };
+    let baseline = match read_baseline(&args.baseline, &cwd) {
+        Ok(b) => b,
+        Err(problems) => return fail(problems),
+    };
+    let mut parts = Vec::new();
+    for path in &args.results {
+        let file = results_file(&cwd.join(path));
+        let mut results = match Results::read(&file) {
+            Ok(results) => results,
+            Err(e) => return fail(vec![format!("error: {e}")]),
+        };
+        // Traces are relative to their own results folder; once merged,
+        // only absolute paths still find them.
+        let folder = file
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        for attempt in results
+            .suites
+            .iter_mut()
+            .flat_map(|s| s.cases.iter_mut())
+            .flat_map(|c| c.attempts.iter_mut())
+        {
+            if let Some(trace) = &attempt.trace {
+                attempt.trace = Some(folder.join(trace).display().to_string());
+            }
+        }
+        parts.push(results);
+    }
+    let mut results = if parts.len() == 1 {
+        parts.remove(0)
+    } else {
+        match Results::merge(parts) {
+            Ok(merged) => merged,
+            Err(e) => return fail(vec![format!("error: {e}")]),
+        }
+    };
+    if let Some(baseline) = &baseline {
+        results.regressions = crate::eval::regressions(baseline, &results, &thresholds);
+    }
+    let out = cwd.join(&args.out);
+    match crate::eval::report::html::write(&results, baseline.as_ref(), &cwd, &out) {
+        Ok(index) => {
+            let shown = index
+                .strip_prefix(&cwd)
+                .unwrap_or(&index)
+                .display()
+                .to_string();
+            let _ = writeln!(std::io::stderr(), "agentci: HTML report in {shown}");
+            0
+        }
+        Err(e) => fail(vec![format!("error: {e}")]),
     }
 }
 
 fn merge(args: MergeArgs) -> u8 {
     let mut stderr = std::io::stderr();
-    let fail = |problems: Vec<String>| {
-        let mut stderr = std::io::stderr();
-        for problem in problems {
-            let _ = writeln!(stderr, "{problem}");
-        }
-        EXIT_BAD_INPUT
-    };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {
@@ -44,12 +127,7 @@ fn merge(args: MergeArgs) -> u8 {
     };
     let mut parts = Vec::new();
     for dir in &args.dirs {
-        let dir = cwd.join(dir);
-        let file = if dir.is_file() {
-            dir
-        } else {
-            dir.join("results.json")
-        };
+        let file = results_file(&cwd.join(dir));
         match Results::read(&file) {
             Ok(results) => parts.push(results),
             Err(e) => return fail(vec![format!("error: {e}")]),
@@ -63,10 +141,11 @@ fn merge(args: MergeArgs) -> u8 {
         }
     };
     finish(
-        &merged,
+        merged,
         &cwd.join(&args.out),
         baseline.as_ref(),
         &thresholds,
         &cwd,
+        None,
     )
 }

@@ -4,7 +4,42 @@
 //! by more than a threshold. Cases or suites missing from either side are
 //! not regressions (a new case has nothing to regress from).
 
+use serde::{Deserialize, Serialize};
+
 use super::results::{CaseStatus, Results, SuiteResult};
+
+/// One regression, with the figures before and after, so every output
+/// (stderr, `results.json`, JUnit, Markdown, annotations) can show them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Regression {
+    pub suite: String,
+    /// Set for a case that passed in the baseline and does not now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+    /// The model the case ran against, when several were compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `case`, `pass_rate`, `cost` or `duration`.
+    pub kind: String,
+    pub before: String,
+    pub after: String,
+    /// One line naming the suite (and case), the figures and the limit.
+    pub message: String,
+}
+
+impl Regression {
+    /// `suite/case` or `suite`, as the JUnit testcase and annotations name it.
+    pub fn subject(&self) -> String {
+        let mut name = match &self.case {
+            Some(case) => format!("{}/{case}", self.suite),
+            None => self.suite.clone(),
+        };
+        if let Some(model) = &self.model {
+            name.push_str(&format!(" [{model}]"));
+        }
+        name
+    }
+}
 
 /// How much worse is still not a regression.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,24 +64,47 @@ impl Default for Thresholds {
 
 /// Every regression of `current` against `baseline`, one line each, naming
 /// the suite (and case).
-pub fn regressions(baseline: &Results, current: &Results, limits: &Thresholds) -> Vec<String> {
+pub fn regressions(baseline: &Results, current: &Results, limits: &Thresholds) -> Vec<Regression> {
     let mut found = Vec::new();
     for suite in &current.suites {
         let Some(before) = baseline.suites.iter().find(|s| s.name == suite.name) else {
             continue;
         };
         for case in &suite.cases {
-            let was = before.cases.iter().find(|c| c.name == case.name);
+            let was = before
+                .cases
+                .iter()
+                .find(|c| c.name == case.name && c.model == case.model);
             if let Some(was) = was
                 && was.status == CaseStatus::Passed
                 && case.status != CaseStatus::Passed
             {
-                found.push(format!(
-                    "{}/{}: passed in the baseline, {} now",
-                    suite.name,
-                    case.name,
-                    case.status.as_str()
-                ));
+                let subject = match &case.model {
+                    Some(model) => format!("{}/{} [{model}]", suite.name, case.name),
+                    None => format!("{}/{}", suite.name, case.name),
+                };
+                found.push(Regression {
+                    suite: suite.name.clone(),
+                    case: Some(case.name.clone()),
+                    model: case.model.clone(),
+                    kind: "case".to_string(),
+                    before: format!(
+                        "passed ({}/{} attempts)",
+                        was.attempts_passed,
+                        was.attempts_passed + was.attempts_failed
+                    ),
+                    after: format!(
+                        "{} ({}/{} attempts, {} errored)",
+                        case.status.as_str(),
+                        case.attempts_passed,
+                        case.attempts_passed + case.attempts_failed,
+                        case.attempts_errored
+                    ),
+                    message: format!(
+                        "{subject}: passed in the baseline, {} now",
+                        case.status.as_str()
+                    ),
+                });
             }
         }
         suite_regressions(before, suite, limits, &mut found);
@@ -58,33 +116,92 @@ fn suite_regressions(
     before: &SuiteResult,
     now: &SuiteResult,
     limits: &Thresholds,
-    found: &mut Vec<String>,
+    found: &mut Vec<Regression>,
 ) {
     let name = &now.name;
+    let mut push = |kind: &str, before: String, after: String, message: String| {
+        found.push(Regression {
+            suite: name.clone(),
+            case: None,
+            model: None,
+            kind: kind.to_string(),
+            before,
+            after,
+            message,
+        });
+    };
     if before.pass_rate - now.pass_rate > limits.pass_rate_drop + 1e-9 {
-        found.push(format!(
-            "{name}: pass rate {:.1}% → {:.1}%, down more than {:.1} points",
-            before.pass_rate * 100.0,
-            now.pass_rate * 100.0,
+        let (was, is) = (
+            format!("{:.1}%", before.pass_rate * 100.0),
+            format!("{:.1}%", now.pass_rate * 100.0),
+        );
+        let message = format!(
+            "{name}: pass rate {was} → {is}, down more than {:.1} points",
             limits.pass_rate_drop * 100.0
-        ));
+        );
+        push("pass_rate", was, is, message);
     }
     if let (Some(was), Some(is)) = (before.cost_usd, now.cost_usd)
         && was > 0.0
         && is > was * (1.0 + limits.cost_increase)
     {
-        found.push(format!(
+        let message = format!(
             "{name}: cost ${was:.4} → ${is:.4}, up more than {:.0}%",
             limits.cost_increase * 100.0
-        ));
+        );
+        push("cost", format!("${was:.4}"), format!("${is:.4}"), message);
     }
     let (was, is) = (before.mean_duration_ms as f64, now.mean_duration_ms as f64);
     if was > 0.0 && is > was * (1.0 + limits.duration_increase) {
-        found.push(format!(
-            "{name}: mean case duration {:.1}s → {:.1}s, up more than {:.0}%",
-            was / 1000.0,
-            is / 1000.0,
+        let (before, after) = (
+            format!("{:.1}s", was / 1000.0),
+            format!("{:.1}s", is / 1000.0),
+        );
+        let message = format!(
+            "{name}: mean case duration {before} → {after}, up more than {:.0}%",
             limits.duration_increase * 100.0
-        ));
+        );
+        push("duration", before, after, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::results::{CaseResult, SuiteResult};
+
+    fn results(rate_per_case: &[(&str, bool)]) -> Results {
+        let cases = rate_per_case
+            .iter()
+            .enumerate()
+            .map(|(i, (name, passed))| {
+                let mut case = CaseResult::new(name, i, 1.0, Vec::new());
+                case.status = if *passed {
+                    CaseStatus::Passed
+                } else {
+                    CaseStatus::Failed
+                };
+                case.attempts_passed = u32::from(*passed);
+                case.attempts_failed = u32::from(!*passed);
+                case
+            })
+            .collect();
+        Results::new(None, 1, vec![SuiteResult::new("s", "s.yaml", 0.0, cases)])
+    }
+
+    #[test]
+    fn each_regression_carries_its_figures() {
+        let before = results(&[("a", true), ("b", true)]);
+        let now = results(&[("a", false), ("b", true), ("new", false)]);
+        let found = regressions(&before, &now, &Thresholds::default());
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].subject(), "s/a");
+        assert_eq!(found[0].before, "passed (1/1 attempts)");
+        assert_eq!(found[0].after, "failed (0/1 attempts, 0 errored)");
+        assert_eq!(found[1].kind, "pass_rate");
+        assert_eq!(
+            (found[1].before.as_str(), found[1].after.as_str()),
+            ("100.0%", "33.3%")
+        );
     }
 }

@@ -42,6 +42,10 @@ pub struct EvalOptions {
     pub retry_errors: bool,
     /// `--min-pass-rate`, beating every suite's `min_pass_rate`.
     pub min_pass_rate: Option<f64>,
+    /// Models compared side by side (`--model` given several times): each
+    /// case runs against each, and `settings.model` is ignored. Empty (or
+    /// one) for a usual run.
+    pub models: Vec<String>,
 }
 
 /// Told about progress; implemented by the CLI's display.
@@ -102,8 +106,26 @@ pub fn fingerprint(suite: &SuiteSpec, case: &CaseSpec, settings: &AttemptSetting
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-fn attempt_dir(out: &Path, suite: &str, case: &str, n: u32) -> PathBuf {
-    out.join(suite).join(case).join(n.to_string())
+fn attempt_dir(out: &Path, suite: &str, case: &str, model: Option<&str>, n: u32) -> PathBuf {
+    let case_dir = out.join(suite).join(case);
+    match model {
+        // `openai:gpt-4o` → `openai_gpt-4o`: one folder level, on every OS.
+        Some(model) => case_dir
+            .join(
+                model
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect::<String>(),
+            )
+            .join(n.to_string()),
+        None => case_dir.join(n.to_string()),
+    }
 }
 
 /// A finished attempt from an earlier run that may be kept.
@@ -119,6 +141,9 @@ struct Job {
     suite: usize,
     case: usize,
     plan: AttemptPlan,
+    settings: Arc<AttemptSettings>,
+    /// The case as progress names it: `case [model]` when models are compared.
+    label: String,
 }
 
 /// Run the selected cases of `suites` and summarize them. Results files are
@@ -130,26 +155,49 @@ pub async fn run_eval(
 ) -> Results {
     let selected = select_cases(&suites, options.filter.as_ref(), options.shard);
     let repeat = options.repeat.max(1);
-    let mut done: Vec<Vec<AttemptResult>> = vec![Vec::new(); selected.len()];
+    // One slot per case and compared model; `None`: the usual single model.
+    let models: Vec<Option<String>> = if options.models.len() > 1 {
+        options.models.iter().cloned().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let slots: Vec<((usize, usize), Option<String>)> = selected
+        .iter()
+        .flat_map(|&at| models.iter().map(move |m| (at, m.clone())))
+        .collect();
+    let mut done: Vec<Vec<AttemptResult>> = vec![Vec::new(); slots.len()];
     let mut jobs = Vec::new();
-    for (slot, &(s, c)) in selected.iter().enumerate() {
-        let (suite, case) = (&suites[s], &suites[s].cases[c]);
-        let fingerprint = fingerprint(suite, case, &options.settings);
+    for (slot, ((s, c), model)) in slots.iter().enumerate() {
+        let (suite, case) = (&suites[*s], &suites[*s].cases[*c]);
+        let mut settings = options.settings.clone();
+        if model.is_some() {
+            settings.model = model.clone();
+        }
+        let fingerprint = fingerprint(suite, case, &settings);
+        let settings = Arc::new(settings);
         for n in 1..=repeat {
-            let dir = attempt_dir(&options.out_dir, &suite.name, &case.name, n);
+            let dir = attempt_dir(
+                &options.out_dir,
+                &suite.name,
+                &case.name,
+                model.as_deref(),
+                n,
+            );
             match previous(&dir, &fingerprint, options.retry_errors) {
                 Some(result) => done[slot].push(result),
                 None => jobs.push((
                     slot,
                     Job {
-                        suite: s,
-                        case: c,
+                        suite: *s,
+                        case: *c,
                         plan: AttemptPlan {
                             attempt: n,
                             dir,
                             out_root: options.out_dir.clone(),
                             fingerprint: fingerprint.clone(),
                         },
+                        settings: Arc::clone(&settings),
+                        label: label(&case.name, model.as_deref()),
                     },
                 )),
             }
@@ -159,13 +207,12 @@ pub async fn run_eval(
     observer.planned(jobs.len(), kept);
 
     let permits = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
-    let settings = Arc::new(options.settings.clone());
     let mut handles = Vec::new();
     for (slot, job) in jobs {
         let (suites, permits, settings, observer) = (
             Arc::clone(&suites),
             Arc::clone(&permits),
-            Arc::clone(&settings),
+            Arc::clone(&job.settings),
             Arc::clone(&observer),
         );
         let plan = job.plan.clone();
@@ -179,7 +226,7 @@ pub async fn run_eval(
             };
             let suite = &suites[job.suite];
             let case = &suite.cases[job.case];
-            observer.started(&suite.name, &case.name, job.plan.attempt);
+            observer.started(&suite.name, &job.label, job.plan.attempt);
             // A result left from an earlier try must not survive a crash of this one.
             let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
             let result = run_attempt(suite, case, &job.plan, &settings).await;
@@ -204,9 +251,9 @@ pub async fn run_eval(
         if result.interrupted {
             stopped += 1;
         }
-        let (s, c) = selected[slot];
-        let (suite, case) = (&suites[s], &suites[s].cases[c]);
-        observer.finished(&suite.name, &case.name, &result);
+        let ((s, c), model) = &slots[slot];
+        let (suite, case) = (&suites[*s], &suites[*s].cases[*c]);
+        observer.finished(&suite.name, &label(&case.name, model.as_deref()), &result);
         done[slot].push(result);
     }
 
@@ -216,14 +263,17 @@ pub async fn run_eval(
         if attempts.is_empty() {
             continue;
         }
-        let (s, c) = selected[slot];
-        let case = &suites[s].cases[c];
-        per_suite[s].push(CaseResult::new(
-            &case.name,
-            case.index,
-            case.min_pass_rate.unwrap_or(1.0),
-            attempts,
-        ));
+        let ((s, c), model) = &slots[slot];
+        let case = &suites[*s].cases[*c];
+        per_suite[*s].push(
+            CaseResult::new(
+                &case.name,
+                case.index,
+                case.min_pass_rate.unwrap_or(1.0),
+                attempts,
+            )
+            .for_model(model.clone()),
+        );
     }
     let suite_results = suites
         .iter()
@@ -235,13 +285,20 @@ pub async fn run_eval(
         })
         .collect();
     let mut results = Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results);
-    results.interrupted = settings.cancel.reason().map(|reason| {
+    results.interrupted = options.settings.cancel.reason().map(|reason| {
         format!(
             "{reason}: {stopped} attempts stopped (errors), {not_started} not started (left \
              out); run again with the same --out to finish them"
         )
     });
     results
+}
+
+fn label(case: &str, model: Option<&str>) -> String {
+    match model {
+        Some(model) => format!("{case} [{model}]"),
+        None => case.to_string(),
+    }
 }
 
 /// Write `attempt.json`; a result that cannot be saved is an error result.

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::baseline::Regression;
 use super::stats::{pass_at_k, pass_pow_k};
 use crate::event::RunStatus;
 
@@ -109,6 +110,10 @@ impl CaseStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
     pub name: String,
+    /// The model the case ran against when `--model` was given several
+    /// times: the same case then appears once per model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Position in the suite file.
     pub index: usize,
     pub status: CaseStatus,
@@ -172,6 +177,7 @@ impl CaseResult {
             .filter(|_| !attempts.is_empty());
         CaseResult {
             name: name.to_string(),
+            model: None,
             index,
             status,
             flaky: passed > 0 && failed > 0,
@@ -190,6 +196,21 @@ impl CaseResult {
             cost_usd,
             duration_ms: attempts.iter().map(|a| a.duration_ms).sum(),
             attempts,
+        }
+    }
+
+    /// The same case, run against `model` (one of several compared).
+    pub fn for_model(mut self, model: Option<String>) -> CaseResult {
+        self.model = model;
+        self
+    }
+
+    /// Mean per attempt that ran (errored ones included: they cost too).
+    pub fn per_attempt(&self, total: f64) -> f64 {
+        if self.attempts.is_empty() {
+            0.0
+        } else {
+            total / self.attempts.len() as f64
         }
     }
 }
@@ -223,7 +244,7 @@ pub struct SuiteResult {
 
 impl SuiteResult {
     pub fn new(name: &str, file: &str, min_pass_rate: f64, mut cases: Vec<CaseResult>) -> Self {
-        cases.sort_by_key(|c| c.index);
+        cases.sort_by(|a, b| (a.index, &a.model).cmp(&(b.index, &b.model)));
         let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count() as u32;
         let total = cases.len() as u32;
         let passed = count(CaseStatus::Passed);
@@ -282,6 +303,9 @@ pub struct Results {
     /// with no attempt that finished or was interrupted are left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// What regressed against `--baseline` (empty without one).
+    #[serde(default)]
+    pub regressions: Vec<Regression>,
 }
 
 impl Results {
@@ -293,12 +317,38 @@ impl Results {
             repeat,
             suites,
             interrupted: None,
+            regressions: Vec::new(),
         }
     }
 
     /// Every suite's gate passed.
     pub fn gate_passed(&self) -> bool {
         self.suites.iter().all(|s| s.gate_passed)
+    }
+
+    /// The models compared side by side, in the order first seen; empty
+    /// when each case ran against one model.
+    pub fn compared_models(&self) -> Vec<String> {
+        let mut models: Vec<String> = Vec::new();
+        for case in self.suites.iter().flat_map(|s| &s.cases) {
+            if let Some(model) = &case.model
+                && !models.contains(model)
+            {
+                models.push(model.clone());
+            }
+        }
+        models
+    }
+
+    /// Passed cases over all cases, every suite together.
+    pub fn pass_rate(&self) -> f64 {
+        let total: u32 = self.suites.iter().map(|s| s.cases_total).sum();
+        let passed: u32 = self.suites.iter().map(|s| s.cases_passed).sum();
+        if total == 0 {
+            1.0
+        } else {
+            f64::from(passed) / f64::from(total)
+        }
     }
 
     pub fn read(path: &Path) -> Result<Results, String> {
@@ -355,14 +405,19 @@ impl Results {
                     }
                 };
                 for case in suite.cases {
-                    if suites[slot].3.iter().any(|c| c.name == case.name) {
+                    if suites[slot]
+                        .3
+                        .iter()
+                        .any(|c| c.name == case.name && c.model == case.model)
+                    {
                         return Err(format!(
                             "case `{}/{}` is in more than one of the results; give each shard once",
                             suite.name, case.name
                         ));
                     }
                     let case =
-                        CaseResult::new(&case.name, case.index, case.min_pass_rate, case.attempts);
+                        CaseResult::new(&case.name, case.index, case.min_pass_rate, case.attempts)
+                            .for_model(case.model);
                     suites[slot].3.push(case);
                 }
             }

@@ -53,9 +53,11 @@ pub struct GithubActions {
     written: bool,
 }
 
+mod eval;
 mod start_failure;
 mod summary;
 
+pub use eval::{eval_annotations, eval_outputs};
 pub use start_failure::report_start_failure;
 use summary::summary_markdown;
 

@@ -16,7 +16,10 @@ mod junit;
 mod progress;
 mod trace;
 
-pub use github::{GithubActions, GithubConfig, escape_data, escape_property, report_start_failure};
+pub use github::{
+    GithubActions, GithubConfig, escape_data, escape_property, eval_annotations, eval_outputs,
+    report_start_failure,
+};
 pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};
 pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};

@@ -21,7 +21,7 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn good_script() -> Vec<Reply> {
+pub(super) fn good_script() -> Vec<Reply> {
     vec![
         Reply::plan(&[("Fix the status", "notes.txt says fixed")]),
         Reply::tool_call(
@@ -33,7 +33,7 @@ fn good_script() -> Vec<Reply> {
     ]
 }
 
-fn bad_script() -> Vec<Reply> {
+pub(super) fn bad_script() -> Vec<Reply> {
     vec![
         Reply::plan(&[("Fix the status", "notes.txt says fixed")]),
         Reply::tool_call(
@@ -45,7 +45,7 @@ fn bad_script() -> Vec<Reply> {
     ]
 }
 
-const JOB: &str = "version: 1
+pub(super) const JOB: &str = "version: 1
 name: fix-notes
 skill: notes-fixer
 skills_path: [skills]
@@ -94,7 +94,7 @@ cases:
 ";
 
 /// A sandbox with a skill, a job, a fixture and the two recorded cassettes.
-fn notes_sandbox() -> Sandbox {
+pub(super) fn notes_sandbox() -> Sandbox {
     let sandbox = Sandbox::new();
     sandbox.skill("notes-fixer", None);
     sandbox.write("job.yaml", JOB);
@@ -138,7 +138,7 @@ fn notes_sandbox() -> Sandbox {
 /// `agentci eval ARGS` with its temporary workspaces in the sandbox, which
 /// must all be gone when it exits: they are removed in the background
 /// (regression: an early exit must not leave them behind).
-fn eval(sandbox: &Sandbox, args: &[&str]) -> Output {
+pub(super) fn eval(sandbox: &Sandbox, args: &[&str]) -> Output {
     let mut all = vec!["eval"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--progress", "plain"]);
@@ -157,7 +157,7 @@ fn eval(sandbox: &Sandbox, args: &[&str]) -> Output {
     out
 }
 
-fn results(dir: &Path) -> Value {
+pub(super) fn results(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
 }
 

@@ -7,6 +7,7 @@ mod cli_run;
 mod contract;
 mod eval;
 mod eval_isolation;
+mod eval_report;
 mod eval_signals;
 mod examples;
 mod git_output;

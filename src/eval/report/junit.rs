@@ -19,9 +19,40 @@ pub fn to_xml(results: &Results) -> Result<String, String> {
     for suite in &results.suites {
         report.add_test_suite(test_suite(suite));
     }
+    if !results.regressions.is_empty() {
+        report.add_test_suite(regressions(results));
+    }
     report
         .to_string()
         .map_err(|e| format!("cannot write JUnit XML: {e}"))
+}
+
+/// A `regressions` testsuite with one failing testcase per regression, so
+/// a CI report shows what got worse even when every gate passed.
+fn regressions(results: &Results) -> TestSuite {
+    let mut out = TestSuite::new("regressions");
+    // Readers (and the Jenkins schema) want a time and timestamp on each.
+    out.set_timestamp(chrono::Utc::now().fixed_offset());
+    out.set_time(Duration::ZERO);
+    for r in &results.regressions {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status
+            .set_message(r.message.as_str())
+            .set_type(format!("regression.{}", r.kind))
+            .set_description(format!(
+                "{}\nbefore (baseline): {}\nafter: {}",
+                r.message, r.before, r.after
+            ));
+        let name = match r.kind.as_str() {
+            "case" => r.subject(),
+            kind => format!("{} ({})", r.subject(), kind.replace('_', " ")),
+        };
+        let mut case = TestCase::new(name, status);
+        case.set_classname(format!("regressions.{}", r.suite));
+        case.set_time(Duration::ZERO);
+        out.add_test_case(case);
+    }
+    out
 }
 
 fn test_suite(suite: &SuiteResult) -> TestSuite {
@@ -124,7 +155,12 @@ fn test_case(suite: &str, case: &CaseResult) -> TestCase {
         }
         status.add_rerun(rerun);
     }
-    let mut out = TestCase::new(case.name.as_str(), status);
+    // One testcase per case and model: duplicate names would be dropped.
+    let name = match &case.model {
+        Some(model) => format!("{} [{model}]", case.name),
+        None => case.name.clone(),
+    };
+    let mut out = TestCase::new(name, status);
     out.set_classname(suite);
     out.set_time(Duration::from_millis(case.duration_ms));
     out.set_system_out(case_summary(case));

@@ -1,22 +1,29 @@
-//! The Markdown summary of an evaluation: one table row per case, a line per
-//! suite with its gate, and the failed assertions. Written to `summary.md`
-//! and, by the CLI, to the GitHub step summary.
+//! The Markdown summary of an evaluation: a line per suite with its gate,
+//! one table row per case (per model when several were compared) with
+//! pass@1, pass@k and pass^k and per-attempt means, the regressions against
+//! the baseline, and the attempts that did not pass. Written to
+//! `summary.md` and, by the CLI, to the GitHub step summary.
 
 use std::fmt::Write;
 
-use crate::eval::results::{CaseStatus, Outcome, Results};
+use crate::eval::results::{CaseResult, CaseStatus, Outcome, Results};
+
+/// What the ⚠️ error result means, said once under the table.
+pub const ERROR_MEANING: &str = "⚠️ error: an attempt could not run to a verdict (the provider \
+     failed, a cassette no longer matched, the workspace could not be made); the case counts as \
+     not passed, its errored attempts are left out of pass@k, and `--retry-errors` re-runs them.";
 
 pub fn summary(results: &Results) -> String {
     let mut out = String::from("## agentci eval\n\n");
     if let Some(note) = &results.interrupted {
-        let _ = writeln!(out, "> ⚠️ **Interrupted**: {note}.\n");
+        let _ = writeln!(out, "> ⚠️ **Interrupted**: {}.\n", cell(note));
     }
     for suite in &results.suites {
         let _ = writeln!(
             out,
             "**{}**: {}/{} cases passed ({:.0}%, gate {:.0}%: {}), {} failed, {} errored, {} flaky; \
-             pass@1 {:.2}\n",
-            suite.name,
+             pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}\n",
+            cell(&suite.name),
             suite.cases_passed,
             suite.cases_total,
             suite.pass_rate * 100.0,
@@ -30,46 +37,67 @@ pub fn summary(results: &Results) -> String {
             suite.cases_errored,
             suite.cases_flaky,
             suite.pass_at_1,
+            suite.pass_at_k,
+            suite.pass_pow_k,
         );
     }
-    out.push_str(
-        "| suite | case | result | attempts passed | pass@1 | turns | tokens | cost | time |\n",
-    );
-    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    let compared = !results.compared_models().is_empty();
+    out.push_str(if compared {
+        "| suite | case | model | result | attempts passed | pass@1 | pass@k | pass^k | turns | tokens | cost | time |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    } else {
+        "| suite | case | result | attempts passed | pass@1 | pass@k | pass^k | turns | tokens | cost | time |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+    });
+    let mut any_error = false;
     for suite in &results.suites {
         for case in &suite.cases {
-            let result = match (case.status, case.flaky) {
-                (CaseStatus::Passed, false) => "✅ passed",
-                (CaseStatus::Passed, true) => "✅ passed (flaky)",
-                (CaseStatus::Failed, false) => "❌ failed",
-                (CaseStatus::Failed, true) => "❌ failed (flaky)",
-                (CaseStatus::Error, _) => "⚠️ error",
+            any_error |= case.status == CaseStatus::Error;
+            let model = if compared {
+                format!(" {} |", cell(case.model.as_deref().unwrap_or("-")))
+            } else {
+                String::new()
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {}/{}{} | {:.2} | {} | {} | {} | {:.1}s |",
-                suite.name,
-                case.name,
-                result,
-                case.attempts_passed,
-                case.attempts_passed + case.attempts_failed,
-                if case.attempts_errored > 0 {
-                    format!(" ({} errored)", case.attempts_errored)
-                } else {
-                    String::new()
-                },
+                "| {} | {} |{model} {} | {} | {:.2} | {:.2} | {:.2} | {} |",
+                cell(&suite.name),
+                cell(&case.name),
+                verdict(case),
+                passed(case),
                 case.pass_at_1,
-                case.turns,
-                case.input_tokens + case.output_tokens,
-                case.cost_usd
-                    .map_or_else(|| "—".to_string(), |c| format!("${c:.4}")),
-                case.duration_ms as f64 / 1000.0,
+                case.pass_at_k,
+                case.pass_pow_k,
+                means(case),
+            );
+        }
+    }
+    out.push_str(
+        "\npass@k: at least one of the k attempts that reached a verdict passed; pass^k: all \
+         of them did. Turns, tokens, cost and time are means per attempt.\n",
+    );
+    if any_error {
+        let _ = writeln!(out, "\n{ERROR_MEANING}");
+    }
+    if !results.regressions.is_empty() {
+        out.push_str(
+            "\n### Regressions against the baseline\n\n| what | before | after |\n|---|---|---|\n",
+        );
+        for r in &results.regressions {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                cell(&r.message),
+                cell(&r.before),
+                cell(&r.after)
             );
         }
     }
     let mut problems = String::new();
     for suite in &results.suites {
         for case in &suite.cases {
+            let model = case
+                .model
+                .as_deref()
+                .map_or_else(String::new, |m| format!(" [{m}]"));
             for attempt in case
                 .attempts
                 .iter()
@@ -77,12 +105,13 @@ pub fn summary(results: &Results) -> String {
             {
                 let _ = writeln!(
                     problems,
-                    "- `{}/{}` attempt {}: {} — {}",
-                    suite.name,
-                    case.name,
+                    "- `{}/{}`{} attempt {}: {} — {}",
+                    suite.name.replace('`', "'"),
+                    case.name.replace('`', "'"),
+                    cell(&model),
                     attempt.attempt,
                     attempt.outcome.as_str(),
-                    attempt.reason.replace('\n', " ")
+                    cell(&attempt.reason)
                 );
             }
         }
@@ -92,4 +121,109 @@ pub fn summary(results: &Results) -> String {
         out.push_str(&problems);
     }
     out
+}
+
+fn verdict(case: &CaseResult) -> &'static str {
+    match (case.status, case.flaky) {
+        (CaseStatus::Passed, false) => "✅ passed",
+        (CaseStatus::Passed, true) => "✅ passed (flaky)",
+        (CaseStatus::Failed, false) => "❌ failed",
+        (CaseStatus::Failed, true) => "❌ failed (flaky)",
+        (CaseStatus::Error, _) => "⚠️ error",
+    }
+}
+
+fn passed(case: &CaseResult) -> String {
+    let mut text = format!(
+        "{}/{}",
+        case.attempts_passed,
+        case.attempts_passed + case.attempts_failed
+    );
+    if case.attempts_errored > 0 {
+        let _ = write!(text, " ({} errored)", case.attempts_errored);
+    }
+    text
+}
+
+/// Turns, tokens, cost and time per attempt, as four cells.
+fn means(case: &CaseResult) -> String {
+    let tokens = (case.input_tokens + case.output_tokens) as f64;
+    let cost = case.cost_usd.map_or_else(
+        || "—".to_string(),
+        |c| format!("${:.4}", case.per_attempt(c)),
+    );
+    format!(
+        "{:.1} | {:.0} | {cost} | {:.1}s",
+        case.per_attempt(f64::from(case.turns)),
+        case.per_attempt(tokens),
+        case.per_attempt(case.duration_ms as f64) / 1000.0,
+    )
+}
+
+/// Text for a table cell or a list line: one line, no `|` to split the row,
+/// and no HTML a renderer (GitHub's summary page) would act on, since names
+/// and reasons can come from the model.
+fn cell(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::results::{AttemptResult, CaseResult, SuiteResult};
+
+    fn attempt(n: u32, outcome: Outcome, reason: &str) -> AttemptResult {
+        AttemptResult {
+            attempt: n,
+            outcome,
+            run_status: None,
+            reason: reason.to_string(),
+            assertions: Vec::new(),
+            model: None,
+            turns: 3,
+            tool_calls: 1,
+            input_tokens: 100,
+            output_tokens: 50,
+            cost_usd: Some(0.01),
+            duration_ms: 2000,
+            run_ms: 1500,
+            setup_ms: 100,
+            changed: Vec::new(),
+            trace: None,
+            started_at: "2026-01-01T00:00:00Z".to_string(),
+            fingerprint: String::new(),
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn figures_are_per_attempt_and_hostile_text_stays_in_its_cell() {
+        let case = CaseResult::new(
+            "a|b<img src=x>",
+            0,
+            0.5,
+            vec![
+                attempt(1, Outcome::Passed, "ok"),
+                attempt(2, Outcome::Failed, "bad | worse\n<script>x</script>"),
+            ],
+        );
+        let suite = SuiteResult::new("s", "s.yaml", 1.0, vec![case]);
+        let md = summary(&Results::new(None, 2, vec![suite]));
+        let row = md.lines().find(|l| l.starts_with("| s |")).unwrap();
+        assert_eq!(
+            row,
+            "| s | a\\|b&lt;img src=x&gt; | ✅ passed (flaky) | 1/2 | 0.50 | 1.00 | 0.00 | 3.0 | 150 | $0.0100 | 2.0s |"
+        );
+        assert!(
+            md.contains("bad \\| worse &lt;script&gt;x&lt;/script&gt;"),
+            "{md}"
+        );
+        assert!(
+            !md.contains("⚠️ error: an attempt"),
+            "no error, no note: {md}"
+        );
+    }
 }

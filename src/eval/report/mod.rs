@@ -1,8 +1,10 @@
 //! Writing an evaluation's results for people and CI: JUnit XML
-//! ([`junit`]) and a Markdown summary ([`markdown`]). `results.json` is
+//! ([`junit`]), a Markdown summary ([`markdown`]) and, when asked, an HTML
+//! report ([`html`]). `results.json` is
 //! [`super::results`]'s own. These writers only format what the results
 //! say; they decide nothing.
 
+pub mod html;
 pub mod junit;
 pub mod markdown;
 
