@@ -51,6 +51,7 @@ fn main() {
         limits: ToolLimits::default(),
         exec_env: Vec::new(),
         secrets: Default::default(),
+        fetch_policy: None,
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let tool = builtin("grep").expect("grep tool");

@@ -139,6 +139,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             limits,
             exec_env: exec_env.clone(),
             secrets: bus.redactor(),
+            fetch_policy: Some(std::sync::Arc::new(policy.clone())),
         },
         messages: vec![
             Message::System {
@@ -160,7 +161,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         tools,
         policy,
         budget: BudgetTracker::new(&job.budget, skill.max_turns).with_price(price),
-        guard: LoopGuard::default(),
+        guard: LoopGuard::new(job.tool_loop.loop_repeats),
+        tool_loop: job.tool_loop.clone(),
+        batches: std::sync::atomic::AtomicU64::new(0),
         plan: Vec::new(),
         step_summaries: Vec::new(),
     };

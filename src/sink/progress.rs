@@ -96,7 +96,11 @@ impl LogLines {
                 status.as_str(),
                 one_line(summary, 160)
             )),
-            EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {}
+            // The calls' own lines say what ran; the grouping is for the trace.
+            EventKind::ModelRequest(_)
+            | EventKind::ModelResponse(_)
+            | EventKind::ToolBatchStarted(_)
+            | EventKind::ToolBatchCompleted(_) => {}
             EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
             EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
             EventKind::ToolCall {

@@ -18,6 +18,7 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 pub mod schema;
+pub mod web_fetch;
 pub mod workspace;
 pub mod write;
 
@@ -26,11 +27,24 @@ pub use workspace::{PathError, Workspace};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The canonical names of the builtin tools, in the order they are offered.
-pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "find", "grep", "ls", "exec"];
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "find",
+    "grep",
+    "ls",
+    "exec",
+    "web_fetch",
+];
+
+/// Builtin tools a run gets only when the job's `tools:` names them:
+/// `web_fetch` reaches beyond the workspace, so a job opts in.
+pub const OPT_IN_TOOLS: &[&str] = &["web_fetch"];
 
 /// The builtin tools that never change the workspace; they may run in parallel
 /// and are offered during planning.
-pub const READ_ONLY_TOOLS: &[&str] = &["read", "find", "grep", "ls"];
+pub const READ_ONLY_TOOLS: &[&str] = &["read", "find", "grep", "ls", "web_fetch"];
 
 /// How a tool presents itself to the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -173,6 +187,9 @@ pub struct ToolContext {
     pub exec_env: Vec<(String, String)>,
     /// The run's secrets, masked in `exec` output before it is cut.
     pub secrets: crate::redact::Redactor,
+    /// The rules every redirect hop of `web_fetch` is judged by (the batch
+    /// judges the first URL). `None`: redirects are not followed.
+    pub fetch_policy: Option<std::sync::Arc<crate::policy::PermissionPolicy>>,
 }
 
 /// A tool the agent can call. Arguments arrive already checked against
@@ -192,6 +209,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
         "grep" => Box::new(grep::GrepTool::new()),
         "ls" => Box::new(ls::LsTool::new()),
         "exec" => Box::new(exec::ExecTool::new()),
+        "web_fetch" => Box::new(web_fetch::WebFetchTool::new()),
         _ => return None,
     };
     Some(tool)

@@ -1,5 +1,6 @@
 mod support;
 
+mod agent_loop;
 mod attacks_untrusted;
 mod contract;
 mod eval;

@@ -18,6 +18,7 @@ fn context(dir: &Path) -> ToolContext {
         limits: ToolLimits::default(),
         exec_env: Vec::new(),
         secrets: Default::default(),
+        fetch_policy: None,
     }
 }
 

@@ -16,6 +16,7 @@ mod git;
 mod model;
 mod model_options;
 mod numbers;
+mod tool_loop;
 mod untrusted;
 
 use crate::policy::ToolPattern;
@@ -32,7 +33,7 @@ const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
 /// Canonical tools that are not builtin (yet); permission patterns may name them.
-const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "web_fetch", "task"];
+const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "task"];
 
 pub(super) struct Checker<'a> {
     pub r: Reporter<'a>,
@@ -92,6 +93,7 @@ impl Checker<'_> {
             .as_ref()
             .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
             .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
+        let tool_loop = self.tool_loop(&raw);
 
         let job = match (name, skill, goal, model, workspace) {
             (Some(name), Some(skill), Some(goal), Some(model), Some(workspace)) => Some(JobSpec {
@@ -114,6 +116,7 @@ impl Checker<'_> {
                 allow_dirty,
                 untrusted_inputs,
                 trust_workspace,
+                tool_loop,
             }),
             _ => None,
         };
