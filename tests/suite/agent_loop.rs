@@ -441,3 +441,115 @@ fn a_cycle_of_turns_is_caught() {
     assert_eq!(steps[0]["status"], "failed");
     assert!(steps[0]["summary"].as_str().unwrap().contains("cycle"));
 }
+
+/// One call of a generated batch and what its result must be.
+#[derive(Clone, Debug)]
+enum Kind {
+    ReadOk,
+    ReadMissing,
+    BadArguments,
+    UnknownTool,
+    /// A web server that accepts the connection and never answers.
+    FetchHangs,
+    /// Mutating: runs alone, in order.
+    Exec,
+}
+
+fn kind() -> impl proptest::strategy::Strategy<Value = Kind> {
+    proptest::prop_oneof![
+        proptest::strategy::Just(Kind::ReadOk),
+        proptest::strategy::Just(Kind::ReadMissing),
+        proptest::strategy::Just(Kind::BadArguments),
+        proptest::strategy::Just(Kind::UnknownTool),
+        proptest::strategy::Just(Kind::FetchHangs),
+        proptest::strategy::Just(Kind::Exec),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// For any batch with some failures and timeouts, every call gets
+    /// exactly one result, in the order the model made the calls.
+    #[test]
+    fn every_call_of_any_batch_gets_its_own_result_in_order(
+        kinds in proptest::collection::vec(kind(), 1..10),
+        max_parallel in 1usize..4,
+    ) {
+        use agentci::agent::batch::{BatchEnv, run_batch};
+        use agentci::agent::loop_guard::LoopGuard;
+        use agentci::agent::toolset::ToolSet;
+        use agentci::event::EventBus;
+        use agentci::policy::PermissionPolicy;
+        use agentci::provider::ToolCall;
+        use agentci::spec::{DefaultDecision, PermissionsSpec, ToolLoopSpec};
+        use agentci::tools::{ToolContext, ToolLimits, Workspace};
+
+        let dir = tempfile::tempdir().unwrap();
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let hang_url = format!("http://{}/never", silent.local_addr().unwrap());
+        let calls: Vec<ToolCall> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                std::fs::write(dir.path().join(format!("f{i}.txt")), format!("content-{i}\n")).unwrap();
+                let (name, args) = match k {
+                    Kind::ReadOk => ("read", json!({"path": format!("f{i}.txt")})),
+                    Kind::ReadMissing => ("read", json!({"path": format!("missing{i}.txt")})),
+                    Kind::BadArguments => ("read", json!({"path": i})),
+                    Kind::UnknownTool => ("teleport", json!({})),
+                    Kind::FetchHangs => ("web_fetch", json!({"url": format!("{hang_url}?{i}")})),
+                    Kind::Exec => ("exec", json!({"command": format!("echo out-{i}")})),
+                };
+                ToolCall { id: format!("c{i}"), name: name.into(), arguments: args.to_string() }
+            })
+            .collect();
+        let tools = ToolSet::new(
+            Some(&["read".to_string(), "exec".to_string(), "web_fetch".to_string()]),
+            None,
+        );
+        let policy = PermissionPolicy::new(&PermissionsSpec {
+            default: DefaultDecision::Allow,
+            allow: vec![],
+            deny: vec![],
+        });
+        let ctx = ToolContext {
+            workspace: Workspace::new(dir.path()).unwrap(),
+            limits: ToolLimits::default(),
+            exec_env: Vec::new(),
+            secrets: Default::default(),
+            fetch_policy: None,
+        };
+        let mut tool_loop = ToolLoopSpec { max_parallel_tools: max_parallel, ..Default::default() };
+        tool_loop.tool_timeouts.insert("web_fetch".into(), Duration::from_millis(200));
+        let bus = EventBus::new("r", Vec::new());
+        let batches = std::sync::atomic::AtomicU64::new(0);
+        let env = BatchEnv {
+            tools: &tools,
+            policy: &policy,
+            ctx: &ctx,
+            bus: &bus,
+            read_only_phase: false,
+            tool_loop: &tool_loop,
+            batches: &batches,
+        };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let mut guard = LoopGuard::new(100);
+        let results = runtime.block_on(run_batch(&env, &calls, &mut guard));
+
+        proptest::prop_assert_eq!(results.len(), calls.len());
+        for (i, (k, result)) in kinds.iter().zip(&results).enumerate() {
+            let code = result.error.map(|c| c.as_str());
+            let text = result.model_text();
+            match k {
+                Kind::ReadOk => proptest::prop_assert!(text.contains(&format!("content-{i}")), "{}", text),
+                Kind::ReadMissing => proptest::prop_assert_eq!(code, Some("NOT_FOUND")),
+                Kind::BadArguments => proptest::prop_assert_eq!(code, Some("INVALID_ARGUMENT")),
+                Kind::UnknownTool => proptest::prop_assert_eq!(code, Some("UNKNOWN_TOOL")),
+                Kind::FetchHangs => proptest::prop_assert_eq!(code, Some("TIMEOUT")),
+                Kind::Exec => proptest::prop_assert!(text.contains(&format!("out-{i}")), "{}", text),
+            }
+        }
+        drop(silent);
+    }
+}
