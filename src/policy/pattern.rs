@@ -261,6 +261,22 @@ mod tests {
         p.matches(tool, call_subject(tool, &args).as_deref())
     }
 
+    // A model that wants a URL no rule allows tries look-alike hosts,
+    // userinfo, odd case and dot segments: the rule judges the parsed URL.
+    #[test]
+    fn url_patterns_judge_the_normalised_url() {
+        let rule = "web_fetch(https://docs.rs/*)";
+        let fetch = |url: &str| m(rule, "web_fetch", json!({ "url": url }));
+        assert!(fetch("https://docs.rs/serde/latest/serde/"));
+        assert!(fetch("https://DOCS.rs:443/serde"));
+        assert!(fetch("https://docs.rs"));
+        assert!(!fetch("https://docs.rs.evil.example/"));
+        assert!(!fetch("https://docs.rs@evil.example/"));
+        assert!(!fetch("http://docs.rs/serde"));
+        assert!(!fetch("https://evil.example/https://docs.rs/"));
+        assert!(!m(rule, "web_fetch", json!({})));
+    }
+
     #[test]
     fn command_patterns() {
         assert!(m(

@@ -553,3 +553,39 @@ proptest::proptest! {
         drop(silent);
     }
 }
+
+/// Every new key a user can get wrong is reported at its own line, with the fix.
+#[test]
+fn wrong_tool_loop_keys_are_reported_where_they_are() {
+    let sb = Sandbox::new();
+    sb.skill("fetcher", None);
+    sb.write(
+        "job.yaml",
+        "version: 1\nname: keys\nskill: fetcher\ngoal: Check the keys.\nworkspace: ws\n\
+         skills_path: [skills]\nmax_parallel_tools: 0\ntool_timeout: soon\n\
+         tool_timeouts: {teleport: 10s, exec: -1}\nloop_guard: {repeats: 1}\n",
+    );
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for (line, words) in [
+        (
+            7,
+            "`max_parallel_tools` must be a whole number from 1 to 64",
+        ),
+        (8, "`tool_timeout`"),
+        (9, "`tool_timeouts` names `teleport`, which is not a tool"),
+        (9, "`tool_timeouts.exec`"),
+        (10, "`loop_guard.repeats` must be at least 2"),
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!("job.yaml:{line}:")) && l.contains(words)),
+            "line {line}: {words}\n{text}"
+        );
+    }
+}
