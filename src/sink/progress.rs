@@ -133,6 +133,9 @@ impl LogLines {
                         secs(result.duration_ms)
                     ));
                 }
+                if result.ok && result.tool == "todo" {
+                    lines.extend(todo_line(&result.data));
+                }
             }
             EventKind::BudgetExceeded { limit, used, max } => {
                 lines.push(format!(
@@ -333,6 +336,12 @@ impl EventSink for ProgressBars {
             }
             EventKind::ToolResult(result) => {
                 self.calls.finished(&result.call_id, &result.tool);
+                if result.ok
+                    && result.tool == "todo"
+                    && let Some(line) = todo_line(&result.data)
+                {
+                    self.bar.println(format!("{PREFIX}{line}"));
+                }
                 self.tool = None;
                 self.refresh_message();
             }
@@ -584,6 +593,22 @@ pub(super) fn one_line(text: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// The agent's checklist in one line: how much is done and what is under way.
+fn todo_line(data: &serde_json::Value) -> Option<String> {
+    let items = data.get("items")?.as_array()?;
+    fn status(item: &serde_json::Value) -> &str {
+        item.get("status").and_then(|s| s.as_str()).unwrap_or("")
+    }
+    let done = items.iter().filter(|i| status(i) == "done").count();
+    let current = items
+        .iter()
+        .find(|i| status(i) == "in_progress")
+        .and_then(|i| i.get("text").and_then(|t| t.as_str()))
+        .map(|t| format!(", now: {}", one_line(t, 80)))
+        .unwrap_or_default();
+    Some(format!("  todo: {done}/{} done{current}", items.len()))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 pub mod schema;
+pub mod todo;
 pub mod web_fetch;
 pub mod workspace;
 pub mod write;
@@ -36,11 +37,13 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "ls",
     "exec",
     "web_fetch",
+    "todo",
 ];
 
 /// Builtin tools a run gets only when the job's `tools:` names them:
 /// `web_fetch` reaches beyond the workspace, so a job opts in.
-pub const OPT_IN_TOOLS: &[&str] = &["web_fetch"];
+/// `todo` is opt-in so that runs which do not use it offer the same tools as before.
+pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo"];
 
 /// The builtin tools that never change the workspace; they may run in parallel
 /// and are offered during planning.
@@ -210,6 +213,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
         "ls" => Box::new(ls::LsTool::new()),
         "exec" => Box::new(exec::ExecTool::new()),
         "web_fetch" => Box::new(web_fetch::WebFetchTool::new()),
+        "todo" => Box::new(todo::TodoTool::new()),
         _ => return None,
     };
     Some(tool)

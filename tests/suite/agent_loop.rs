@@ -589,3 +589,92 @@ fn wrong_tool_loop_keys_are_reported_where_they_are() {
         );
     }
 }
+
+/// The agent's checklist: kept across calls, recorded in the trace, shown in
+/// the plain progress log and in the GitHub step summary.
+#[test]
+fn todo_is_the_agents_checklist_shown_in_the_log_and_the_step_summary() {
+    let todo = |id: &str, args: Value| (id.to_string(), "todo".to_string(), args);
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Work through the list", "all done")]),
+        turn(vec![
+            todo("t1", json!({"action": "add", "text": "read the notes"})),
+            todo("t2", json!({"action": "add", "text": "write the answer"})),
+            todo(
+                "t3",
+                json!({"action": "update", "id": 1, "status": "in_progress"}),
+            ),
+        ]),
+        turn(vec![
+            todo("t4", json!({"action": "update", "id": 1, "status": "done"})),
+            todo("t5", json!({"action": "update", "id": 7, "status": "done"})),
+        ]),
+        Reply::step_done("worked through the list"),
+        Reply::text("Read the notes."),
+    ]);
+    let sb = Sandbox::new();
+    sb.write("ws/notes.txt", "one\n");
+    sb.skill("lister", None);
+    sb.write(
+        "job.yaml",
+        &format!(
+            "version: 1\nname: todo\nskill: lister\ngoal: Keep a list.\nmodel:\n  provider: openai\n  \
+             name: fake-model\n  base_url: {}\ntools: [read, todo]\nworkspace: ws\nskills_path: [skills]\n\
+             permissions:\n  default: deny\n  allow: [read, todo]\n",
+            model.base_url()
+        ),
+    );
+    let summary = sb.path().join("summary.md");
+    let summary_text = summary.display().to_string();
+    let (out, trace) = run(
+        &sb,
+        &[
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_STEP_SUMMARY", &summary_text),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = model.requests();
+    let first = tool_messages(&requests, "t1");
+    assert!(
+        first[2].1.contains("[~] 1. read the notes"),
+        "{}",
+        first[2].1
+    );
+    assert!(
+        first[2].1.contains("[ ] 2. write the answer"),
+        "{}",
+        first[2].1
+    );
+    let second = tool_messages(&requests, "t4");
+    assert!(
+        second[0].1.contains("[x] 1. read the notes"),
+        "{}",
+        second[0].1
+    );
+    assert!(
+        second[1].1.starts_with("ERROR INVALID_ARGUMENT: no item 7"),
+        "{}",
+        second[1].1
+    );
+    let results: Vec<_> = events(&trace, "tool.result")
+        .into_iter()
+        .filter(|r| r["tool"] == "todo" && r["ok"] == true)
+        .collect();
+    assert_eq!(
+        results.last().unwrap()["data"]["items"][0]["status"],
+        "done"
+    );
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(log.contains("todo: 0/2 done, now: read the notes"), "{log}");
+    assert!(log.contains("todo: 1/2 done"), "{log}");
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains("- [x] read the notes\n- [ ] write the answer"),
+        "{md}"
+    );
+}

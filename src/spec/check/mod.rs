@@ -33,7 +33,7 @@ const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
 /// Canonical tools that are not builtin (yet); permission patterns may name them.
-const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "task"];
+const OTHER_CANONICAL_TOOLS: &[&str] = &["task"];
 
 pub(super) struct Checker<'a> {
     pub r: Reporter<'a>,
