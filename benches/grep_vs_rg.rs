@@ -56,6 +56,7 @@ fn main() {
         processes: Default::default(),
         secrets: Default::default(),
         access: Default::default(),
+        fetch_policy: None,
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let tool = builtin("grep").expect("grep tool");

@@ -94,6 +94,12 @@ pub enum EventKind {
     },
     #[serde(rename = "tool.result")]
     ToolResult(ToolResultEvent),
+    /// Calls of one turn that start together: read-only neighbours run in
+    /// parallel (up to `max_parallel_tools`), a mutating call alone.
+    #[serde(rename = "tool.batch.started")]
+    ToolBatchStarted(ToolBatchStarted),
+    #[serde(rename = "tool.batch.completed")]
+    ToolBatchCompleted(ToolBatchCompleted),
     #[serde(rename = "budget.exceeded")]
     BudgetExceeded {
         limit: BudgetLimit,
@@ -110,6 +116,29 @@ pub enum EventKind {
     GitPush { remote: String, branch: String },
     #[serde(rename = "run.completed")]
     RunCompleted(RunCompleted),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolBatchStarted {
+    /// Counts the run's batches from 1.
+    pub batch: u64,
+    /// The calls that run together, in the order the model made them.
+    pub call_ids: Vec<String>,
+    pub tools: Vec<String>,
+    /// True when the calls run concurrently (read-only), false for a mutating call.
+    pub parallel: bool,
+    /// How many of them may run at the same time.
+    pub max_parallel: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ToolBatchCompleted {
+    pub batch: u64,
+    pub call_ids: Vec<String>,
+    /// Wall time of the whole batch: with parallel calls, less than the sum of theirs.
+    pub duration_ms: u64,
+    /// Calls stopped at their tool timeout.
+    pub timed_out: Vec<String>,
 }
 
 /// The agent's changes written as a unified diff (`outputs.patch`).

@@ -1,22 +1,37 @@
 //! One turn's tool calls: parse, check, decide, run, record.
 //!
 //! Every call gets a result, in the order the model asked, even when some
-//! fail. Read-only calls next to each other run in parallel; a mutating call
-//! runs alone, in order. Nothing here stops the run: every problem with a
-//! call becomes a result the model can act on.
+//! fail or time out. Read-only calls next to each other form one batch and
+//! run concurrently, at most `max_parallel_tools` at a time; a mutating
+//! call is a batch of its own, run in order. Every call runs under its tool
+//! timeout; one past it gets a `TIMEOUT` result while the others carry on.
+//! `tool.batch.started` / `tool.batch.completed` record the grouping. Nothing
+//! here stops the run: every problem with a call becomes a result the model
+//! can act on (the loop guard's verdict is read by the step afterwards).
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
-use crate::event::{Decision, EventBus, EventKind, RuleSource, ToolResultEvent};
+use crate::event::{
+    Decision, EventBus, EventKind, RuleSource, ToolBatchCompleted, ToolBatchStarted,
+    ToolResultEvent,
+};
 use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
+use crate::spec::ToolLoopSpec;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult, schema};
 
-use super::loop_guard::LoopGuard;
+use super::loop_guard::{Judgement, LoopGuard};
 use super::toolset::{NotOffered, SkillRefusal, ToolSet};
+
+/// Extra time the batch gives `exec` past the longest timeout it may ask
+/// for, when the job sets no `tool_timeouts.exec`: `exec` stops its own
+/// command at its `timeout` argument and reports the output so far.
+const EXEC_GRACE: Duration = Duration::from_secs(5);
 
 /// What the batch needs from the run, borrowed for one turn.
 pub struct BatchEnv<'a> {
@@ -26,6 +41,10 @@ pub struct BatchEnv<'a> {
     pub bus: &'a EventBus,
     /// During planning only read-only tools may run.
     pub read_only_phase: bool,
+    /// Concurrency and timeouts from the job.
+    pub tool_loop: &'a ToolLoopSpec,
+    /// Numbers the run's batches.
+    pub batches: &'a AtomicU64,
 }
 
 /// A call that passed every check and may run.
@@ -42,9 +61,19 @@ pub async fn run_batch(
     guard: &mut LoopGuard,
 ) -> Vec<ToolResult> {
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+    let parsed: Vec<Option<Value>> = calls
+        .iter()
+        .map(|c| serde_json::from_str(&c.arguments).ok())
+        .collect();
+    let turn: Vec<(&str, &Value)> = calls
+        .iter()
+        .zip(&parsed)
+        .filter_map(|(c, a)| a.as_ref().map(|a| (c.name.as_str(), a)))
+        .collect();
+    let turn_judgement = guard.observe_turn(&turn);
     let mut approved = Vec::new();
     for (index, call) in calls.iter().enumerate() {
-        match admit(env, call, guard) {
+        match admit(env, call, guard, &turn_judgement) {
             Ok((tool, args)) => approved.push(Approved { index, tool, args }),
             Err(result) => results[index] = Some(result),
         }
@@ -62,14 +91,7 @@ pub async fn run_batch(
         }
     }
     for group in groups {
-        let outcomes = join_all(group.into_iter().map(|call| async move {
-            let started = Instant::now();
-            let result = call.tool.call(call.args, env.ctx).await;
-            (call.index, result, started.elapsed())
-        }))
-        .await;
-        for (index, result, elapsed) in outcomes {
-            record_result(env, &calls[index], &result, elapsed.as_millis() as u64);
+        for (index, result) in run_group(env, calls, group).await {
             results[index] = Some(result);
         }
     }
@@ -80,11 +102,101 @@ pub async fn run_batch(
         .collect()
 }
 
+/// Run one group (parallel reads or one mutating call) between its batch
+/// events; returns `(index, result)` for each call, in no particular order.
+async fn run_group(
+    env: &BatchEnv<'_>,
+    calls: &[ToolCall],
+    group: Vec<Approved<'_>>,
+) -> Vec<(usize, ToolResult)> {
+    let batch = env.batches.fetch_add(1, Ordering::Relaxed) + 1;
+    let call_ids: Vec<String> = group.iter().map(|c| calls[c.index].id.clone()).collect();
+    let parallel = group.iter().all(|c| c.tool.spec().read_only);
+    let max_parallel = if parallel {
+        env.tool_loop.max_parallel_tools.max(1)
+    } else {
+        1
+    };
+    env.bus.emit(EventKind::ToolBatchStarted(ToolBatchStarted {
+        batch,
+        call_ids: call_ids.clone(),
+        tools: group.iter().map(|c| calls[c.index].name.clone()).collect(),
+        parallel,
+        max_parallel,
+    }));
+    let started = Instant::now();
+    // A semaphore, not a stream combinator: every call's future exists from
+    // the start (so results come back whatever order they finish in), and
+    // at most `max_parallel` of them hold a permit and run.
+    let permits = Semaphore::new(max_parallel);
+    let permits = &permits;
+    let outcomes = join_all(group.into_iter().map(|call| async move {
+        let _permit = permits.acquire().await.ok();
+        let call_started = Instant::now();
+        let name = call.tool.spec().name.as_str();
+        let limit = timeout_for(env, name, &call.args);
+        let (result, timed_out) =
+            match tokio::time::timeout(limit, call.tool.call(call.args, env.ctx)).await {
+                Ok(result) => (result, false),
+                Err(_) => (timed_out_result(name, limit), true),
+            };
+        (call.index, result, call_started.elapsed(), timed_out)
+    }))
+    .await;
+    let mut timed_out = Vec::new();
+    let mut done = Vec::with_capacity(outcomes.len());
+    for (index, result, elapsed, late) in outcomes {
+        record_result(env, &calls[index], &result, elapsed.as_millis() as u64);
+        if late {
+            timed_out.push(calls[index].id.clone());
+        }
+        done.push((index, result));
+    }
+    env.bus
+        .emit(EventKind::ToolBatchCompleted(ToolBatchCompleted {
+            batch,
+            call_ids,
+            duration_ms: started.elapsed().as_millis() as u64,
+            timed_out,
+        }));
+    done
+}
+
+/// The time a call of `tool` may take: `tool_timeouts.<tool>`, else
+/// `tool_timeout`. `exec` without its own entry is stopped by its own
+/// `timeout` argument, so the batch only backs it up.
+fn timeout_for(env: &BatchEnv<'_>, tool: &str, args: &Value) -> Duration {
+    let (limit, by_name) = env.tool_loop.timeout_of(tool);
+    if tool == "exec" && !by_name {
+        let asked = args
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .map(Duration::from_millis)
+            .unwrap_or(env.ctx.limits.exec_timeout)
+            .min(env.ctx.limits.exec_max_timeout);
+        return limit.max(asked + EXEC_GRACE);
+    }
+    limit
+}
+
+fn timed_out_result(tool: &str, limit: Duration) -> ToolResult {
+    ToolResult::failure(
+        ToolErrorCode::Timeout,
+        format!(
+            "`{tool}` did not finish within {} (the job's tool timeout) and was stopped; the \
+             other calls of the turn carried on. Try a smaller request.",
+            crate::spec::duration::format_duration(limit)
+        ),
+    )
+    .with_data(serde_json::json!({ "timeout_ms": limit.as_millis() as u64 }))
+}
+
 /// Emit `tool.call`, then check the call; `Err` is the (already recorded) refusal.
 fn admit<'a>(
     env: &BatchEnv<'a>,
     call: &ToolCall,
     guard: &mut LoopGuard,
+    turn: &Judgement,
 ) -> Result<(&'a dyn crate::tools::Tool, Value), ToolResult> {
     let parsed: Result<Value, _> = serde_json::from_str(&call.arguments);
     env.bus.emit(EventKind::ToolCall {
@@ -151,15 +263,28 @@ fn admit<'a>(
             format!("invalid arguments for `{}`: {message}", call.name),
         )));
     }
-    if let Some(count) = guard.observe(&call.name, &args) {
-        return Err(refuse(ToolResult::failure(
-            ToolErrorCode::LoopDetected,
-            format!(
-                "the same `{}` call with the same arguments was made {count} times in a row; \
-                 it was not run again. Try something different.",
-                call.name
-            ),
-        )));
+    let judgement = match turn {
+        Judgement::Run => guard.observe_call(&call.name, &args),
+        repeated => repeated.clone(),
+    };
+    match judgement {
+        Judgement::Run => {}
+        Judgement::Warn(message) => {
+            env.bus.emit(EventKind::Warning {
+                source: "loop_guard".into(),
+                message: format!("call {} (`{}`) not run: {message}", call.id, call.name),
+            });
+            return Err(refuse(ToolResult::failure(
+                ToolErrorCode::LoopDetected,
+                message,
+            )));
+        }
+        Judgement::Stop(reason) => {
+            return Err(refuse(ToolResult::failure(
+                ToolErrorCode::LoopDetected,
+                format!("not run: the step is ended, {reason}"),
+            )));
+        }
     }
     if let Err(SkillRefusal { allowed }) = env.tools.skill_permits(&call.name, &args) {
         let verdict = refusal("skill allowed-tools", RuleSource::Skill, allowed.clone());

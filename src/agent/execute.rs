@@ -25,6 +25,7 @@ pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
                 &session.tools.names(),
             ),
         });
+        session.guard.start_step();
         let (summary, status) = run_step(session, index).await?;
         session.bus.emit(EventKind::StepCompleted {
             index,
@@ -66,6 +67,14 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, St
                 },
             )
             .await?;
+        if let Some(reason) = session.guard.stuck() {
+            // The run goes on to the next step (or the summary); the step's
+            // status and summary say why it ended.
+            return Ok((
+                format!("The step was ended: the model was {reason}."),
+                StepStatus::Failed,
+            ));
+        }
         let mut done = None;
         for call in applied {
             let Ok(args) = call.arguments else { continue };

@@ -1,41 +1,148 @@
-//! Detects a model that repeats the same call with the same arguments.
+//! Notices a model that repeats itself within one plan step: the same call
+//! with the same arguments `repeats` times (`loop_guard.repeats`, default
+//! 3), or turns that go round in a cycle (A, B, A, B or A, B, C, A, B, C).
 //!
-//! The third identical call in a row is not run and the model is told why;
-//! if it keeps going, the run stops as failed rather than burning the budget.
+//! The first time, the offending calls are not run and the model is warned
+//! in their results; if it goes on after the warning, the guard says the
+//! step is stuck and the step ends `failed` ("repeating itself"). What the
+//! warning and the end look like in the trace is the batch's and the
+//! step's business; this module only counts. It forgets everything when a
+//! new step starts: re-reading a file in the next step is not a loop.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
-/// Identical calls in a row at which a call is refused instead of run.
-pub const REFUSE_AT: u32 = 3;
-/// Identical calls in a row at which the run gives up.
-pub const STOP_AT: u32 = 5;
+/// Longest cycle of turns the guard looks for; period 1 is the repeat count's job.
+const MAX_CYCLE: usize = 3;
 
-#[derive(Debug, Default)]
+/// What the guard says about a call or a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// Nothing repeated: run it.
+    Run,
+    /// Repeated for the first time: do not run it, warn the model with this text.
+    Warn(String),
+    /// Repeated after the warning: the step is over, for this reason.
+    Stop(String),
+}
+
+#[derive(Debug)]
 pub struct LoopGuard {
-    last: Option<(String, Value)>,
     repeats: u32,
+    counts: HashMap<String, u32>,
+    turns: Vec<String>,
+    warned: bool,
+    stuck: Option<String>,
+}
+
+impl Default for LoopGuard {
+    fn default() -> Self {
+        LoopGuard::new(3)
+    }
 }
 
 impl LoopGuard {
-    /// Note a call; `Some(n)` when it is the n-th identical call in a row and must be refused.
-    pub fn observe(&mut self, tool: &str, args: &Value) -> Option<u32> {
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|(t, a)| t == tool && a == args);
-        if same {
-            self.repeats += 1;
-        } else {
-            self.last = Some((tool.to_string(), args.clone()));
-            self.repeats = 1;
+    /// A guard that warns at the `repeats`-th identical call (at least 2).
+    pub fn new(repeats: u32) -> Self {
+        LoopGuard {
+            repeats: repeats.max(2),
+            counts: HashMap::new(),
+            turns: Vec::new(),
+            warned: false,
+            stuck: None,
         }
-        (self.repeats >= REFUSE_AT).then_some(self.repeats)
     }
 
-    /// True once the model has repeated itself so often that the run should stop.
-    pub fn stuck(&self) -> bool {
-        self.repeats >= STOP_AT
+    /// Forget the last step: a new one starts with a clean slate.
+    pub fn start_step(&mut self) {
+        *self = LoopGuard::new(self.repeats);
     }
+
+    /// Note a turn's calls before they run; judges cycles of whole turns.
+    pub fn observe_turn(&mut self, calls: &[(&str, &Value)]) -> Judgement {
+        if calls.is_empty() {
+            return Judgement::Run;
+        }
+        let signature = calls
+            .iter()
+            .map(|(tool, args)| call_key(tool, args))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.turns.push(signature);
+        let Some(period) = self.cycle() else {
+            return Judgement::Run;
+        };
+        let what = format!(
+            "your last {} turns repeat the same {period} turns in a cycle",
+            period * 2
+        );
+        self.escalate(what)
+    }
+
+    /// Note one call; judges identical calls.
+    pub fn observe_call(&mut self, tool: &str, args: &Value) -> Judgement {
+        if let Some(reason) = &self.stuck {
+            return Judgement::Stop(reason.clone());
+        }
+        let count = self.counts.entry(call_key(tool, args)).or_insert(0);
+        *count += 1;
+        if *count < self.repeats {
+            return Judgement::Run;
+        }
+        let what = format!(
+            "this is the {} time you called `{tool}` with exactly these arguments in this step",
+            ordinal(*count)
+        );
+        self.escalate(what)
+    }
+
+    /// Why the step must end, once the model went on after the warning.
+    pub fn stuck(&self) -> Option<&str> {
+        self.stuck.as_deref()
+    }
+
+    fn escalate(&mut self, what: String) -> Judgement {
+        if self.warned {
+            let reason = format!("repeating itself: {what} after being warned", what = what);
+            self.stuck = Some(reason.clone());
+            return Judgement::Stop(reason);
+        }
+        self.warned = true;
+        Judgement::Warn(format!(
+            "{what}; the call was not run. You are repeating yourself: the result will not \
+             change. Try something different, or end the step with `step_done` (status \
+             `blocked` if you cannot go on). If you repeat yourself again, the step ends as \
+             failed."
+        ))
+    }
+
+    /// The period of a cycle the newest turns complete: the last `p` turns
+    /// equal the `p` before them, and they are not all one turn.
+    fn cycle(&self) -> Option<usize> {
+        let turns = &self.turns;
+        (2..=MAX_CYCLE).find(|&p| {
+            let n = turns.len();
+            n >= 2 * p
+                && turns[n - p..] == turns[n - 2 * p..n - p]
+                && turns[n - p..].iter().any(|t| *t != turns[n - 1])
+        })
+    }
+}
+
+/// Identical calls have identical keys (serde_json keeps object keys sorted).
+fn call_key(tool: &str, args: &Value) -> String {
+    format!("{tool} {args}")
+}
+
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, r) if r != 11 => "st",
+        (2, r) if r != 12 => "nd",
+        (3, r) if r != 13 => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 #[cfg(test)]
@@ -44,23 +151,68 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn third_identical_call_is_refused_and_a_different_one_resets() {
-        let mut g = LoopGuard::default();
+    fn warns_at_the_repeat_then_stops() {
+        let mut g = LoopGuard::new(3);
         let a = json!({"path": "a"});
-        assert_eq!(g.observe("read", &a), None);
-        assert_eq!(g.observe("read", &a), None);
-        assert_eq!(g.observe("read", &a), Some(3));
-        assert_eq!(g.observe("read", &json!({"path": "b"})), None);
-        assert_eq!(g.observe("read", &a), None);
-        assert!(!g.stuck());
+        assert_eq!(g.observe_call("read", &a), Judgement::Run);
+        assert_eq!(
+            g.observe_call("read", &json!({"path": "b"})),
+            Judgement::Run
+        );
+        assert_eq!(g.observe_call("read", &a), Judgement::Run);
+        assert!(matches!(g.observe_call("read", &a), Judgement::Warn(m) if m.contains("3rd")));
+        assert!(g.stuck().is_none());
+        assert!(
+            matches!(g.observe_call("read", &a), Judgement::Stop(m) if m.starts_with("repeating itself"))
+        );
+        assert!(g.stuck().is_some());
     }
 
     #[test]
-    fn stuck_after_five() {
-        let mut g = LoopGuard::default();
-        for _ in 0..5 {
-            g.observe("exec", &json!({"command": "ls"}));
+    fn a_new_step_forgets() {
+        let mut g = LoopGuard::new(2);
+        let a = json!({"command": "ls"});
+        g.observe_call("exec", &a);
+        assert!(matches!(g.observe_call("exec", &a), Judgement::Warn(_)));
+        g.start_step();
+        assert_eq!(g.observe_call("exec", &a), Judgement::Run);
+    }
+
+    #[test]
+    fn cycles_of_two_and_three_turns_are_caught() {
+        let (a, b, c) = (
+            json!({"path": "a"}),
+            json!({"path": "b"}),
+            json!({"path": "c"}),
+        );
+        let mut g = LoopGuard::new(10);
+        assert_eq!(g.observe_turn(&[("read", &a)]), Judgement::Run);
+        assert_eq!(g.observe_turn(&[("read", &b)]), Judgement::Run);
+        assert_eq!(g.observe_turn(&[("read", &a)]), Judgement::Run);
+        assert!(matches!(
+            g.observe_turn(&[("read", &b)]),
+            Judgement::Warn(_)
+        ));
+        assert!(matches!(
+            g.observe_turn(&[("read", &a)]),
+            Judgement::Stop(_)
+        ));
+
+        let mut g = LoopGuard::new(10);
+        for turn in [&a, &b, &c, &a, &b] {
+            assert_eq!(g.observe_turn(&[("read", turn)]), Judgement::Run);
         }
-        assert!(g.stuck());
+        assert!(
+            matches!(g.observe_turn(&[("read", &c)]), Judgement::Warn(m) if m.contains("same 3 turns"))
+        );
+    }
+
+    #[test]
+    fn progress_is_not_a_cycle() {
+        let mut g = LoopGuard::new(10);
+        for i in 0..20 {
+            let args = json!({ "path": format!("f{i}") });
+            assert_eq!(g.observe_turn(&[("read", &args)]), Judgement::Run);
+        }
     }
 }

@@ -162,6 +162,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             processes: processes.clone(),
             secrets: bus.redactor(),
             access: file_access(&policy, job),
+            fetch_policy: Some(std::sync::Arc::new(policy.clone())),
         },
         messages: vec![
             Message::System {
@@ -184,7 +185,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         tools,
         policy,
         budget: BudgetTracker::new(&job.budget, skill.max_turns).with_price(price),
-        guard: LoopGuard::default(),
+        guard: LoopGuard::new(job.tool_loop.loop_repeats),
+        tool_loop: job.tool_loop.clone(),
+        batches: std::sync::atomic::AtomicU64::new(0),
         plan: Vec::new(),
         step_summaries: Vec::new(),
     };

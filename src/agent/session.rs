@@ -2,6 +2,7 @@
 //! model (within budget, recorded) and run a turn's tool calls (control
 //! calls answered here, the rest through a [`batch`](super::batch)).
 
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -15,12 +16,13 @@ use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver,
     RetryNotice, ToolCall, ToolChoice, ToolDefinition,
 };
+use crate::spec::ToolLoopSpec;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
 use super::budget::{BudgetTracker, Exceeded};
 use super::context;
-use super::loop_guard::{LoopGuard, STOP_AT};
+use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
 use super::toolset::ToolSet;
 
@@ -48,6 +50,10 @@ pub struct Session<'a> {
     pub policy: PermissionPolicy,
     pub budget: BudgetTracker,
     pub guard: LoopGuard,
+    /// Concurrency, timeouts and loop guard settings from the job.
+    pub tool_loop: ToolLoopSpec,
+    /// Numbers the run's tool batches.
+    pub batches: AtomicU64,
     pub messages: Vec<Message>,
     pub plan: Vec<PlanStep>,
     /// Summaries of completed steps, in order.
@@ -215,6 +221,8 @@ impl Session<'_> {
             ctx: &self.ctx,
             bus: &self.bus,
             read_only_phase,
+            tool_loop: &self.tool_loop,
+            batches: &self.batches,
         };
         let results = run_batch(&env, &regular_calls, &mut self.guard).await;
         self.budget.record_tool_calls(regular_calls.len() as u32);
@@ -229,9 +237,11 @@ impl Session<'_> {
                 content: text.unwrap_or_default(),
             });
         }
-        if self.guard.stuck() {
+        // A step that repeats itself ends there (the step reads the guard);
+        // while planning there is no step to end, so the run does.
+        if read_only_phase && let Some(reason) = self.guard.stuck() {
             return Err(Stop::Failed(format!(
-                "the model made the same call {STOP_AT} times in a row"
+                "the model kept {reason} while planning"
             )));
         }
         Ok(applied)

@@ -7,7 +7,7 @@
 
 use crate::policy::{ToolPattern, allowing_rules, call_subject};
 use crate::provider::ToolDefinition;
-use crate::tools::{self, BUILTIN_TOOLS, READ_ONLY_TOOLS, Tool};
+use crate::tools::{self, BUILTIN_TOOLS, OPT_IN_TOOLS, READ_ONLY_TOOLS, Tool};
 
 pub struct ToolSet {
     tools: Vec<Box<dyn Tool>>,
@@ -32,7 +32,10 @@ impl ToolSet {
     pub fn new(job_tools: Option<&[String]>, skill_patterns: Option<&[ToolPattern]>) -> Self {
         let tools = BUILTIN_TOOLS
             .iter()
-            .filter(|name| job_tools.is_none_or(|list| list.iter().any(|t| t == *name)))
+            .filter(|name| match job_tools {
+                Some(list) => list.iter().any(|t| t == *name),
+                None => !OPT_IN_TOOLS.contains(name),
+            })
             .filter(|name| skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name))))
             .filter_map(|name| tools::builtin(name))
             .collect();

@@ -41,6 +41,9 @@ impl ServerReport {
         let resources = server.list_resources().await;
         let templates = server.list_resource_templates().await;
         let mut tools_refreshed = false;
+        if let Err(down) = server.settle().await {
+            return ServerReport::Down(down);
+        }
         if server.tools_stale() {
             tools_refreshed = true;
             if let Err(down) = server.refresh_tools().await {

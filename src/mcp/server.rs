@@ -181,6 +181,26 @@ impl McpServer {
         self.state.tool_changes() > self.listed_at
     }
 
+    /// One `ping` round trip: a server answers in order, so every
+    /// notification it sent before the answer (a `list_changed` right after
+    /// the first listing) has been seen when this returns.
+    pub async fn settle(&mut self) -> Result<(), ServerDown> {
+        let service = self.service()?;
+        let ping = rmcp::model::ClientRequest::PingRequest(Default::default());
+        match tokio::time::timeout(self.timeout, service.peer().send_request(ping)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.fail_call("ping", e).await),
+            Err(_) => Err(self
+                .fail_call(
+                    "ping",
+                    rmcp::ServiceError::Timeout {
+                        timeout: self.timeout,
+                    },
+                )
+                .await),
+        }
+    }
+
     /// Lists the tools again (after a list_changed); `Err` when the server is down.
     pub async fn refresh_tools(&mut self) -> Result<(), ServerDown> {
         match tokio::time::timeout(self.timeout, self.list_tools()).await {

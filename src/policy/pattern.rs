@@ -149,6 +149,10 @@ impl ToolPattern {
         };
         if tool == "exec" {
             command_glob_matches(&argument.raw, subject)
+        } else if tool == "web_fetch" {
+            // A URL is not a path: `*` crosses `/`, so `https://docs.rs/*`
+            // covers every page under the host (and nothing on another host).
+            wildcard_matches(&argument.raw, subject)
         } else {
             argument.path.is_match(subject)
         }
@@ -175,7 +179,19 @@ pub fn call_subject(tool: &str, args: &Value) -> Option<String> {
         "exec" => field("command").map(|c| c.trim().to_string()),
         "read" | "write" | "edit" => field("path").map(normalize_path),
         "find" | "grep" | "ls" => Some(normalize_path(field("path").unwrap_or("."))),
+        "web_fetch" => field("url").map(normalize_url),
         _ => None,
+    }
+}
+
+/// The URL as `web_fetch` will request it: parsed and printed back, so the
+/// host is lower case, the default port is dropped and `/a/../b` is `/b`;
+/// `https://docs.rs@evil.example/` is judged with host `evil.example`. A URL
+/// that does not parse is judged as written (the tool refuses it anyway).
+pub fn normalize_url(url: &str) -> String {
+    match reqwest::Url::parse(url.trim()) {
+        Ok(parsed) => parsed.to_string(),
+        Err(_) => url.trim().to_string(),
     }
 }
 
@@ -243,6 +259,22 @@ mod tests {
     fn m(pattern: &str, tool: &str, args: Value) -> bool {
         let p = ToolPattern::parse(pattern).unwrap();
         p.matches(tool, call_subject(tool, &args).as_deref())
+    }
+
+    // A model that wants a URL no rule allows tries look-alike hosts,
+    // userinfo, odd case and dot segments: the rule judges the parsed URL.
+    #[test]
+    fn url_patterns_judge_the_normalised_url() {
+        let rule = "web_fetch(https://docs.rs/*)";
+        let fetch = |url: &str| m(rule, "web_fetch", json!({ "url": url }));
+        assert!(fetch("https://docs.rs/serde/latest/serde/"));
+        assert!(fetch("https://DOCS.rs:443/serde"));
+        assert!(fetch("https://docs.rs"));
+        assert!(!fetch("https://docs.rs.evil.example/"));
+        assert!(!fetch("https://docs.rs@evil.example/"));
+        assert!(!fetch("http://docs.rs/serde"));
+        assert!(!fetch("https://evil.example/https://docs.rs/"));
+        assert!(!m(rule, "web_fetch", json!({})));
     }
 
     #[test]

@@ -71,6 +71,8 @@ struct RunReport {
     checks: Vec<CheckCompleted>,
     /// Paths of successful `write` and `edit` calls, relative to the workspace.
     changed_files: BTreeSet<String>,
+    /// The agent's `todo` list as its last successful call left it.
+    todo: Option<Value>,
     completed: Option<RunCompleted>,
 }
 
@@ -157,6 +159,9 @@ impl GithubActions {
                     && let Some(path) = result.data.get("path").and_then(Value::as_str)
                 {
                     self.report.changed_files.insert(path.to_string());
+                }
+                if result.tool == "todo" && result.data.get("items").is_some() {
+                    self.report.todo = Some(result.data.clone());
                 }
                 out.extend(plain);
             }

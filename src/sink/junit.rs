@@ -252,9 +252,20 @@ impl JunitWriter {
             .map(|c| Duration::from_millis(c.duration_ms))
             .sum();
         case.set_time(self.run_time().saturating_sub(checks));
-        if let Some(summary) = self.completed.as_ref().and_then(|d| d.summary.as_deref()) {
-            case.set_system_out(summary);
-        }
+        // A step that ended badly in a run that passed is not a failure,
+        // but the reader should still learn why it ended.
+        let summary = self.completed.as_ref().and_then(|d| d.summary.as_deref());
+        let passed = self
+            .completed
+            .as_ref()
+            .is_some_and(|d| d.status == RunStatus::Passed);
+        let note = self.agent.ended_badly().filter(|_| passed);
+        match (summary, note) {
+            (Some(summary), Some(note)) => case.set_system_out(format!("{summary}\n\n{note}")),
+            (Some(summary), None) => case.set_system_out(summary),
+            (None, Some(note)) => case.set_system_out(note),
+            (None, None) => &mut case,
+        };
         case
     }
 

@@ -96,7 +96,11 @@ impl LogLines {
                 status.as_str(),
                 one_line(summary, 160)
             )),
-            EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {}
+            // The calls' own lines say what ran; the grouping is for the trace.
+            EventKind::ModelRequest(_)
+            | EventKind::ModelResponse(_)
+            | EventKind::ToolBatchStarted(_)
+            | EventKind::ToolBatchCompleted(_) => {}
             // Its warning, emitted with it, is the line.
             EventKind::SandboxDegraded(_) => {}
             EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
@@ -130,6 +134,9 @@ impl LogLines {
                         "  {call} -> {outcome} ({})",
                         secs(result.duration_ms)
                     ));
+                }
+                if result.ok && result.tool == "todo" {
+                    lines.extend(todo_line(&result.data));
                 }
             }
             EventKind::BudgetExceeded { limit, used, max } => {
@@ -375,6 +382,12 @@ impl EventSink for ProgressBars {
             }
             EventKind::ToolResult(result) => {
                 self.calls.finished(&result.call_id, &result.tool);
+                if result.ok
+                    && result.tool == "todo"
+                    && let Some(line) = todo_line(&result.data)
+                {
+                    self.bar.println(format!("{PREFIX}{line}"));
+                }
                 self.tool = None;
                 self.refresh_message();
             }
@@ -633,6 +646,22 @@ pub(super) fn one_line(text: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// The agent's checklist in one line: how much is done and what is under way.
+fn todo_line(data: &serde_json::Value) -> Option<String> {
+    let items = data.get("items")?.as_array()?;
+    fn status(item: &serde_json::Value) -> &str {
+        item.get("status").and_then(|s| s.as_str()).unwrap_or("")
+    }
+    let done = items.iter().filter(|i| status(i) == "done").count();
+    let current = items
+        .iter()
+        .find(|i| status(i) == "in_progress")
+        .and_then(|i| i.get("text").and_then(|t| t.as_str()))
+        .map(|t| format!(", now: {}", one_line(t, 80)))
+        .unwrap_or_default();
+    Some(format!("  todo: {done}/{} done{current}", items.len()))
 }
 
 #[cfg(test)]

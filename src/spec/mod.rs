@@ -73,6 +73,8 @@ pub struct JobSpec {
     pub sandbox: SandboxSpec,
     /// The MCP servers the job brings (`mcp.servers`).
     pub mcp: McpSpec,
+    /// How one turn's tool calls run: concurrency, timeouts, the loop guard.
+    pub tool_loop: ToolLoopSpec,
 }
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).
@@ -108,6 +110,30 @@ impl SandboxProfile {
     }
 }
 
+/// `max_parallel_tools`, `tool_timeout`, `tool_timeouts` and `loop_guard`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolLoopSpec {
+    /// Read-only calls of one turn that run at the same time.
+    pub max_parallel_tools: usize,
+    /// Time one tool call may take before it gets a `TIMEOUT` result.
+    pub tool_timeout: Duration,
+    /// Per-tool overrides of `tool_timeout`, by canonical tool name.
+    pub tool_timeouts: BTreeMap<String, Duration>,
+    /// Identical calls in one step at which the model is warned (`loop_guard.repeats`).
+    pub loop_repeats: u32,
+}
+
+impl Default for ToolLoopSpec {
+    fn default() -> Self {
+        ToolLoopSpec {
+            max_parallel_tools: 8,
+            tool_timeout: Duration::from_secs(120),
+            tool_timeouts: BTreeMap::new(),
+            loop_repeats: 3,
+        }
+    }
+}
+
 /// `sandbox:` validated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SandboxSpec {
@@ -116,6 +142,16 @@ pub struct SandboxSpec {
     pub network: bool,
     /// A sandbox the kernel cannot fully enforce is an error, not a warning.
     pub require: bool,
+}
+
+impl ToolLoopSpec {
+    /// The timeout of `tool`, and whether the job set it for that tool by name.
+    pub fn timeout_of(&self, tool: &str) -> (Duration, bool) {
+        match self.tool_timeouts.get(tool) {
+            Some(t) => (*t, true),
+            None => (self.tool_timeout, false),
+        }
+    }
 }
 
 /// One `env` entry of a job.

@@ -41,6 +41,16 @@ pub(super) struct RawJob {
     pub trust_workspace: Option<Spanned<Scalar>>,
     pub sandbox: Option<Spanned<RawSandbox>>,
     pub mcp: Option<Spanned<super::raw_mcp::RawMcp>>,
+    pub max_parallel_tools: Option<Spanned<Scalar>>,
+    pub tool_timeout: Option<Spanned<Scalar>>,
+    pub tool_timeouts: Option<BTreeMap<String, Spanned<Scalar>>>,
+    pub loop_guard: Option<RawLoopGuard>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoopGuard {
+    pub repeats: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

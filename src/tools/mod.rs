@@ -19,6 +19,8 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 pub mod schema;
+pub mod todo;
+pub mod web_fetch;
 pub mod workspace;
 pub mod write;
 
@@ -27,11 +29,26 @@ pub use workspace::{PathError, Workspace};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The canonical names of the builtin tools, in the order they are offered.
-pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "find", "grep", "ls", "exec"];
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "find",
+    "grep",
+    "ls",
+    "exec",
+    "web_fetch",
+    "todo",
+];
+
+/// Builtin tools a run gets only when the job's `tools:` names them:
+/// `web_fetch` reaches beyond the workspace, so a job opts in.
+/// `todo` is opt-in so that runs which do not use it offer the same tools as before.
+pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo"];
 
 /// The builtin tools that never change the workspace; they may run in parallel
 /// and are offered during planning.
-pub const READ_ONLY_TOOLS: &[&str] = &["read", "find", "grep", "ls"];
+pub const READ_ONLY_TOOLS: &[&str] = &["read", "find", "grep", "ls", "web_fetch"];
 
 /// How a tool presents itself to the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,6 +192,9 @@ pub struct ToolContext {
     pub secrets: crate::redact::Redactor,
     /// What the tools that show file contents may show, file by file.
     pub access: FileAccess,
+    /// The rules every redirect hop of `web_fetch` is judged by (the batch
+    /// judges the first URL). `None`: redirects are not followed.
+    pub fetch_policy: Option<std::sync::Arc<crate::policy::PermissionPolicy>>,
 }
 
 /// What a tool that shows file contents may show, beyond the workspace
@@ -237,6 +257,8 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
         "grep" => Box::new(grep::GrepTool::new()),
         "ls" => Box::new(ls::LsTool::new()),
         "exec" => Box::new(exec::ExecTool::new()),
+        "web_fetch" => Box::new(web_fetch::WebFetchTool::new()),
+        "todo" => Box::new(todo::TodoTool::new()),
         _ => return None,
     };
     Some(tool)

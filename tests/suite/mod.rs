@@ -1,5 +1,6 @@
 mod support;
 
+mod agent_loop;
 mod attacks_files;
 mod attacks_shell;
 mod attacks_untrusted;

@@ -9,8 +9,8 @@ use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
     EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
     OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
-    SandboxReport, SkillLoaded, SkillSource, StepStatus, ToolCallRef, ToolResultEvent, Totals,
-    Usage,
+    SandboxReport, SkillLoaded, SkillSource, StepStatus, ToolBatchCompleted, ToolBatchStarted,
+    ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -228,7 +228,20 @@ fn every_kind() -> Vec<EventKind> {
         }),
         tool_call("c1", "exec", json!({"command": "cargo clippy"})),
         decision("c1", "exec", Decision::Allow, "exec(cargo clippy *)"),
+        EventKind::ToolBatchStarted(ToolBatchStarted {
+            batch: 1,
+            call_ids: vec!["c1".into()],
+            tools: vec!["exec".into()],
+            parallel: false,
+            max_parallel: 1,
+        }),
         tool_result("c1", "exec", None, 1200),
+        EventKind::ToolBatchCompleted(ToolBatchCompleted {
+            batch: 1,
+            call_ids: vec!["c1".into()],
+            duration_ms: 1201,
+            timed_out: vec![],
+        }),
         tool_call("c2", "exec", json!({"command": "git push"})),
         decision("c2", "exec", Decision::Deny, "exec(git push *)"),
         tool_result("c2", "exec", Some("PERMISSION_DENIED"), 0),
@@ -325,6 +338,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::ToolCall { .. } => "tool.call",
         EventKind::PermissionDecision { .. } => "permission.decision",
         EventKind::ToolResult(_) => "tool.result",
+        EventKind::ToolBatchStarted(_) => "tool.batch.started",
+        EventKind::ToolBatchCompleted(_) => "tool.batch.completed",
         EventKind::BudgetExceeded { .. } => "budget.exceeded",
         EventKind::CheckCompleted(_) => "check.completed",
         EventKind::GitPatch(_) => "git.patch",
@@ -379,7 +394,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 21);
+    assert_eq!(tags.len(), 23);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);

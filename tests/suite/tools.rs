@@ -19,6 +19,7 @@ fn context(dir: &Path) -> ToolContext {
         processes: Default::default(),
         secrets: Default::default(),
         access: Default::default(),
+        fetch_policy: None,
     }
 }
 

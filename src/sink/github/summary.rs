@@ -114,6 +114,25 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         }
     }
 
+    if let Some(items) = report
+        .todo
+        .as_ref()
+        .and_then(|t| t.get("items"))
+        .and_then(|i| i.as_array())
+        .filter(|i| !i.is_empty())
+    {
+        md.push_str("### Agent's checklist\n\n");
+        for item in items {
+            let done = item.get("status").and_then(|s| s.as_str()) == Some("done");
+            let text = item
+                .get("text")
+                .and_then(|t| t.as_str())
+                .unwrap_or_default();
+            let _ = writeln!(md, "- [{}] {}", if done { "x" } else { " " }, cell(text));
+        }
+        md.push('\n');
+    }
+
     md.push_str("### Changed files\n\n");
     if report.changed_files.is_empty() {
         md.push_str("None.\n\n");

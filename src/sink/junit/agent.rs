@@ -52,6 +52,11 @@ impl AgentProgress {
         }
     }
 
+    /// The first step that ended other than done, in one line.
+    pub(super) fn ended_badly(&self) -> Option<&str> {
+        self.ended_badly.as_deref()
+    }
+
     /// Whether the agent submitted a plan and completed every step of it.
     fn finished_plan(&self) -> bool {
         self.planned && (0..self.steps).all(|i| self.completed.contains(&i))

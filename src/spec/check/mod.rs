@@ -18,6 +18,7 @@ mod model;
 mod model_options;
 mod numbers;
 mod sandbox;
+mod tool_loop;
 mod untrusted;
 
 pub(crate) use env::is_env_name;
@@ -37,7 +38,7 @@ const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
 /// Canonical tools that are not builtin (yet); permission patterns may name them.
-const OTHER_CANONICAL_TOOLS: &[&str] = &["todo", "web_fetch", "task"];
+const OTHER_CANONICAL_TOOLS: &[&str] = &["task"];
 
 pub(super) struct Checker<'a> {
     pub r: Reporter<'a>,
@@ -103,6 +104,7 @@ impl Checker<'_> {
             .as_ref()
             .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
             .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
+        let tool_loop = self.tool_loop(&raw);
 
         let mcp = self.mcp(raw.mcp.as_ref(), workspace.as_deref(), &vars);
 
@@ -130,6 +132,7 @@ impl Checker<'_> {
                 trust_workspace,
                 sandbox,
                 mcp,
+                tool_loop,
             }),
             _ => None,
         };
