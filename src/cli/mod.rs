@@ -24,6 +24,12 @@ use args::{Cli, Command};
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 pub fn main() -> ExitCode {
+    // Before anything reads a secret: what the agent runs must not read them
+    // back from /proc (process/hardening.rs says why).
+    if let Err(why) = crate::process::hardening::harden_self() {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "agentci: warning: {why}");
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

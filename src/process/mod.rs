@@ -17,6 +17,7 @@
 //! exports stay out of reach of a command the model wrote.
 
 mod capture;
+pub mod hardening;
 
 use std::ffi::OsString;
 use std::io;

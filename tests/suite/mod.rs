@@ -14,6 +14,7 @@ mod examples;
 mod git_output;
 mod git_skill;
 mod github;
+mod hardening;
 mod junit_report;
 mod mcp;
 mod mcp_misbehave;
