@@ -446,6 +446,46 @@ pub fn first_difference(recorded: &Value, actual: &Value) -> Option<Difference> 
     diff_at(String::new(), recorded, actual)
 }
 
+/// What part of the request a difference at `path` lies in, in the words a
+/// user edits: the skill text, the run details, the task, a tool result, the
+/// tool list. `recorded` is the [`comparable`] recorded request, whose
+/// message roles say what each message is.
+pub fn changed_part(recorded: &Value, path: &str) -> String {
+    if path.starts_with("tools") {
+        return "the tool list".to_string();
+    }
+    if path.starts_with("tool_choice") {
+        return "the tool choice".to_string();
+    }
+    let index = path
+        .strip_prefix("messages[")
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    let Some(index) = index else {
+        return "the request".to_string();
+    };
+    let message = recorded.get("messages").and_then(|m| m.get(index));
+    let role = message.and_then(|m| m.get("role")).and_then(Value::as_str);
+    let content = message
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match role {
+        // The first system message carries the skill (see agent::protocol).
+        Some("system") if content.contains("# Skill:") => {
+            "the skill text (system prompt)".to_string()
+        }
+        Some("system") => {
+            "the run details in the system prompt (workspace, skill folders, allowed commands, checks)"
+                .to_string()
+        }
+        Some("user") => format!("the task (message {})", index + 1),
+        Some("tool") => format!("a tool result (message {})", index + 1),
+        Some("assistant") => format!("an earlier model answer (message {})", index + 1),
+        _ => format!("the conversation length (message {})", index + 1),
+    }
+}
+
 fn diff_at(path: String, recorded: &Value, actual: &Value) -> Option<Difference> {
     match (recorded, actual) {
         (Value::Object(left), Value::Object(right)) => {

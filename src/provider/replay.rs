@@ -12,7 +12,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::cassette::{
-    Cassette, Conversation, RecordedExchange, WorkspacePaths, comparable, first_difference,
+    Cassette, Conversation, RecordedExchange, WorkspacePaths, changed_part, comparable,
+    first_difference,
 };
 use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::event::ModelInfo;
@@ -78,10 +79,12 @@ impl ReplayProvider {
             ProviderError::ReplayDiverged(format!("cassette {shown} line {line}: {e}"))
         })?;
         let sent = comparable(&self.paths.normalize_request(request));
-        if let Some(diff) = first_difference(&comparable(&recorded), &sent) {
+        let recorded_value = comparable(&recorded);
+        if let Some(diff) = first_difference(&recorded_value, &sent) {
             return Err(ProviderError::ReplayDiverged(format!(
-                "replay diverged from cassette {shown} at exchange {} (line {line}): {}: recorded {} but the run sent {}; re-record with --record",
+                "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; re-record with --record",
                 *next + 1,
+                changed_part(&recorded_value, &diff.path),
                 if diff.path.is_empty() {
                     "request"
                 } else {

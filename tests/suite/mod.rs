@@ -22,6 +22,7 @@ mod policy;
 mod protocol;
 mod provider;
 mod providers_e2e;
+mod replay_sequence;
 mod run;
 mod sandbox;
 mod signals;

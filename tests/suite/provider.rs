@@ -467,7 +467,7 @@ async fn replay_divergence_names_the_first_differing_field() {
     assert_eq!(
         err.to_string(),
         format!(
-            "replay diverged from cassette {} at exchange 2 (line 3): messages[3].content: recorded \"${{WORKSPACE}}/src/lib.rs:\" but the run sent \"something else\"; re-record with --record",
+            "replay diverged from cassette {} at exchange 2 (line 3): a tool result (message 4) changed since the recording; messages[3].content: recorded \"${{WORKSPACE}}/src/lib.rs:\" but the run sent \"something else\"; re-record with --record",
             cassette.display()
         )
     );
