@@ -10,6 +10,7 @@
 //! status. Errors are lines for the user.
 
 pub mod commit;
+pub mod left_out;
 pub mod patch;
 pub mod push;
 pub mod status;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use git2::{ErrorCode, Repository};
 
 pub use commit::CommitRequest;
+pub use left_out::{FileLimits, LeftOut, LeftOutReason};
 pub use patch::PatchStats;
 
 /// How long a git server may take to accept a connection, and then to send
@@ -54,6 +56,8 @@ pub struct GitWorkspace {
     prefix: String,
     /// Repository-relative paths agentci writes itself (files, or folders without the `/`).
     own: Vec<String>,
+    /// Repository-relative changed files kept out by [`GitWorkspace::leave_out`].
+    left_out: Vec<String>,
 }
 
 impl GitWorkspace {
@@ -103,6 +107,7 @@ impl GitWorkspace {
             root,
             prefix,
             own,
+            left_out: Vec::new(),
         }))
     }
 
@@ -112,9 +117,10 @@ impl GitWorkspace {
     }
 
     /// Whether a repository-relative path belongs to the agent's changes:
-    /// inside the workspace and not written by agentci.
+    /// inside the workspace, not written by agentci and not left out.
     fn in_scope(&self, path: &str) -> bool {
         path.starts_with(&self.prefix)
+            && !self.left_out.iter().any(|file| file == path)
             && !self.own.iter().any(|own| {
                 path == own
                     || path

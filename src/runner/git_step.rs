@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::CancelSignal;
 use crate::event::{EventBus, EventKind, GitPatch, ModelInfo, RunStatus};
-use crate::git::{CommitRequest, GitWorkspace, status::first_few};
-use crate::spec::{CommitSpec, JobSpec, PushSpec};
+use crate::git::left_out::human_size;
+use crate::git::{
+    CommitRequest, FileLimits, GitWorkspace, LeftOut, LeftOutReason, status::first_few,
+};
+use crate::spec::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
 
 /// What the run's git step needs, owned so it can run on a blocking thread.
 pub(super) struct GitStep {
@@ -20,6 +23,7 @@ pub(super) struct GitStep {
     patch: Option<PathBuf>,
     commit: Option<CommitSpec>,
     push: Option<PushSpec>,
+    limits: FileLimits,
     trailers: Vec<(&'static str, String)>,
 }
 
@@ -43,6 +47,10 @@ impl GitStep {
             patch: outputs.patch.clone(),
             commit: outputs.commit.clone(),
             push: outputs.push.clone(),
+            limits: FileLimits {
+                max_file_size: outputs.max_file_size.unwrap_or(DEFAULT_MAX_FILE_SIZE),
+                include_binary: outputs.include_binary,
+            },
             trailers: vec![
                 ("Agentci-Job", job.name.clone()),
                 ("Agentci-Skill", skill),
@@ -65,8 +73,15 @@ impl GitStep {
         cancel: &CancelSignal,
     ) -> Result<(), String> {
         let stopped = || cancel.reason().map_or(Ok(()), Err);
-        let git = GitWorkspace::open(&self.workspace, &self.own_files)?
+        let mut git = GitWorkspace::open(&self.workspace, &self.own_files)?
             .ok_or_else(|| not_a_repository(&self.workspace))?;
+        let left_out = git.leave_out(self.limits)?;
+        if !left_out.is_empty() {
+            bus.emit(EventKind::Warning {
+                source: "git".into(),
+                message: left_out_message(&left_out, self.limits),
+            });
+        }
         if let Some(path) = &self.patch {
             let stats = git.write_patch(path)?;
             bus.emit(EventKind::GitPatch(GitPatch {
@@ -177,6 +192,27 @@ pub(super) fn preflight(
     Ok(())
 }
 
+/// One line naming every file left out and why, with the keys that let them in.
+fn left_out_message(files: &[LeftOut], limits: FileLimits) -> String {
+    let listed = files
+        .iter()
+        .map(|file| match file.reason {
+            LeftOutReason::TooLarge { size } => format!(
+                "{} ({}, over the {} limit)",
+                file.path,
+                human_size(size),
+                human_size(limits.max_file_size)
+            ),
+            LeftOutReason::Binary => format!("{} (binary)", file.path),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "left out of the patch and commit: {listed}; raise `outputs.max_file_size` (bytes) or set \
+         `outputs.include_binary: true` to include such files, or add them to .gitignore"
+    )
+}
+
 fn not_a_repository(workspace: &Path) -> String {
     format!(
         "`outputs.patch` and `outputs.commit` need a git repository, and the workspace {} is not \
@@ -218,6 +254,10 @@ mod tests {
                 on_failure: false,
             }),
             push: None,
+            limits: FileLimits {
+                max_file_size: DEFAULT_MAX_FILE_SIZE,
+                include_binary: false,
+            },
             trailers: Vec::new(),
         };
         let bus = EventBus::new("r", Vec::new());

@@ -327,7 +327,15 @@ pub struct OutputsSpec {
     pub commit: Option<CommitSpec>,
     /// Push the commit's branch (only with `commit`).
     pub push: Option<PushSpec>,
+    /// Changed files larger than this (bytes) stay out of the patch and
+    /// commit; `None` means [`DEFAULT_MAX_FILE_SIZE`].
+    pub max_file_size: Option<u64>,
+    /// Binary files go into the patch and commit too.
+    pub include_binary: bool,
 }
+
+/// `outputs.max_file_size` when the job does not say: 1 MB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 1_000_000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct CommitSpec {

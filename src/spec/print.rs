@@ -155,6 +155,10 @@ struct Outputs {
     commit: Option<Commit>,
     #[serde(skip_serializing_if = "Option::is_none")]
     push: Option<Push>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_file_size: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    include_binary: bool,
 }
 
 impl Outputs {
@@ -164,6 +168,8 @@ impl Outputs {
             && self.junit.is_none()
             && self.patch.is_none()
             && self.commit.is_none()
+            && self.max_file_size.is_none()
+            && !self.include_binary
     }
 }
 
@@ -329,6 +335,8 @@ impl From<&OutputsSpec> for Outputs {
                 remote: p.remote.clone(),
                 token_env: p.token_env.clone(),
             }),
+            max_file_size: outputs.max_file_size,
+            include_binary: outputs.include_binary,
         }
     }
 }

@@ -123,6 +123,8 @@ pub(super) struct RawOutputs {
     pub patch: Option<Spanned<String>>,
     pub commit: Option<Spanned<RawCommit>>,
     pub push: Option<Spanned<RawPush>>,
+    pub max_file_size: Option<Spanned<Scalar>>,
+    pub include_binary: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

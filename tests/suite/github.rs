@@ -408,6 +408,10 @@ fn action_yml_declares_its_interface_and_its_command_line_runs() {
         "vars",
         "working-directory",
         "version",
+        "goal",
+        "skills-path",
+        "args",
+        "suite",
     ] {
         assert!(
             action["inputs"][input].is_object(),
@@ -470,6 +474,12 @@ fn action_yml_declares_its_interface_and_its_command_line_runs() {
         ("api-key", API_KEY.to_string()),
         // A second var, padded and after a blank line, to see the lines parsed.
         ("vars", "who=the action\n\n  mood=1  \n".to_string()),
+        // Extra arguments, split on whitespace, and a skills folder per line.
+        ("args", "--max-turns 20  --max-tool-calls 30".to_string()),
+        (
+            "skills-path",
+            format!("\n  {}\n", sb.path().join("skills").display()),
+        ),
         ("working-directory", sb.path().display().to_string()),
     ]);
     let gh = GithubFiles::new(&sb);
@@ -521,6 +531,69 @@ fn action_yml_declares_its_interface_and_its_command_line_runs() {
     );
     let trace = Path::new(&gh.outputs()["trace"]).to_path_buf();
     assert_valid_trace(&trace);
+    assert!(
+        stdout(&out).contains("--max-turns 20 --max-tool-calls 30"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn the_eval_mode_runs_real_eval_flags_and_uploads_the_reports() {
+    let action = action();
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    let eval = steps.iter().find(|s| s["id"] == "eval").unwrap();
+    assert_eq!(eval["if"], "inputs.suite != ''");
+    let run = steps.iter().find(|s| s["id"] == "run").unwrap();
+    assert_eq!(run["if"], "inputs.suite == ''");
+    let script = eval["run"].as_str().unwrap();
+    let help = Command::new(env!("CARGO_BIN_EXE_agentci"))
+        .args(["eval", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let flags = Regex::new(r"[( ]--([a-z][a-z-]*)").unwrap();
+    let used: Vec<String> = flags
+        .captures_iter(script)
+        .map(|c| c[1].to_string())
+        .collect();
+    for flag in ["html", "out", "model", "skills-path"] {
+        assert!(used.iter().any(|u| u == flag), "{used:?}");
+    }
+    for flag in &used {
+        assert!(
+            help.contains(&format!("--{flag} ")),
+            "`--{flag}` is not an agentci eval flag:\n{help}"
+        );
+    }
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
+        .expect("an upload-artifact step");
+    assert_eq!(upload["if"], "always() && inputs.suite != ''");
+    assert!(
+        upload["with"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/.agentci/eval")
+    );
+    let cache = steps.iter().find(|s| s["id"] == "cache").unwrap();
+    assert!(
+        cache["uses"]
+            .as_str()
+            .unwrap()
+            .starts_with("actions/cache@")
+    );
+    for output in ["pass-rate", "regressions", "results"] {
+        assert_eq!(
+            action["outputs"][output]["value"],
+            format!("${{{{ steps.eval.outputs.{output} }}}}")
+        );
+    }
 }
 
 #[test]

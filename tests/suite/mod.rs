@@ -11,6 +11,7 @@ mod eval_isolation;
 mod eval_report;
 mod eval_signals;
 mod examples;
+mod git_exclusions;
 mod git_output;
 mod git_skill;
 mod github;

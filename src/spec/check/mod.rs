@@ -5,6 +5,9 @@
 //! timeout 10m, `max_plan_turns` 5). Reading files and flags is
 //! [`super::load`]'s job.
 
+/// The largest `outputs.max_file_size` (1 TB): anything larger is a typo.
+const MAX_FILE_SIZE_LIMIT: u64 = 1_000_000_000_000;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -501,6 +504,11 @@ impl Checker<'_> {
                     patch: resolve(&o.patch),
                     commit,
                     push,
+                    max_file_size: o.max_file_size.as_ref().and_then(|v| {
+                        self.positive(v, "outputs.max_file_size", MAX_FILE_SIZE_LIMIT)
+                    }),
+                    include_binary: self
+                        .optional_boolean(o.include_binary.as_ref(), "outputs.include_binary"),
                 }
             }
         }
