@@ -8,11 +8,12 @@
 //! from each results folder's traces.
 
 use std::io::Write;
+use std::path::PathBuf;
 
-use crate::eval::Results;
+use crate::eval::{Results, Thresholds};
 
 use super::EXIT_BAD_INPUT;
-use super::args::{HtmlArgs, MergeArgs, ReportArgs, ReportCommand};
+use super::args::{BaselineArgs, HtmlArgs, MergeArgs, ReportArgs, ReportCommand};
 use super::eval::{finish, read_baseline, thresholds};
 
 pub fn report(args: ReportArgs) -> u8 {
@@ -39,21 +40,21 @@ fn results_file(path: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
+/// What `report html` and `report merge` both start from: the current
+/// directory, the regression thresholds and the baseline, if one was given.
+fn baseline_inputs(
+    args: &BaselineArgs,
+) -> Result<(PathBuf, Thresholds, Option<Results>), Vec<String>> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| vec![format!("error: cannot read the current directory: {e}")])?;
+    let thresholds = thresholds(args)?;
+    let baseline = read_baseline(args, &cwd)?;
+    Ok((cwd, thresholds, baseline))
+}
+
 fn html(args: HtmlArgs) -> u8 {
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            return fail(vec![format!(
-                "error: cannot read the current directory: {e}"
-            )]);
-        }
-    };
-    let thresholds = match thresholds(&args.baseline) {
-        Ok(t) => t,
-        Err(problems) => return fail(problems),
-    };
-    let baseline = match read_baseline(&args.baseline, &cwd) {
-        Ok(b) => b,
+    let (cwd, thresholds, baseline) = match baseline_inputs(&args.baseline) {
+        Ok(inputs) => inputs,
         Err(problems) => return fail(problems),
     };
     let mut parts = Vec::new();
@@ -109,20 +110,8 @@ fn html(args: HtmlArgs) -> u8 {
 
 fn merge(args: MergeArgs) -> u8 {
     let mut stderr = std::io::stderr();
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            return fail(vec![format!(
-                "error: cannot read the current directory: {e}"
-            )]);
-        }
-    };
-    let thresholds = match thresholds(&args.baseline) {
-        Ok(t) => t,
-        Err(problems) => return fail(problems),
-    };
-    let baseline = match read_baseline(&args.baseline, &cwd) {
-        Ok(b) => b,
+    let (cwd, thresholds, baseline) = match baseline_inputs(&args.baseline) {
+        Ok(inputs) => inputs,
         Err(problems) => return fail(problems),
     };
     let mut parts = Vec::new();
