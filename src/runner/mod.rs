@@ -20,12 +20,12 @@ pub use run_folder::{RunFolder, new_run_id};
 
 use futures_util::FutureExt;
 
-use crate::agent::{self, AfterChecks, CancelSignal, RunInput};
+use crate::agent::{self, AfterChecks, CancelSignal, RunInput, ToolSet};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::{Redactor, secret_values};
 use crate::sink::{FileBase, JunitWriter, TraceWriter};
-use crate::tools::ToolLimits;
+use crate::tools::{ToolLimits, catalog};
 
 /// Where one run's files go and what else observes it.
 #[derive(Default)]
@@ -181,6 +181,10 @@ pub async fn run_prepared(
         skill,
         further_skills,
         provider: provider.as_ref(),
+        tools: ToolSet::from_tools(
+            catalog::for_job(job.tools.as_deref()),
+            skill.allowed_tools.as_deref(),
+        ),
         workspace: workspace.clone(),
         outputs: OutputPaths {
             dir: folder.dir.display().to_string(),
