@@ -19,6 +19,8 @@ mod hardening;
 mod junit_report;
 mod mcp;
 mod mcp_misbehave;
+mod mcp_sandbox;
+mod mcp_set;
 mod policy;
 mod protocol;
 mod provider;
