@@ -40,7 +40,7 @@ pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 use budget::BudgetTracker;
 use loop_guard::LoopGuard;
 use session::{Session, Stop};
-pub use toolset::ToolSet;
+pub use toolset::{LiveTools, ToolSet};
 
 /// Everything one run needs, validated and frozen.
 pub struct RunInput<'a> {
@@ -233,6 +233,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             let reason = exceeded.reason();
             checks::skip_checks(&job.checks, &reason, &bus);
             (RunStatus::BudgetExceeded, reason, 0, 0)
+        }
+        Err(Stop::ToolsUnavailable(reason)) => {
+            checks::skip_checks(&job.checks, &reason, &bus);
+            // Exit 4 as for the model provider: a service the run needs is unavailable.
+            (RunStatus::ProviderUnavailable, reason, 0, 0)
         }
         Err(Stop::Provider(error)) => {
             let status = match error {

@@ -11,12 +11,29 @@
 
 use crate::policy::{ToolPattern, allowing_rules, call_subject};
 use crate::provider::ToolDefinition;
-use crate::tools::{RuleArgument, Tool, catalog};
+use std::sync::Arc;
+
+use crate::tools::{BoxFuture, RuleArgument, Tool, catalog};
 
 pub struct ToolSet {
+    /// The fixed tools, then the live ones (from `live_from` on).
     tools: Vec<Box<dyn Tool>>,
     skill_patterns: Option<Vec<ToolPattern>>,
+    live: Option<Arc<dyn LiveTools>>,
+    live_from: usize,
 }
+
+/// Tools whose list can change during a run (a job's MCP servers'), asked
+/// before each model turn.
+pub trait LiveTools: Send + Sync {
+    /// The tools now: `Ok(Some(tools))` when they changed since the last
+    /// turn, `Ok(None)` when they did not, `Err(reason)` when the run
+    /// cannot go on without them (a required server went down).
+    fn before_turn(&self) -> BoxFuture<'_, LiveUpdate>;
+}
+
+/// What [`LiveTools::before_turn`] answers.
+pub type LiveUpdate = Result<Option<Vec<Box<dyn Tool>>>, String>;
 
 /// The tool is not in this run's set (or not in this phase); names what is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,17 +57,42 @@ impl ToolSet {
 
     /// `tools`, in the order given, less those the skill does not allow.
     pub fn from_tools(tools: Vec<Box<dyn Tool>>, skill_patterns: Option<&[ToolPattern]>) -> Self {
-        let tools = tools
-            .into_iter()
-            .filter(|tool| {
-                let name = &tool.spec().name;
-                skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name)))
-            })
-            .collect();
+        let skill_patterns = skill_patterns.map(<[ToolPattern]>::to_vec);
+        let tools = skill_allowed(tools, skill_patterns.as_deref());
         ToolSet {
+            live_from: tools.len(),
             tools,
-            skill_patterns: skill_patterns.map(<[ToolPattern]>::to_vec),
+            skill_patterns,
+            live: None,
         }
+    }
+
+    /// This set plus `tools` (less those the skill does not allow), which
+    /// `live` replaces before a model turn when they change.
+    pub fn with_live(
+        mut self,
+        tools: Vec<Box<dyn Tool>>,
+        live: Option<Arc<dyn LiveTools>>,
+    ) -> Self {
+        self.live_from = self.tools.len();
+        self.tools
+            .extend(skill_allowed(tools, self.skill_patterns.as_deref()));
+        self.live = live;
+        self
+    }
+
+    /// Asks the live tools what changed; `Ok(true)` when the set changed.
+    pub async fn before_turn(&mut self) -> Result<bool, String> {
+        let Some(live) = self.live.clone() else {
+            return Ok(false);
+        };
+        let Some(tools) = live.before_turn().await? else {
+            return Ok(false);
+        };
+        self.tools.truncate(self.live_from);
+        self.tools
+            .extend(skill_allowed(tools, self.skill_patterns.as_deref()));
+        Ok(true)
     }
 
     pub fn names(&self) -> Vec<String> {
@@ -126,6 +168,20 @@ impl ToolSet {
             })
         }
     }
+}
+
+/// `tools` less those the skill's `allowed-tools` (if any) does not name.
+fn skill_allowed(
+    tools: Vec<Box<dyn Tool>>,
+    skill_patterns: Option<&[ToolPattern]>,
+) -> Vec<Box<dyn Tool>> {
+    tools
+        .into_iter()
+        .filter(|tool| {
+            let name = &tool.spec().name;
+            skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name)))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod server;
 mod set;
 mod state;
 mod stdio;
+pub mod tool;
 
 pub use command::{StdioLaunch, server_command};
 pub use result::{McpResource, McpTool, ToolOutput};

@@ -88,9 +88,11 @@ pub fn missing_tool(written: &str, pattern: &ToolPattern) -> Option<String> {
         return None;
     }
     let name = pattern.tool_name().unwrap_or(pattern.as_str());
-    let what = if name.starts_with("mcp__") {
-        "an MCP tool, and agentci runs no MCP tools yet".to_string()
-    } else if name == written.split('(').next().unwrap_or(written).trim() {
+    // MCP tools come from the job's servers, which a skill does not know.
+    if name.starts_with("mcp__") || name.starts_with("mcp_") {
+        return None;
+    }
+    let what = if name == written.split('(').next().unwrap_or(written).trim() {
         format!(
             "a tool agentci does not have yet (it has {})",
             catalog::names().join(", ")

@@ -80,6 +80,11 @@ pub enum ToolErrorCode {
     Io,
     UnknownTool,
     LoopDetected,
+    /// A tool from an MCP server answered with an error (`isError`, or a
+    /// JSON-RPC error such as an unknown tool).
+    ToolError,
+    /// The MCP server behind the tool is down.
+    ServerDown,
 }
 
 impl ToolErrorCode {
@@ -95,6 +100,8 @@ impl ToolErrorCode {
             ToolErrorCode::Io => "IO_ERROR",
             ToolErrorCode::UnknownTool => "UNKNOWN_TOOL",
             ToolErrorCode::LoopDetected => "LOOP_DETECTED",
+            ToolErrorCode::ToolError => "TOOL_ERROR",
+            ToolErrorCode::ServerDown => "SERVER_DOWN",
         }
     }
 }

@@ -162,7 +162,12 @@ fn servers_die_with_agentci_when_it_is_terminated_mid_call() {
         "sandbox: {profile: workspace-write}",
         // Ignoring the closed stdin: only the kill that follows agentci's
         // death can stop it.
-        &["--background-child", &child, "--ignore-stdin-close", &server],
+        &[
+            "--background-child",
+            &child,
+            "--ignore-stdin-close",
+            &server,
+        ],
     );
     let mut agentci = Command::new(env!("CARGO_BIN_EXE_agentci"))
         .args(["mcp", "call", job.to_str().unwrap(), "test", "sleep"])

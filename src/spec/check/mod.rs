@@ -537,5 +537,12 @@ impl Checker<'_> {
 }
 
 fn is_known_tool(name: &str) -> bool {
-    catalog::is_builtin(name) || OTHER_CANONICAL_TOOLS.contains(&name) || name.starts_with("mcp__")
+    catalog::is_builtin(name)
+        || OTHER_CANONICAL_TOOLS.contains(&name)
+        || name.starts_with("mcp__")
+        || [
+            crate::mcp::tool::LIST_RESOURCES,
+            crate::mcp::tool::READ_RESOURCE,
+        ]
+        .contains(&name)
 }
