@@ -60,6 +60,7 @@ fn main() {
     let cx = StartContext {
         workspace: &workspace,
         env: &lookup,
+        runner: None,
     };
 
     let mut startups = Vec::new();
@@ -91,7 +92,7 @@ fn main() {
     );
 
     let client_per_call = runtime.block_on(async {
-        let mut server = McpServer::start(&test_server, &cx).await.expect("starts");
+        let server = McpServer::start(&test_server, &cx).await.expect("starts");
         for _ in 0..WARMUP {
             server
                 .call_tool("add", json!({"a": 1, "b": 2}))

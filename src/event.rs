@@ -114,6 +114,21 @@ pub enum EventKind {
     GitCommit { branch: String, sha: String },
     #[serde(rename = "git.push")]
     GitPush { remote: String, branch: String },
+    /// A job's MCP server cannot be used (did not start, crashed, hung,
+    /// broke the protocol); its tools answer with errors from now on.
+    #[serde(rename = "mcp.server.down")]
+    McpServerDown {
+        server: String,
+        reason: String,
+        /// The last lines the server wrote to stderr.
+        stderr: Vec<String>,
+        /// The server is `required: true`, so the run stops.
+        required: bool,
+    },
+    /// A server announced that its tools changed and was listed again
+    /// before the next model turn; `tools` are the names the model sees now.
+    #[serde(rename = "mcp.tools.refreshed")]
+    McpToolsRefreshed { server: String, tools: Vec<String> },
     #[serde(rename = "run.completed")]
     RunCompleted(RunCompleted),
 }

@@ -23,7 +23,7 @@ use crate::event::{
 use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
 use crate::spec::ToolLoopSpec;
-use crate::tools::{ToolContext, ToolErrorCode, ToolResult, schema};
+use crate::tools::{RuleArgument, ToolContext, ToolErrorCode, ToolResult, ToolSpec, schema};
 
 use super::loop_guard::{Judgement, LoopGuard};
 use super::toolset::{NotOffered, SkillRefusal, ToolSet};
@@ -298,7 +298,7 @@ fn admit<'a>(
             ),
         )));
     }
-    let verdict = decide_through_links(env, &call.name, &args);
+    let verdict = decide_through_links(env, tool.spec(), &args);
     decide(env, call, &verdict);
     if verdict.decision == Decision::Deny {
         return Err(refuse(ToolResult::failure(
@@ -330,8 +330,11 @@ fn what_is_allowed(policy: &PermissionPolicy, tool: &str) -> String {
 /// a symlink inside the workspace leads elsewhere, on where it leads too:
 /// `deny: read(secrets/**)` must also stop `read(link-to-secrets/key)`.
 /// The stricter verdict wins.
-fn decide_through_links(env: &BatchEnv<'_>, tool: &str, args: &Value) -> Verdict {
-    let written = env.policy.decide(tool, args);
+fn decide_through_links(env: &BatchEnv<'_>, spec: &ToolSpec, args: &Value) -> Verdict {
+    let written = env.policy.decide_call(spec, args);
+    let RuleArgument::Path { .. } = spec.rule_argument else {
+        return written;
+    };
     let Some(path) = args.get("path").and_then(Value::as_str) else {
         return written;
     };
@@ -342,7 +345,7 @@ fn decide_through_links(env: &BatchEnv<'_>, tool: &str, args: &Value) -> Verdict
     let target = env.ctx.workspace.relative(&resolved);
     let mut through = args.clone();
     through["path"] = Value::String(target);
-    let linked = env.policy.decide(tool, &through);
+    let linked = env.policy.decide_call(spec, &through);
     if written.decision == Decision::Allow && linked.decision == Decision::Deny {
         Verdict {
             rule: format!("{} (through a symlink)", linked.rule),

@@ -40,7 +40,7 @@ pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 use budget::BudgetTracker;
 use loop_guard::LoopGuard;
 use session::{Session, Stop};
-use toolset::ToolSet;
+pub use toolset::{LiveTools, ToolSet};
 
 /// Everything one run needs, validated and frozen.
 pub struct RunInput<'a> {
@@ -49,6 +49,8 @@ pub struct RunInput<'a> {
     /// The job's `skills`: listed in the system prompt, read on demand.
     pub further_skills: &'a [Skill],
     pub provider: &'a dyn ModelProvider,
+    /// The run's tools, assembled by the runner (builtins and any others).
+    pub tools: ToolSet,
     pub workspace: Workspace,
     pub outputs: OutputPaths,
     /// Problems found while loading that did not stop the run.
@@ -79,6 +81,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         skill,
         further_skills,
         provider,
+        tools,
         workspace,
         outputs,
         warnings,
@@ -88,7 +91,6 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         cancel,
         after_checks,
     } = input;
-    let tools = ToolSet::new(job.tools.as_deref(), skill.allowed_tools.as_deref());
     let policy = PermissionPolicy::new(&job.permissions);
     let workspace_display = workspace.root().display().to_string();
     bus.emit(EventKind::RunStarted(RunStarted {
@@ -231,6 +233,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             let reason = exceeded.reason();
             checks::skip_checks(&job.checks, &reason, &bus);
             (RunStatus::BudgetExceeded, reason, 0, 0)
+        }
+        Err(Stop::ToolsUnavailable(reason)) => {
+            checks::skip_checks(&job.checks, &reason, &bus);
+            // Exit 4 as for the model provider: a service the run needs is unavailable.
+            (RunStatus::ProviderUnavailable, reason, 0, 0)
         }
         Err(Stop::Provider(error)) => {
             let status = match error {

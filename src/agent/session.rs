@@ -33,6 +33,8 @@ pub enum Stop {
     Provider(ProviderError),
     /// The agent could not finish (no plan, stuck in a loop).
     Failed(String),
+    /// Tools the run cannot do without are gone (a required MCP server is down).
+    ToolsUnavailable(String),
     /// Stopped from outside (a signal); the reason says by what.
     Interrupted(String),
 }
@@ -77,6 +79,14 @@ impl Session<'_> {
         tool_choice: ToolChoice,
     ) -> Result<ChatResponse, Stop> {
         self.budget.check_model_call().map_err(Stop::Budget)?;
+        if self
+            .tools
+            .before_turn()
+            .await
+            .map_err(Stop::ToolsUnavailable)?
+        {
+            self.offered = [self.tools.definitions(), protocol::control_tools()].concat();
+        }
         let turn = self.budget.turns + 1;
         let call_id = format!("model-{turn}");
         self.bus.emit(EventKind::ModelRequest(ModelRequest {

@@ -1,18 +1,39 @@
-//! The tools of one run: builtin ∩ job `tools` ∩ skill `allowed-tools`.
+//! The tools of one run: the runner's tools (builtins the job's `tools`
+//! names, plus any handed in, such as MCP servers' tools) ∩ the skill's
+//! `allowed-tools`.
 //!
 //! The same set decides what the model is offered and what may execute, so
 //! a call to a tool the model was not given is refused even if the model
 //! names it anyway. Skill patterns with an argument (`exec(git diff *)`)
-//! also restrict which calls of that tool may run.
+//! also restrict which calls of that tool may run. Which tools exist is
+//! not decided here: [`crate::tools::catalog`] lists the builtins and the
+//! runner assembles the run's tools.
 
 use crate::policy::{ToolPattern, allowing_rules, call_subject};
 use crate::provider::ToolDefinition;
-use crate::tools::{self, BUILTIN_TOOLS, OPT_IN_TOOLS, READ_ONLY_TOOLS, Tool};
+use std::sync::Arc;
+
+use crate::tools::{BoxFuture, RuleArgument, Tool, catalog};
 
 pub struct ToolSet {
+    /// The fixed tools, then the live ones (from `live_from` on).
     tools: Vec<Box<dyn Tool>>,
     skill_patterns: Option<Vec<ToolPattern>>,
+    live: Option<Arc<dyn LiveTools>>,
+    live_from: usize,
 }
+
+/// Tools whose list can change during a run (a job's MCP servers'), asked
+/// before each model turn.
+pub trait LiveTools: Send + Sync {
+    /// The tools now: `Ok(Some(tools))` when they changed since the last
+    /// turn, `Ok(None)` when they did not, `Err(reason)` when the run
+    /// cannot go on without them (a required server went down).
+    fn before_turn(&self) -> BoxFuture<'_, LiveUpdate>;
+}
+
+/// What [`LiveTools::before_turn`] answers.
+pub type LiveUpdate = Result<Option<Vec<Box<dyn Tool>>>, String>;
 
 /// The tool is not in this run's set (or not in this phase); names what is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,38 +48,67 @@ pub struct SkillRefusal {
 }
 
 impl ToolSet {
-    /// `job_tools`: `None` means every builtin; `skill_patterns`: `None`
-    /// means the skill does not restrict tools.
+    /// The builtins `job_tools` names (`None`: every builtin that is not
+    /// opt-in) and nothing else; `skill_patterns`: `None` means the skill
+    /// does not restrict tools.
     pub fn new(job_tools: Option<&[String]>, skill_patterns: Option<&[ToolPattern]>) -> Self {
-        let tools = BUILTIN_TOOLS
-            .iter()
-            .filter(|name| match job_tools {
-                Some(list) => list.iter().any(|t| t == *name),
-                None => !OPT_IN_TOOLS.contains(name),
-            })
-            .filter(|name| skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name))))
-            .filter_map(|name| tools::builtin(name))
-            .collect();
+        Self::from_tools(catalog::for_job(job_tools), skill_patterns)
+    }
+
+    /// `tools`, in the order given, less those the skill does not allow.
+    pub fn from_tools(tools: Vec<Box<dyn Tool>>, skill_patterns: Option<&[ToolPattern]>) -> Self {
+        let skill_patterns = skill_patterns.map(<[ToolPattern]>::to_vec);
+        let tools = skill_allowed(tools, skill_patterns.as_deref());
         ToolSet {
+            live_from: tools.len(),
             tools,
-            skill_patterns: skill_patterns.map(<[ToolPattern]>::to_vec),
+            skill_patterns,
+            live: None,
         }
+    }
+
+    /// This set plus `tools` (less those the skill does not allow), which
+    /// `live` replaces before a model turn when they change.
+    pub fn with_live(
+        mut self,
+        tools: Vec<Box<dyn Tool>>,
+        live: Option<Arc<dyn LiveTools>>,
+    ) -> Self {
+        self.live_from = self.tools.len();
+        self.tools
+            .extend(skill_allowed(tools, self.skill_patterns.as_deref()));
+        self.live = live;
+        self
+    }
+
+    /// Asks the live tools what changed; `Ok(true)` when the set changed.
+    pub async fn before_turn(&mut self) -> Result<bool, String> {
+        let Some(live) = self.live.clone() else {
+            return Ok(false);
+        };
+        let Some(tools) = live.before_turn().await? else {
+            return Ok(false);
+        };
+        self.tools.truncate(self.live_from);
+        self.tools
+            .extend(skill_allowed(tools, self.skill_patterns.as_deref()));
+        Ok(true)
     }
 
     pub fn names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.spec().name.clone()).collect()
     }
 
-    /// The tools that may run while planning (the read-only ones).
+    /// The tools that may run while planning: those whose spec says read-only.
     pub fn read_only_names(&self) -> Vec<String> {
         self.tools
             .iter()
-            .filter(|t| READ_ONLY_TOOLS.contains(&t.spec().name.as_str()))
+            .filter(|t| t.spec().read_only)
             .map(|t| t.spec().name.clone())
             .collect()
     }
 
-    /// Definitions for the model, in the builtin order. Every phase offers
+    /// Definitions for the model, in the set's order. Every phase offers
     /// all of them; [`ToolSet::get`] decides what may run now.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools
@@ -104,8 +154,13 @@ impl ToolSet {
             .filter(|p| p.matches_tool(tool))
             .cloned()
             .collect();
-        let subject = call_subject(tool, args);
-        if allowing_rules(&relevant, tool, subject.as_deref()).is_some() {
+        let kind = self
+            .tools
+            .iter()
+            .find(|t| t.spec().name == tool)
+            .map_or(RuleArgument::None, |t| t.spec().rule_argument);
+        let subject = call_subject(kind, args);
+        if allowing_rules(&relevant, tool, kind, subject.as_deref()).is_some() {
             Ok(())
         } else {
             Err(SkillRefusal {
@@ -113,6 +168,20 @@ impl ToolSet {
             })
         }
     }
+}
+
+/// `tools` less those the skill's `allowed-tools` (if any) does not name.
+fn skill_allowed(
+    tools: Vec<Box<dyn Tool>>,
+    skill_patterns: Option<&[ToolPattern]>,
+) -> Vec<Box<dyn Tool>> {
+    tools
+        .into_iter()
+        .filter(|tool| {
+            let name = &tool.spec().name;
+            skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name)))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -162,5 +231,48 @@ mod tests {
         assert_eq!(set.definitions().len(), set.names().len());
         assert!(set.get("write", true).is_err());
         assert!(set.get("read", true).is_ok());
+    }
+
+    /// A tool handed in by the runner (as an MCP server's would be).
+    struct Extra(crate::tools::ToolSpec);
+
+    impl Tool for Extra {
+        fn spec(&self) -> &crate::tools::ToolSpec {
+            &self.0
+        }
+        fn call<'a>(
+            &'a self,
+            _args: serde_json::Value,
+            _ctx: &'a crate::tools::ToolContext,
+        ) -> crate::tools::BoxFuture<'a, crate::tools::ToolResult> {
+            Box::pin(async { crate::tools::ToolResult::success("ok", "", json!(null)) })
+        }
+    }
+
+    fn extra(name: &str, read_only: bool) -> Box<dyn Tool> {
+        Box::new(Extra(crate::tools::ToolSpec {
+            name: name.into(),
+            description: "a tool from elsewhere".into(),
+            parameters: json!({"type": "object"}),
+            read_only,
+            rule_argument: RuleArgument::None,
+            changes_files: false,
+        }))
+    }
+
+    #[test]
+    fn tools_handed_in_join_the_builtins_and_planning_follows_their_spec() {
+        let mut tools = catalog::for_job(Some(&["read".to_string()]));
+        tools.push(extra("mcp__db__query", true));
+        tools.push(extra("mcp__db__drop", false));
+        let skill = patterns(&["read", "mcp__db__*"]);
+        let set = ToolSet::from_tools(tools, Some(&skill));
+        assert_eq!(set.names(), vec!["read", "mcp__db__query", "mcp__db__drop"]);
+        assert_eq!(set.read_only_names(), vec!["read", "mcp__db__query"]);
+        assert!(set.get("mcp__db__drop", true).is_err());
+        assert!(set.skill_permits("mcp__db__drop", &json!({})).is_ok());
+        let narrow = patterns(&["mcp__db__query"]);
+        let set = ToolSet::from_tools(vec![extra("mcp__db__drop", false)], Some(&narrow));
+        assert!(set.names().is_empty());
     }
 }

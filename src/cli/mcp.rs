@@ -18,6 +18,8 @@ use serde_json::Value;
 use super::EXIT_BAD_INPUT;
 use super::mcp_print::{self, CallReport, ServerReport};
 use crate::mcp::{McpServer, StartContext};
+use crate::process::{ProcessRunner, RunnerConfig};
+use crate::redact::Redactor;
 use crate::spec::duration::parse_duration;
 use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
 use crate::spec::{EnvTemplate, LoadOptions, McpServerSpec, McpTransport, load_job};
@@ -125,6 +127,9 @@ fn fail(message: &str) -> u8 {
 struct Selection {
     servers: Vec<McpServerSpec>,
     workspace: PathBuf,
+    /// A job's servers run under its sandbox profile and `env:`, as in a
+    /// run; a `--` command runs with the scrubbed environment only.
+    runner: Option<ProcessRunner>,
 }
 
 async fn run_list(args: ListArgs) -> u8 {
@@ -146,6 +151,7 @@ async fn run_list(args: ListArgs) -> u8 {
     let cx = StartContext {
         workspace: &selection.workspace,
         env: &lookup,
+        runner: selection.runner.as_ref(),
     };
     // Servers start together, as a run would start them.
     let started =
@@ -200,8 +206,9 @@ async fn run_call(args: CallArgs) -> u8 {
     let cx = StartContext {
         workspace: &selection.workspace,
         env: &lookup,
+        runner: selection.runner.as_ref(),
     };
-    let mut server = match McpServer::start(&spec, &cx).await {
+    let server = match McpServer::start(&spec, &cx).await {
         Ok(server) => server,
         Err(down) => {
             mcp_print::print_call(&CallReport::down(&spec.name, &tool, down), args.source.json);
@@ -260,7 +267,14 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
             headers,
         };
         let servers = vec![one("remote".to_string(), transport)];
-        return Ok((Selection { servers, workspace }, words.to_vec()));
+        return Ok((
+            Selection {
+                servers,
+                workspace,
+                runner: None,
+            },
+            words.to_vec(),
+        ));
     }
     if let Some((program, args)) = source.command.split_first() {
         let transport = McpTransport::Stdio {
@@ -270,7 +284,14 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
             cwd: None,
         };
         let servers = vec![one(name_for_command(program), transport)];
-        return Ok((Selection { servers, workspace }, words.to_vec()));
+        return Ok((
+            Selection {
+                servers,
+                workspace,
+                runner: None,
+            },
+            words.to_vec(),
+        ));
     }
     let Some((job_file, rest)) = words.split_first() else {
         return Err(
@@ -301,11 +322,48 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
     if job.mcp.servers.is_empty() {
         return Err(format!("{job_file} has no `mcp.servers`"));
     }
+    let runner = job_runner(&job)?;
     let selection = Selection {
         servers: job.mcp.servers,
         workspace: job.workspace,
+        runner: Some(runner),
     };
     Ok((selection, rest.to_vec()))
+}
+
+/// The process runner a run of `job` would have: its sandbox profile, its
+/// `env:`. What the sandbox cannot enforce here is said on stderr, as a
+/// run says it at start; a job that requires the full sandbox stops.
+fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let (env, _missing) = job.resolve_env(lookup);
+    let runner = ProcessRunner::new(RunnerConfig {
+        sandbox: job.sandbox,
+        workspace: job.workspace.clone(),
+        run_id: format!("mcp-{}", std::process::id()),
+        protected: Vec::new(),
+        extra_env: env,
+        secrets: Redactor::default(),
+    })
+    .map_err(|e| format!("cannot create the private temporary folder: {e}"))?;
+    let report = runner.sandbox_report();
+    if !report.missing.is_empty() {
+        let what: Vec<String> = report
+            .missing
+            .iter()
+            .map(|m| format!("{m}: {}", crate::sandbox::missing_reason(m)))
+            .collect();
+        let message = format!(
+            "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
+            report.profile,
+            what.join("; ")
+        );
+        if report.require {
+            return Err(format!("{message}; the job sets `sandbox.require: true`"));
+        }
+        let _ = writeln!(std::io::stderr(), "warning: {message}");
+    }
+    Ok(runner)
 }
 
 fn flag_duration(text: Option<&str>, flag: &str, default: Duration) -> Result<Duration, String> {

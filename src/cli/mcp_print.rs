@@ -37,7 +37,7 @@ pub struct UpServer {
 
 impl ServerReport {
     /// Lists what a started server offers, then stops it.
-    pub async fn describe(mut server: McpServer) -> ServerReport {
+    pub async fn describe(server: McpServer) -> ServerReport {
         let resources = server.list_resources().await;
         let templates = server.list_resource_templates().await;
         let mut tools_refreshed = false;
@@ -60,7 +60,7 @@ impl ServerReport {
         let report = UpServer {
             name: server.name().to_string(),
             server: server.identity().clone(),
-            tools: server.tools().into_iter().cloned().collect(),
+            tools: server.tools(),
             resources,
             resource_templates,
             tools_refreshed,

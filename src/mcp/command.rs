@@ -2,8 +2,9 @@
 //! place a server's `Command` is made, so the process runner that puts
 //! servers under the job's sandbox profile plugs in here.
 //!
-//! A server gets the same scrubbed environment as `exec` (only
-//! [`is_inherited`] variables from agentci's own) plus its `env:` entries,
+//! A server gets the same scrubbed environment as `exec` (only the
+//! inherited basics from agentci's own, the run's private `TMPDIR`, the
+//! job's `env:`) plus its own `env:` entries,
 //! whose `${{ env.NAME }}` references are read through the caller's lookup,
 //! never from the process environment directly.
 
@@ -12,8 +13,8 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
+use crate::process::ProcessRunner;
 use crate::spec::EnvTemplate;
-use crate::tools::exec::is_inherited;
 
 /// What starting a stdio server needs, with references already resolved.
 #[derive(Clone, Debug)]
@@ -52,21 +53,35 @@ impl StdioLaunch {
     }
 }
 
-/// The child process of a stdio server: piped stdin/stdout/stderr, a
-/// scrubbed environment, its own process group (so a kill reaches what it
-/// started), killed when the handle is dropped.
-pub fn server_command(launch: &StdioLaunch) -> Command {
+/// The child process of a stdio server, made by the run's
+/// [`ProcessRunner`] as `exec`'s are: the job's sandbox profile, the
+/// scrubbed environment (plus the server's `env:` on top), its own process
+/// group (and, in the sandbox, its own PID namespace, so a kill reaches
+/// what it started); stdin, stdout and stderr piped, killed when the handle
+/// is dropped.
+///
+/// The process agentci starts also gets `PR_SET_PDEATHSIG`: a server must
+/// not outlive agentci even when agentci is killed or exits at once on a
+/// second SIGINT, without running its shutdown. The signal fires when the
+/// spawning thread ends; servers are spawned from the runtime's worker
+/// threads, which live as long as the run.
+pub fn server_command(launch: &StdioLaunch, runner: &ProcessRunner) -> std::io::Result<Command> {
     let mut command = Command::new(&launch.command);
+    // Set before the sandbox's own setup: in the sandbox this is the
+    // process that waits for the namespace's first one, which has its own.
+    // SAFETY: prctl only sets an attribute of the forked child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    runner.configure(&mut command, &launch.cwd)?;
     command
         .args(&launch.args)
-        .current_dir(&launch.cwd)
-        .env_clear()
-        .envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(is_inherited)))
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    command
+        .stdin(Stdio::piped());
+    Ok(command)
 }

@@ -5,9 +5,9 @@
 //! resources, and servers that went down (with their stderr).
 //!
 //! This module knows nothing of the agent loop, the permission policy or
-//! the trace: callers (the `agentci mcp` commands today, the run next)
-//! decide what to offer the model and which events to emit, using what
-//! [`McpServer`] reports (`tools_stale` for `mcp.tools.refreshed`,
+//! the trace: callers (the `agentci mcp` commands, the run through
+//! [`McpSet`], a job's servers managed together) decide what to offer the
+//! model and which events to emit, using what [`McpServer`] reports (`tools_stale` for `mcp.tools.refreshed`,
 //! [`ServerDown`] for `mcp.server.down`, `take_requests` for the requests a
 //! server sent). Tool names as the model sees them are built by
 //! [`model_tool_name`].
@@ -16,12 +16,15 @@ mod command;
 mod handler;
 mod result;
 mod server;
+mod set;
 mod state;
 mod stdio;
+pub mod tool;
 
 pub use command::{StdioLaunch, server_command};
 pub use result::{McpResource, McpTool, ToolOutput};
 pub use server::{McpServer, SHUTDOWN_GRACE, ServerDown, ServerIdentity, StartContext};
+pub use set::{McpSet, RefreshedTools, ResourceListing};
 pub use state::ServerRequestRecord;
 
 /// The name the model sees for `tool` of `server`: `mcp__<server>__<tool>`.

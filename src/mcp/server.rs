@@ -12,11 +12,14 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
-use rmcp::service::{ClientCacheConfig, RoleClient, RunningService, ServiceError, serve_client};
+use rmcp::service::{
+    ClientCacheConfig, Peer, RoleClient, RunningService, ServiceError, serve_client,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::Serialize;
@@ -27,6 +30,8 @@ use super::handler::AgentciClient;
 use super::result::{McpResource, McpTool, ToolOutput};
 use super::state::{ServerRequestRecord, ServerState};
 use super::stdio::{self, StdioChild, shorten};
+use crate::process::ProcessRunner;
+use crate::redact::Redactor;
 use crate::spec::{McpServerSpec, McpTransport};
 
 /// How long a server may take to exit after its stdin is closed before it is killed.
@@ -41,6 +46,10 @@ pub struct StartContext<'a> {
     pub workspace: &'a Path,
     /// Reads `${{ env.NAME }}` references (agentci's environment, in the CLI).
     pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Starts stdio servers: the run's runner, so they get the job's
+    /// sandbox profile and scrubbed environment as `exec` does. `None`:
+    /// no sandbox, the scrubbed environment only (tools used outside a run).
+    pub runner: Option<&'a ProcessRunner>,
 }
 
 /// A server that cannot be used any more (or never could), and why.
@@ -66,19 +75,29 @@ pub struct ServerIdentity {
     pub protocol_version: String,
 }
 
-/// A started, initialized server.
+/// A started, initialized server. Every method takes `&self`: calls to
+/// the same server may run concurrently (rmcp matches answers to requests
+/// by id), so a run can share one server behind an `Arc`.
 pub struct McpServer {
     name: String,
     timeout: Duration,
     allow: Option<Vec<String>>,
     state: Arc<ServerState>,
-    service: Option<RunningService<RoleClient, AgentciClient>>,
-    child: Option<StdioChild>,
+    /// Sends requests; a clone of the service's, usable concurrently.
+    peer: Option<Peer<RoleClient>>,
+    /// Taken when the server is closed.
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, AgentciClient>>>,
+    child: tokio::sync::Mutex<Option<StdioChild>>,
     identity: ServerIdentity,
-    tools: Vec<McpTool>,
+    has_resources: bool,
+    tools: Mutex<Vec<McpTool>>,
     /// The tool-list change count when the tools were last listed.
-    listed_at: u64,
-    down: Option<ServerDown>,
+    listed_at: AtomicU64,
+    down: Mutex<Option<ServerDown>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl McpServer {
@@ -98,12 +117,14 @@ impl McpServer {
             timeout: spec.timeout,
             allow: spec.tools.clone(),
             state,
-            service: None,
-            child,
+            peer: None,
+            service: tokio::sync::Mutex::new(None),
+            child: tokio::sync::Mutex::new(child),
             identity: ServerIdentity::default(),
-            tools: Vec::new(),
-            listed_at: 0,
-            down: None,
+            has_resources: false,
+            tools: Mutex::new(Vec::new()),
+            listed_at: AtomicU64::new(0),
+            down: Mutex::new(None),
         };
         let service = match started {
             Ok(Ok(service)) => service,
@@ -123,6 +144,7 @@ impl McpServer {
                 version: info.server_info.as_ref().map(|i| i.version.clone()),
                 protocol_version: info.protocol_version.to_string(),
             };
+            server.has_resources = info.capabilities.resources.is_some();
         }
         // rmcp caches list answers and serves a stale one when a re-fetch
         // fails; a dead server must show as down, and a refresh after
@@ -131,7 +153,8 @@ impl McpServer {
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
-        server.service = Some(service);
+        server.peer = Some(service.peer().clone());
+        *server.service.get_mut() = Some(service);
         match tokio::time::timeout_at(deadline, server.list_tools()).await {
             Ok(Ok(())) => Ok(server),
             Ok(Err(down)) => Err(down),
@@ -154,8 +177,17 @@ impl McpServer {
     }
 
     /// The tools the job may use: all the server lists, or those in its `tools` allow-list.
-    pub fn tools(&self) -> Vec<&McpTool> {
-        self.tools.iter().filter(|t| self.allows(&t.name)).collect()
+    pub fn tools(&self) -> Vec<McpTool> {
+        lock(&self.tools)
+            .iter()
+            .filter(|t| self.allows(&t.name))
+            .cloned()
+            .collect()
+    }
+
+    /// The per-call `timeout`.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Names in the `tools` allow-list that the server does not offer.
@@ -163,9 +195,10 @@ impl McpServer {
         let Some(allow) = &self.allow else {
             return Vec::new();
         };
+        let tools = lock(&self.tools);
         allow
             .iter()
-            .filter(|name| !self.tools.iter().any(|t| &t.name == *name))
+            .filter(|name| !tools.iter().any(|t| &t.name == *name))
             .map(String::as_str)
             .collect()
     }
@@ -178,16 +211,16 @@ impl McpServer {
 
     /// The server announced `notifications/tools/list_changed` since its tools were listed.
     pub fn tools_stale(&self) -> bool {
-        self.state.tool_changes() > self.listed_at
+        self.state.tool_changes() > self.listed_at.load(Ordering::SeqCst)
     }
 
     /// One `ping` round trip: a server answers in order, so every
     /// notification it sent before the answer (a `list_changed` right after
     /// the first listing) has been seen when this returns.
-    pub async fn settle(&mut self) -> Result<(), ServerDown> {
-        let service = self.service()?;
+    pub async fn settle(&self) -> Result<(), ServerDown> {
+        let peer = self.peer()?;
         let ping = rmcp::model::ClientRequest::PingRequest(Default::default());
-        match tokio::time::timeout(self.timeout, service.peer().send_request(ping)).await {
+        match tokio::time::timeout(self.timeout, peer.send_request(ping)).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(self.fail_call("ping", e).await),
             Err(_) => Err(self
@@ -202,7 +235,7 @@ impl McpServer {
     }
 
     /// Lists the tools again (after a list_changed); `Err` when the server is down.
-    pub async fn refresh_tools(&mut self) -> Result<(), ServerDown> {
+    pub async fn refresh_tools(&self) -> Result<(), ServerDown> {
         match tokio::time::timeout(self.timeout, self.list_tools()).await {
             Ok(result) => result,
             Err(_) => {
@@ -213,8 +246,8 @@ impl McpServer {
     }
 
     /// Whether the server is down, and why.
-    pub fn down(&self) -> Option<&ServerDown> {
-        self.down.as_ref()
+    pub fn down(&self) -> Option<ServerDown> {
+        lock(&self.down).clone()
     }
 
     /// The requests the server sent since the last call, for the trace.
@@ -227,18 +260,18 @@ impl McpServer {
         self.state.stderr_tail()
     }
 
-    async fn list_tools(&mut self) -> Result<(), ServerDown> {
-        let service = self.service()?;
+    async fn list_tools(&self) -> Result<(), ServerDown> {
+        let peer = self.peer()?;
         let changes = self.state.tool_changes();
-        let listed = service.peer().list_all_tools().await;
+        let listed = peer.list_all_tools().await;
         match listed {
             Ok(tools) => {
-                self.tools = tools
+                *lock(&self.tools) = tools
                     .iter()
                     .filter_map(|t| serde_json::to_value(t).ok())
                     .filter_map(|t| McpTool::from_json(&t))
                     .collect();
-                self.listed_at = changes;
+                self.listed_at.store(changes, Ordering::SeqCst);
                 Ok(())
             }
             Err(e) => Err(self.fail_call("tools/list", e).await),
@@ -246,11 +279,7 @@ impl McpServer {
     }
 
     /// Calls `tool` with `arguments` (a JSON object) within the server's `timeout`.
-    pub async fn call_tool(
-        &mut self,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<ToolOutput, ServerDown> {
+    pub async fn call_tool(&self, tool: &str, arguments: Value) -> Result<ToolOutput, ServerDown> {
         if !self.allows(tool) {
             return Ok(ToolOutput::from_rpc_error(
                 -32602,
@@ -270,9 +299,9 @@ impl McpServer {
                 ));
             }
         };
-        let service = self.service()?;
+        let peer = self.peer()?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let called = tokio::time::timeout(self.timeout, service.peer().call_tool(params)).await;
+        let called = tokio::time::timeout(self.timeout, peer.call_tool(params)).await;
         match called {
             Ok(Ok(result)) => Ok(ToolOutput::from_result(
                 &serde_json::to_value(&result).unwrap_or_default(),
@@ -292,15 +321,12 @@ impl McpServer {
     }
 
     /// Every resource the server lists (following `nextCursor`).
-    pub async fn list_resources(&mut self) -> Result<Vec<McpResource>, ServerDown> {
-        let service = self.service()?;
-        if service
-            .peer_info()
-            .is_some_and(|i| i.capabilities.resources.is_none())
-        {
+    pub async fn list_resources(&self) -> Result<Vec<McpResource>, ServerDown> {
+        let peer = self.peer()?;
+        if !self.has_resources {
             return Ok(Vec::new());
         }
-        let listed = tokio::time::timeout(self.timeout, service.peer().list_all_resources()).await;
+        let listed = tokio::time::timeout(self.timeout, peer.list_all_resources()).await;
         let values = match listed {
             Ok(Ok(items)) => items
                 .iter()
@@ -314,16 +340,12 @@ impl McpServer {
     }
 
     /// Every resource template the server lists.
-    pub async fn list_resource_templates(&mut self) -> Result<Vec<McpResource>, ServerDown> {
-        let service = self.service()?;
-        if service
-            .peer_info()
-            .is_some_and(|i| i.capabilities.resources.is_none())
-        {
+    pub async fn list_resource_templates(&self) -> Result<Vec<McpResource>, ServerDown> {
+        let peer = self.peer()?;
+        if !self.has_resources {
             return Ok(Vec::new());
         }
-        let listed =
-            tokio::time::timeout(self.timeout, service.peer().list_all_resource_templates()).await;
+        let listed = tokio::time::timeout(self.timeout, peer.list_all_resource_templates()).await;
         let values = match listed {
             Ok(Ok(items)) => items
                 .iter()
@@ -337,13 +359,11 @@ impl McpServer {
     }
 
     /// Reads one resource; its text contents for the model, blobs summarised.
-    pub async fn read_resource(&mut self, uri: &str) -> Result<ToolOutput, ServerDown> {
-        let service = self.service()?;
+    pub async fn read_resource(&self, uri: &str) -> Result<ToolOutput, ServerDown> {
+        let peer = self.peer()?;
         let read = tokio::time::timeout(
             self.timeout,
-            service
-                .peer()
-                .read_resource(ReadResourceRequestParams::new(uri)),
+            peer.read_resource(ReadResourceRequestParams::new(uri)),
         )
         .await;
         match read {
@@ -372,41 +392,58 @@ impl McpServer {
     }
 
     /// Closes the connection (stdin, for a stdio server) and kills the
-    /// server if it has not exited after [`SHUTDOWN_GRACE`].
-    pub async fn shutdown(mut self) {
-        self.close(SHUTDOWN_GRACE).await;
+    /// server and everything it started if it has not exited after
+    /// [`SHUTDOWN_GRACE`]. Calls made afterwards fail with a [`ServerDown`].
+    pub async fn shutdown(&self) {
+        self.shutdown_within(SHUTDOWN_GRACE).await;
     }
 
-    async fn close(&mut self, grace: Duration) {
-        if let Some(service) = self.service.take() {
+    /// [`McpServer::shutdown`] with another grace period.
+    pub async fn shutdown_within(&self, grace: Duration) {
+        lock(&self.down).get_or_insert_with(|| ServerDown {
+            server: self.name.clone(),
+            reason: "was shut down".to_string(),
+            stderr: Vec::new(),
+        });
+        self.close(grace).await;
+    }
+
+    async fn close(&self, grace: Duration) {
+        // Dropping the service closes the transport, which closes the
+        // server's stdin; `cancel` waits for that.
+        let service = self.service.lock().await.take();
+        if let Some(service) = service {
             let _ = tokio::time::timeout(grace, service.cancel()).await;
         }
-        if let Some(child) = self.child.as_mut() {
+        if let Some(child) = self.child.lock().await.as_mut() {
             child.stop(grace).await;
         }
     }
 
-    fn service(&self) -> Result<&RunningService<RoleClient, AgentciClient>, ServerDown> {
-        if let Some(down) = &self.down {
+    fn peer(&self) -> Result<&Peer<RoleClient>, ServerDown> {
+        if let Some(down) = &*lock(&self.down) {
             return Err(down.clone());
         }
-        self.service.as_ref().ok_or_else(|| ServerDown {
+        self.peer.as_ref().ok_or_else(|| ServerDown {
             server: self.name.clone(),
             reason: "is not connected".to_string(),
             stderr: Vec::new(),
         })
     }
 
-    async fn timed_out(&mut self, method: &str) -> ServerDown {
+    async fn timed_out(&self, method: &str) -> ServerDown {
         let reason = format!("did not answer `{method}` within {}", human(self.timeout));
         self.fail(reason).await
     }
 
     /// A request failed below the protocol (connection closed, process gone).
-    async fn fail_call(&mut self, method: &str, error: ServiceError) -> ServerDown {
+    async fn fail_call(&self, method: &str, error: ServiceError) -> ServerDown {
+        if let Some(down) = self.down() {
+            return down;
+        }
         // A closed connection usually means the process is exiting; wait a
         // moment so the reason names its exit code.
-        let exit = match self.child.as_mut() {
+        let exit = match self.child.lock().await.as_mut() {
             Some(child) => child.exit_within(EXIT_WAIT).await,
             None => None,
         };
@@ -418,17 +455,26 @@ impl McpServer {
         self.fail(reason).await
     }
 
-    /// Marks the server down, stops it, and returns the record.
-    async fn fail(&mut self, reason: String) -> ServerDown {
+    /// Marks the server down, stops it, and returns the record; the first
+    /// failure wins when concurrent calls fail together.
+    async fn fail(&self, reason: String) -> ServerDown {
         let reason = self.state.broken().unwrap_or(reason);
-        self.close(Duration::from_millis(200)).await;
-        let down = ServerDown {
+        let mut record = ServerDown {
             server: self.name.clone(),
             reason,
-            stderr: self.state.stderr_tail(),
+            stderr: Vec::new(),
         };
-        self.down = Some(down.clone());
-        down
+        {
+            let mut down = lock(&self.down);
+            if let Some(down) = &*down {
+                return down.clone();
+            }
+            *down = Some(record.clone());
+        }
+        self.close(Duration::from_millis(200)).await;
+        record.stderr = self.state.stderr_tail();
+        *lock(&self.down) = Some(record.clone());
+        record
     }
 }
 
@@ -454,7 +500,15 @@ async fn connect(
         } => {
             let cwd = cwd.as_deref().unwrap_or(cx.workspace);
             let launch = StdioLaunch::resolve(command, args, env, cwd, cx.env)?;
-            let (process, pipes) = stdio::spawn(&launch, state)?;
+            let unsandboxed;
+            let runner = match cx.runner {
+                Some(runner) => runner,
+                None => {
+                    unsandboxed = ProcessRunner::unsandboxed(&[], Redactor::default());
+                    &unsandboxed
+                }
+            };
+            let (process, pipes) = stdio::spawn(&launch, runner, state)?;
             *child = Some(process);
             let client = AgentciClient {
                 state: Arc::clone(state),

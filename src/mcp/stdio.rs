@@ -1,4 +1,5 @@
-//! A stdio server's process and pipes: spawns the [`server_command`],
+//! A stdio server's process and pipes: spawns the [`server_command`]
+//! through the run's process runner (sandbox, scrubbed environment),
 //! keeps the last lines of its stderr (capped, never on agentci's own
 //! stderr), and watches its stdout before rmcp reads it.
 //!
@@ -19,6 +20,7 @@ use tokio::process::{Child, ChildStdin};
 
 use super::command::{StdioLaunch, server_command};
 use super::state::ServerState;
+use crate::process::{ProcessRunner, ProcessTree};
 
 /// A message line longer than this cuts the server off (rmcp's own limit is similar).
 const MAX_LINE: u64 = 16 * 1024 * 1024;
@@ -27,20 +29,26 @@ const MAX_STDERR_LINE: usize = 2000;
 /// Buffer between the stdout watcher and rmcp.
 const PIPE_BUFFER: usize = 64 * 1024;
 
-/// A running stdio server process.
+/// A running stdio server process; dropping it kills the server and
+/// everything it started.
 pub(super) struct StdioChild {
     child: Child,
+    /// Kills the server's process group (in the sandbox: its PID
+    /// namespace) once, on [`StdioChild::kill`] or drop.
+    tree: ProcessTree,
 }
 
 /// What rmcp talks over: the watched stdout and the server's stdin.
 pub(super) type StdioPipes = (DuplexStream, ChildStdin);
 
-/// Starts the server; `Err` is a message for the user.
+/// Starts the server through `runner`; `Err` is a message for the user.
 pub(super) fn spawn(
     launch: &StdioLaunch,
+    runner: &ProcessRunner,
     state: &Arc<ServerState>,
 ) -> Result<(StdioChild, StdioPipes), String> {
-    let mut child = server_command(launch).spawn().map_err(|e| {
+    let started = server_command(launch, runner).and_then(|mut c| ProcessTree::spawn(&mut c));
+    let (mut child, tree) = started.map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             format!(
                 "cannot start `{}`: command not found (is it installed and on PATH?)",
@@ -61,7 +69,7 @@ pub(super) fn spawn(
     let (to_rmcp, for_rmcp) = tokio::io::duplex(PIPE_BUFFER);
     tokio::spawn(watch_stdout(stdout, to_rmcp, Arc::clone(state)));
     tokio::spawn(keep_stderr(stderr, Arc::clone(state)));
-    Ok((StdioChild { child }, (for_rmcp, stdin)))
+    Ok((StdioChild { child, tree }, (for_rmcp, stdin)))
 }
 
 impl StdioChild {
@@ -73,35 +81,21 @@ impl StdioChild {
         }
     }
 
-    /// Waits up to `grace` for the process to exit (after its stdin was
-    /// closed), then kills its whole process group.
+    /// Waits up to `grace` for the process to exit (its stdin is closed by
+    /// then), then kills its whole process tree: a server that ignores the
+    /// closed stdin, and what a server that did exit left running.
     pub async fn stop(&mut self, grace: Duration) {
-        if tokio::time::timeout(grace, self.child.wait())
-            .await
-            .is_err()
-        {
-            self.kill();
+        let exited = tokio::time::timeout(grace, self.child.wait()).await;
+        self.kill();
+        if exited.is_err() {
             let _ = self.child.wait().await;
-        } else {
-            // The server is gone; what it started in its group must go too.
-            self.kill_group();
         }
     }
 
-    /// Kills the process group now.
+    /// Kills the process tree now.
     pub fn kill(&mut self) {
-        self.kill_group();
+        self.tree.kill();
         let _ = self.child.start_kill();
-    }
-
-    fn kill_group(&self) {
-        if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
-            // SAFETY: killpg only sends a signal; the group is the one
-            // `server_command` created for this child (process_group(0)).
-            unsafe {
-                libc::killpg(pid, libc::SIGKILL);
-            }
-        }
     }
 }
 

@@ -22,6 +22,7 @@ use super::shell::{self, ShellLine};
 use super::{PermissionPolicy, ToolPattern, Verdict};
 use crate::event::{Decision, RuleSource};
 use crate::spec::DefaultDecision;
+use crate::tools::RuleArgument;
 
 /// Redirection targets that are not files of the workspace and are harmless.
 const HARMLESS_TARGETS: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr"];
@@ -109,7 +110,7 @@ fn matching_rules<'r>(
         }
         let rule = rules
             .iter()
-            .find(|r| r.matches("exec", Some(&command.text)))?;
+            .find(|r| r.matches("exec", RuleArgument::Command, Some(&command.text)))?;
         if !used.contains(&rule) {
             used.push(rule);
         }
@@ -146,7 +147,7 @@ fn denied(
             if command
                 .deny_forms
                 .iter()
-                .any(|form| rule.matches("exec", Some(form)))
+                .any(|form| rule.matches("exec", RuleArgument::Command, Some(form)))
             {
                 return Some(deny_by(rule.as_str(), None));
             }
@@ -176,7 +177,11 @@ fn denied(
             continue;
         }
         let subject = normalize_path(&in_cwd(cwd, path));
-        if let Some(rule) = policy.deny.iter().find(|r| r.matches(tool, Some(&subject))) {
+        if let Some(rule) = policy
+            .deny
+            .iter()
+            .find(|r| r.matches(tool, RuleArgument::Path { default: None }, Some(&subject)))
+        {
             return Some(deny_by(
                 rule.as_str(),
                 Some(format!("a redirection {tool}s `{subject}`")),

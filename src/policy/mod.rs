@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::event::{Decision, RuleSource};
 use crate::spec::{DefaultDecision, PermissionsSpec};
+use crate::tools::{RuleArgument, ToolSpec, catalog};
 
 /// The frozen rules of one run.
 #[derive(Clone, Debug)]
@@ -46,14 +47,32 @@ impl PermissionPolicy {
         }
     }
 
-    /// Decide a call of `tool` with `args`.
+    /// Decide a call of the builtin `tool` with `args`.
     pub fn decide(&self, tool: &str, args: &Value) -> Verdict {
-        let subject = call_subject(tool, args);
+        self.decide_as(tool, catalog::rule_argument(tool), args)
+    }
+
+    /// Decide a call of the tool `spec` describes (builtin or not) with `args`.
+    pub fn decide_call(&self, spec: &ToolSpec, args: &Value) -> Verdict {
+        self.decide_as(&spec.name, spec.rule_argument, args)
+    }
+
+    fn decide_as(&self, tool: &str, kind: RuleArgument, args: &Value) -> Verdict {
+        let subject = call_subject(kind, args);
         let subject = subject.as_deref();
-        if let (Some(line), "exec") = (subject, tool) {
+        if let (Some(line), RuleArgument::Command) = (subject, kind) {
             return command::decide_exec(self, line, args);
         }
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
+        // A deny rule with an argument cannot be checked on a tool whose
+        // calls have no subject (an MCP tool); failing open would let
+        // `deny: mcp__fs__write_file(.github/**)` deny nothing.
+        let unjudgeable =
+            |r: &&ToolPattern| kind == RuleArgument::None && !r.is_bare() && r.matches_tool(tool);
+        if let Some(rule) = self
+            .deny
+            .iter()
+            .find(|r| r.matches(tool, kind, subject) || unjudgeable(r))
+        {
             return Verdict {
                 decision: Decision::Deny,
                 rule: format!("deny: {}", rule.as_str()),
@@ -61,7 +80,7 @@ impl PermissionPolicy {
                 patterns: vec![rule.as_str().to_string()],
             };
         }
-        if let Some(rule) = self.allow.iter().find(|r| r.matches(tool, subject)) {
+        if let Some(rule) = self.allow.iter().find(|r| r.matches(tool, kind, subject)) {
             return Verdict {
                 decision: Decision::Allow,
                 rule: format!("allow: {}", rule.as_str()),
@@ -120,10 +139,11 @@ impl PermissionPolicy {
     /// the workspace): tools that show files nobody named (`grep`) ask it
     /// for every file they would open.
     pub fn read_denied_by(&self, path: &str) -> Option<String> {
-        let subject = call_subject("read", &serde_json::json!({ "path": path }));
+        let kind = RuleArgument::Path { default: None };
+        let subject = call_subject(kind, &serde_json::json!({ "path": path }));
         self.deny
             .iter()
-            .find(|rule| rule.matches("read", subject.as_deref()))
+            .find(|rule| rule.matches("read", kind, subject.as_deref()))
             .map(|rule| format!("deny: {}", rule.as_str()))
     }
 }
@@ -134,13 +154,14 @@ impl PermissionPolicy {
 pub fn allowing_rules<'r>(
     rules: &'r [ToolPattern],
     tool: &str,
+    kind: RuleArgument,
     subject: Option<&str>,
 ) -> Option<Vec<&'r ToolPattern>> {
-    match (subject, tool) {
-        (Some(line), "exec") => command::allowing_rules(rules, line),
+    match (subject, kind) {
+        (Some(line), RuleArgument::Command) => command::allowing_rules(rules, line),
         _ => rules
             .iter()
-            .find(|r| r.matches(tool, subject))
+            .find(|r| r.matches(tool, kind, subject))
             .map(|r| vec![r]),
     }
 }
@@ -158,6 +179,38 @@ mod tests {
             deny: parse(deny),
             allow_hard_links: false,
         })
+    }
+
+    fn mcp_spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+            read_only: false,
+            rule_argument: RuleArgument::None,
+            changes_files: false,
+        }
+    }
+
+    // Tools from MCP servers are judged by their spec: names and globs match,
+    // and an argument rule, which cannot be checked, denies rather than
+    // letting every call through.
+    #[test]
+    fn tools_without_a_subject_are_judged_by_name() {
+        let p = policy(
+            DefaultDecision::Deny,
+            &["mcp__github__get_*", "mcp__fs__write_file(docs/**)"],
+            &["mcp__fs__delete(tmp/**)"],
+        );
+        let args = json!({"path": "docs/a.md"});
+        let v = p.decide_call(&mcp_spec("mcp__github__get_issue"), &args);
+        assert_eq!(v.rule, "allow: mcp__github__get_*");
+        let v = p.decide_call(&mcp_spec("mcp__github__create_issue"), &args);
+        assert_eq!(v.rule, "default");
+        let v = p.decide_call(&mcp_spec("mcp__fs__write_file"), &args);
+        assert_eq!(v.decision, Decision::Deny);
+        let v = p.decide_call(&mcp_spec("mcp__fs__delete"), &json!({"path": "tmp/x"}));
+        assert_eq!(v.rule, "deny: mcp__fs__delete(tmp/**)");
     }
 
     #[test]

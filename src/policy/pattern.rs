@@ -13,6 +13,8 @@ use std::fmt;
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
+use crate::tools::RuleArgument;
+
 /// A parsed permission pattern. Compares and prints as written.
 #[derive(Clone)]
 pub struct ToolPattern {
@@ -135,9 +137,10 @@ impl ToolPattern {
         }
     }
 
-    /// Does the pattern match a call of `tool` whose subject is `subject`?
-    /// A pattern with an argument never matches a call without a subject.
-    pub fn matches(&self, tool: &str, subject: Option<&str>) -> bool {
+    /// Does the pattern match a call of `tool` whose subject (the argument
+    /// the tool's spec names as `kind`) is `subject`? A pattern with an
+    /// argument never matches a call without a subject.
+    pub fn matches(&self, tool: &str, kind: RuleArgument, subject: Option<&str>) -> bool {
         if !self.matches_tool(tool) {
             return false;
         }
@@ -147,14 +150,12 @@ impl ToolPattern {
         let Some(subject) = subject else {
             return false;
         };
-        if tool == "exec" {
-            command_glob_matches(&argument.raw, subject)
-        } else if tool == "web_fetch" {
+        match kind {
+            RuleArgument::Command => command_glob_matches(&argument.raw, subject),
             // A URL is not a path: `*` crosses `/`, so `https://docs.rs/*`
             // covers every page under the host (and nothing on another host).
-            wildcard_matches(&argument.raw, subject)
-        } else {
-            argument.path.is_match(subject)
+            RuleArgument::Url => wildcard_matches(&argument.raw, subject),
+            RuleArgument::Path { .. } | RuleArgument::None => argument.path.is_match(subject),
         }
     }
 }
@@ -171,16 +172,16 @@ impl PartialEq for ToolPattern {
     }
 }
 
-/// What a pattern's argument is matched against for a call of `tool`:
-/// the command for `exec`, the normalized path for the file tools.
-pub fn call_subject(tool: &str, args: &Value) -> Option<String> {
+/// What a pattern's argument is matched against for a call whose tool's
+/// spec names `kind`: the trimmed command, the normalized path (or the
+/// tool's default when the call gives none), the normalized URL.
+pub fn call_subject(kind: RuleArgument, args: &Value) -> Option<String> {
     let field = |key: &str| args.get(key).and_then(Value::as_str);
-    match tool {
-        "exec" => field("command").map(|c| c.trim().to_string()),
-        "read" | "write" | "edit" => field("path").map(normalize_path),
-        "find" | "grep" | "ls" => Some(normalize_path(field("path").unwrap_or("."))),
-        "web_fetch" => field("url").map(normalize_url),
-        _ => None,
+    match kind {
+        RuleArgument::Command => field("command").map(|c| c.trim().to_string()),
+        RuleArgument::Path { default } => field("path").or(default).map(normalize_path),
+        RuleArgument::Url => field("url").map(normalize_url),
+        RuleArgument::None => None,
     }
 }
 
@@ -258,7 +259,8 @@ mod tests {
 
     fn m(pattern: &str, tool: &str, args: Value) -> bool {
         let p = ToolPattern::parse(pattern).unwrap();
-        p.matches(tool, call_subject(tool, &args).as_deref())
+        let kind = crate::tools::catalog::rule_argument(tool);
+        p.matches(tool, kind, call_subject(kind, &args).as_deref())
     }
 
     // A model that wants a URL no rule allows tries look-alike hosts,

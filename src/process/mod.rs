@@ -1,5 +1,6 @@
 //! [`ProcessRunner`], the one place agentci builds a child process: `exec`
-//! calls, the job's checks, eval `run:` assertions and (later) MCP servers.
+//! calls, the job's checks, eval `run:` assertions and MCP servers
+//! (`crate::mcp::server_command`).
 //!
 //! It is configured once per run — the [`Sandbox`], the scrubbed
 //! environment plus the run's extra variables, the secrets to mask — and
@@ -201,6 +202,14 @@ impl ProcessRunner {
     /// group, the sandbox. Start it with [`ProcessTree::spawn`].
     pub fn command(&self, program: impl AsRef<Path>, cwd: &Path) -> io::Result<Command> {
         let mut command = Command::new(program.as_ref());
+        self.configure(&mut command, cwd)?;
+        Ok(command)
+    }
+
+    /// Makes `command` this run's child as [`ProcessRunner::command`] does,
+    /// for a caller that set up the command first (an MCP server adds its
+    /// own `pre_exec` step before the sandbox's).
+    pub fn configure(&self, command: &mut Command, cwd: &Path) -> io::Result<()> {
         command
             .current_dir(cwd)
             .env_clear()
@@ -211,9 +220,9 @@ impl ProcessRunner {
             .process_group(0)
             .kill_on_drop(true);
         if let Some(sandbox) = &self.inner.sandbox {
-            sandbox.install(&mut command)?;
+            sandbox.install(command)?;
         }
-        Ok(command)
+        Ok(())
     }
 
     /// Run `command_line` with `bash -c` ([`crate::policy::shell::SHELL`], the

@@ -8,11 +8,13 @@
 //! outputs run inside the run, after the checks, so they are in the trace.
 
 mod git_step;
+mod mcp;
 mod prepare;
 mod provider_setup;
 mod run_folder;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use prepare::{Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
@@ -20,12 +22,12 @@ pub use run_folder::{RunFolder, new_run_id};
 
 use futures_util::FutureExt;
 
-use crate::agent::{self, AfterChecks, CancelSignal, RunInput};
+use crate::agent::{self, AfterChecks, CancelSignal, RunInput, ToolSet};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::{Redactor, secret_values};
 use crate::sink::{FileBase, JunitWriter, TraceWriter};
-use crate::tools::ToolLimits;
+use crate::tools::{ToolLimits, catalog};
 
 /// Where one run's files go and what else observes it.
 #[derive(Default)]
@@ -118,7 +120,11 @@ pub async fn run_prepared(
     // Secrets are read once, here: the bus masks them in every event, and
     // children get only the ones the job passes through `env:`.
     let lookup = |name: &str| std::env::var(name).ok();
-    let secrets = Redactor::new(secret_values(job, lookup));
+    let secrets = Redactor::new(
+        secret_values(job, lookup)
+            .into_iter()
+            .chain(mcp::secret_values(job, lookup)),
+    );
     let (mut exec_env, missing) = job.resolve_env(lookup);
     // Later entries win when the command is spawned (eval's per-attempt folders).
     exec_env.extend(options.extra_env.iter().cloned());
@@ -176,11 +182,26 @@ pub async fn run_prepared(
                 .boxed()
         })
     });
+    let servers = match job.mcp.servers.is_empty() {
+        true => None,
+        false => Some(Arc::new(
+            mcp::RunServers::start(job, workspace.root(), &processes, bus.clone()).await,
+        )),
+    };
+    let tools = ToolSet::from_tools(
+        catalog::for_job(job.tools.as_deref()),
+        skill.allowed_tools.as_deref(),
+    );
+    let tools = match &servers {
+        Some(servers) => tools.with_live(servers.tools(), Some(servers.live())),
+        None => tools,
+    };
     let input = RunInput {
         job,
         skill,
         further_skills,
         provider: provider.as_ref(),
+        tools,
         workspace: workspace.clone(),
         outputs: OutputPaths {
             dir: folder.dir.display().to_string(),
@@ -196,6 +217,9 @@ pub async fn run_prepared(
         after_checks,
     };
     let completed = agent::run(input, bus.clone()).await;
+    if let Some(servers) = servers {
+        servers.shutdown().await;
+    }
     let sink_errors = bus.finish();
     Ok(RunReport {
         completed,

@@ -46,15 +46,6 @@ pub fn prepare_for_event(
     let (line, column) = loaded.skill_position;
     let skill_file = loaded.skill_file;
     let (job, load_warnings) = (loaded.job, loaded.warnings);
-    // Until runs start MCP servers, a job that needs them must not run without
-    // their tools as if nothing were missing.
-    if !job.mcp.servers.is_empty() {
-        return Err(vec![format!(
-            "error: {}: MCP servers are not yet available in runs; use `agentci mcp list/call` \
-             to try the job's servers",
-            job_file.display()
-        )]);
-    }
     let untrusted_because = untrusted_because(&job, event);
     let untrusted_because = untrusted_because.as_deref();
     let search_paths = skills::skill_search_paths(&job, &options.skills_path);

@@ -155,7 +155,7 @@ impl GithubActions {
             }
             EventKind::ToolResult(result) => {
                 if result.ok
-                    && matches!(result.tool.as_str(), "write" | "edit")
+                    && crate::tools::catalog::spec(&result.tool).is_some_and(|s| s.changes_files)
                     && let Some(path) = result.data.get("path").and_then(Value::as_str)
                 {
                     self.report.changed_files.insert(path.to_string());

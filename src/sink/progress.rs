@@ -151,6 +151,26 @@ impl LogLines {
             EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
                 lines.extend(git_line(&event.kind));
             }
+            EventKind::McpServerDown {
+                server,
+                reason,
+                stderr,
+                ..
+            } => {
+                lines.push(format!("MCP server `{server}` is down: {reason}"));
+                lines.extend(
+                    stderr
+                        .iter()
+                        .rev()
+                        .take(5)
+                        .rev()
+                        .map(|l| format!("  | {l}")),
+                );
+            }
+            EventKind::McpToolsRefreshed { server, tools } => lines.push(format!(
+                "MCP server `{server}` changed its tools: {} now",
+                tools.len()
+            )),
             EventKind::RunCompleted(done) => {
                 lines.push(run_line(done));
                 if done.status != RunStatus::Passed {

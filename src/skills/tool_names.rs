@@ -7,7 +7,7 @@
 //! cannot map comes back as [`UnknownTool`] for the caller to warn about.
 
 use crate::policy::ToolPattern;
-use crate::tools::BUILTIN_TOOLS;
+use crate::tools::catalog;
 
 /// Canonical tool names a pattern may use (builtin or not).
 const CANONICAL: &[&str] = &[
@@ -83,22 +83,24 @@ pub fn to_canonical(written: &str) -> Result<ToolPattern, UnknownTool> {
 /// does not have yet, such as `WebFetch` → `web_fetch` or an MCP tool: the
 /// skill gets nothing from it, and that must not happen in silence.
 pub fn missing_tool(written: &str, pattern: &ToolPattern) -> Option<String> {
-    let matches_a_builtin = BUILTIN_TOOLS.iter().any(|t| pattern.matches_tool(t));
+    let matches_a_builtin = catalog::names().iter().any(|t| pattern.matches_tool(t));
     if matches_a_builtin {
         return None;
     }
     let name = pattern.tool_name().unwrap_or(pattern.as_str());
-    let what = if name.starts_with("mcp__") {
-        "an MCP tool, and agentci runs no MCP tools yet".to_string()
-    } else if name == written.split('(').next().unwrap_or(written).trim() {
+    // MCP tools come from the job's servers, which a skill does not know.
+    if name.starts_with("mcp__") || name.starts_with("mcp_") {
+        return None;
+    }
+    let what = if name == written.split('(').next().unwrap_or(written).trim() {
         format!(
             "a tool agentci does not have yet (it has {})",
-            BUILTIN_TOOLS.join(", ")
+            catalog::names().join(", ")
         )
     } else {
         format!(
             "agentci's `{name}`, which it does not have yet (it has {})",
-            BUILTIN_TOOLS.join(", ")
+            catalog::names().join(", ")
         )
     };
     Some(format!(
@@ -148,6 +150,7 @@ pub fn split_allowed_tools(text: &str) -> Vec<(usize, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::RuleArgument;
 
     fn canonical(written: &str) -> String {
         to_canonical(written).unwrap().as_str().to_string()
@@ -191,9 +194,9 @@ mod tests {
     #[test]
     fn mapped_patterns_match_like_claude_code() {
         let pattern = to_canonical("Bash(git diff:*)").unwrap();
-        assert!(pattern.matches("exec", Some("git diff")));
-        assert!(pattern.matches("exec", Some("git diff --stat")));
-        assert!(!pattern.matches("exec", Some("git push")));
+        assert!(pattern.matches("exec", RuleArgument::Command, Some("git diff")));
+        assert!(pattern.matches("exec", RuleArgument::Command, Some("git diff --stat")));
+        assert!(!pattern.matches("exec", RuleArgument::Command, Some("git push")));
     }
 
     #[test]

@@ -7,14 +7,13 @@
 //! of a run; the tool set itself is built by the agent.
 
 use super::Skill;
-use crate::tools::BUILTIN_TOOLS;
+use crate::tools::catalog;
 
 /// The builtin tools a run of `skill` gets under the job's `tools`
 /// (`None`: every builtin), in the order they are offered.
 pub fn tools_left(job_tools: Option<&[String]>, skill: &Skill) -> Vec<&'static str> {
-    BUILTIN_TOOLS
-        .iter()
-        .copied()
+    catalog::names()
+        .into_iter()
         .filter(|name| job_tools.is_none_or(|list| list.iter().any(|t| t == name)))
         .filter(|name| {
             skill

@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use super::support::{
     blocking, bool_arg, io_failure, looks_binary, open_content, outside, special_file, str_arg,
 };
-use super::{BoxFuture, FileAccess, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::{
+    BoxFuture, FileAccess, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
+};
 
 /// Occurrences whose line numbers are listed in an `AMBIGUOUS_MATCH` message.
 const LISTED_OCCURRENCES: usize = 10;
@@ -56,6 +58,8 @@ impl EditTool {
                     "additionalProperties": false
                 }),
                 read_only: false,
+                rule_argument: RuleArgument::Path { default: None },
+                changes_files: true,
             },
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::support::{outside, str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub use crate::process::{INHERITED_ENV, INHERITED_ENV_PREFIXES, is_inherited};
 
@@ -44,6 +44,8 @@ impl ExecTool {
                     "additionalProperties": false
                 }),
                 read_only: false,
+                rule_argument: RuleArgument::Command,
+                changes_files: false,
             },
         }
     }

@@ -15,7 +15,9 @@ use ignore::WalkBuilder;
 use serde_json::{Value, json};
 
 use super::support::{blocking, io_failure, outside, str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace};
+use super::{
+    BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace,
+};
 
 /// A walk over `root` with the workspace's rules: ignore files honoured,
 /// hidden files shown, `.git` and agentci's own run folders (`.agentci`)
@@ -99,6 +101,8 @@ impl FindTool {
                     "additionalProperties": false
                 }),
                 read_only: true,
+                rule_argument: RuleArgument::Path { default: Some(".") },
+                changes_files: false,
             },
         }
     }

@@ -30,7 +30,8 @@ use super::support::{
     blocking, bool_arg, hard_link_refusal, io_failure, outside, str_arg, usize_arg,
 };
 use super::{
-    BoxFuture, FileAccess, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace,
+    BoxFuture, FileAccess, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
+    Workspace,
 };
 
 /// Characters of one line shown before it is cut (minified files have huge lines).
@@ -76,6 +77,8 @@ impl GrepTool {
                     "additionalProperties": false
                 }),
                 read_only: true,
+                rule_argument: RuleArgument::Path { default: Some(".") },
+                changes_files: false,
             },
         }
     }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::find::walker;
 use super::support::{blocking, io_failure, outside, str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolResult, ToolSpec, Workspace};
+use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolResult, ToolSpec, Workspace};
 
 /// Deepest listing allowed; deeper trees are what `find` is for.
 const MAX_DEPTH: u64 = 10;
@@ -41,6 +41,8 @@ impl LsTool {
                     "additionalProperties": false
                 }),
                 read_only: true,
+                rule_argument: RuleArgument::Path { default: Some(".") },
+                changes_files: false,
             },
         }
     }

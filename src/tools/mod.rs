@@ -1,5 +1,8 @@
 //! The builtin tools the agent calls, and what every tool has in common: a
-//! name, a JSON schema for its arguments, and a [`ToolResult`] envelope.
+//! [`ToolSpec`] (name, JSON schema for its arguments, whether it is
+//! read-only, which argument permission rules match) and a [`ToolResult`]
+//! envelope. Which builtins exist is [`catalog`]'s table; tools from MCP
+//! servers implement the same [`Tool`] trait.
 //!
 //! Tools do not decide permissions (that is [`crate::policy`]) and do not
 //! emit events (the agent does, around each call). They do keep every path
@@ -12,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod catalog;
 pub mod edit;
 pub mod exec;
 pub mod find;
@@ -24,31 +28,10 @@ pub mod web_fetch;
 pub mod workspace;
 pub mod write;
 
+pub use catalog::builtin;
 pub use workspace::{PathError, Workspace};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// The canonical names of the builtin tools, in the order they are offered.
-pub const BUILTIN_TOOLS: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "find",
-    "grep",
-    "ls",
-    "exec",
-    "web_fetch",
-    "todo",
-];
-
-/// Builtin tools a run gets only when the job's `tools:` names them:
-/// `web_fetch` reaches beyond the workspace, so a job opts in.
-/// `todo` is opt-in so that runs which do not use it offer the same tools as before.
-pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo"];
-
-/// The builtin tools that never change the workspace; they may run in parallel
-/// and are offered during planning.
-pub const READ_ONLY_TOOLS: &[&str] = &["read", "find", "grep", "ls", "web_fetch"];
 
 /// How a tool presents itself to the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,8 +40,30 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: Value,
-    /// True when the tool never changes the workspace.
+    /// True when the tool never changes the workspace: it may run in
+    /// parallel with other read-only calls and is offered during planning.
     pub read_only: bool,
+    /// Which argument the permission rules' `tool(argument)` form matches.
+    pub rule_argument: RuleArgument,
+    /// True when a successful result's `data.path` names a file the tool
+    /// changed (the GitHub summary lists those files).
+    pub changes_files: bool,
+}
+
+/// Which argument of a call the `tool(argument)` form of a permission rule
+/// is matched against, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleArgument {
+    /// A workspace path, `.` and `..` folded; a path glob (`*` stays in one
+    /// folder). `default` is what a call without the argument means (`ls`
+    /// lists `.`); without one, such a call matches no argument rule.
+    Path { default: Option<&'static str> },
+    /// The `exec` command line, judged command by command.
+    Command,
+    /// A URL, parsed and printed back; `*` crosses `/`.
+    Url,
+    /// Nothing: rules can name the tool only.
+    None,
 }
 
 /// Machine-readable kinds of tool failure. The model sees the code and the
@@ -75,6 +80,11 @@ pub enum ToolErrorCode {
     Io,
     UnknownTool,
     LoopDetected,
+    /// A tool from an MCP server answered with an error (`isError`, or a
+    /// JSON-RPC error such as an unknown tool).
+    ToolError,
+    /// The MCP server behind the tool is down.
+    ServerDown,
 }
 
 impl ToolErrorCode {
@@ -90,6 +100,8 @@ impl ToolErrorCode {
             ToolErrorCode::Io => "IO_ERROR",
             ToolErrorCode::UnknownTool => "UNKNOWN_TOOL",
             ToolErrorCode::LoopDetected => "LOOP_DETECTED",
+            ToolErrorCode::ToolError => "TOOL_ERROR",
+            ToolErrorCode::ServerDown => "SERVER_DOWN",
         }
     }
 }
@@ -245,23 +257,6 @@ impl std::fmt::Debug for FileAccess {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
-}
-
-/// The builtin tool called `name`, if there is one.
-pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
-    let tool: Box<dyn Tool> = match name {
-        "read" => Box::new(read::ReadTool::new()),
-        "write" => Box::new(write::WriteTool::new()),
-        "edit" => Box::new(edit::EditTool::new()),
-        "find" => Box::new(find::FindTool::new()),
-        "grep" => Box::new(grep::GrepTool::new()),
-        "ls" => Box::new(ls::LsTool::new()),
-        "exec" => Box::new(exec::ExecTool::new()),
-        "web_fetch" => Box::new(web_fetch::WebFetchTool::new()),
-        "todo" => Box::new(todo::TodoTool::new()),
-        _ => return None,
-    };
-    Some(tool)
 }
 
 /// Check `args` against `spec`'s schema and run the tool; a schema violation

@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use super::support::{
     blocking, io_failure, looks_binary, open_content, outside, special_file, str_arg, usize_arg,
 };
-use super::{BoxFuture, FileAccess, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::{
+    BoxFuture, FileAccess, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
+};
 
 pub struct ReadTool {
     spec: ToolSpec,
@@ -48,6 +50,8 @@ impl ReadTool {
                     "additionalProperties": false
                 }),
                 read_only: true,
+                rule_argument: RuleArgument::Path { default: None },
+                changes_files: false,
             },
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::support::{str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 /// Items a list may hold: a checklist, not a place to store text.
 pub const MAX_ITEMS: usize = 100;
@@ -55,6 +55,8 @@ impl TodoTool {
                     "additionalProperties": false
                 }),
                 read_only: false,
+                rule_argument: RuleArgument::None,
+                changes_files: false,
             },
             items: Mutex::new(Vec::new()),
         }

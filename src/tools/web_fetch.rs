@@ -15,7 +15,7 @@ use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
 
 use super::support::{cut_chars, str_arg, usize_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 use crate::event::Decision;
 
 /// Redirects followed before the fetch gives up (browsers allow ~20; a
@@ -56,6 +56,8 @@ impl WebFetchTool {
                     "additionalProperties": false
                 }),
                 read_only: true,
+                rule_argument: RuleArgument::Url,
+                changes_files: false,
             },
         }
     }

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::support::{blocking, io_failure, outside, special_file, str_arg};
-use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub struct WriteTool {
     spec: ToolSpec,
@@ -37,6 +37,8 @@ impl WriteTool {
                     "additionalProperties": false
                 }),
                 read_only: false,
+                rule_argument: RuleArgument::Path { default: None },
+                changes_files: true,
             },
         }
     }

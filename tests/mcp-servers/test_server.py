@@ -13,6 +13,14 @@ It can also misbehave on purpose, as real servers do:
                           and send notifications/tools/list_changed
   --exit-before-init      exit with code 3 before reading anything
   --stray-at-start        print a non-JSON line before answering initialize
+  --ignore-stdin-close    keep running after stdin closes (as a server with
+                          background work does), until killed
+  --background-child TAG  start a detached child (its own session) that sleeps,
+                          with TAG in its command line, before serving
+  --write-tool            offer tool write {path, text}, which writes a file and
+                          says whether it could
+  --resources             offer resources test://notes/1 and /2 and the template
+                          test://notes/{id}; reading an unknown URI is error -32002
 Tools: add {a, b}; sleep {seconds}; crash (exits mid-call); stray (prints a
 non-JSON line, then answers); fail (isError: true); image; structured;
 ask {method} (sends ping, roots/list, sampling/createMessage or
@@ -22,6 +30,7 @@ env {name} (returns an environment variable, or "<unset>").
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -36,6 +45,12 @@ def option(name, default):
     if name in ARGS:
         return int(ARGS[ARGS.index(name) + 1])
     return default
+
+
+def text_option(name):
+    if name in ARGS:
+        return ARGS[ARGS.index(name) + 1]
+    return None
 
 
 def send(message):
@@ -68,6 +83,10 @@ TOOLS = [
     {"name": "env", "description": "Reads an environment variable",
      "inputSchema": {**obj(name={"type": "string"}), "required": ["name"]}},
 ]
+if flag("--write-tool"):
+    TOOLS.append({"name": "write", "description": "Writes a file",
+                  "inputSchema": {**obj(path={"type": "string"}, text={"type": "string"}),
+                                  "required": ["path"]}})
 TOOLS += [{"name": f"tool{i}", "description": f"Extra tool {i}", "inputSchema": obj()}
           for i in range(option("--extra-tools", 0))]
 
@@ -143,6 +162,13 @@ def call_tool(params):
         return text(json.dumps(ask_client(method, params), sort_keys=True))
     if name == "env":
         return text(os.environ.get(args.get("name", ""), "<unset>"))
+    if name == "write":
+        try:
+            with open(args["path"], "w") as f:
+                f.write(args.get("text", ""))
+            return text("written")
+        except OSError as e:
+            return text(f"cannot write: {e}", is_error=True)
     if name == "late" or name.startswith("tool"):
         return text(name)
     raise RpcError(-32602, f"Unknown tool: {name}")
@@ -166,6 +192,23 @@ def list_tools(params):
     return result
 
 
+def resources(method, params):
+    # https://modelcontextprotocol.io/specification/2025-11-25/server/resources
+    if method == "resources/list":
+        return {"resources": [{"uri": f"test://notes/{i}", "name": f"note {i}",
+                               "mimeType": "text/plain"} for i in (1, 2)]}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": [{"uriTemplate": "test://notes/{id}", "name": "note",
+                                       "mimeType": "text/plain"}]}
+    if method == "resources/read":
+        uri = params.get("uri", "")
+        if not uri.startswith("test://notes/"):
+            raise RpcError(-32002, f"Resource not found: {uri}")
+        return {"contents": [{"uri": uri, "mimeType": "text/plain",
+                              "text": f"note {uri.rsplit('/', 1)[1]}"}]}
+    raise RpcError(-32601, f"Method not found: {method}")
+
+
 def handle(message):
     method = message.get("method")
     request_id = message.get("id")
@@ -177,8 +220,11 @@ def handle(message):
         return
     try:
         if method == "initialize":
+            capabilities = {"tools": {"listChanged": True}}
+            if flag("--resources"):
+                capabilities["resources"] = {}
             result = {"protocolVersion": message["params"]["protocolVersion"],
-                      "capabilities": {"tools": {"listChanged": True}},
+                      "capabilities": capabilities,
                       "serverInfo": {"name": "agentci-test-server", "version": "1.0.0"}}
             if flag("--stray-at-start"):
                 print("starting up...", flush=True)
@@ -190,6 +236,8 @@ def handle(message):
             result = list_tools(message.get("params"))
         elif method == "tools/call":
             result = call_tool(message.get("params") or {})
+        elif method.startswith("resources/") and flag("--resources"):
+            result = resources(method, message.get("params") or {})
         else:
             raise RpcError(-32601, f"Method not found: {method}")
         send({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -206,10 +254,19 @@ def main():
     if flag("--exit-before-init"):
         log("test server: refusing to start")
         sys.exit(3)
+    tag = text_option("--background-child")
+    if tag:
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", tag],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
     log("test server: ready")
     while True:
         message = read_message()
         if message is None:
+            if flag("--ignore-stdin-close"):
+                log("test server: stdin closed, working on")
+                while True:
+                    time.sleep(60)
             log("test server: stdin closed, exiting")
             return
         if message:

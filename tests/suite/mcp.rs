@@ -334,7 +334,7 @@ fn job_with_servers(sandbox: &Sandbox, servers: &str) -> PathBuf {
 }
 
 #[test]
-fn validate_accepts_the_mcp_key_with_a_warning_and_run_refuses_it() {
+fn validate_accepts_the_mcp_key() {
     let sandbox = Sandbox::new();
     job_with_servers(
         &sandbox,
@@ -344,22 +344,7 @@ fn validate_accepts_the_mcp_key_with_a_warning_and_run_refuses_it() {
     let validated = sandbox.agentci(&["validate", "job.yaml"]);
     assert_eq!(validated.status.code(), Some(0), "{}", stdout(&validated));
     let text = stdout(&validated);
-    assert!(
-        text.contains("warning: MCP servers are not yet available in runs"),
-        "{text}"
-    );
-
-    let run = sandbox.agentci(&["run", "job.yaml", "--progress", "none"]);
-    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
-    let err = stderr(&run);
-    assert!(
-        err.contains("MCP servers are not yet available in runs; use `agentci mcp list/call`"),
-        "{err}"
-    );
-    assert!(
-        !sandbox.workspace().join(".agentci").exists(),
-        "a refused run leaves nothing"
-    );
+    assert!(!text.contains("warning"), "{text}");
 }
 
 #[test]

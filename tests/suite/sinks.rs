@@ -315,6 +315,16 @@ fn every_kind() -> Vec<EventKind> {
             remote: "origin".into(),
             branch: "agentci/fix-clippy".into(),
         },
+        EventKind::McpServerDown {
+            server: "github".into(),
+            reason: "exited with status 1 during tools/call".into(),
+            stderr: vec!["fatal: bad token".into()],
+            required: false,
+        },
+        EventKind::McpToolsRefreshed {
+            server: "everything".into(),
+            tools: vec!["mcp__everything__get-sum".into()],
+        },
         run_completed(RunStatus::BudgetExceeded, "max_cost_usd exceeded", (1, 2)),
     ]
 }
@@ -345,6 +355,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::GitPatch(_) => "git.patch",
         EventKind::GitCommit { .. } => "git.commit",
         EventKind::GitPush { .. } => "git.push",
+        EventKind::McpServerDown { .. } => "mcp.server.down",
+        EventKind::McpToolsRefreshed { .. } => "mcp.tools.refreshed",
         EventKind::RunCompleted(_) => "run.completed",
     }
 }
@@ -394,7 +406,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 23);
+    assert_eq!(tags.len(), 25);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);

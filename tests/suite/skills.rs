@@ -71,7 +71,6 @@ skills-corpus/react-best-practices/SKILL.md:2:7: warning: skill name `vercel-rea
 ok   skills-corpus/react-best-practices/SKILL.md (skill vercel-react-best-practices)
 ok   skills-corpus/release-notes/SKILL.md (skill release-notes)
 skills-corpus/web-research/SKILL.md:4:35: warning: `Task` in allowed-tools names agentci's `task`, which it does not have yet (it has read, write, edit, find, grep, ls, exec, web_fetch, todo); the skill gets no tool from it
-skills-corpus/web-research/SKILL.md:4:50: warning: `mcp__github__search_issues` in allowed-tools names an MCP tool, and agentci runs no MCP tools yet; the skill gets no tool from it
 ok   skills-corpus/web-research/SKILL.md (skill web-research)
 ";
 

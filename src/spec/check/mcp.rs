@@ -18,10 +18,6 @@ use crate::spec::raw::Scalar;
 use crate::spec::raw_mcp::{RawMcp, RawMcpServer};
 use crate::spec::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
 
-/// The warning `validate` gives for a job with MCP servers, until runs start them.
-pub const NOT_IN_RUNS: &str = "MCP servers are not yet available in runs; use `agentci mcp \
-                               list/call` to try them (`agentci run` refuses this job)";
-
 impl Checker<'_> {
     pub(super) fn mcp(
         &mut self,
@@ -42,10 +38,6 @@ impl Checker<'_> {
             if let Some(spec) = self.mcp_server(name, server, workspace, vars) {
                 servers.push(spec);
             }
-        }
-        if !servers.is_empty() {
-            let pos = pos_of(&self.r, raw);
-            self.r.warning(pos, NOT_IN_RUNS);
         }
         McpSpec { servers }
     }

@@ -35,7 +35,7 @@ use crate::spec::{
     CheckSpec, DefaultDecision, Diagnostic, FurtherSkill, JobSpec, OutputsSpec, PermissionsSpec,
     SkillRef,
 };
-use crate::tools::BUILTIN_TOOLS;
+use crate::tools::catalog;
 
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
@@ -292,13 +292,13 @@ impl Checker<'_> {
         for tool in tools {
             let pos = pos_of(&self.r, tool);
             let name = tool.value.trim();
-            if !BUILTIN_TOOLS.contains(&name) {
-                let hint = crate::spec::suggest::did_you_mean(name, BUILTIN_TOOLS.iter().copied());
+            if !catalog::is_builtin(name) {
+                let hint = crate::spec::suggest::did_you_mean(name, catalog::names());
                 self.r.error(
                     pos,
                     format!(
                         "unknown tool `{name}`{hint}; expected one of: {}",
-                        BUILTIN_TOOLS.join(", ")
+                        catalog::names().join(", ")
                     ),
                 );
             } else if out.iter().any(|t| t == name) {
@@ -358,7 +358,7 @@ impl Checker<'_> {
                                 "permission pattern `{}` names no known tool; tools are {}, {} \
                                  and mcp__SERVER__TOOL",
                                 text.value,
-                                BUILTIN_TOOLS.join(", "),
+                                catalog::names().join(", "),
                                 OTHER_CANONICAL_TOOLS.join(", ")
                             ),
                         );
@@ -537,7 +537,12 @@ impl Checker<'_> {
 }
 
 fn is_known_tool(name: &str) -> bool {
-    BUILTIN_TOOLS.contains(&name)
+    catalog::is_builtin(name)
         || OTHER_CANONICAL_TOOLS.contains(&name)
         || name.starts_with("mcp__")
+        || [
+            crate::mcp::tool::LIST_RESOURCES,
+            crate::mcp::tool::READ_RESOURCE,
+        ]
+        .contains(&name)
 }

@@ -6,7 +6,7 @@ use super::{Checker, OTHER_CANONICAL_TOOLS};
 use crate::spec::ToolLoopSpec;
 use crate::spec::load::pos_of;
 use crate::spec::raw::RawJob;
-use crate::tools::BUILTIN_TOOLS;
+use crate::tools::catalog;
 
 /// More parallel calls than this gain nothing on a CI runner and only hide a runaway model.
 const MAX_PARALLEL_TOOLS: u64 = 64;
@@ -27,15 +27,14 @@ impl Checker<'_> {
             spec.tool_timeout = t;
         }
         for (tool, value) in raw.tool_timeouts.iter().flatten() {
-            let known = BUILTIN_TOOLS.contains(&tool.as_str())
-                || OTHER_CANONICAL_TOOLS.contains(&tool.as_str());
+            let known = catalog::is_builtin(tool) || OTHER_CANONICAL_TOOLS.contains(&tool.as_str());
             if !known {
                 let pos = pos_of(&self.r, value);
                 self.r.error(
                     pos,
                     format!(
                         "`tool_timeouts` names `{tool}`, which is not a tool; use one of: {}, {}",
-                        BUILTIN_TOOLS.join(", "),
+                        catalog::names().join(", "),
                         OTHER_CANONICAL_TOOLS.join(", ")
                     ),
                 );

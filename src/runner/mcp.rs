@@ -1,0 +1,220 @@
+//! A job's MCP servers in a run: started before the agent (through the
+//! run's process runner, so under its sandbox), their tools handed to the
+//! tool set, what happened to them turned into trace events before each
+//! model turn, and shut down when the run ends.
+//!
+//! A server that fails or goes down costs only its own tools, unless it
+//! is `required: true`: then the run stops before the next model turn.
+//! Talking to servers is [`crate::mcp`]'s; deciding and recording calls is
+//! the agent's.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::agent::toolset::{LiveTools, LiveUpdate};
+use crate::event::{EventBus, EventKind};
+use crate::mcp::tool::{resource_tools, server_tools};
+use crate::mcp::{McpSet, ServerDown, StartContext, model_tool_name};
+use crate::process::ProcessRunner;
+use crate::spec::{JobSpec, McpTransport};
+use crate::tools::{BoxFuture, Tool};
+
+/// The servers of one run.
+pub struct RunServers {
+    set: Arc<McpSet>,
+    bus: EventBus,
+    /// The names of the `required: true` servers.
+    required: Vec<String>,
+    /// Events about the start, emitted before the first model turn (after
+    /// `run.started`, so every trace begins with it).
+    pending: Mutex<Vec<EventKind>>,
+    /// The set could not be started at all and a server is required.
+    start_failure: Option<String>,
+}
+
+/// The values `${{ env.NAME }}` references of the job's servers resolve
+/// to: secrets for the run's masking, like the job's `secrets`.
+pub fn secret_values(job: &JobSpec, lookup: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    job.mcp
+        .servers
+        .iter()
+        .flat_map(|s| match &s.transport {
+            McpTransport::Stdio { env, .. } => env.iter().collect::<Vec<_>>(),
+            McpTransport::Http { headers, .. } => headers.iter().collect(),
+        })
+        .flat_map(|(_, template)| template.env_names().collect::<Vec<_>>())
+        .filter_map(lookup)
+        .collect()
+}
+
+impl RunServers {
+    /// Starts the job's servers together (none: nothing to do).
+    pub async fn start(
+        job: &JobSpec,
+        workspace: &std::path::Path,
+        processes: &ProcessRunner,
+        bus: EventBus,
+    ) -> RunServers {
+        let (set, start_error) = match start_set(job, workspace, processes).await {
+            Ok(set) => (set, None),
+            Err(message) => (McpSet::empty(), Some(message)),
+        };
+        let set = Arc::new(set);
+        let required: Vec<String> = job
+            .mcp
+            .servers
+            .iter()
+            .filter(|s| s.required)
+            .map(|s| s.name.clone())
+            .collect();
+        let mut pending: Vec<EventKind> = set
+            .failed()
+            .iter()
+            .map(|down| down_event(down, &required))
+            .collect();
+        for server in set.servers() {
+            let missing = server.missing_allowed_tools();
+            if !missing.is_empty() {
+                pending.push(warning(format!(
+                    "MCP server `{}` offers no tool named {} (in its `tools` list)",
+                    server.name(),
+                    missing.join(", ")
+                )));
+            }
+        }
+        // Without a set no server's tools exist; a required one stops the run.
+        let start_failure = start_error.and_then(|message| {
+            pending.push(warning(message.clone()));
+            (!required.is_empty()).then_some(message)
+        });
+        RunServers {
+            set,
+            bus,
+            required,
+            pending: Mutex::new(pending),
+            start_failure,
+        }
+    }
+
+    /// The tools the run starts with: every server tool and, when the job
+    /// has servers, the resource tools.
+    pub fn tools(&self) -> Vec<Box<dyn Tool>> {
+        if self.set.servers().is_empty() && self.set.failed().is_empty() {
+            return Vec::new();
+        }
+        let (mut tools, warnings) = server_tools(&self.set);
+        self.lock_pending()
+            .extend(warnings.into_iter().map(warning));
+        tools.extend(resource_tools(&self.set));
+        tools
+    }
+
+    /// What the tool set asks before each model turn.
+    pub fn live(self: &Arc<Self>) -> Arc<dyn LiveTools> {
+        Arc::clone(self) as Arc<dyn LiveTools>
+    }
+
+    /// Asks every server to exit, and kills those that do not.
+    pub async fn shutdown(&self) {
+        self.set.shutdown_all().await;
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Vec<EventKind>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stop_reason(&self, down: &ServerDown) -> String {
+        let mut reason = format!("the required {down}");
+        if let Some(last) = down.stderr.last() {
+            reason.push_str(&format!(" (its stderr ends: {last})"));
+        }
+        reason
+    }
+}
+
+impl LiveTools for RunServers {
+    fn before_turn(&self) -> BoxFuture<'_, LiveUpdate> {
+        Box::pin(async move {
+            for event in std::mem::take(&mut *self.lock_pending()) {
+                self.bus.emit(event);
+            }
+            if let Some(message) = &self.start_failure {
+                return Err(message.clone());
+            }
+            if let Some(down) = self.set.required_failure() {
+                return Err(self.stop_reason(down));
+            }
+            let refreshed = self.set.take_refreshed().await;
+            let mut stop = None;
+            for down in self.set.take_down() {
+                self.bus.emit(down_event(&down, &self.required));
+                if stop.is_none() && self.required.contains(&down.server) {
+                    stop = Some(self.stop_reason(&down));
+                }
+            }
+            if let Some(reason) = stop {
+                return Err(reason);
+            }
+            if refreshed.is_empty() {
+                return Ok(None);
+            }
+            for r in &refreshed {
+                self.bus.emit(EventKind::McpToolsRefreshed {
+                    server: r.server.clone(),
+                    tools: r
+                        .tools
+                        .iter()
+                        .map(|t| model_tool_name(&r.server, &t.name))
+                        .collect(),
+                });
+            }
+            let (mut tools, warnings) = server_tools(&self.set);
+            for message in warnings {
+                self.bus.emit(warning(message));
+            }
+            tools.extend(resource_tools(&self.set));
+            Ok(Some(tools))
+        })
+    }
+}
+
+/// Starts the set on a blocking thread driving the run's runtime:
+/// [`StartContext`]'s environment lookup is not `Sync`, so a future holding
+/// it across an await cannot be part of a run that eval spawns as a task.
+/// The servers' own tasks still run on the run's runtime.
+async fn start_set(
+    job: &JobSpec,
+    workspace: &std::path::Path,
+    processes: &ProcessRunner,
+) -> Result<McpSet, String> {
+    let specs = job.mcp.servers.clone();
+    let workspace = workspace.to_path_buf();
+    let processes = processes.clone();
+    let runtime = tokio::runtime::Handle::current();
+    let started = tokio::task::spawn_blocking(move || {
+        let lookup = |name: &str| std::env::var(name).ok();
+        let cx = StartContext {
+            workspace: &workspace,
+            env: &lookup,
+            runner: Some(&processes),
+        };
+        runtime.block_on(McpSet::start(&specs, &cx))
+    })
+    .await;
+    started.map_err(|e| format!("starting the job's MCP servers stopped unexpectedly: {e}"))
+}
+
+fn down_event(down: &ServerDown, required: &[String]) -> EventKind {
+    EventKind::McpServerDown {
+        server: down.server.clone(),
+        reason: down.reason.clone(),
+        stderr: down.stderr.clone(),
+        required: required.contains(&down.server),
+    }
+}
+
+fn warning(message: String) -> EventKind {
+    EventKind::Warning {
+        source: "mcp".into(),
+        message,
+    }
+}
