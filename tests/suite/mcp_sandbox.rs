@@ -152,17 +152,22 @@ fn a_server_that_keeps_running_after_stdin_closes_is_killed() {
     }
 }
 
-#[test]
-fn servers_die_with_agentci_when_it_is_terminated_mid_call() {
+/// Starts `agentci mcp call` on a 60 s tool call of a server that ignores
+/// its closed stdin and has a detached child, sends `signal` once both
+/// run, and returns agentci's exit code and what is left running.
+fn signalled_mid_call(signal: i32, name: &str) -> (Option<i32>, Vec<String>) {
     let sb = Sandbox::new();
-    let server = tag("terminated");
-    let child = tag("terminated-child");
+    let server = tag(name);
+    let child = tag(&format!("{name}-child"));
     let job = job(
         &sb,
         "sandbox: {profile: workspace-write}",
-        // Ignoring the closed stdin: only the kill that follows agentci's
-        // death can stop it.
-        &["--background-child", &child, "--ignore-stdin-close", &server],
+        &[
+            "--background-child",
+            &child,
+            "--ignore-stdin-close",
+            &server,
+        ],
     );
     let mut agentci = Command::new(env!("CARGO_BIN_EXE_agentci"))
         .args(["mcp", "call", job.to_str().unwrap(), "test", "sleep"])
@@ -179,9 +184,25 @@ fn servers_die_with_agentci_when_it_is_terminated_mid_call() {
     }
     // SAFETY: a signal to the agentci this test started.
     unsafe {
-        libc::kill(agentci.id() as i32, libc::SIGTERM);
+        libc::kill(agentci.id() as i32, signal);
     }
-    agentci.wait().unwrap();
-    assert_eq!(left_with(&server), Vec::<String>::new());
-    assert_eq!(left_with(&child), Vec::<String>::new());
+    let status = agentci.wait().unwrap();
+    let mut left = left_with(&server);
+    left.extend(left_with(&child));
+    (status.code(), left)
+}
+
+#[test]
+fn on_sigterm_agentci_stops_its_servers_and_exits_143() {
+    let (code, left) = signalled_mid_call(libc::SIGTERM, "sigterm");
+    assert_eq!(code, Some(143));
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
+fn servers_die_with_agentci_even_when_it_is_killed() {
+    // No shutdown code runs: the kernel's parent-death signal does it.
+    let (code, left) = signalled_mid_call(libc::SIGKILL, "sigkill");
+    assert_eq!(code, None);
+    assert_eq!(left, Vec::<String>::new());
 }
