@@ -104,7 +104,7 @@ fn a_server_cannot_read_agentcis_environment_or_write_outside_the_workspace() {
     let args = serde_json::json!({"path": outside, "text": "escaped"}).to_string();
     let refused = call(&sb, &job, "write", &args);
     let degraded = stderr(&refused).contains("degraded");
-    if degraded && stderr(&refused).contains("landlock") {
+    if degraded && stderr(&refused).contains("writes outside the workspace are not blocked") {
         eprintln!("this kernel cannot enforce writes; the degraded sandbox was reported");
         return;
     }
@@ -130,7 +130,7 @@ fn what_a_server_starts_in_the_background_is_gone_when_agentci_is_done() {
     let out = call(&sb, &job, "add", r#"{"a": 1, "b": 2}"#);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["text"], "3");
-    if stderr(&out).contains("pid-namespace") {
+    if stderr(&out).contains("no private PID namespace") {
         eprintln!("no PID namespace here: a detached child can escape; reported as degraded");
         return;
     }
@@ -205,4 +205,32 @@ fn servers_die_with_agentci_even_when_it_is_killed() {
     let (code, left) = signalled_mid_call(libc::SIGKILL, "sigkill");
     assert_eq!(code, None);
     assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
+fn a_degraded_sandbox_is_reported_and_a_required_one_stops_the_command() {
+    let sb = Sandbox::new();
+    let run = |sandbox: &str| {
+        let job = job(&sb, sandbox, &[]);
+        agentci_in(
+            sb.path(),
+            &["mcp", "call", job.to_str().unwrap(), "test", "add"],
+            &[("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "landlock")],
+        )
+    };
+    let out = run("sandbox: {profile: workspace-write}");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(
+        text.contains("warning: the sandbox `workspace-write` is degraded")
+            && text.contains("writes outside the workspace are not blocked"),
+        "{text}"
+    );
+    let out = run("sandbox: {profile: workspace-write, require: true}");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sandbox.require: true"),
+        "{}",
+        stderr(&out)
+    );
 }
