@@ -127,6 +127,13 @@ impl BudgetTracker {
                 max: f64::from(self.max_turns),
             });
         }
+        self.check_spend()
+    }
+
+    /// May a sub-agent's model call go ahead? It counts its own turns
+    /// (`task.max_turns`); the run's time, tokens and cost are shared.
+    pub fn check_spend(&self) -> Result<(), Exceeded> {
+        self.check_time()?;
         if let Some(max) = self.max_tokens
             && self.usage.total() >= max
         {
@@ -175,6 +182,11 @@ impl BudgetTracker {
     /// every figure at zero: that call's cost is unknown, not free.
     pub fn record_model_call(&mut self, usage: &Usage) -> Option<f64> {
         self.turns += 1;
+        self.record_usage(usage)
+    }
+
+    /// Counts a sub-agent's model call: its tokens and cost, not a turn of the run.
+    pub fn record_usage(&mut self, usage: &Usage) -> Option<f64> {
         if *usage == Usage::default() {
             self.calls_without_usage += 1;
             return None;

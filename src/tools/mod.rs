@@ -19,6 +19,7 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 pub mod schema;
+pub mod task;
 pub mod todo;
 pub mod web_fetch;
 pub mod workspace;
@@ -39,12 +40,14 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "exec",
     "web_fetch",
     "todo",
+    "task",
 ];
 
 /// Builtin tools a run gets only when the job's `tools:` names them:
 /// `web_fetch` reaches beyond the workspace, so a job opts in.
 /// `todo` is opt-in so that runs which do not use it offer the same tools as before.
-pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo"];
+/// `task` (sub-agents) spends the run's budget on further model calls, so a job opts in.
+pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo", "task"];
 
 /// The builtin tools that never change the workspace; they may run in parallel
 /// and are offered during planning.
@@ -75,6 +78,8 @@ pub enum ToolErrorCode {
     Io,
     UnknownTool,
     LoopDetected,
+    /// A sub-agent (`task`) ended without an answer.
+    SubagentFailed,
 }
 
 impl ToolErrorCode {
@@ -90,6 +95,7 @@ impl ToolErrorCode {
             ToolErrorCode::Io => "IO_ERROR",
             ToolErrorCode::UnknownTool => "UNKNOWN_TOOL",
             ToolErrorCode::LoopDetected => "LOOP_DETECTED",
+            ToolErrorCode::SubagentFailed => "SUBAGENT_FAILED",
         }
     }
 }
@@ -259,6 +265,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
         "exec" => Box::new(exec::ExecTool::new()),
         "web_fetch" => Box::new(web_fetch::WebFetchTool::new()),
         "todo" => Box::new(todo::TodoTool::new()),
+        "task" => Box::new(task::TaskTool::new()),
         _ => return None,
     };
     Some(tool)

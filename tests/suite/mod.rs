@@ -29,5 +29,6 @@ mod sandbox;
 mod signals;
 mod sinks;
 mod skills;
+mod subagent;
 mod tools;
 mod validate;

@@ -9,8 +9,8 @@ use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
     EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
     OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
-    SandboxReport, SkillLoaded, SkillSource, StepStatus, ToolBatchCompleted, ToolBatchStarted,
-    ToolCallRef, ToolResultEvent, Totals, Usage,
+    SandboxReport, SkillLoaded, SkillSource, StepStatus, SubagentCompleted, SubagentStarted,
+    ToolBatchCompleted, ToolBatchStarted, ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -287,6 +287,24 @@ fn every_kind() -> Vec<EventKind> {
             estimated_tokens_before: 210_000,
             estimated_tokens_after: 30_000,
         }),
+        EventKind::SubagentStarted(SubagentStarted {
+            kind: "explore".into(),
+            tools: vec!["read".into(), "grep".into()],
+            max_turns: 20,
+        }),
+        EventKind::SubagentCompleted(SubagentCompleted {
+            ok: true,
+            reason: "answered".into(),
+            turns: 2,
+            tool_calls: 3,
+            usage: Usage {
+                input_tokens: 200,
+                output_tokens: 40,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+            },
+            duration_ms: 900,
+        }),
         EventKind::BudgetExceeded {
             limit: BudgetLimit::MaxCostUsd,
             used: 2.04,
@@ -340,6 +358,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::ToolResult(_) => "tool.result",
         EventKind::ToolBatchStarted(_) => "tool.batch.started",
         EventKind::ToolBatchCompleted(_) => "tool.batch.completed",
+        EventKind::SubagentStarted(_) => "subagent.started",
+        EventKind::SubagentCompleted(_) => "subagent.completed",
         EventKind::BudgetExceeded { .. } => "budget.exceeded",
         EventKind::CheckCompleted(_) => "check.completed",
         EventKind::GitPatch(_) => "git.patch",
@@ -358,6 +378,7 @@ fn stamped(kinds: Vec<EventKind>) -> Vec<Event> {
             seq: i as u64 + 1,
             ts: format!("2025-03-01T10:00:{:02}.000Z", i.min(59)),
             run_id: "r1".into(),
+            agent: None,
             kind,
         })
         .collect()
@@ -394,7 +415,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 23);
+    assert_eq!(tags.len(), 25);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);

@@ -40,8 +40,6 @@ use crate::tools::BUILTIN_TOOLS;
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
-/// Canonical tools that are not builtin (yet); permission patterns may name them.
-const OTHER_CANONICAL_TOOLS: &[&str] = &["task"];
 
 pub(super) struct Checker<'a> {
     pub r: Reporter<'a>,
@@ -355,11 +353,10 @@ impl Checker<'_> {
                         self.r.warning(
                             pos,
                             format!(
-                                "permission pattern `{}` names no known tool; tools are {}, {} \
+                                "permission pattern `{}` names no known tool; tools are {} \
                                  and mcp__SERVER__TOOL",
                                 text.value,
-                                BUILTIN_TOOLS.join(", "),
-                                OTHER_CANONICAL_TOOLS.join(", ")
+                                BUILTIN_TOOLS.join(", ")
                             ),
                         );
                     }
@@ -537,7 +534,5 @@ impl Checker<'_> {
 }
 
 fn is_known_tool(name: &str) -> bool {
-    BUILTIN_TOOLS.contains(&name)
-        || OTHER_CANONICAL_TOOLS.contains(&name)
-        || name.starts_with("mcp__")
+    BUILTIN_TOOLS.contains(&name) || name.starts_with("mcp__")
 }
