@@ -269,7 +269,12 @@ fn admit<'a>(
              work with your own tools and answer with text",
         )));
     }
-    let tool = match env.tools.get(&call.name, env.read_only_phase) {
+    // A task whose tools only look is read-only, so it may run while planning too.
+    let looks_only = call.name == TASK && env.tasks.is_some_and(|t| t.read_only(&args));
+    let tool = match env
+        .tools
+        .get(&call.name, env.read_only_phase && !looks_only)
+    {
         Ok(tool) => tool,
         Err(NotOffered { available }) => {
             // A tool of the run called while planning is refused by the

@@ -55,7 +55,8 @@ impl TaskTool {
                 description: "Hand a focused errand to a sub-agent. It starts with a fresh \
                     conversation (it does not see yours), works with its own tools and turn \
                     limit, and its final answer is this call's result. `kind`: \"explore\" \
-                    (read, find, grep, ls only; explore tasks in one turn run in parallel) or \
+                    (read, find, grep, ls only; it may run while planning, and explore tasks \
+                    in one turn run in parallel) or \
                     \"general\" (your tools except task; the default). `tools` narrows the \
                     kind's tools further. Write the prompt so it stands alone: what to find or \
                     do, and what to answer with."

@@ -574,3 +574,80 @@ fn task_is_opt_in_and_its_key_is_checked() {
         "{tools}"
     );
 }
+
+/// While planning only read-only calls run: an explore task does, a task
+/// that may write is refused until the plan is in.
+#[test]
+fn an_explore_task_may_run_while_planning() {
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![
+            task(
+                "p1",
+                json!({"prompt": format!("{LANE_A} Survey the files."), "kind": "explore"}),
+            ),
+            task("p2", json!({"prompt": "Change things.", "kind": "general"})),
+        ]),
+        Reply::tool_calls(vec![("l1", "ls", json!({}))]).in_lane(LANE_A),
+        Reply::text("One file: notes.txt.").in_lane(LANE_A),
+        Reply::plan(&[("Nothing to change", "done")]),
+        Reply::step_done("nothing"),
+        Reply::text("Nothing."),
+    ]);
+    let sb = Sandbox::new();
+    sb.write("ws/notes.txt", "hello\n");
+    job(&sb, &model, "ls, write, task", None, "");
+    let (out, _trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = model.requests();
+    assert!(tool_message(&requests, "p1").ends_with("One file: notes.txt."));
+    let refused = tool_message(&requests, "p2");
+    assert!(
+        refused.starts_with("ERROR UNKNOWN_TOOL: tool `task` is not available while planning"),
+        "{refused}"
+    );
+}
+
+/// A sub-agent is under the job's rules like the parent: a denied path stays
+/// denied, and the workspace boundary holds.
+#[test]
+fn a_sub_agent_obeys_the_jobs_permission_rules() {
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Delegate", "done")]),
+        Reply::tool_calls(vec![task(
+            "t1",
+            json!({"prompt": format!("{LANE_A} Read the key."), "kind": "explore"}),
+        )]),
+        Reply::tool_calls(vec![
+            ("k1", "read", json!({"path": "secrets/key.txt"})),
+            ("k2", "read", json!({"path": "../outside.txt"})),
+            ("k3", "grep", json!({"pattern": "hunter2"})),
+        ])
+        .in_lane(LANE_A),
+        Reply::text("I could not read the key.").in_lane(LANE_A),
+        Reply::step_done("done"),
+        Reply::text("Done."),
+    ]);
+    let sb = Sandbox::new();
+    sb.write("ws/secrets/key.txt", "hunter2\n");
+    sb.write("outside.txt", "hunter2 outside\n");
+    job(
+        &sb,
+        &model,
+        "read, grep, task",
+        None,
+        "  deny: [\"read(secrets/**)\"]\n",
+    );
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let sub = lane(&model.requests(), LANE_A);
+    assert!(tool_message(&sub, "k1").starts_with("ERROR PERMISSION_DENIED"));
+    assert!(tool_message(&sub, "k2").starts_with("ERROR OUTSIDE_WORKSPACE"));
+    let grep = tool_message(&sub, "k3");
+    assert!(!grep.contains("secrets/key.txt:"), "{grep}");
+    let denied = events(&trace, "permission.decision")
+        .into_iter()
+        .find(|d| d["call_id"] == "k1")
+        .unwrap();
+    assert_eq!(denied["rule"], "deny: read(secrets/**)");
+    assert_eq!(denied["agent"]["parent_call"], "t1");
+}
