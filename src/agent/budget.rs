@@ -227,6 +227,31 @@ mod tests {
     }
 
     #[test]
+    fn a_sub_agents_calls_spend_tokens_but_not_the_runs_turns() {
+        let mut b = BudgetTracker::new(
+            &BudgetSpec {
+                max_turns: Some(1),
+                max_tokens: Some(100),
+                ..Default::default()
+            },
+            None,
+        );
+        b.record_model_call(&Usage::default());
+        assert_eq!(
+            b.check_model_call().unwrap_err().limit,
+            BudgetLimit::MaxTurns
+        );
+        assert!(b.check_spend().is_ok(), "turns are the sub-agent's own");
+        b.record_usage(&Usage {
+            input_tokens: 90,
+            output_tokens: 10,
+            ..Default::default()
+        });
+        assert_eq!(b.turns, 1);
+        assert_eq!(b.check_spend().unwrap_err().limit, BudgetLimit::MaxTokens);
+    }
+
+    #[test]
     fn tool_batch_that_would_overshoot_is_refused() {
         let mut b = BudgetTracker::new(
             &BudgetSpec {
