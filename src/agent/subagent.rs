@@ -23,17 +23,20 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::event::{
-    AgentTag, EventBus, EventKind, ModelRequest, ModelResponse, Phase, SubagentCompleted,
-    SubagentStarted, ToolCallRef, Usage,
+    AgentTag, ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, Phase,
+    SubagentCompleted, SubagentStarted, ToolCallRef, Usage,
 };
 use crate::policy::{PermissionPolicy, ToolPattern};
-use crate::provider::{ChatRequest, Message, ModelProvider, ToolChoice};
+use crate::provider::{
+    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolChoice, ToolDefinition,
+};
 use crate::spec::ToolLoopSpec;
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
 use crate::tools::{BoxFuture, READ_ONLY_TOOLS, ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
 use super::budget::BudgetTracker;
+use super::context;
 use super::loop_guard::LoopGuard;
 use super::session::CallObserver;
 use super::toolset::ToolSet;
@@ -239,18 +242,8 @@ impl<'a> Subagents<'a> {
                 messages: messages.len(),
                 tools: offered.iter().map(|t| t.name.clone()).collect(),
             }));
-            let request = ChatRequest {
-                model: self.model_name.to_string(),
-                messages: messages.clone(),
-                tools: offered.clone(),
-                tool_choice: ToolChoice::Auto,
-            };
-            let observer = CallObserver {
-                bus,
-                call_id: &call_id,
-            };
             let started = Instant::now();
-            let response = match self.provider.complete_observed(&request, &observer).await {
+            let response = match self.complete(bus, &call_id, &mut messages, &offered).await {
                 Ok(response) => response,
                 Err(error) => {
                     ending.answer = Err(format!("its model call failed: {error}"));
@@ -321,6 +314,44 @@ impl<'a> Subagents<'a> {
             "it used its {max_turns} turns (task.max_turns) without a final answer"
         ));
         ending
+    }
+
+    /// One model call; a conversation too long for the model is trimmed
+    /// once (as the parent's is) and tried again.
+    async fn complete(
+        &self,
+        bus: &EventBus,
+        call_id: &str,
+        messages: &mut Vec<Message>,
+        offered: &[ToolDefinition],
+    ) -> Result<ChatResponse, ProviderError> {
+        let observer = CallObserver { bus, call_id };
+        let mut trimmed = false;
+        loop {
+            let request = ChatRequest {
+                model: self.model_name.to_string(),
+                messages: messages.clone(),
+                tools: offered.to_vec(),
+                tool_choice: ToolChoice::Auto,
+            };
+            match self.provider.complete_observed(&request, &observer).await {
+                Err(ProviderError::ContextTooLong(reason)) if !trimmed => {
+                    let Some(trim) = context::trim(messages) else {
+                        return Err(ProviderError::ContextTooLong(reason));
+                    };
+                    bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
+                        call_id: call_id.to_string(),
+                        reason,
+                        messages_before: trim.messages_before,
+                        messages_after: trim.messages_after,
+                        estimated_tokens_before: trim.estimated_tokens_before,
+                        estimated_tokens_after: trim.estimated_tokens_after,
+                    }));
+                    trimmed = true;
+                }
+                other => return other,
+            }
+        }
     }
 
     fn lock_budget(&self) -> std::sync::MutexGuard<'_, &'a mut BudgetTracker> {

@@ -651,3 +651,31 @@ fn a_sub_agent_obeys_the_jobs_permission_rules() {
     assert_eq!(denied["rule"], "deny: read(secrets/**)");
     assert_eq!(denied["agent"]["parent_call"], "t1");
 }
+
+/// A sub-agent whose conversation no longer fits is trimmed like the parent's and goes on.
+#[test]
+fn a_sub_agents_conversation_is_trimmed_when_too_long() {
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Delegate", "done")]),
+        Reply::tool_calls(vec![task(
+            "t1",
+            json!({"prompt": format!("{LANE_A} Read both."), "kind": "explore"}),
+        )]),
+        Reply::tool_calls(vec![("r1", "read", json!({"path": "a.txt"}))]).in_lane(LANE_A),
+        Reply::tool_calls(vec![("r2", "ls", json!({}))]).in_lane(LANE_A),
+        Reply::context_too_long().in_lane(LANE_A),
+        Reply::text("a.txt holds alpha.").in_lane(LANE_A),
+        Reply::step_done("done"),
+        Reply::text("Done."),
+    ]);
+    let sb = Sandbox::new();
+    sb.write("ws/a.txt", &"alpha\n".repeat(2000));
+    job(&sb, &model, "read, ls, task", None, "");
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(tool_message(&model.requests(), "t1").ends_with("a.txt holds alpha."));
+    let trimmed = events(&trace, "context.trimmed");
+    assert_eq!(trimmed.len(), 1);
+    assert_eq!(trimmed[0]["agent"]["id"], "task-1");
+    assert_eq!(trimmed[0]["call_id"], "task-1/model-3");
+}
