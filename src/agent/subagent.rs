@@ -186,8 +186,12 @@ impl<'a> Subagents<'a> {
                 } else {
                     format!("`tools` can only narrow the {} tools", kind.as_str())
                 };
+                let article = match kind {
+                    TaskKind::Explore => "an",
+                    TaskKind::General => "a",
+                };
                 return Err(format!(
-                    "`{name}` is not among the tools of a {} task in this run ({}); {why}",
+                    "`{name}` is not among the tools of {article} {} task in this run ({}); {why}",
                     kind.as_str(),
                     of_kind.join(", ")
                 ));

@@ -318,7 +318,7 @@ fn a_task_gets_tools_narrower_than_the_parents() {
     let widened = tool_message(&requests, "t2");
     assert!(
         widened.starts_with(
-            "ERROR INVALID_ARGUMENT: `write` is not among the tools of a explore task in this run (read)"
+            "ERROR INVALID_ARGUMENT: `write` is not among the tools of an explore task in this run (read)"
         ),
         "{widened}"
     );
