@@ -74,6 +74,7 @@ fn main() {
             read_only_phase: false,
             tool_loop: &tool_loop,
             batches: &batches,
+            tasks: None,
         };
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| {

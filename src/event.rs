@@ -23,8 +23,20 @@ pub struct Event {
     pub seq: u64,
     pub ts: String,
     pub run_id: String,
+    /// The sub-agent the event belongs to; absent on the run's own events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentTag>,
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+/// Which sub-agent (a `task` call) an event comes from.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentTag {
+    /// `task-1`, `task-2`, … counted over the run.
+    pub id: String,
+    /// The parent's `task` call that started it.
+    pub parent_call: String,
 }
 
 /// What happened. Serialized with a dotted `type` tag (`tool.call`, …).
@@ -100,6 +112,12 @@ pub enum EventKind {
     ToolBatchStarted(ToolBatchStarted),
     #[serde(rename = "tool.batch.completed")]
     ToolBatchCompleted(ToolBatchCompleted),
+    /// A `task` call started a sub-agent; its own events carry `agent`.
+    #[serde(rename = "subagent.started")]
+    SubagentStarted(SubagentStarted),
+    /// The sub-agent ended; its final text is the `task` call's result.
+    #[serde(rename = "subagent.completed")]
+    SubagentCompleted(SubagentCompleted),
     #[serde(rename = "budget.exceeded")]
     BudgetExceeded {
         limit: BudgetLimit,
@@ -131,6 +149,28 @@ pub enum EventKind {
     McpToolsRefreshed { server: String, tools: Vec<String> },
     #[serde(rename = "run.completed")]
     RunCompleted(RunCompleted),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SubagentStarted {
+    /// `explore` or `general`.
+    pub kind: String,
+    /// The tools it was given.
+    pub tools: Vec<String>,
+    pub max_turns: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SubagentCompleted {
+    /// True when it answered with final text.
+    pub ok: bool,
+    /// Why it ended, in a line.
+    pub reason: String,
+    pub turns: u32,
+    pub tool_calls: u32,
+    /// Its own model usage (already counted in the run's totals).
+    pub usage: Usage,
+    pub duration_ms: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -547,6 +587,8 @@ pub struct SinkError {
 #[derive(Clone)]
 pub struct EventBus {
     inner: Arc<Mutex<BusState>>,
+    /// Stamped on every event this handle emits: a sub-agent's bus.
+    agent: Option<AgentTag>,
 }
 
 struct BusState {
@@ -582,6 +624,15 @@ impl EventBus {
                 errors: Vec::new(),
                 completed: false,
             })),
+            agent: None,
+        }
+    }
+
+    /// The same bus (same sinks, same `seq`), stamping `agent` on every event.
+    pub fn for_agent(&self, agent: AgentTag) -> EventBus {
+        EventBus {
+            inner: Arc::clone(&self.inner),
+            agent: Some(agent),
         }
     }
 
@@ -609,6 +660,7 @@ impl EventBus {
             seq: state.next_seq,
             ts: now_rfc3339(),
             run_id: state.run_id.clone(),
+            agent: self.agent.clone(),
             kind,
         };
         if state.completed {

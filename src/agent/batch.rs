@@ -26,12 +26,19 @@ use crate::spec::ToolLoopSpec;
 use crate::tools::{RuleArgument, ToolContext, ToolErrorCode, ToolResult, ToolSpec, schema};
 
 use super::loop_guard::{Judgement, LoopGuard};
+use super::subagent::TaskRunner;
 use super::toolset::{NotOffered, SkillRefusal, ToolSet};
+use crate::tools::task::TASK;
 
 /// Extra time the batch gives `exec` past the longest timeout it may ask
 /// for, when the job sets no `tool_timeouts.exec`: `exec` stops its own
 /// command at its `timeout` argument and reports the output so far.
 const EXEC_GRACE: Duration = Duration::from_secs(5);
+
+/// The least time a `task` call gets when the job sets no `tool_timeouts.task`:
+/// a sub-agent makes many model calls and is bounded by `task.max_turns`
+/// and the run's budget, not by the time one tool call may take.
+const TASK_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// What the batch needs from the run, borrowed for one turn.
 pub struct BatchEnv<'a> {
@@ -45,6 +52,9 @@ pub struct BatchEnv<'a> {
     pub tool_loop: &'a ToolLoopSpec,
     /// Numbers the run's batches.
     pub batches: &'a AtomicU64,
+    /// Runs `task` calls (sub-agents); `None` inside a sub-agent, where
+    /// `task` is refused.
+    pub tasks: Option<&'a dyn TaskRunner>,
 }
 
 /// A call that passed every check and may run.
@@ -52,6 +62,8 @@ struct Approved<'a> {
     index: usize,
     tool: &'a dyn crate::tools::Tool,
     args: Value,
+    /// May run next to other read-only calls (a tool's spec, or an explore task).
+    read_only: bool,
 }
 
 /// Run `calls` and return one result per call, in order.
@@ -74,7 +86,18 @@ pub async fn run_batch(
     let mut approved = Vec::new();
     for (index, call) in calls.iter().enumerate() {
         match admit(env, call, guard, &turn_judgement) {
-            Ok((tool, args)) => approved.push(Approved { index, tool, args }),
+            Ok((tool, args)) => {
+                let read_only = match (tool.spec().name.as_str(), env.tasks) {
+                    (TASK, Some(tasks)) => tasks.read_only(&args),
+                    _ => tool.spec().read_only,
+                };
+                approved.push(Approved {
+                    index,
+                    tool,
+                    args,
+                    read_only,
+                })
+            }
             Err(result) => results[index] = Some(result),
         }
     }
@@ -82,11 +105,9 @@ pub async fn run_batch(
     // Contiguous read-only calls form one parallel group; a mutating call is a group of its own.
     let mut groups: Vec<Vec<Approved>> = Vec::new();
     for call in approved {
-        let read_only = call.tool.spec().read_only;
+        let read_only = call.read_only;
         match groups.last_mut() {
-            Some(group) if read_only && group.iter().all(|c| c.tool.spec().read_only) => {
-                group.push(call)
-            }
+            Some(group) if read_only && group.iter().all(|c| c.read_only) => group.push(call),
             _ => groups.push(vec![call]),
         }
     }
@@ -111,7 +132,7 @@ async fn run_group(
 ) -> Vec<(usize, ToolResult)> {
     let batch = env.batches.fetch_add(1, Ordering::Relaxed) + 1;
     let call_ids: Vec<String> = group.iter().map(|c| calls[c.index].id.clone()).collect();
-    let parallel = group.iter().all(|c| c.tool.spec().read_only);
+    let parallel = group.iter().all(|c| c.read_only);
     let max_parallel = if parallel {
         env.tool_loop.max_parallel_tools.max(1)
     } else {
@@ -135,11 +156,14 @@ async fn run_group(
         let call_started = Instant::now();
         let name = call.tool.spec().name.as_str();
         let limit = timeout_for(env, name, &call.args);
-        let (result, timed_out) =
-            match tokio::time::timeout(limit, call.tool.call(call.args, env.ctx)).await {
-                Ok(result) => (result, false),
-                Err(_) => (timed_out_result(name, limit), true),
-            };
+        let run = match (name, env.tasks) {
+            (TASK, Some(tasks)) => tasks.run(&calls[call.index].id, call.args),
+            _ => call.tool.call(call.args, env.ctx),
+        };
+        let (result, timed_out) = match tokio::time::timeout(limit, run).await {
+            Ok(result) => (result, false),
+            Err(_) => (timed_out_result(name, limit), true),
+        };
         (call.index, result, call_started.elapsed(), timed_out)
     }))
     .await;
@@ -175,6 +199,9 @@ fn timeout_for(env: &BatchEnv<'_>, tool: &str, args: &Value) -> Duration {
             .unwrap_or(env.ctx.limits.exec_timeout)
             .min(env.ctx.limits.exec_max_timeout);
         return limit.max(asked + EXEC_GRACE);
+    }
+    if tool == TASK && !by_name {
+        return limit.max(TASK_TIMEOUT);
     }
     limit
 }
@@ -230,7 +257,24 @@ fn admit<'a>(
             )));
         }
     };
-    let tool = match env.tools.get(&call.name, env.read_only_phase) {
+    if call.name == TASK && env.tasks.is_none() {
+        decide(
+            env,
+            call,
+            &refusal("sub-agent", RuleSource::ToolSet, Vec::new()),
+        );
+        return Err(refuse(ToolResult::failure(
+            ToolErrorCode::PermissionDenied,
+            "sub-agents cannot start sub-agents: `task` is not available inside a task; do the \
+             work with your own tools and answer with text",
+        )));
+    }
+    // A task whose tools only look is read-only, so it may run while planning too.
+    let looks_only = call.name == TASK && env.tasks.is_some_and(|t| t.read_only(&args));
+    let tool = match env
+        .tools
+        .get(&call.name, env.read_only_phase && !looks_only)
+    {
         Ok(tool) => tool,
         Err(NotOffered { available }) => {
             // A tool of the run called while planning is refused by the

@@ -127,6 +127,13 @@ impl BudgetTracker {
                 max: f64::from(self.max_turns),
             });
         }
+        self.check_spend()
+    }
+
+    /// May a sub-agent's model call go ahead? It counts its own turns
+    /// (`task.max_turns`); the run's time, tokens and cost are shared.
+    pub fn check_spend(&self) -> Result<(), Exceeded> {
+        self.check_time()?;
         if let Some(max) = self.max_tokens
             && self.usage.total() >= max
         {
@@ -175,6 +182,11 @@ impl BudgetTracker {
     /// every figure at zero: that call's cost is unknown, not free.
     pub fn record_model_call(&mut self, usage: &Usage) -> Option<f64> {
         self.turns += 1;
+        self.record_usage(usage)
+    }
+
+    /// Counts a sub-agent's model call: its tokens and cost, not a turn of the run.
+    pub fn record_usage(&mut self, usage: &Usage) -> Option<f64> {
         if *usage == Usage::default() {
             self.calls_without_usage += 1;
             return None;
@@ -212,6 +224,31 @@ mod tests {
         b.record_model_call(&Usage::default());
         let e = b.check_model_call().unwrap_err();
         assert_eq!(e.limit, BudgetLimit::MaxTurns);
+    }
+
+    #[test]
+    fn a_sub_agents_calls_spend_tokens_but_not_the_runs_turns() {
+        let mut b = BudgetTracker::new(
+            &BudgetSpec {
+                max_turns: Some(1),
+                max_tokens: Some(100),
+                ..Default::default()
+            },
+            None,
+        );
+        b.record_model_call(&Usage::default());
+        assert_eq!(
+            b.check_model_call().unwrap_err().limit,
+            BudgetLimit::MaxTurns
+        );
+        assert!(b.check_spend().is_ok(), "turns are the sub-agent's own");
+        b.record_usage(&Usage {
+            input_tokens: 90,
+            output_tokens: 10,
+            ..Default::default()
+        });
+        assert_eq!(b.turns, 1);
+        assert_eq!(b.check_spend().unwrap_err().limit, BudgetLimit::MaxTokens);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod loop_guard;
 pub mod plan;
 pub mod protocol;
 pub mod session;
+pub mod subagent;
 pub mod toolset;
 
 use std::time::Instant;
@@ -192,6 +193,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         batches: std::sync::atomic::AtomicU64::new(0),
         plan: Vec::new(),
         step_summaries: Vec::new(),
+        subagents: subagent::SubagentConfig {
+            skill_patterns: skill.allowed_tools.clone(),
+            workspace: workspace_display.clone(),
+            ..Default::default()
+        },
     };
 
     // Dropping the agent phase on a signal stops the model call in flight

@@ -24,6 +24,7 @@ use super::budget::{BudgetTracker, Exceeded};
 use super::context;
 use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
+use super::subagent::{SubagentConfig, Subagents};
 use super::toolset::ToolSet;
 
 /// Why the agent phase ended early.
@@ -60,6 +61,8 @@ pub struct Session<'a> {
     pub plan: Vec<PlanStep>,
     /// Summaries of completed steps, in order.
     pub step_summaries: Vec<String>,
+    /// What `task` calls need from one turn to the next.
+    pub subagents: SubagentConfig,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -225,16 +228,32 @@ impl Session<'_> {
             });
         }
 
-        let env = BatchEnv {
-            tools: &self.tools,
-            policy: &self.policy,
-            ctx: &self.ctx,
-            bus: &self.bus,
-            read_only_phase,
-            tool_loop: &self.tool_loop,
-            batches: &self.batches,
+        let results = {
+            // The batch's sub-agents spend from the run's budget while it runs.
+            let budget = std::sync::Mutex::new(&mut self.budget);
+            let tasks = Subagents {
+                provider: self.provider,
+                model_name: &self.model_name,
+                parent_tools: &self.tools,
+                config: &self.subagents,
+                policy: &self.policy,
+                ctx: &self.ctx,
+                bus: &self.bus,
+                tool_loop: &self.tool_loop,
+                budget: &budget,
+            };
+            let env = BatchEnv {
+                tools: &self.tools,
+                policy: &self.policy,
+                ctx: &self.ctx,
+                bus: &self.bus,
+                read_only_phase,
+                tool_loop: &self.tool_loop,
+                batches: &self.batches,
+                tasks: Some(&tasks),
+            };
+            run_batch(&env, &regular_calls, &mut self.guard).await
         };
-        let results = run_batch(&env, &regular_calls, &mut self.guard).await;
         self.budget.record_tool_calls(regular_calls.len() as u32);
         for ((index, _), result) in regular.iter().zip(results) {
             // The model provider is a third party: it never sees a secret a tool printed.
@@ -259,9 +278,9 @@ impl Session<'_> {
 }
 
 /// Turns what the provider layer reports during one call into events.
-struct CallObserver<'a> {
-    bus: &'a EventBus,
-    call_id: &'a str,
+pub(super) struct CallObserver<'a> {
+    pub bus: &'a EventBus,
+    pub call_id: &'a str,
 }
 
 impl ProviderObserver for CallObserver<'_> {

@@ -205,6 +205,7 @@ mod tests {
             seq: 1,
             ts: String::new(),
             run_id: "r".into(),
+            agent: None,
             kind: EventKind::ToolCall {
                 call_id: "c".into(),
                 tool: tool.into(),

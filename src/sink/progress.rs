@@ -51,6 +51,11 @@ impl LogLines {
     /// The lines `event` is shown as; empty for events a log reader does not need.
     pub(super) fn lines(&mut self, event: &Event) -> Vec<String> {
         let mut lines = Vec::new();
+        // A sub-agent's call ids are its model's, and may repeat the parent's.
+        let scoped = |id: &str| match &event.agent {
+            Some(agent) => format!("{}/{id}", agent.id),
+            None => id.to_string(),
+        };
         match &event.kind {
             EventKind::RunStarted(run) => lines.push(format!(
                 "run {}: skill {}, model {}:{}, {} tools",
@@ -109,7 +114,7 @@ impl LogLines {
                 call_id,
                 tool,
                 arguments,
-            } => self.calls.called(call_id, tool, arguments),
+            } => self.calls.called(&scoped(call_id), tool, arguments),
             EventKind::PermissionDecision {
                 call_id,
                 tool,
@@ -117,12 +122,12 @@ impl LogLines {
                 rule,
                 ..
             } => {
-                let call = self.calls.denied(call_id, tool);
+                let call = self.calls.denied(&scoped(call_id), tool);
                 lines.push(format!("  denied {call} (rule: {rule})"));
             }
             EventKind::PermissionDecision { .. } => {}
             EventKind::ToolResult(result) => {
-                if let Some(call) = self.calls.finished(&result.call_id, &result.tool) {
+                if let Some(call) = self.calls.finished(&scoped(&result.call_id), &result.tool) {
                     let outcome = match (&result.ok, &result.error_code) {
                         (true, _) => "ok".to_string(),
                         (false, Some(code)) => {
@@ -138,6 +143,32 @@ impl LogLines {
                 if result.ok && result.tool == "todo" {
                     lines.extend(todo_line(&result.data));
                 }
+            }
+            EventKind::SubagentStarted(started) => {
+                let id = event.agent.as_ref().map_or("task", |a| a.id.as_str());
+                lines.push(format!(
+                    "  {id} started ({}: {})",
+                    started.kind,
+                    started.tools.join(", ")
+                ));
+            }
+            EventKind::SubagentCompleted(done) => {
+                let id = event.agent.as_ref().map_or("task", |a| a.id.as_str());
+                let outcome = if done.ok {
+                    "answered".to_string()
+                } else {
+                    format!("gave no answer: {}", one_line(&done.reason, 120))
+                };
+                let count = |n: u32, what: &str| match n {
+                    1 => format!("1 {what}"),
+                    n => format!("{n} {what}s"),
+                };
+                lines.push(format!(
+                    "  {id} {outcome} ({}, {}, {})",
+                    count(done.turns, "turn"),
+                    count(done.tool_calls, "tool call"),
+                    secs(done.duration_ms)
+                ));
             }
             EventKind::BudgetExceeded { limit, used, max } => {
                 lines.push(format!(
@@ -693,6 +724,7 @@ mod tests {
             seq: 0,
             ts: String::new(),
             run_id: "r".to_string(),
+            agent: None,
             kind,
         }
     }

@@ -211,11 +211,9 @@ mod tests {
 
     #[test]
     fn names_of_tools_agentci_lacks_warn() {
-        for name in ["Task", "mcp__github__get_issue"] {
-            let pattern = to_canonical(name).unwrap();
-            let message = missing_tool(name, &pattern).unwrap();
-            assert!(message.contains("gets no tool"), "{message}");
-        }
+        let name = "mcp__github__get_issue";
+        let message = missing_tool(name, &to_canonical(name).unwrap()).unwrap();
+        assert!(message.contains("gets no tool"), "{message}");
         for name in [
             "Read",
             "Bash(git diff:*)",
@@ -223,6 +221,7 @@ mod tests {
             "WebFetch",
             "TodoWrite",
             "web_fetch",
+            "Task",
         ] {
             assert_eq!(missing_tool(name, &to_canonical(name).unwrap()), None);
         }

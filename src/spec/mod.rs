@@ -110,7 +110,7 @@ impl SandboxProfile {
     }
 }
 
-/// `max_parallel_tools`, `tool_timeout`, `tool_timeouts` and `loop_guard`.
+/// `max_parallel_tools`, `tool_timeout`, `tool_timeouts`, `loop_guard` and `task`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolLoopSpec {
     /// Read-only calls of one turn that run at the same time.
@@ -121,6 +121,8 @@ pub struct ToolLoopSpec {
     pub tool_timeouts: BTreeMap<String, Duration>,
     /// Identical calls in one step at which the model is warned (`loop_guard.repeats`).
     pub loop_repeats: u32,
+    /// Model turns one sub-agent (a `task` call) may take (`task.max_turns`).
+    pub task_max_turns: u32,
 }
 
 impl Default for ToolLoopSpec {
@@ -130,6 +132,7 @@ impl Default for ToolLoopSpec {
             tool_timeout: Duration::from_secs(120),
             tool_timeouts: BTreeMap::new(),
             loop_repeats: 3,
+            task_max_turns: 20,
         }
     }
 }

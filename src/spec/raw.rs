@@ -45,6 +45,14 @@ pub(super) struct RawJob {
     pub tool_timeout: Option<Spanned<Scalar>>,
     pub tool_timeouts: Option<BTreeMap<String, Spanned<Scalar>>>,
     pub loop_guard: Option<RawLoopGuard>,
+    pub task: Option<RawTask>,
+}
+
+/// `task:`, the sub-agents the `task` tool starts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTask {
+    pub max_turns: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

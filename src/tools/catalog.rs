@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use super::{RuleArgument, Tool, ToolSpec};
-use super::{edit, exec, find, grep, ls, read, todo, web_fetch, write};
+use super::{edit, exec, find, grep, ls, read, task, todo, web_fetch, write};
 
 /// One builtin tool.
 pub struct Builtin {
@@ -24,7 +24,8 @@ pub struct Builtin {
 
 /// The builtin tools, in the order they are offered. `web_fetch` reaches
 /// beyond the workspace, so a job opts in; `todo` is opt-in so that runs
-/// which do not use it offer the same tools as before.
+/// which do not use it offer the same tools as before; `task` (sub-agents)
+/// spends the run's budget on further model calls.
 pub const BUILTINS: &[Builtin] = &[
     offered("read", || Box::new(read::ReadTool::new())),
     offered("write", || Box::new(write::WriteTool::new())),
@@ -35,6 +36,7 @@ pub const BUILTINS: &[Builtin] = &[
     offered("exec", || Box::new(exec::ExecTool::new())),
     opt_in("web_fetch", || Box::new(web_fetch::WebFetchTool::new())),
     opt_in("todo", || Box::new(todo::TodoTool::new())),
+    opt_in("task", || Box::new(task::TaskTool::new())),
 ];
 
 /// A builtin every run gets unless the job's `tools:` leaves it out.
@@ -118,7 +120,8 @@ mod tests {
                 "ls",
                 "exec",
                 "web_fetch",
-                "todo"
+                "todo",
+                "task"
             ]
         );
     }

@@ -23,6 +23,7 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 pub mod schema;
+pub mod task;
 pub mod todo;
 pub mod web_fetch;
 pub mod workspace;
@@ -85,6 +86,8 @@ pub enum ToolErrorCode {
     ToolError,
     /// The MCP server behind the tool is down.
     ServerDown,
+    /// A sub-agent (`task`) ended without an answer.
+    SubagentFailed,
 }
 
 impl ToolErrorCode {
@@ -102,6 +105,7 @@ impl ToolErrorCode {
             ToolErrorCode::LoopDetected => "LOOP_DETECTED",
             ToolErrorCode::ToolError => "TOOL_ERROR",
             ToolErrorCode::ServerDown => "SERVER_DOWN",
+            ToolErrorCode::SubagentFailed => "SUBAGENT_FAILED",
         }
     }
 }

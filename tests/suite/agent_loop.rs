@@ -534,6 +534,7 @@ proptest::proptest! {
             read_only_phase: false,
             tool_loop: &tool_loop,
             batches: &batches,
+            tasks: None,
         };
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let mut guard = LoopGuard::new(100);

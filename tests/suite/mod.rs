@@ -32,6 +32,7 @@ mod sandbox;
 mod signals;
 mod sinks;
 mod skills;
+mod subagent;
 mod tools;
 mod validate;
 mod workflow_lint;

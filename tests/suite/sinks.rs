@@ -9,8 +9,8 @@ use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
     EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
     OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
-    SandboxReport, SkillLoaded, SkillSource, StepStatus, ToolBatchCompleted, ToolBatchStarted,
-    ToolCallRef, ToolResultEvent, Totals, Usage,
+    SandboxReport, SkillLoaded, SkillSource, StepStatus, SubagentCompleted, SubagentStarted,
+    ToolBatchCompleted, ToolBatchStarted, ToolCallRef, ToolResultEvent, Totals, Usage,
 };
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
@@ -287,6 +287,24 @@ fn every_kind() -> Vec<EventKind> {
             estimated_tokens_before: 210_000,
             estimated_tokens_after: 30_000,
         }),
+        EventKind::SubagentStarted(SubagentStarted {
+            kind: "explore".into(),
+            tools: vec!["read".into(), "grep".into()],
+            max_turns: 20,
+        }),
+        EventKind::SubagentCompleted(SubagentCompleted {
+            ok: true,
+            reason: "answered".into(),
+            turns: 2,
+            tool_calls: 3,
+            usage: Usage {
+                input_tokens: 200,
+                output_tokens: 40,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+            },
+            duration_ms: 900,
+        }),
         EventKind::BudgetExceeded {
             limit: BudgetLimit::MaxCostUsd,
             used: 2.04,
@@ -350,6 +368,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::ToolResult(_) => "tool.result",
         EventKind::ToolBatchStarted(_) => "tool.batch.started",
         EventKind::ToolBatchCompleted(_) => "tool.batch.completed",
+        EventKind::SubagentStarted(_) => "subagent.started",
+        EventKind::SubagentCompleted(_) => "subagent.completed",
         EventKind::BudgetExceeded { .. } => "budget.exceeded",
         EventKind::CheckCompleted(_) => "check.completed",
         EventKind::GitPatch(_) => "git.patch",
@@ -370,6 +390,7 @@ fn stamped(kinds: Vec<EventKind>) -> Vec<Event> {
             seq: i as u64 + 1,
             ts: format!("2025-03-01T10:00:{:02}.000Z", i.min(59)),
             run_id: "r1".into(),
+            agent: None,
             kind,
         })
         .collect()

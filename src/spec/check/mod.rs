@@ -40,8 +40,6 @@ use crate::tools::catalog;
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
-/// Canonical tools that are not builtin (yet); permission patterns may name them.
-const OTHER_CANONICAL_TOOLS: &[&str] = &["task"];
 
 pub(super) struct Checker<'a> {
     pub r: Reporter<'a>,
@@ -355,11 +353,10 @@ impl Checker<'_> {
                         self.r.warning(
                             pos,
                             format!(
-                                "permission pattern `{}` names no known tool; tools are {}, {} \
+                                "permission pattern `{}` names no known tool; tools are {} \
                                  and mcp__SERVER__TOOL",
                                 text.value,
-                                catalog::names().join(", "),
-                                OTHER_CANONICAL_TOOLS.join(", ")
+                                catalog::names().join(", ")
                             ),
                         );
                     }
@@ -538,7 +535,6 @@ impl Checker<'_> {
 
 fn is_known_tool(name: &str) -> bool {
     catalog::is_builtin(name)
-        || OTHER_CANONICAL_TOOLS.contains(&name)
         || name.starts_with("mcp__")
         || [
             crate::mcp::tool::LIST_RESOURCES,

@@ -1,8 +1,8 @@
 //! The job keys about how one turn's tool calls run: `max_parallel_tools`,
-//! `tool_timeout`, `tool_timeouts` and `loop_guard.repeats`. Running them is
+//! `tool_timeout`, `tool_timeouts`, `loop_guard.repeats` and `task.max_turns`. Running them is
 //! the agent's business ([`crate::agent::batch`], [`crate::agent::loop_guard`]).
 
-use super::{Checker, OTHER_CANONICAL_TOOLS};
+use super::Checker;
 use crate::spec::ToolLoopSpec;
 use crate::spec::load::pos_of;
 use crate::spec::raw::RawJob;
@@ -12,6 +12,8 @@ use crate::tools::catalog;
 const MAX_PARALLEL_TOOLS: u64 = 64;
 /// A guard that warns at the first repeat would stop honest re-reads; beyond 100 it guards nothing.
 const MAX_LOOP_REPEATS: u64 = 100;
+/// A sub-agent is a focused errand; more turns than this is a run of its own.
+const MAX_TASK_TURNS: u64 = 500;
 
 impl Checker<'_> {
     pub(super) fn tool_loop(&mut self, raw: &RawJob) -> ToolLoopSpec {
@@ -27,15 +29,13 @@ impl Checker<'_> {
             spec.tool_timeout = t;
         }
         for (tool, value) in raw.tool_timeouts.iter().flatten() {
-            let known = catalog::is_builtin(tool) || OTHER_CANONICAL_TOOLS.contains(&tool.as_str());
-            if !known {
+            if !catalog::is_builtin(tool) {
                 let pos = pos_of(&self.r, value);
                 self.r.error(
                     pos,
                     format!(
-                        "`tool_timeouts` names `{tool}`, which is not a tool; use one of: {}, {}",
-                        catalog::names().join(", "),
-                        OTHER_CANONICAL_TOOLS.join(", ")
+                        "`tool_timeouts` names `{tool}`, which is not a tool; use one of: {}",
+                        catalog::names().join(", ")
                     ),
                 );
                 continue;
@@ -58,6 +58,11 @@ impl Checker<'_> {
                 Some(n) => spec.loop_repeats = n as u32,
                 None => {}
             }
+        }
+        if let Some(v) = raw.task.as_ref().and_then(|t| t.max_turns.as_ref())
+            && let Some(n) = self.positive(v, "task.max_turns", MAX_TASK_TURNS)
+        {
+            spec.task_max_turns = n as u32;
         }
         spec
     }

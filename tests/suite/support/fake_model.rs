@@ -40,6 +40,8 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     /// Send only this many stream events (or half the JSON body), then drop the connection.
     cut_after: Option<usize>,
+    /// Served only to a conversation whose first user message contains this.
+    lane: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -81,7 +83,18 @@ impl Reply {
             delay: None,
             headers: Vec::new(),
             cut_after: None,
+            lane: None,
         }
+    }
+
+    /// Serve this reply only to a conversation whose first user message
+    /// contains `marker` (a sub-agent's prompt), in script order within
+    /// that lane; replies without a lane go to conversations that match
+    /// no lane. Parallel conversations then get their own replies whatever
+    /// order their requests arrive in.
+    pub fn in_lane(mut self, marker: &str) -> Self {
+        self.lane = Some(marker.to_string());
+        self
     }
 
     fn chat(text: Option<String>, calls: Vec<FakeCall>) -> Self {
@@ -267,6 +280,7 @@ struct Prepared {
     delay: Option<Duration>,
     headers: Vec<(String, String)>,
     cut_after: Option<usize>,
+    lane: Option<String>,
     /// 1-based position in the script, for response ids.
     number: usize,
 }
@@ -334,6 +348,7 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 delay: reply.delay,
                 headers: reply.headers,
                 cut_after: reply.cut_after,
+                lane: reply.lane,
                 number: index + 1,
             }
         })
@@ -767,7 +782,8 @@ async fn answer(
             )
                 .into_response();
         }
-        let next = shared.script.pop_front();
+        let first_user = first_user_text(&shared.captured);
+        let next = next_in_lane(&mut shared.script, &first_user);
         next.ok_or(shared.scripted)
     };
     let reply = match next {
@@ -838,6 +854,44 @@ async fn answer(
         }
     }
     response
+}
+
+/// The next scripted reply for the conversation whose first user message is `first_user`.
+fn next_in_lane(script: &mut VecDeque<Prepared>, first_user: &str) -> Option<Prepared> {
+    let lane = script
+        .iter()
+        .filter_map(|p| p.lane.as_deref())
+        .find(|marker| first_user.contains(marker))
+        .map(str::to_string);
+    let at = script.iter().position(|p| p.lane == lane)?;
+    script.remove(at)
+}
+
+/// The text of the first user message of the last captured request (both wire formats).
+fn first_user_text(captured: &[CapturedRequest]) -> String {
+    let Some(messages) = captured
+        .last()
+        .and_then(|r| r.body.get("messages"))
+        .and_then(Value::as_array)
+    else {
+        return String::new();
+    };
+    let Some(content) = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .map(|m| &m["content"])
+    else {
+        return String::new();
+    };
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// Why the real API would refuse this request with a 400, if it would. The
