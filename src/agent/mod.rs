@@ -16,6 +16,7 @@ pub mod execute;
 pub mod loop_guard;
 pub mod plan;
 pub mod protocol;
+mod sent;
 pub mod session;
 pub mod toolset;
 
@@ -103,6 +104,8 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         tools: tools.names(),
         outputs,
         sandbox: processes.sandbox_report(),
+        budget: Some(sent::budget_in_effect(&job.budget, skill.max_turns)),
+        permissions: Some(sent::permissions_in_effect(&job.permissions)),
     }));
     bus.emit(EventKind::SkillLoaded(SkillLoaded {
         name: skill.name.clone(),
@@ -190,6 +193,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         batches: std::sync::atomic::AtomicU64::new(0),
         plan: Vec::new(),
         step_summaries: Vec::new(),
+        sent: Default::default(),
     };
 
     // Dropping the agent phase on a signal stops the model call in flight

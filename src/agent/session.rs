@@ -24,6 +24,7 @@ use super::budget::{BudgetTracker, Exceeded};
 use super::context;
 use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
+use super::sent::SentLog;
 use super::toolset::ToolSet;
 
 /// Why the agent phase ended early.
@@ -58,6 +59,8 @@ pub struct Session<'a> {
     pub plan: Vec<PlanStep>,
     /// Summaries of completed steps, in order.
     pub step_summaries: Vec<String>,
+    /// The last request sent, so the trace records only what each one adds.
+    pub sent: SentLog,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -86,6 +89,7 @@ impl Session<'_> {
             step,
             messages: self.messages.len(),
             tools: self.offered.iter().map(|t| t.name.clone()).collect(),
+            sent: Some(self.sent.record(&self.messages, &self.offered)),
         }));
         let started = Instant::now();
         let response = self.complete(&call_id, tool_choice).await?;
@@ -158,6 +162,7 @@ impl Session<'_> {
                         messages_after: trim.messages_after,
                         estimated_tokens_before: trim.estimated_tokens_before,
                         estimated_tokens_after: trim.estimated_tokens_after,
+                        sent: Some(self.sent.record(&self.messages, &self.offered)),
                     }));
                     request.messages = self.messages.clone();
                     trimmed = true;
