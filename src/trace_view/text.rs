@@ -312,8 +312,8 @@ fn call_line(out: &mut String, call: &CallView) {
         (_, None) => "…",
     };
     let decision = match (call.decision, &call.rule) {
-        (Some(Decision::Allow), Some(rule)) => format!("allowed by {rule}"),
-        (Some(Decision::Deny), Some(rule)) => format!("denied by {rule}"),
+        (Some(Decision::Allow), Some(rule)) => format!("allowed ({rule})"),
+        (Some(Decision::Deny), Some(rule)) => format!("denied ({rule})"),
         _ => "no decision".to_string(),
     };
     let result = match (&call.summary, &call.error_code) {

@@ -30,4 +30,6 @@ mod signals;
 mod sinks;
 mod skills;
 mod tools;
+mod trace_rebuild;
+mod trace_view;
 mod validate;
