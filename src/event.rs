@@ -169,10 +169,10 @@ pub struct RunStarted {
     pub sandbox: SandboxReport,
     /// The budget the run holds to (absent in traces from before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<BudgetInEffect>,
+    pub budget: Option<Box<BudgetInEffect>>,
     /// The permission rules calls are decided by (absent in older traces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permissions: Option<PermissionsInEffect>,
+    pub permissions: Option<Box<PermissionsInEffect>>,
 }
 
 /// The run's budget after the job and the skill are combined; `None`: no limit.

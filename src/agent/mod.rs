@@ -104,8 +104,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         tools: tools.names(),
         outputs,
         sandbox: processes.sandbox_report(),
-        budget: Some(sent::budget_in_effect(&job.budget, skill.max_turns)),
-        permissions: Some(sent::permissions_in_effect(&job.permissions)),
+        budget: Some(Box::new(sent::budget_in_effect(
+            &job.budget,
+            skill.max_turns,
+        ))),
+        permissions: Some(Box::new(sent::permissions_in_effect(&job.permissions))),
     }));
     bus.emit(EventKind::SkillLoaded(SkillLoaded {
         name: skill.name.clone(),

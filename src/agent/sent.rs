@@ -69,7 +69,7 @@ impl SentLog {
         let messages_dropped = self.messages.len() - kept;
         let messages_added = messages[kept..].to_vec();
         self.messages.truncate(kept);
-        self.messages.extend_from_slice(&messages_added);
+        self.messages.extend_from_slice(&messages[kept..]);
         let tools_offered = (self.offered.as_deref() != Some(offered)).then(|| offered.to_vec());
         if tools_offered.is_some() {
             self.offered = Some(offered.to_vec());

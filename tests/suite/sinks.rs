@@ -50,18 +50,18 @@ fn run_started() -> EventKind {
             enforced: vec!["filesystem".into(), "processes".into(), "run_folder".into()],
             missing: vec!["network".into()],
         },
-        budget: Some(agentci::event::BudgetInEffect {
+        budget: Some(Box::new(agentci::event::BudgetInEffect {
             max_turns: 30,
             max_tool_calls: None,
             max_tokens: Some(200_000),
             max_cost_usd: Some(2.0),
             timeout_secs: Some(900.0),
-        }),
-        permissions: Some(agentci::event::PermissionsInEffect {
+        })),
+        permissions: Some(Box::new(agentci::event::PermissionsInEffect {
             default: "deny".into(),
             allow: vec!["read".into(), "exec(cargo clippy *)".into()],
             deny: vec!["exec(git push *)".into()],
-        }),
+        })),
     })
 }
 
