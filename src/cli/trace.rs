@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::EXIT_BAD_INPUT;
-use crate::trace_view::{LoadedTrace, RunView, ViewOptions, load, render_text};
+use crate::trace_view::{LoadedTrace, RunView, ViewOptions, load, printable, render_text};
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {
@@ -71,7 +71,7 @@ fn show(args: &ShowArgs) -> u8 {
             }
         }
     } else {
-        render_text(&view, args.full)
+        printable(&render_text(&view, args.full))
     };
     print_and_exit(&text, &trace)
 }
@@ -80,7 +80,7 @@ fn summary(args: &SummaryArgs) -> u8 {
     let Some(trace) = read(&args.trace) else {
         return EXIT_BAD_INPUT;
     };
-    let markdown = crate::sink::step_summary(trace.events());
+    let markdown = printable(&crate::sink::step_summary(trace.events()));
     print_and_exit(&markdown, &trace)
 }
 

@@ -17,5 +17,5 @@ mod view;
 
 pub use load::{LoadedTrace, TraceLine, TraceProblem, load};
 pub use rebuild::{Rebuilt, rebuild};
-pub use text::render_text;
+pub use text::{printable, render_text};
 pub use view::{RunView, ViewOptions};

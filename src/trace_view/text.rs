@@ -8,6 +8,23 @@ use crate::event::{CheckOutcome, Decision, Phase, SentDelta, StepStatus};
 use crate::provider::Message;
 use crate::sink::progress::{describe_call, one_line, plural, secs, thousands};
 
+/// `text` safe to print on a terminal: what the model wrote or a tool
+/// printed may hold escape sequences (to rewrite the screen, hide lines or
+/// set the window title) and bidirectional overrides (to show text in
+/// another order than it is); each is written out as `\u{…}` instead.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && c != '\n' && c != '\t') || bidi {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The run as text; `full` adds what the model was sent and whole check outputs.
 pub fn render_text(view: &RunView, full: bool) -> String {
     let mut out = String::new();
@@ -406,5 +423,19 @@ fn numbers(out: &mut String, view: &RunView) {
         .collect();
     if !phases.is_empty() {
         let _ = writeln!(out, "Time per phase: {}", phases.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A hostile model's answer must not drive the reader's terminal.
+    #[test]
+    fn escape_sequences_and_bidi_overrides_are_written_out() {
+        assert_eq!(
+            printable("ok\u{1b}]0;pwned\u{7}\tx\n\u{202e}abc"),
+            "ok\\u{1b}]0;pwned\\u{7}\tx\n\\u{202e}abc"
+        );
     }
 }

@@ -326,3 +326,51 @@ fn rounds_and_events_of_a_newer_agentci_are_shown_not_dropped() {
     assert!(!shown.contains("  budget:"), "{shown}");
     assert!(!shown.contains("    sent:"), "{shown}");
 }
+
+// A hostile model writes terminal escape sequences (set the window title,
+// clear the screen) and a bidi override into its answer and its tool
+// calls: `trace show` must print them as text, not drive the terminal.
+#[test]
+fn what_a_model_wrote_cannot_drive_the_readers_terminal() {
+    const NASTY: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}txt.exe";
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![("call_ls", "ls", json!({"path": NASTY}))]),
+        Reply::plan(&[(NASTY, NASTY)]),
+        Reply::step_done(NASTY),
+        Reply::text(NASTY),
+    ]);
+    let sb = Sandbox::new();
+    sb.skill("fixer", None);
+    sb.write(
+        "job.yaml",
+        &format!(
+            "version: 1\nname: nasty\nskill: fixer\ngoal: Look around.\nmodel:\n  provider: openai\n  \
+             name: fake-model\n  base_url: {}\ntools: [ls]\nworkspace: ws\nskills_path: [skills]\n\
+             permissions:\n  default: allow\n",
+            model.base_url()
+        ),
+    );
+    let out = agentci_in(
+        sb.path(),
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "trace.jsonl",
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert!(sb.path().join("trace.jsonl").exists(), "{}", stderr(&out));
+    for args in [
+        &["show", "trace.jsonl"][..],
+        &["show", "--full", "trace.jsonl"],
+        &["summary", "trace.jsonl"],
+    ] {
+        let shown = stdout(&trace_cmd(&sb, args));
+        assert!(!shown.contains('\u{1b}'), "{args:?}: {shown:?}");
+        assert!(!shown.contains('\u{202e}'), "{args:?}: {shown:?}");
+        assert!(shown.contains("\\u{1b}]0;owned"), "{args:?}: {shown}");
+    }
+}
