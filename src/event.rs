@@ -222,6 +222,49 @@ pub struct RunStarted {
     /// The sandbox every process of the run runs in, and what of it is enforced.
     #[serde(default)]
     pub sandbox: SandboxReport,
+    /// The budget the run holds to (absent in traces from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Box<BudgetInEffect>>,
+    /// The permission rules calls are decided by (absent in older traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<Box<PermissionsInEffect>>,
+}
+
+/// The run's budget after the job and the skill are combined; `None`: no limit.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct BudgetInEffect {
+    pub max_turns: u32,
+    pub max_tool_calls: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub timeout_secs: Option<f64>,
+}
+
+/// The job's `permissions:`, rules as written.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PermissionsInEffect {
+    /// `allow` or `deny`: what a call no rule matches gets.
+    pub default: String,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+/// What a model request sent that the request before it did not: with the
+/// previous request's messages, enough to rebuild exactly what the model
+/// was sent without storing the whole conversation on every turn.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SentDelta {
+    /// This request starts with the previous request's first `kept` messages, unchanged.
+    pub kept: usize,
+    /// Messages of the previous request after `kept` that this one does not
+    /// have: the conversation was trimmed or rewritten (0 when it only grew).
+    pub messages_dropped: usize,
+    /// This request's messages after the kept ones, as sent (secrets masked).
+    pub messages_added: Vec<crate::provider::Message>,
+    /// The tools offered, when they differ from the previous request's
+    /// (so always on the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_offered: Option<Vec<crate::provider::ToolDefinition>>,
 }
 
 /// A run's sandbox: the job's `sandbox:` and what this machine enforces of it.
@@ -326,6 +369,9 @@ pub struct ModelRequest {
     pub step: Option<usize>,
     pub messages: usize,
     pub tools: Vec<String>,
+    /// What the model was sent, as a delta against the previous request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<SentDelta>,
 }
 
 /// Tokens of one model call as the server reported them.
@@ -390,6 +436,9 @@ pub struct ContextTrimmed {
     /// Rough token counts (characters / 4) of the conversation before and after.
     pub estimated_tokens_before: u64,
     pub estimated_tokens_after: u64,
+    /// The retried request, as a delta against the one that was too long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<SentDelta>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

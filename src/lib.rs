@@ -26,4 +26,5 @@ pub mod sink;
 pub mod skills;
 pub mod spec;
 pub mod tools;
+pub mod trace_view;
 pub mod untrusted;

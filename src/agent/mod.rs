@@ -16,6 +16,7 @@ pub mod execute;
 pub mod loop_guard;
 pub mod plan;
 pub mod protocol;
+mod sent;
 pub mod session;
 pub mod subagent;
 pub mod toolset;
@@ -106,6 +107,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         tools: tools.names(),
         outputs,
         sandbox: processes.sandbox_report(),
+        budget: Some(Box::new(sent::budget_in_effect(
+            &job.budget,
+            skill.max_turns,
+        ))),
+        permissions: Some(Box::new(sent::permissions_in_effect(&job.permissions))),
     }));
     bus.emit(EventKind::SkillLoaded(SkillLoaded {
         name: skill.name.clone(),
@@ -198,6 +204,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             workspace: workspace_display.clone(),
             ..Default::default()
         },
+        sent: Default::default(),
     };
 
     // Dropping the agent phase on a signal stops the model call in flight

@@ -25,6 +25,7 @@ use super::context;
 use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
 use super::subagent::{SubagentConfig, Subagents};
+use super::sent::SentLog;
 use super::toolset::ToolSet;
 
 /// Why the agent phase ended early.
@@ -63,6 +64,8 @@ pub struct Session<'a> {
     pub step_summaries: Vec<String>,
     /// What `task` calls need from one turn to the next.
     pub subagents: SubagentConfig,
+    /// The last request sent, so the trace records only what each one adds.
+    pub sent: SentLog,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -99,6 +102,7 @@ impl Session<'_> {
             step,
             messages: self.messages.len(),
             tools: self.offered.iter().map(|t| t.name.clone()).collect(),
+            sent: Some(self.sent.record(&self.messages, &self.offered)),
         }));
         let started = Instant::now();
         let response = self.complete(&call_id, tool_choice).await?;
@@ -171,6 +175,7 @@ impl Session<'_> {
                         messages_after: trim.messages_after,
                         estimated_tokens_before: trim.estimated_tokens_before,
                         estimated_tokens_after: trim.estimated_tokens_after,
+                        sent: Some(self.sent.record(&self.messages, &self.offered)),
                     }));
                     request.messages = self.messages.clone();
                     trimmed = true;

@@ -226,6 +226,8 @@ impl<'a> Subagents<'a> {
                 content: prompt.to_string(),
             },
         ];
+        // Its own conversation, so its own deltas in the trace.
+        let mut sent = super::sent::SentLog::default();
         let mut guard = LoopGuard::new(self.tool_loop.loop_repeats);
         let batches = AtomicU64::new(0);
         let mut ending = Ending {
@@ -249,6 +251,7 @@ impl<'a> Subagents<'a> {
                 step: None,
                 messages: messages.len(),
                 tools: offered.iter().map(|t| t.name.clone()).collect(),
+                sent: Some(sent.record(&messages, &offered)),
             }));
             let started = Instant::now();
             let response = match self.complete(bus, &call_id, &mut messages, &offered).await {
@@ -354,6 +357,7 @@ impl<'a> Subagents<'a> {
                         messages_after: trim.messages_after,
                         estimated_tokens_before: trim.estimated_tokens_before,
                         estimated_tokens_after: trim.estimated_tokens_after,
+                        sent: None,
                     }));
                     trimmed = true;
                 }

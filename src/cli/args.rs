@@ -33,6 +33,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Try a job's MCP servers: list their tools and resources, call one tool.
     Mcp(super::mcp::McpArgs),
+    /// Read a run's JSONL trace back: `show` for people and tools, `summary` as Markdown.
+    Trace(super::trace::TraceArgs),
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ mod mcp_print;
 pub mod report;
 pub mod run;
 pub mod signals;
+pub mod trace;
 pub mod validate;
 
 use std::process::ExitCode;
@@ -45,6 +46,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::report(args),
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Mcp(args) => mcp::mcp(args),
+        Command::Trace(args) => trace::trace(args),
     };
     ExitCode::from(code)
 }

@@ -63,7 +63,7 @@ use summary::summary_markdown;
 
 /// What the summary and outputs need, collected from the events.
 #[derive(Default)]
-struct RunReport {
+pub(crate) struct RunReport {
     started: Option<RunStarted>,
     plan: Vec<PlanStep>,
     step_started: BTreeSet<usize>,
@@ -74,6 +74,59 @@ struct RunReport {
     /// The agent's `todo` list as its last successful call left it.
     todo: Option<Value>,
     completed: Option<RunCompleted>,
+    /// The events end without `run.completed` (a trace read back from a
+    /// run that was killed), rather than a run that is still writing them.
+    cut_short: bool,
+}
+
+impl RunReport {
+    /// Take in what `event` adds to the report; every other event is ignored.
+    fn record(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::RunStarted(run) => self.started = Some(run.clone()),
+            EventKind::PlanCreated { steps } | EventKind::PlanUpdated { steps, .. } => {
+                self.plan = steps.clone();
+            }
+            EventKind::StepStarted { index, .. } => {
+                self.step_started.insert(*index);
+            }
+            EventKind::StepCompleted {
+                index,
+                summary,
+                status,
+                ..
+            } => {
+                self.step_summaries
+                    .insert(*index, (summary.clone(), *status));
+            }
+            EventKind::ToolResult(result) => {
+                if result.ok
+                    && crate::tools::catalog::spec(&result.tool).is_some_and(|s| s.changes_files)
+                    && let Some(path) = result.data.get("path").and_then(Value::as_str)
+                {
+                    self.changed_files.insert(path.to_string());
+                }
+                if result.tool == "todo" && result.data.get("items").is_some() {
+                    self.todo = Some(result.data.clone());
+                }
+            }
+            EventKind::CheckCompleted(check) => self.checks.push(check.clone()),
+            EventKind::RunCompleted(done) => self.completed = Some(done.clone()),
+            _ => {}
+        }
+    }
+}
+
+/// The Markdown step summary of a finished (or cut short) run's events:
+/// what `agentci trace summary` prints, the same text the GitHub sink
+/// appends to `$GITHUB_STEP_SUMMARY`.
+pub fn step_summary<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
+    let mut report = RunReport::default();
+    for event in events {
+        report.record(event);
+    }
+    report.cut_short = report.completed.is_none();
+    summary_markdown(&report)
 }
 
 impl GithubActions {
@@ -91,6 +144,7 @@ impl GithubActions {
 
     /// The workflow-command lines `event` is shown as, and the report updated.
     fn log_lines(&mut self, event: &Event) -> Vec<String> {
+        self.report.record(event);
         let mut out = Vec::new();
         let plain: Vec<String> = self
             .lines
@@ -102,7 +156,6 @@ impl GithubActions {
             EventKind::RunStarted(run) => {
                 self.job_text = std::fs::read_to_string(self.config.cwd.join(&run.job_file))
                     .unwrap_or_default();
-                self.report.started = Some(run.clone());
                 out.extend(plain);
             }
             EventKind::Warning { source, message } => {
@@ -123,17 +176,11 @@ impl GithubActions {
                     self.close_group(&mut out);
                 }
             }
-            EventKind::PlanCreated { steps } => {
-                self.report.plan = steps.clone();
+            EventKind::PlanCreated { .. } => {
                 self.close_group(&mut out);
                 out.extend(plain);
             }
-            EventKind::PlanUpdated { steps, .. } => {
-                self.report.plan = steps.clone();
-                out.extend(plain);
-            }
-            EventKind::StepStarted { index, .. } => {
-                self.report.step_started.insert(*index);
+            EventKind::StepStarted { .. } => {
                 self.close_group(&mut out);
                 let title = plain
                     .first()
@@ -141,39 +188,17 @@ impl GithubActions {
                 let title = title.to_string();
                 self.open_group(&mut out, &title);
             }
-            EventKind::StepCompleted {
-                index,
-                summary,
-                status,
-                ..
-            } => {
-                self.report
-                    .step_summaries
-                    .insert(*index, (summary.clone(), *status));
+            EventKind::StepCompleted { .. } => {
                 out.extend(plain);
                 self.close_group(&mut out);
-            }
-            EventKind::ToolResult(result) => {
-                if result.ok
-                    && crate::tools::catalog::spec(&result.tool).is_some_and(|s| s.changes_files)
-                    && let Some(path) = result.data.get("path").and_then(Value::as_str)
-                {
-                    self.report.changed_files.insert(path.to_string());
-                }
-                if result.tool == "todo" && result.data.get("items").is_some() {
-                    self.report.todo = Some(result.data.clone());
-                }
-                out.extend(plain);
             }
             EventKind::CheckCompleted(check) => {
                 self.close_group(&mut out);
-                self.report.checks.push(check.clone());
                 out.extend(self.check_lines(check, plain));
             }
             EventKind::RunCompleted(done) => {
                 self.close_group(&mut out);
                 out.extend(plain);
-                self.report.completed = Some(done.clone());
                 if done.status != RunStatus::Passed && done.checks_failed == 0 {
                     let key = match done.status {
                         RunStatus::BudgetExceeded => "budget:",

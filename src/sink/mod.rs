@@ -13,12 +13,12 @@
 
 mod github;
 mod junit;
-mod progress;
+pub(crate) mod progress;
 mod trace;
 
 pub use github::{
     GithubActions, GithubConfig, escape_data, escape_property, eval_annotations, eval_outputs,
-    report_start_failure,
+    report_start_failure, step_summary,
 };
 pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};

@@ -546,7 +546,7 @@ impl CallBook {
 }
 
 /// `exec cargo test`, `read src/lib.rs`: the tool and its most telling argument.
-pub(super) fn describe_call(tool: &str, arguments: &Value) -> String {
+pub(crate) fn describe_call(tool: &str, arguments: &Value) -> String {
     const TELLING: [&str; 6] = ["command", "path", "pattern", "url", "prompt", "action"];
     let argument = TELLING
         .iter()
@@ -583,7 +583,7 @@ fn git_line(kind: &EventKind) -> Option<String> {
     }
 }
 
-pub(super) fn check_lines(check: &CheckCompleted) -> Vec<String> {
+pub(crate) fn check_lines(check: &CheckCompleted) -> Vec<String> {
     let time = secs(check.duration_ms);
     let outcome = match (check.outcome, check.exit_code) {
         (CheckOutcome::Passed, _) => format!("passed ({time})"),
@@ -622,7 +622,7 @@ fn trim_line(trim: &ContextTrimmed) -> String {
     )
 }
 
-pub(super) fn run_line(done: &RunCompleted) -> String {
+pub(crate) fn run_line(done: &RunCompleted) -> String {
     let status = match done.status {
         RunStatus::Passed => "passed",
         RunStatus::Failed => "failed",
@@ -660,7 +660,7 @@ fn budget_amount(limit: BudgetLimit, amount: f64) -> String {
     }
 }
 
-pub(super) fn secs(ms: u64) -> String {
+pub(crate) fn secs(ms: u64) -> String {
     if ms < 60_000 {
         format!("{:.1}s", ms as f64 / 1000.0)
     } else {
@@ -668,7 +668,7 @@ pub(super) fn secs(ms: u64) -> String {
     }
 }
 
-pub(super) fn plural(n: u64, noun: &str) -> String {
+pub(crate) fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
@@ -677,7 +677,7 @@ pub(super) fn plural(n: u64, noun: &str) -> String {
 }
 
 /// `3400` as `3,400`.
-pub(super) fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -690,7 +690,7 @@ pub(super) fn thousands(n: u64) -> String {
 }
 
 /// The first line of `text`, cut to `max` characters, for a one-line display.
-pub(super) fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let first = text.lines().next().unwrap_or("").trim();
     let mut out: String = first.chars().take(max).collect();
     if first.chars().count() > max || text.trim().lines().count() > 1 {

@@ -34,5 +34,7 @@ mod sinks;
 mod skills;
 mod subagent;
 mod tools;
+mod trace_rebuild;
+mod trace_view;
 mod validate;
 mod workflow_lint;

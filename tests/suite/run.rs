@@ -583,12 +583,15 @@ fn default_run_folder_is_in_the_workspace_and_excluded_from_git() {
     assert!(!listing.contains(".agentci"), "{listing}");
 }
 
-/// Drop what differs between two runs by nature: times, durations, ids, paths.
-fn comparable(trace: &[Value]) -> Vec<Value> {
+/// Drop what differs between two runs by nature: times, durations, ids,
+/// paths (also inside what the model was sent, rooted at `root`).
+fn comparable(trace: &[Value], root: &std::path::Path) -> Vec<Value> {
+    let root = root.display().to_string();
     trace
         .iter()
         .map(|e| {
-            let mut e = e.clone();
+            let text = e.to_string().replace(&root, "<root>");
+            let mut e: Value = serde_json::from_str(&text).unwrap();
             let obj = e.as_object_mut().unwrap();
             for key in [
                 "ts",
@@ -634,8 +637,8 @@ fn record_then_replay_produces_the_same_trace() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(replay.read("ws/greeting.txt"), "hello world\n");
     assert_eq!(
-        comparable(&live.trace("out/trace.jsonl")),
-        comparable(&replay.trace("out/trace.jsonl"))
+        comparable(&live.trace("out/trace.jsonl"), live.path()),
+        comparable(&replay.trace("out/trace.jsonl"), replay.path())
     );
 }
 

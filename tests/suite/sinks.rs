@@ -50,6 +50,18 @@ fn run_started() -> EventKind {
             enforced: vec!["filesystem".into(), "processes".into(), "run_folder".into()],
             missing: vec!["network".into()],
         },
+        budget: Some(Box::new(agentci::event::BudgetInEffect {
+            max_turns: 30,
+            max_tool_calls: None,
+            max_tokens: Some(200_000),
+            max_cost_usd: Some(2.0),
+            timeout_secs: Some(900.0),
+        })),
+        permissions: Some(Box::new(agentci::event::PermissionsInEffect {
+            default: "deny".into(),
+            allow: vec!["read".into(), "exec(cargo clippy *)".into()],
+            deny: vec!["exec(git push *)".into()],
+        })),
     })
 }
 
@@ -179,6 +191,23 @@ fn every_kind() -> Vec<EventKind> {
             step: None,
             messages: 2,
             tools: vec!["read".into(), "submit_plan".into()],
+            sent: Some(agentci::event::SentDelta {
+                kept: 0,
+                messages_dropped: 0,
+                messages_added: vec![
+                    agentci::provider::Message::System {
+                        content: "You are agentci's agent.".into(),
+                    },
+                    agentci::provider::Message::User {
+                        content: "Make clippy pass.".into(),
+                    },
+                ],
+                tools_offered: Some(vec![agentci::provider::ToolDefinition {
+                    name: "read".into(),
+                    description: "Read a file.".into(),
+                    parameters: json!({"type": "object"}),
+                }]),
+            }),
         }),
         EventKind::ModelResponse(ModelResponse {
             call_id: "m1".into(),
@@ -211,6 +240,7 @@ fn every_kind() -> Vec<EventKind> {
             step: Some(0),
             messages: 4,
             tools: vec!["exec".into(), "step_done".into()],
+            sent: None,
         }),
         EventKind::ModelResponse(ModelResponse {
             call_id: "m2".into(),
@@ -262,6 +292,7 @@ fn every_kind() -> Vec<EventKind> {
             step: None,
             messages: 9,
             tools: vec![],
+            sent: None,
         }),
         EventKind::ModelRetry(ModelRetry {
             call_id: "m3".into(),
@@ -286,6 +317,25 @@ fn every_kind() -> Vec<EventKind> {
             messages_after: 9,
             estimated_tokens_before: 210_000,
             estimated_tokens_after: 30_000,
+            sent: Some(agentci::event::SentDelta {
+                kept: 3,
+                messages_dropped: 37,
+                messages_added: vec![
+                    agentci::provider::Message::Assistant {
+                        content: None,
+                        tool_calls: vec![agentci::provider::ToolCall {
+                            id: "c9".into(),
+                            name: "read".into(),
+                            arguments: "{\"path\":\"src/lib.rs\"}".into(),
+                        }],
+                    },
+                    agentci::provider::Message::Tool {
+                        tool_call_id: "c9".into(),
+                        content: "fn main() {}".into(),
+                    },
+                ],
+                tools_offered: None,
+            }),
         }),
         EventKind::SubagentStarted(SubagentStarted {
             kind: "explore".into(),

@@ -23,6 +23,11 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
             done.status.as_str(),
             done.reason.as_str(),
         ),
+        None if report.cut_short => (
+            "⚠️",
+            "interrupted",
+            "the trace ends before run.completed: the run was cut short",
+        ),
         None => ("❌", "error", "the run did not complete"),
     };
     let _ = writeln!(md, "## {icon} agentci: {} — {status}\n", cell(name));
