@@ -52,6 +52,8 @@ struct Approved<'a> {
     index: usize,
     tool: &'a dyn crate::tools::Tool,
     args: Value,
+    /// Decided per call: `process read` is a read, `process kill` is not.
+    read_only: bool,
 }
 
 /// Run `calls` and return one result per call, in order.
@@ -74,7 +76,12 @@ pub async fn run_batch(
     let mut approved = Vec::new();
     for (index, call) in calls.iter().enumerate() {
         match admit(env, call, guard, &turn_judgement) {
-            Ok((tool, args)) => approved.push(Approved { index, tool, args }),
+            Ok((tool, args)) => approved.push(Approved {
+                index,
+                read_only: tool.read_only_call(&args),
+                tool,
+                args,
+            }),
             Err(result) => results[index] = Some(result),
         }
     }
@@ -82,11 +89,8 @@ pub async fn run_batch(
     // Contiguous read-only calls form one parallel group; a mutating call is a group of its own.
     let mut groups: Vec<Vec<Approved>> = Vec::new();
     for call in approved {
-        let read_only = call.tool.spec().read_only;
         match groups.last_mut() {
-            Some(group) if read_only && group.iter().all(|c| c.tool.spec().read_only) => {
-                group.push(call)
-            }
+            Some(group) if call.read_only && group.iter().all(|c| c.read_only) => group.push(call),
             _ => groups.push(vec![call]),
         }
     }
@@ -111,7 +115,7 @@ async fn run_group(
 ) -> Vec<(usize, ToolResult)> {
     let batch = env.batches.fetch_add(1, Ordering::Relaxed) + 1;
     let call_ids: Vec<String> = group.iter().map(|c| calls[c.index].id.clone()).collect();
-    let parallel = group.iter().all(|c| c.tool.spec().read_only);
+    let parallel = group.iter().all(|c| c.read_only);
     let max_parallel = if parallel {
         env.tool_loop.max_parallel_tools.max(1)
     } else {

@@ -18,6 +18,7 @@
 
 mod capture;
 pub mod hardening;
+pub mod sessions;
 
 use std::ffi::OsString;
 use std::io;
@@ -103,6 +104,8 @@ struct Inner {
     secrets: Redactor,
     /// Removed with the runner.
     temp: Option<PathBuf>,
+    /// Background sessions; killed with the runner at the latest.
+    sessions: sessions::Sessions,
 }
 
 impl Drop for Inner {
@@ -155,6 +158,7 @@ impl ProcessRunner {
                 env,
                 secrets: config.secrets,
                 temp: Some(temp),
+                sessions: sessions::Sessions::default(),
             }),
         })
     }
@@ -170,6 +174,7 @@ impl ProcessRunner {
                 env,
                 secrets,
                 temp: None,
+                sessions: sessions::Sessions::default(),
             }),
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::support::{outside, str_arg, usize_arg};
+use super::support::{bool_arg, outside, str_arg, usize_arg};
 use super::{BoxFuture, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub use crate::process::{INHERITED_ENV, INHERITED_ENV_PREFIXES, is_inherited};
@@ -28,7 +28,11 @@ impl ExecTool {
                     says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
                     600000; on timeout the command and everything it started are killed. \
                     Background processes do not survive the command: when it exits, its whole \
-                    process group is killed."
+                    process group is killed. For a server or watcher the next commands need, \
+                    pass `background: true`: the command starts as a session and the call \
+                    returns at once with its id and first output; use the `process` tool to \
+                    read its output, write to its stdin, list or kill it. A session is killed \
+                    when its step ends unless `keep: true`, and always when the run ends."
                     .into(),
                 parameters: json!({
                     "type": "object",
@@ -38,7 +42,11 @@ impl ExecTool {
                         "cwd": {"type": "string",
                                 "description": "Directory to run in, relative to the workspace root. Default: the root."},
                         "timeout_ms": {"type": "integer", "minimum": 1,
-                                       "description": "Time limit in milliseconds. Default 120000."}
+                                       "description": "Time limit in milliseconds. Default 120000. Not for background sessions."},
+                        "background": {"type": "boolean",
+                                       "description": "Start the command as a background session and return at once. Default false."},
+                        "keep": {"type": "boolean",
+                                 "description": "With `background`: keep the session running after this step ends (until the run ends). Default false."}
                     },
                     "required": ["command"],
                     "additionalProperties": false
@@ -76,6 +84,25 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         return ToolResult::failure(
             ToolErrorCode::NotFound,
             format!("`cwd` `{shown_cwd}` is not a directory in the workspace"),
+        );
+    }
+    let keep = bool_arg(&args, "keep");
+    if bool_arg(&args, "background") == Some(true) {
+        if args.get("timeout_ms").is_some() {
+            return ToolResult::failure(
+                ToolErrorCode::InvalidArgument,
+                "`timeout_ms` is for commands exec waits for; a background session runs until \
+                 `process kill`, the end of its step (unless `keep`) or the end of the run, so \
+                 leave `timeout_ms` out",
+            );
+        }
+        return super::process::start(command, &cwd, &shown_cwd, keep == Some(true), ctx).await;
+    }
+    if keep.is_some() {
+        return ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            "`keep` applies to background sessions only; pass `background: true` with it, or \
+             leave `keep` out",
         );
     }
     let timeout = usize_arg(&args, "timeout_ms")

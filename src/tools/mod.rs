@@ -17,6 +17,7 @@ pub mod exec;
 pub mod find;
 pub mod grep;
 pub mod ls;
+pub mod process;
 pub mod read;
 pub mod schema;
 pub mod todo;
@@ -39,12 +40,14 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "exec",
     "web_fetch",
     "todo",
+    "process",
 ];
 
 /// Builtin tools a run gets only when the job's `tools:` names them:
 /// `web_fetch` reaches beyond the workspace, so a job opts in.
-/// `todo` is opt-in so that runs which do not use it offer the same tools as before.
-pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo"];
+/// `todo` and `process` (background sessions of `exec`) are opt-in so that
+/// runs which do not use them offer the same tools as before.
+pub const OPT_IN_TOOLS: &[&str] = &["web_fetch", "todo", "process"];
 
 /// The builtin tools that never change the workspace; they may run in parallel
 /// and are offered during planning.
@@ -244,6 +247,12 @@ impl std::fmt::Debug for FileAccess {
 /// [`Tool::spec`]'s schema.
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    /// Whether this call never changes anything, so it may run with other
+    /// reads; by default the tool's [`ToolSpec::read_only`]. A tool whose
+    /// actions differ (`process`: `read` but not `kill`) decides per call.
+    fn read_only_call(&self, _args: &Value) -> bool {
+        self.spec().read_only
+    }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 
@@ -259,6 +268,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
         "exec" => Box::new(exec::ExecTool::new()),
         "web_fetch" => Box::new(web_fetch::WebFetchTool::new()),
         "todo" => Box::new(todo::TodoTool::new()),
+        "process" => Box::new(process::ProcessTool::new()),
         _ => return None,
     };
     Some(tool)
