@@ -79,6 +79,19 @@ struct Shared {
 }
 
 impl Shared {
+    /// How it ended, as far as anyone should care: a session agentci killed
+    /// has ended from that moment (SIGKILL cannot be refused), even before
+    /// the waiter has reaped it.
+    fn ended(&self) -> Option<Exit> {
+        self.exit.clone().or_else(|| {
+            self.ending.map(|reason| Exit {
+                exit_code: None,
+                signal: Some(libc::SIGKILL),
+                killed: Some(reason),
+            })
+        })
+    }
+
     fn total(&self) -> u64 {
         self.dropped + self.log.len() as u64
     }
@@ -109,10 +122,10 @@ struct Entry {
 impl Entry {
     fn kill(&self, reason: EndReason) -> bool {
         let mut shared = lock(&self.shared);
-        if shared.exit.is_some() {
+        if shared.ended().is_some() {
             return false;
         }
-        shared.ending.get_or_insert(reason);
+        shared.ending = Some(reason);
         drop(shared);
         lock(&self.tree).kill();
         true
@@ -125,8 +138,8 @@ impl Entry {
             command: self.command.clone(),
             cwd: self.cwd.clone(),
             keep: self.keep,
-            running: shared.exit.is_none(),
-            exit: shared.exit.clone(),
+            running: shared.ended().is_none(),
+            exit: shared.ended(),
             output_bytes: shared.total(),
             age: self.started.elapsed(),
         }
@@ -322,7 +335,7 @@ impl Sessions {
         loop {
             {
                 let shared = lock(&shared);
-                if shared.exit.is_some() || shared.log.contains(&b'\n') {
+                if shared.ended().is_some() || shared.log.contains(&b'\n') {
                     return;
                 }
             }
@@ -337,7 +350,7 @@ impl Sessions {
         state
             .entries
             .iter()
-            .filter(|(_, e)| lock(&e.shared).exit.is_none())
+            .filter(|(_, e)| lock(&e.shared).ended().is_none())
             .map(|(id, e)| (*id, e.command.clone()))
             .collect()
     }
@@ -347,7 +360,7 @@ impl Sessions {
         let ended: Vec<u32> = state
             .entries
             .iter()
-            .filter(|(_, e)| lock(&e.shared).exit.is_some())
+            .filter(|(_, e)| lock(&e.shared).ended().is_some())
             .map(|(id, _)| *id)
             .collect();
         for id in ended.iter().take(ended.len().saturating_sub(MAX_ENDED)) {
