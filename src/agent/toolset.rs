@@ -30,7 +30,7 @@ impl ToolSet {
     /// `job_tools`: `None` means every builtin; `skill_patterns`: `None`
     /// means the skill does not restrict tools.
     pub fn new(job_tools: Option<&[String]>, skill_patterns: Option<&[ToolPattern]>) -> Self {
-        let tools = BUILTIN_TOOLS
+        let mut tools: Vec<Box<dyn Tool>> = BUILTIN_TOOLS
             .iter()
             .filter(|name| match job_tools {
                 Some(list) => list.iter().any(|t| t == *name),
@@ -39,6 +39,12 @@ impl ToolSet {
             .filter(|name| skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name))))
             .filter_map(|name| tools::builtin(name))
             .collect();
+        // `exec` offers background sessions only where `process` can manage them.
+        if tools.iter().any(|t| t.spec().name == "process")
+            && let Some(exec) = tools.iter_mut().find(|t| t.spec().name == "exec")
+        {
+            *exec = Box::new(tools::exec::ExecTool::with_background());
+        }
         ToolSet {
             tools,
             skill_patterns: skill_patterns.map(<[ToolPattern]>::to_vec),

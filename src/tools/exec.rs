@@ -17,23 +17,13 @@ pub struct ExecTool {
 }
 
 impl ExecTool {
+    /// `exec` as every run without the `process` tool offers it: no
+    /// background sessions, the same schema and text as before they existed.
     pub fn new() -> Self {
         ExecTool {
             spec: ToolSpec {
                 name: "exec".into(),
-                description: "Run a shell command with `sh -c` in the workspace root (or in \
-                    `cwd`, a directory inside the workspace). stdin is empty, so interactive \
-                    commands fail rather than wait. Returns the exit code, stdout and then \
-                    stderr (after a `[stderr]` line); long output keeps its start and end and \
-                    says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
-                    600000; on timeout the command and everything it started are killed. \
-                    Background processes do not survive the command: when it exits, its whole \
-                    process group is killed. For a server or watcher the next commands need, \
-                    pass `background: true`: the command starts as a session and the call \
-                    returns at once with its id and first output; use the `process` tool to \
-                    read its output, write to its stdin, list or kill it. A session is killed \
-                    when its step ends unless `keep: true`, and always when the run ends."
-                    .into(),
+                description: DESCRIPTION.into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -42,11 +32,7 @@ impl ExecTool {
                         "cwd": {"type": "string",
                                 "description": "Directory to run in, relative to the workspace root. Default: the root."},
                         "timeout_ms": {"type": "integer", "minimum": 1,
-                                       "description": "Time limit in milliseconds. Default 120000. Not for background sessions."},
-                        "background": {"type": "boolean",
-                                       "description": "Start the command as a background session and return at once. Default false."},
-                        "keep": {"type": "boolean",
-                                 "description": "With `background`: keep the session running after this step ends (until the run ends). Default false."}
+                                       "description": "Time limit in milliseconds. Default 120000."}
                     },
                     "required": ["command"],
                     "additionalProperties": false
@@ -55,7 +41,37 @@ impl ExecTool {
             },
         }
     }
+
+    /// `exec` in a run that has the `process` tool: `background` and `keep`
+    /// start sessions that `process` reads, writes to and stops.
+    pub fn with_background() -> Self {
+        let mut tool = Self::new();
+        tool.spec.description = format!("{DESCRIPTION} {BACKGROUND}");
+        let properties = &mut tool.spec.parameters["properties"];
+        properties["timeout_ms"]["description"] =
+            json!("Time limit in milliseconds. Default 120000. Not for background sessions.");
+        properties["background"] = json!({"type": "boolean",
+            "description": "Start the command as a background session and return at once. Default false."});
+        properties["keep"] = json!({"type": "boolean",
+            "description": "With `background`: keep the session running after this step ends (until the run ends). Default false."});
+        tool
+    }
 }
+
+const DESCRIPTION: &str = "Run a shell command with `sh -c` in the workspace root (or in \
+    `cwd`, a directory inside the workspace). stdin is empty, so interactive \
+    commands fail rather than wait. Returns the exit code, stdout and then \
+    stderr (after a `[stderr]` line); long output keeps its start and end and \
+    says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
+    600000; on timeout the command and everything it started are killed. \
+    Background processes do not survive the command: when it exits, its whole \
+    process group is killed.";
+
+const BACKGROUND: &str = "For a server or watcher the next commands need, pass \
+    `background: true`: the command starts as a session and the call returns at once with \
+    its id and first output; use the `process` tool to read its output, write to its \
+    stdin, list or kill it. A session is killed when its step ends unless `keep: true`, \
+    and always when the run ends.";
 
 impl Default for ExecTool {
     fn default() -> Self {

@@ -70,7 +70,7 @@ ok   skills-corpus/plugin/skills/root-cause/SKILL.md (skill root-cause)
 skills-corpus/react-best-practices/SKILL.md:2:7: warning: skill name `vercel-react-best-practices` differs from its folder `react-best-practices`; the skill loads, but the format wants them equal, so rename one
 ok   skills-corpus/react-best-practices/SKILL.md (skill vercel-react-best-practices)
 ok   skills-corpus/release-notes/SKILL.md (skill release-notes)
-skills-corpus/web-research/SKILL.md:4:35: warning: `Task` in allowed-tools names agentci's `task`, which it does not have yet (it has read, write, edit, find, grep, ls, exec, web_fetch, todo); the skill gets no tool from it
+skills-corpus/web-research/SKILL.md:4:35: warning: `Task` in allowed-tools names agentci's `task`, which it does not have yet (it has read, write, edit, find, grep, ls, exec, web_fetch, todo, process); the skill gets no tool from it
 skills-corpus/web-research/SKILL.md:4:50: warning: `mcp__github__search_issues` in allowed-tools names an MCP tool, and agentci runs no MCP tools yet; the skill gets no tool from it
 ok   skills-corpus/web-research/SKILL.md (skill web-research)
 ";
