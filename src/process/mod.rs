@@ -6,7 +6,9 @@
 //! every child gets exactly that: stdin from `/dev/null`, its own process
 //! group, the sandbox applied just before `exec`, and a [`ProcessTree`]
 //! guard that kills it and everything it started when the call ends or is
-//! dropped. Whether a command may run at all is [`crate::policy`]'s
+//! dropped. The one exception is a background session ([`sessions`]): its
+//! stdin is a pipe and it lives until it is killed, its step ends or the
+//! run ends. Whether a command may run at all is [`crate::policy`]'s
 //! decision, not this module's.
 //!
 //! Children get a scrubbed environment: only the variables in

@@ -1,6 +1,8 @@
 //! The `exec` tool: a shell command in the workspace, run by the run's
 //! [`ProcessRunner`](crate::process::ProcessRunner) (scrubbed environment,
-//! sandbox, nothing outliving the call, bounded and masked output).
+//! sandbox, nothing outliving the call, bounded and masked output), or, with
+//! `background: true` in a run that has the `process` tool, started as a
+//! session ([`super::process`]).
 //! Whether a command may run is decided by [`crate::policy`], not here.
 
 use std::time::Duration;

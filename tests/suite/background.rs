@@ -338,6 +338,17 @@ fn background_commands_obey_the_policy_and_the_tool_set() {
             json!({"action": "read", "session_id": 9}),
         ),
         call("no_id", "process", json!({"action": "kill"})),
+        // The API key is a secret: masked in what the session printed.
+        call(
+            "secret",
+            "exec",
+            json!({"command": "echo key=sk-test", "background": true}),
+        ),
+        call(
+            "reread",
+            "process",
+            json!({"action": "read", "session_id": 2, "offset": 0}),
+        ),
         Reply::step_done("tried"),
         Reply::text("done"),
     ]);
@@ -372,6 +383,13 @@ fn background_commands_obey_the_policy_and_the_tool_set() {
         "ERROR NOT_FOUND: no session 9; the sessions are 1"
     );
     assert!(result_text(&model, "no_id").contains("`kill` needs the `session_id`"));
+    for id in ["secret", "reread"] {
+        let text = result_text(&model, id);
+        assert!(
+            text.contains("key=***") && !text.contains("sk-test"),
+            "{text}"
+        );
+    }
     assert_eq!(processes_with("47.61"), 0);
 
     // Without `process` in the run's tools, `exec` has no `background`.
