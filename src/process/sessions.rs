@@ -26,6 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdin;
 
 use super::{ProcessRunner, ProcessTree};
+use crate::redact::Redactor;
 
 /// Sessions that may run at the same time in one run.
 pub const MAX_RUNNING: usize = 8;
@@ -159,7 +160,7 @@ pub struct SessionView {
     pub age: Duration,
 }
 
-/// One page of a session's output, raw (the tool masks it).
+/// One page of a session's output, secrets masked.
 #[derive(Clone, Debug)]
 pub struct Page {
     pub text: String,
@@ -261,34 +262,51 @@ impl Sessions {
     }
 
     /// Up to `max` bytes of session `id`'s output from `offset` (default:
-    /// where the last read without an offset ended).
-    pub fn read(&self, id: u32, offset: Option<u64>, max: usize) -> Result<Page, SessionError> {
+    /// where the last read without an offset ended). Offsets count bytes of
+    /// the output with `secrets` masked: the kept output is masked whole
+    /// before a page is cut from it, so no offset splits a secret into
+    /// halves that each pass the mask.
+    pub fn read(
+        &self,
+        id: u32,
+        offset: Option<u64>,
+        max: usize,
+        secrets: &Redactor,
+    ) -> Result<Page, SessionError> {
         let mut state = lock(&self.state);
         let missing = not_found(&state, id);
         let entry = state.entries.get_mut(&id).ok_or(missing)?;
         let asked = offset.unwrap_or(entry.cursor);
         let shared = lock(&entry.shared);
-        let total = shared.total();
-        let start = asked.clamp(shared.dropped, total);
-        let from = (start - shared.dropped) as usize;
-        let mut to = from + max.min(shared.log.len() - from);
-        // Whole characters only: back off to a UTF-8 boundary unless that empties the page.
-        while to > from && to < shared.log.len() && (shared.log[to] & 0xC0) == 0x80 {
+        let dropped = shared.dropped;
+        let kept = secrets
+            .redact(&String::from_utf8_lossy(&shared.log))
+            .into_owned();
+        drop(shared);
+        let total = dropped + kept.len() as u64;
+        let start = asked.clamp(dropped, total);
+        let mut from = (start - dropped) as usize;
+        while !kept.is_char_boundary(from) {
+            from -= 1;
+        }
+        let mut to = (from + max).min(kept.len());
+        while !kept.is_char_boundary(to) {
             to -= 1;
         }
-        let text = String::from_utf8_lossy(&shared.log[from..to]).into_owned();
-        let next_offset = shared.dropped + to as u64;
-        let skipped = shared.dropped.saturating_sub(asked);
-        drop(shared);
+        if to == from {
+            // A page smaller than one character still shows that character.
+            to += kept[from..].chars().next().map_or(0, char::len_utf8);
+        }
+        let next_offset = dropped + to as u64;
         if offset.is_none() || next_offset > entry.cursor {
             entry.cursor = next_offset;
         }
         Ok(Page {
-            text,
-            offset: start,
+            text: kept[from..to].to_string(),
+            offset: dropped + from as u64,
             next_offset,
             total,
-            skipped,
+            skipped: dropped.saturating_sub(asked),
             session: entry.view(id),
         })
     }
@@ -484,7 +502,6 @@ fn reader<R: AsyncRead + Unpin + Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redact::Redactor;
 
     fn runner() -> ProcessRunner {
         let runner = ProcessRunner::unsandboxed(&[], Redactor::default());
@@ -512,12 +529,48 @@ mod tests {
             .unwrap();
         let view = ended(&runner, id).await;
         assert_eq!(view.exit.unwrap().exit_code, Some(0));
-        let page = runner.sessions().read(id, None, 4).unwrap();
+        let page = runner
+            .sessions()
+            .read(id, None, 4, &Redactor::default())
+            .unwrap();
         assert_eq!((page.text.as_str(), page.next_offset), ("abcd", 4));
-        let page = runner.sessions().read(id, None, 100).unwrap();
+        let page = runner
+            .sessions()
+            .read(id, None, 100, &Redactor::default())
+            .unwrap();
         assert_eq!(page.text, "efgh\n");
-        let page = runner.sessions().read(id, Some(2), 2).unwrap();
+        let page = runner
+            .sessions()
+            .read(id, Some(2), 2, &Redactor::default())
+            .unwrap();
         assert_eq!(page.text, "cd");
+    }
+
+    // Attack: page so that a secret falls across two pages, or start a page
+    // inside it; each part alone would pass the mask.
+    #[tokio::test]
+    async fn no_offset_shows_part_of_a_secret() {
+        let runner = runner();
+        let dir = std::env::temp_dir();
+        let id = runner
+            .start_session("echo 'a SECRET-VALUE b'", &dir, ".", false)
+            .unwrap();
+        ended(&runner, id).await;
+        let secrets = Redactor::new(["SECRET-VALUE"]);
+        let whole = runner.sessions().read(id, Some(0), 100, &secrets).unwrap();
+        assert_eq!(whole.text, "a *** b\n");
+        for offset in 0..whole.total {
+            for max in 1..6 {
+                let page = runner
+                    .sessions()
+                    .read(id, Some(offset), max, &secrets)
+                    .unwrap();
+                assert!(
+                    !page.text.contains("SEC") && !page.text.contains("LUE"),
+                    "{page:?}"
+                );
+            }
+        }
     }
 
     #[tokio::test]
@@ -533,7 +586,11 @@ mod tests {
             .first_output(id, Duration::from_secs(5))
             .await;
         assert_eq!(
-            runner.sessions().read(id, None, 100).unwrap().text,
+            runner
+                .sessions()
+                .read(id, None, 100, &Redactor::default())
+                .unwrap()
+                .text,
             "got one\n"
         );
         // A kept session survives the step's end, not the run's.

@@ -95,8 +95,8 @@ async fn process(args: Value, ctx: &ToolContext) -> ToolResult {
         "read" => {
             let offset = usize_arg(&args, "offset").map(|n| n as u64);
             sessions
-                .read(id, offset, ctx.limits.max_output_chars)
-                .map(|page| page_result(&page, ctx, "read"))
+                .read(id, offset, ctx.limits.max_output_chars, &ctx.secrets)
+                .map(|page| page_result(&page, "read"))
         }
         "write" => {
             let Some(data) = str_arg(&args, "data") else {
@@ -141,9 +141,9 @@ pub async fn start(
         Err(error) => return failure(error),
     };
     sessions.first_output(id, FIRST_OUTPUT_WAIT).await;
-    match sessions.read(id, None, ctx.limits.max_output_chars) {
+    match sessions.read(id, None, ctx.limits.max_output_chars, &ctx.secrets) {
         Ok(page) => {
-            let mut result = page_result(&page, ctx, "started");
+            let mut result = page_result(&page, "started");
             result.data["sandbox"] = json!(ctx.processes.profile().as_str());
             result
         }
@@ -151,7 +151,7 @@ pub async fn start(
     }
 }
 
-fn page_result(page: &Page, ctx: &ToolContext, verb: &str) -> ToolResult {
+fn page_result(page: &Page, verb: &str) -> ToolResult {
     let view = &page.session;
     let mut notes = Vec::new();
     if page.skipped > 0 {
@@ -207,7 +207,8 @@ fn page_result(page: &Page, ctx: &ToolContext, verb: &str) -> ToolResult {
         ok: !failed,
         error: None,
         summary,
-        output: ctx.secrets.redact(&page.text).into_owned(),
+        // Masked by the registry before the page was cut.
+        output: page.text.clone(),
         data,
     }
 }
