@@ -62,7 +62,8 @@ struct Approved<'a> {
     index: usize,
     tool: &'a dyn crate::tools::Tool,
     args: Value,
-    /// May run next to other read-only calls (a tool's spec, or an explore task).
+    /// May run next to other read-only calls: decided per call (an explore
+    /// task, `process read`), from the tool's spec otherwise.
     read_only: bool,
 }
 
@@ -89,7 +90,7 @@ pub async fn run_batch(
             Ok((tool, args)) => {
                 let read_only = match (tool.spec().name.as_str(), env.tasks) {
                     (TASK, Some(tasks)) => tasks.read_only(&args),
-                    _ => tool.spec().read_only,
+                    _ => tool.read_only_call(&args),
                 };
                 approved.push(Approved {
                     index,
@@ -105,9 +106,8 @@ pub async fn run_batch(
     // Contiguous read-only calls form one parallel group; a mutating call is a group of its own.
     let mut groups: Vec<Vec<Approved>> = Vec::new();
     for call in approved {
-        let read_only = call.read_only;
         match groups.last_mut() {
-            Some(group) if read_only && group.iter().all(|c| c.read_only) => group.push(call),
+            Some(group) if call.read_only && group.iter().all(|c| c.read_only) => group.push(call),
             _ => groups.push(vec![call]),
         }
     }

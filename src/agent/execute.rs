@@ -27,6 +27,7 @@ pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
         });
         session.guard.start_step();
         let (summary, status) = run_step(session, index).await?;
+        end_sessions(session, &format!("step {}", index + 1));
         session.bus.emit(EventKind::StepCompleted {
             index,
             title: step.title,
@@ -94,5 +95,22 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, St
         if let Some(done) = done {
             return Ok(done);
         }
+    }
+}
+
+/// Kill the background sessions the step leaves running (all of them, or
+/// those not kept), each recorded in the trace as a warning.
+pub(super) fn end_sessions(session: &Session<'_>, when: &str) {
+    let sessions = session.ctx.processes.sessions();
+    let ended = if when == "the run" {
+        sessions.kill_all()
+    } else {
+        sessions.end_step()
+    };
+    for view in ended {
+        session.bus.emit(EventKind::Warning {
+            source: "process".into(),
+            message: crate::tools::process::ended_message(&view, when),
+        });
     }
 }

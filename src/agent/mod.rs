@@ -93,6 +93,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         cancel,
         after_checks,
     } = input;
+    if tools.names().iter().any(|t| t == "process") {
+        processes.sessions().enable();
+    }
     let policy = PermissionPolicy::new(&job.permissions);
     let workspace_display = workspace.root().display().to_string();
     bus.emit(EventKind::RunStarted(RunStarted {
@@ -214,6 +217,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         reason = cancel.cancelled() => Err(Stop::Interrupted(reason)),
         result = timed_agent_phase(&mut session, job) => result,
     };
+    // Background sessions end with the agent phase, also on a signal: the
+    // checks judge the workspace, not a server the model left running.
+    execute::end_sessions(&session, "the run");
     let summary = agent_result.as_ref().ok().cloned().flatten();
 
     let run_checks =

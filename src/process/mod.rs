@@ -7,7 +7,9 @@
 //! every child gets exactly that: stdin from `/dev/null`, its own process
 //! group, the sandbox applied just before `exec`, and a [`ProcessTree`]
 //! guard that kills it and everything it started when the call ends or is
-//! dropped. Whether a command may run at all is [`crate::policy`]'s
+//! dropped. The one exception is a background session ([`sessions`]): its
+//! stdin is a pipe and it lives until it is killed, its step ends or the
+//! run ends. Whether a command may run at all is [`crate::policy`]'s
 //! decision, not this module's.
 //!
 //! Children get a scrubbed environment: only the variables in
@@ -19,6 +21,7 @@
 
 mod capture;
 pub mod hardening;
+pub mod sessions;
 
 use std::ffi::OsString;
 use std::io;
@@ -104,6 +107,8 @@ struct Inner {
     secrets: Redactor,
     /// Removed with the runner.
     temp: Option<PathBuf>,
+    /// Background sessions; killed with the runner at the latest.
+    sessions: sessions::Sessions,
 }
 
 impl Drop for Inner {
@@ -156,6 +161,7 @@ impl ProcessRunner {
                 env,
                 secrets: config.secrets,
                 temp: Some(temp),
+                sessions: sessions::Sessions::default(),
             }),
         })
     }
@@ -171,6 +177,7 @@ impl ProcessRunner {
                 env,
                 secrets,
                 temp: None,
+                sessions: sessions::Sessions::default(),
             }),
         }
     }

@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use super::{RuleArgument, Tool, ToolSpec};
-use super::{edit, exec, find, grep, ls, read, task, todo, web_fetch, write};
+use super::{edit, exec, find, grep, ls, process, read, task, todo, web_fetch, write};
 
 /// One builtin tool.
 pub struct Builtin {
@@ -25,7 +25,8 @@ pub struct Builtin {
 /// The builtin tools, in the order they are offered. `web_fetch` reaches
 /// beyond the workspace, so a job opts in; `todo` is opt-in so that runs
 /// which do not use it offer the same tools as before; `task` (sub-agents)
-/// spends the run's budget on further model calls.
+/// spends the run's budget on further model calls; `process` manages
+/// background sessions of `exec`.
 pub const BUILTINS: &[Builtin] = &[
     offered("read", || Box::new(read::ReadTool::new())),
     offered("write", || Box::new(write::WriteTool::new())),
@@ -37,6 +38,7 @@ pub const BUILTINS: &[Builtin] = &[
     opt_in("web_fetch", || Box::new(web_fetch::WebFetchTool::new())),
     opt_in("todo", || Box::new(todo::TodoTool::new())),
     opt_in("task", || Box::new(task::TaskTool::new())),
+    opt_in("process", || Box::new(process::ProcessTool::new())),
 ];
 
 /// A builtin every run gets unless the job's `tools:` leaves it out.
@@ -75,14 +77,21 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
 /// The builtins a run gets: those the job's `tools` names (`None`: every
 /// builtin that is not opt-in), in the table's order.
 pub fn for_job(job_tools: Option<&[String]>) -> Vec<Box<dyn Tool>> {
-    BUILTINS
+    let mut tools: Vec<Box<dyn Tool>> = BUILTINS
         .iter()
         .filter(|b| match job_tools {
             Some(list) => list.iter().any(|t| t == b.name),
             None => !b.opt_in,
         })
         .map(|b| (b.make)())
-        .collect()
+        .collect();
+    // `exec` offers background sessions only where `process` can manage them.
+    if tools.iter().any(|t| t.spec().name == "process")
+        && let Some(exec) = tools.iter_mut().find(|t| t.spec().name == "exec")
+    {
+        *exec = Box::new(exec::ExecTool::with_background());
+    }
+    tools
 }
 
 /// The spec of the builtin called `name`; built once.
@@ -121,7 +130,8 @@ mod tests {
                 "exec",
                 "web_fetch",
                 "todo",
-                "task"
+                "task",
+                "process"
             ]
         );
     }

@@ -1,13 +1,15 @@
 //! The `exec` tool: a shell command in the workspace, run by the run's
 //! [`ProcessRunner`](crate::process::ProcessRunner) (scrubbed environment,
-//! sandbox, nothing outliving the call, bounded and masked output).
+//! sandbox, nothing outliving the call, bounded and masked output), or, with
+//! `background: true` in a run that has the `process` tool, started as a
+//! session ([`super::process`]).
 //! Whether a command may run is decided by [`crate::policy`], not here.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::support::{outside, str_arg, usize_arg};
+use super::support::{bool_arg, outside, str_arg, usize_arg};
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 pub use crate::process::{INHERITED_ENV, INHERITED_ENV_PREFIXES, is_inherited};
@@ -17,19 +19,13 @@ pub struct ExecTool {
 }
 
 impl ExecTool {
+    /// `exec` as every run without the `process` tool offers it: no
+    /// background sessions, the same schema and text as before they existed.
     pub fn new() -> Self {
         ExecTool {
             spec: ToolSpec {
                 name: "exec".into(),
-                description: "Run a shell command with `sh -c` in the workspace root (or in \
-                    `cwd`, a directory inside the workspace). stdin is empty, so interactive \
-                    commands fail rather than wait. Returns the exit code, stdout and then \
-                    stderr (after a `[stderr]` line); long output keeps its start and end and \
-                    says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
-                    600000; on timeout the command and everything it started are killed. \
-                    Background processes do not survive the command: when it exits, its whole \
-                    process group is killed."
-                    .into(),
+                description: DESCRIPTION.into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -49,7 +45,37 @@ impl ExecTool {
             },
         }
     }
+
+    /// `exec` in a run that has the `process` tool: `background` and `keep`
+    /// start sessions that `process` reads, writes to and stops.
+    pub fn with_background() -> Self {
+        let mut tool = Self::new();
+        tool.spec.description = format!("{DESCRIPTION} {BACKGROUND}");
+        let properties = &mut tool.spec.parameters["properties"];
+        properties["timeout_ms"]["description"] =
+            json!("Time limit in milliseconds. Default 120000. Not for background sessions.");
+        properties["background"] = json!({"type": "boolean",
+            "description": "Start the command as a background session and return at once. Default false."});
+        properties["keep"] = json!({"type": "boolean",
+            "description": "With `background`: keep the session running after this step ends (until the run ends). Default false."});
+        tool
+    }
 }
+
+const DESCRIPTION: &str = "Run a shell command with `sh -c` in the workspace root (or in \
+    `cwd`, a directory inside the workspace). stdin is empty, so interactive \
+    commands fail rather than wait. Returns the exit code, stdout and then \
+    stderr (after a `[stderr]` line); long output keeps its start and end and \
+    says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
+    600000; on timeout the command and everything it started are killed. \
+    Background processes do not survive the command: when it exits, its whole \
+    process group is killed.";
+
+const BACKGROUND: &str = "For a server or watcher the next commands need, pass \
+    `background: true`: the command starts as a session and the call returns at once with \
+    its id and first output; use the `process` tool to read its output, write to its \
+    stdin, list or kill it. A session is killed when its step ends unless `keep: true`, \
+    and always when the run ends.";
 
 impl Default for ExecTool {
     fn default() -> Self {
@@ -78,6 +104,25 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         return ToolResult::failure(
             ToolErrorCode::NotFound,
             format!("`cwd` `{shown_cwd}` is not a directory in the workspace"),
+        );
+    }
+    let keep = bool_arg(&args, "keep");
+    if bool_arg(&args, "background") == Some(true) {
+        if args.get("timeout_ms").is_some() {
+            return ToolResult::failure(
+                ToolErrorCode::InvalidArgument,
+                "`timeout_ms` is for commands exec waits for; a background session runs until \
+                 `process kill`, the end of its step (unless `keep`) or the end of the run, so \
+                 leave `timeout_ms` out",
+            );
+        }
+        return super::process::start(command, &cwd, &shown_cwd, keep == Some(true), ctx).await;
+    }
+    if keep.is_some() {
+        return ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            "`keep` applies to background sessions only; pass `background: true` with it, or \
+             leave `keep` out",
         );
     }
     let timeout = usize_arg(&args, "timeout_ms")

@@ -21,6 +21,7 @@ pub mod exec;
 pub mod find;
 pub mod grep;
 pub mod ls;
+pub mod process;
 pub mod read;
 pub mod schema;
 pub mod task;
@@ -260,6 +261,12 @@ impl std::fmt::Debug for FileAccess {
 /// [`Tool::spec`]'s schema.
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    /// Whether this call never changes anything, so it may run with other
+    /// reads; by default the tool's [`ToolSpec::read_only`]. A tool whose
+    /// actions differ (`process`: `read` but not `kill`) decides per call.
+    fn read_only_call(&self, _args: &Value) -> bool {
+        self.spec().read_only
+    }
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 

@@ -4,6 +4,7 @@ mod agent_loop;
 mod attacks_files;
 mod attacks_shell;
 mod attacks_untrusted;
+mod background;
 mod cli_run;
 mod contract;
 mod eval;
