@@ -14,6 +14,7 @@ pub mod checks;
 pub mod context;
 pub mod execute;
 pub mod loop_guard;
+pub mod memory;
 pub mod plan;
 pub mod protocol;
 pub mod session;
@@ -59,6 +60,8 @@ pub struct RunInput<'a> {
     pub processes: crate::process::ProcessRunner,
     /// Text from outside the job, given to the model fenced in the goal message.
     pub untrusted: &'a [UntrustedText],
+    /// The job's memory file, for the system prompt.
+    pub memory: Option<&'a memory::Memory>,
     /// Stops the run from outside; [`CancelSignal::never`] when nothing does.
     pub cancel: CancelSignal,
     /// Runs after the checks and before `run.completed`, unless the run was interrupted.
@@ -85,6 +88,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         limits,
         processes,
         untrusted,
+        memory,
         cancel,
         after_checks,
     } = input;
@@ -166,7 +170,15 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         messages: vec![
             Message::System {
-                content: protocol::system_prompt(skill, &tools.names(), !untrusted.is_empty()),
+                content: protocol::system_prompt(
+                    skill,
+                    &tools.names(),
+                    !untrusted.is_empty(),
+                    &protocol::Guidance {
+                        memory,
+                        rules: &job.guidance.rules,
+                    },
+                ),
             },
             Message::System {
                 content: protocol::run_details(&run_details(
@@ -190,6 +202,8 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         batches: std::sync::atomic::AtomicU64::new(0),
         plan: Vec::new(),
         step_summaries: Vec::new(),
+        rules_reminder: (job.guidance.rules_reminder && !job.guidance.rules.is_empty())
+            .then(|| protocol::rules_reminder(job.guidance.rules.len())),
     };
 
     // Dropping the agent phase on a signal stops the model call in flight

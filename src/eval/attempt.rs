@@ -38,6 +38,8 @@ pub struct AttemptSettings {
     pub base_url: Option<String>,
     /// `--record`: run live and save each attempt's cassette.
     pub record: bool,
+    /// `--replay-match`: how replayed attempts match requests.
+    pub replay_match: Option<String>,
     /// `--skills-path`.
     pub skills_path: Vec<PathBuf>,
     /// Fired by SIGINT/SIGTERM: running attempts stop, no new one starts.
@@ -319,6 +321,7 @@ fn prepare(
             .then(|| settings.base_url.clone())
             .flatten(),
         replay: replay_cassette(case, settings, plan.attempt),
+        replay_match: settings.replay_match.clone(),
         ..LoadOptions::default()
     };
     let mut prepared = runner::prepare(&suite.job, &options)

@@ -19,6 +19,7 @@ mod hardening;
 mod junit_report;
 mod mcp;
 mod mcp_misbehave;
+mod memory_rules;
 mod policy;
 mod protocol;
 mod provider;

@@ -16,6 +16,7 @@ use serde_saphyr::Spanned;
 
 mod env;
 mod git;
+mod guidance;
 pub(crate) mod mcp;
 mod model;
 mod model_options;
@@ -108,6 +109,7 @@ impl Checker<'_> {
             .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
             .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
         let tool_loop = self.tool_loop(&raw);
+        let guidance = self.guidance(&raw, workspace.as_deref());
 
         let mcp = self.mcp(raw.mcp.as_ref(), workspace.as_deref(), &vars);
 
@@ -136,6 +138,7 @@ impl Checker<'_> {
                 sandbox,
                 mcp,
                 tool_loop,
+                guidance,
             }),
             _ => None,
         };
