@@ -265,6 +265,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     {
         (status, reason) = run_after_checks(after, status, reason, &cancel, &bus).await;
     }
+    if let Some(drift) = provider.replay_drift() {
+        bus.emit(EventKind::ReplayDrift(drift));
+    }
 
     let completed = RunCompleted {
         status,

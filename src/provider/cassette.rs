@@ -450,7 +450,7 @@ pub fn first_difference(recorded: &Value, actual: &Value) -> Option<Difference> 
 /// user edits: the skill text, the run details, the task, a tool result, the
 /// tool list. `recorded` is the [`comparable`] recorded request, whose
 /// message roles say what each message is.
-pub fn changed_part(recorded: &Value, path: &str) -> String {
+pub fn changed_part(recorded: &Value, actual: &Value, path: &str) -> String {
     if path.starts_with("tools") {
         return "the tool list".to_string();
     }
@@ -471,9 +471,21 @@ pub fn changed_part(recorded: &Value, path: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default();
     match role {
-        // The first system message carries the skill (see agent::protocol).
+        // The first system message carries the skill, then the job's memory
+        // file and rules (see agent::protocol).
         Some("system") if content.contains("# Skill:") => {
-            "the skill text (system prompt)".to_string()
+            let sent = actual
+                .get("messages")
+                .and_then(|m| m.get(index))
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match super::replay_drift::system_part(content, sent) {
+                "memory file" => "the memory file (system prompt)".to_string(),
+                "rules" => "the job's rules (system prompt)".to_string(),
+                "protocol" => "agentci's protocol text (system prompt)".to_string(),
+                _ => "the skill text (system prompt)".to_string(),
+            }
         }
         Some("system") => {
             "the run details in the system prompt (workspace, skill folders, allowed commands, checks)"

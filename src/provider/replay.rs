@@ -7,6 +7,12 @@
 //! network. A recorded answer's text is handed to the observer in pieces
 //! first, as a live stream would, so a display behaves the same in replay.
 //! Reading the file and comparing live in [`super::cassette`].
+//!
+//! In `sequence` mode ([`ReplayMatch::Sequence`]) the recorded answers are
+//! served in order whatever the requests, and each request that differs
+//! from the recorded one is counted ([`super::replay_drift`]), so a suite
+//! still runs offline after a skill edit and says how far its recordings
+//! are out of date.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -15,8 +21,10 @@ use super::cassette::{
     Cassette, Conversation, RecordedExchange, WorkspacePaths, changed_part, comparable,
     first_difference,
 };
+use super::replay_drift::{DriftCounter, differing_parts};
 use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
-use crate::event::ModelInfo;
+use crate::event::{ModelInfo, ReplayDrift};
+use crate::spec::ReplayMatch;
 use crate::tools::BoxFuture;
 
 #[derive(Debug)]
@@ -24,19 +32,30 @@ pub struct ReplayProvider {
     cassette: Cassette,
     paths: WorkspacePaths,
     /// Index of the next exchange to serve and the request before it; both
-    /// move only on a match.
+    /// move only on a match (in `sequence` mode, on every request).
     next: Mutex<(usize, Conversation)>,
+    mode: ReplayMatch,
+    drift: Mutex<DriftCounter>,
 }
 
 impl ReplayProvider {
     /// Reads the whole cassette up front, so a malformed line fails before
     /// the run starts. `workspace_root` is what `${WORKSPACE}` stands for.
     pub fn open(path: impl AsRef<Path>, workspace_root: &Path) -> Result<Self, ProviderError> {
+        let cassette = Cassette::read(path.as_ref())?;
         Ok(Self {
-            cassette: Cassette::read(path.as_ref())?,
+            drift: Mutex::new(DriftCounter::new(cassette.exchanges.len())),
+            cassette,
             paths: WorkspacePaths::new(workspace_root),
             next: Mutex::new((0, Conversation::default())),
+            mode: ReplayMatch::Strict,
         })
+    }
+
+    /// Match requests in `mode` (strict unless told otherwise).
+    pub fn with_match(mut self, mode: ReplayMatch) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// Also normalizes these skill folders (name, absolute folder) in the cassette.
@@ -70,21 +89,38 @@ impl ReplayProvider {
         })?;
         let (next, conversation) = &mut *guard;
         let Some(RecordedExchange { line, exchange }) = self.cassette.exchanges.get(*next) else {
-            return Err(ProviderError::ReplayDiverged(format!(
-                "cassette {shown} has only {} exchanges; the run asked for more",
-                self.cassette.exchanges.len()
-            )));
+            let count = self.cassette.exchanges.len();
+            return Err(ProviderError::ReplayDiverged(match self.mode {
+                ReplayMatch::Strict => {
+                    format!("cassette {shown} has only {count} exchanges; the run asked for more")
+                }
+                ReplayMatch::Sequence => format!(
+                    "cassette {shown} has only {count} exchanges and the run asked for answer {}: \
+                     a sequence replay serves the recorded answers in order, and this run took \
+                     more turns than the recording; re-record with --record",
+                    *next + 1
+                ),
+            }));
         };
         let recorded = conversation.decode(&exchange.request).map_err(|e| {
             ProviderError::ReplayDiverged(format!("cassette {shown} line {line}: {e}"))
         })?;
         let sent = comparable(&self.paths.normalize_request(request));
         let recorded_value = comparable(&recorded);
+        if self.mode == ReplayMatch::Sequence {
+            let parts = differing_parts(&recorded_value, &sent);
+            if let Ok(mut drift) = self.drift.lock() {
+                drift.served(&parts);
+            }
+            *next += 1;
+            conversation.advance(recorded);
+            return Ok(self.paths.expand_response(&exchange.response));
+        }
         if let Some(diff) = first_difference(&recorded_value, &sent) {
             return Err(ProviderError::ReplayDiverged(format!(
                 "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; re-record with --record",
                 *next + 1,
-                changed_part(&recorded_value, &diff.path),
+                changed_part(&recorded_value, &sent, &diff.path),
                 if diff.path.is_empty() {
                     "request"
                 } else {
@@ -106,6 +142,13 @@ impl ModelProvider for ReplayProvider {
             provider: "replay".to_string(),
             name: self.cassette.header.model.clone(),
         }
+    }
+
+    fn replay_drift(&self) -> Option<ReplayDrift> {
+        if self.mode != ReplayMatch::Sequence {
+            return None;
+        }
+        self.drift.lock().ok().map(|drift| drift.figure())
     }
 
     fn complete_observed<'a>(

@@ -315,6 +315,13 @@ fn every_kind() -> Vec<EventKind> {
             remote: "origin".into(),
             branch: "agentci/fix-clippy".into(),
         },
+        EventKind::ReplayDrift(agentci::event::ReplayDrift {
+            turns: 12,
+            drifted: 3,
+            recorded: 12,
+            parts: [("skill text".to_string(), 3)].into(),
+            first_drifted_turn: Some(1),
+        }),
         run_completed(RunStatus::BudgetExceeded, "max_cost_usd exceeded", (1, 2)),
     ]
 }
@@ -345,6 +352,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::GitPatch(_) => "git.patch",
         EventKind::GitCommit { .. } => "git.commit",
         EventKind::GitPush { .. } => "git.push",
+        EventKind::ReplayDrift(_) => "replay.drift",
         EventKind::RunCompleted(_) => "run.completed",
     }
 }

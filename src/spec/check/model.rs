@@ -144,7 +144,8 @@ impl Checker<'_> {
                 self.r.error(
                     at,
                     format!(
-                        "unknown replay match `{}`; expected `strict` (every request must equal                          the recording) or `sequence` (recorded answers in order, drift counted)",
+                        "unknown replay match `{}`; expected `strict` (every request must equal \
+                         the recording) or `sequence` (recorded answers in order, drift counted)",
                         mode.value
                     ),
                 );
