@@ -271,3 +271,33 @@ fn mistakes_in_memory_and_rules_are_named_at_their_place() {
     let err = stderr(&run(&climbing));
     assert!(err.contains("climbs out with `..`"), "{err}");
 }
+
+/// `--print-job` writes the guidance and the replay match back, and what
+/// it writes loads into the same job.
+#[test]
+fn print_job_keeps_memory_rules_and_replay_match() {
+    let sb = sandbox(
+        "openai",
+        "http://127.0.0.1:9/v1",
+        &format!("memory: auto\n{RULES}rules_reminder: true\n"),
+    );
+    let job = sb.read("job.yaml").replace(
+        "base_url: \"http://127.0.0.1:9/v1\"}",
+        "base_url: \"http://127.0.0.1:9/v1\", replay: {match: sequence}}",
+    );
+    sb.write("job.yaml", &job);
+    let printed = sb.agentci(&["run", "job.yaml", "--print-job"]);
+    assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
+    let yaml = String::from_utf8(printed.stdout).unwrap();
+    for line in [
+        "memory: auto",
+        "- Never edit files under vendor/.",
+        "rules_reminder: true",
+        "match: sequence",
+    ] {
+        assert!(yaml.contains(line), "{line} missing from:\n{yaml}");
+    }
+    sb.write("printed.yaml", &yaml);
+    let again = sb.agentci(&["run", "printed.yaml", "--print-job"]);
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), yaml);
+}
