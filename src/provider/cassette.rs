@@ -663,6 +663,34 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_system_prompt_names_its_section() {
+        let prompt = "You are agentci.\n\n# Skill: s\nDo it.\n\n# Memory: AGENTS.md\nTabs.\n\n# Rules\n1. Be brief.";
+        let request = |text: &str| json!({"messages": [{"role": "system", "content": text}]});
+        let recorded = request(prompt);
+        let part = |edited: &str| {
+            let actual = request(edited);
+            let diff = first_difference(&recorded, &actual).unwrap();
+            changed_part(&recorded, &actual, &diff.path)
+        };
+        assert_eq!(
+            part(&prompt.replace("Do it.", "Do.")),
+            "the skill text (system prompt)"
+        );
+        assert_eq!(
+            part(&prompt.replace("Tabs.", "Spaces.")),
+            "the memory file (system prompt)"
+        );
+        assert_eq!(
+            part(&prompt.replace("brief", "kind")),
+            "the job's rules (system prompt)"
+        );
+        assert_eq!(
+            part(&prompt.replace("You are", "You're")),
+            "agentci's protocol text (system prompt)"
+        );
+    }
+
+    #[test]
     fn skill_folders_round_trip() {
         let paths = WorkspacePaths::new(Path::new("/tmp/ws-a"))
             .with_skill_folder("pdf", Path::new("/home/u/skills/pdf"));
