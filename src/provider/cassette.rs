@@ -301,6 +301,10 @@ impl WorkspacePaths {
             })
     }
 
+    pub fn normalize_message(&self, message: &Message) -> Message {
+        map_message(message, &|text| self.normalize_text(text))
+    }
+
     pub fn normalize_request(&self, request: &ChatRequest) -> ChatRequest {
         map_request(request, &|text| self.normalize_text(text))
     }
@@ -322,28 +326,7 @@ fn map_request(request: &ChatRequest, f: MapText<'_>) -> ChatRequest {
         messages: request
             .messages
             .iter()
-            .map(|message| match message {
-                Message::System { content } => Message::System {
-                    content: f(content),
-                },
-                Message::User { content } => Message::User {
-                    content: f(content),
-                },
-                Message::Assistant {
-                    content,
-                    tool_calls,
-                } => Message::Assistant {
-                    content: content.as_deref().map(f),
-                    tool_calls: map_calls(tool_calls, f),
-                },
-                Message::Tool {
-                    tool_call_id,
-                    content,
-                } => Message::Tool {
-                    tool_call_id: tool_call_id.clone(),
-                    content: f(content),
-                },
-            })
+            .map(|message| map_message(message, f))
             .collect(),
         tools: request
             .tools
@@ -355,6 +338,31 @@ fn map_request(request: &ChatRequest, f: MapText<'_>) -> ChatRequest {
             })
             .collect(),
         tool_choice: request.tool_choice,
+    }
+}
+
+fn map_message(message: &Message, f: MapText<'_>) -> Message {
+    match message {
+        Message::System { content } => Message::System {
+            content: f(content),
+        },
+        Message::User { content } => Message::User {
+            content: f(content),
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => Message::Assistant {
+            content: content.as_deref().map(f),
+            tool_calls: map_calls(tool_calls, f),
+        },
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => Message::Tool {
+            tool_call_id: tool_call_id.clone(),
+            content: f(content),
+        },
     }
 }
 
@@ -401,26 +409,27 @@ fn map_value(value: &Value, f: MapText<'_>) -> Value {
 /// output differs between machines and toolchain versions by nature, while
 /// the summary says whether the run took the same path as the recording.
 pub fn comparable(request: &ChatRequest) -> Value {
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .map(|message| match message {
-            Message::Tool {
-                tool_call_id,
-                content,
-            } => serde_json::json!({
-                "role": "tool",
-                "tool_call_id": tool_call_id,
-                "content": mask_durations(content.lines().next().unwrap_or_default()),
-            }),
-            other => serde_json::to_value(other).unwrap_or(Value::Null),
-        })
-        .collect();
+    let messages: Vec<Value> = request.messages.iter().map(comparable_message).collect();
     serde_json::json!({
         "messages": messages,
         "tools": request.tools,
         "tool_choice": request.tool_choice,
     })
+}
+
+/// One message of a [`comparable`] request.
+pub fn comparable_message(message: &Message) -> Value {
+    match message {
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => serde_json::json!({
+            "role": "tool",
+            "tool_call_id": tool_call_id,
+            "content": mask_durations(content.lines().next().unwrap_or_default()),
+        }),
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
+    }
 }
 
 /// `in 0.42s`, `(1200 ms)` → `<duration>`: times differ between runs.
