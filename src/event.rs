@@ -147,8 +147,48 @@ pub enum EventKind {
     /// before the next model turn; `tools` are the names the model sees now.
     #[serde(rename = "mcp.tools.refreshed")]
     McpToolsRefreshed { server: String, tools: Vec<String> },
+    /// A replay in `sequence` mode served the recorded answers whatever the
+    /// requests; how far the run's requests drifted from the recording.
+    /// Emitted once, before `run.completed`.
+    #[serde(rename = "replay.drift")]
+    ReplayDrift(ReplayDrift),
     #[serde(rename = "run.completed")]
     RunCompleted(RunCompleted),
+}
+
+/// How far a sequence replay's requests drifted from the recording.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReplayDrift {
+    /// Requests answered from the cassette.
+    pub turns: u32,
+    /// Of those, the requests that differed from the recorded ones.
+    pub drifted: u32,
+    /// Exchanges the cassette holds.
+    pub recorded: u32,
+    /// What differed and in how many turns (`skill text`, `tool result`…).
+    pub parts: std::collections::BTreeMap<String, u32>,
+    /// The first turn whose request differed, 1-based.
+    pub first_drifted_turn: Option<u32>,
+}
+
+impl ReplayDrift {
+    /// One line for people: `recordings out of date in 3/12 turns (skill text 3)`.
+    pub fn summary(&self) -> String {
+        if self.drifted == 0 {
+            return format!("recordings match in all {} turns", self.turns);
+        }
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .map(|(part, turns)| format!("{part} {turns}"))
+            .collect();
+        format!(
+            "recordings out of date in {}/{} turns ({})",
+            self.drifted,
+            self.turns,
+            parts.join(", ")
+        )
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -14,6 +14,7 @@ pub mod checks;
 pub mod context;
 pub mod execute;
 pub mod loop_guard;
+pub mod memory;
 pub mod plan;
 pub mod protocol;
 mod sent;
@@ -63,6 +64,8 @@ pub struct RunInput<'a> {
     pub processes: crate::process::ProcessRunner,
     /// Text from outside the job, given to the model fenced in the goal message.
     pub untrusted: &'a [UntrustedText],
+    /// The job's memory file, for the system prompt.
+    pub memory: Option<&'a memory::Memory>,
     /// Stops the run from outside; [`CancelSignal::never`] when nothing does.
     pub cancel: CancelSignal,
     /// Runs after the checks and before `run.completed`, unless the run was interrupted.
@@ -90,6 +93,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         limits,
         processes,
         untrusted,
+        memory,
         cancel,
         after_checks,
     } = input;
@@ -178,7 +182,15 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         messages: vec![
             Message::System {
-                content: protocol::system_prompt(skill, &tools.names(), !untrusted.is_empty()),
+                content: protocol::system_prompt(
+                    skill,
+                    &tools.names(),
+                    !untrusted.is_empty(),
+                    &protocol::Guidance {
+                        memory,
+                        rules: &job.guidance.rules,
+                    },
+                ),
             },
             Message::System {
                 content: protocol::run_details(&run_details(
@@ -208,6 +220,8 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             ..Default::default()
         },
         sent: Default::default(),
+        rules_reminder: (job.guidance.rules_reminder && !job.guidance.rules.is_empty())
+            .then(|| protocol::rules_reminder(job.guidance.rules.len())),
     };
 
     // Dropping the agent phase on a signal stops the model call in flight
@@ -276,6 +290,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         && status != RunStatus::Interrupted
     {
         (status, reason) = run_after_checks(after, status, reason, &cancel, &bus).await;
+    }
+    if let Some(drift) = provider.replay_drift() {
+        bus.emit(EventKind::ReplayDrift(drift));
     }
 
     let completed = RunCompleted {

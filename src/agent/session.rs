@@ -66,6 +66,8 @@ pub struct Session<'a> {
     pub subagents: SubagentConfig,
     /// The last request sent, so the trace records only what each one adds.
     pub sent: SentLog,
+    /// `rules_reminder`: the line appended to the last result of each batch.
+    pub rules_reminder: Option<String>,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -265,10 +267,20 @@ impl Session<'_> {
             texts[*index] = Some(self.bus.redact(&result.model_text()));
         }
 
-        for (call, text) in calls.iter().zip(texts) {
+        let last = calls.len().saturating_sub(1);
+        for (index, (call, text)) in calls.iter().zip(texts).enumerate() {
+            let mut content = text.unwrap_or_default();
+            // In the tool result itself: both APIs accept no other message
+            // between a turn's results and the next model turn.
+            if index == last
+                && let Some(reminder) = &self.rules_reminder
+            {
+                content.push_str("\n\n");
+                content.push_str(reminder);
+            }
             self.messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
-                content: text.unwrap_or_default(),
+                content,
             });
         }
         // A step that repeats itself ends there (the step reads the guard);

@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Serve model responses from this cassette instead of a live model.
     #[arg(long, value_name = "PATH", conflicts_with = "record")]
     pub replay: Option<PathBuf>,
+    /// How a replay matches requests: `strict` (default) or `sequence`
+    /// (recorded answers in order, drift from the recording counted).
+    #[arg(long, value_name = "MODE")]
+    pub replay_match: Option<String>,
     /// Override the job's model, as PROVIDER:NAME (e.g. `openai:gpt-4.1-mini`).
     #[arg(long, value_name = "PROVIDER:NAME")]
     pub model: Option<String>,
@@ -190,6 +194,10 @@ pub struct EvalArgs {
     /// Run live and save a cassette per case (and attempt).
     #[arg(long)]
     pub record: bool,
+    /// How replayed cases match requests: `strict` (default) or `sequence`
+    /// (recorded answers in order, drift from the recording counted).
+    #[arg(long, value_name = "MODE")]
+    pub replay_match: Option<String>,
     /// Re-run the attempts that errored in an earlier run into --out.
     #[arg(long)]
     pub retry_errors: bool,

@@ -125,6 +125,13 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
                 .to_string(),
         );
     }
+    if let Some(mode) = &args.replay_match
+        && crate::spec::ReplayMatch::parse(mode).is_none()
+    {
+        problems.push(format!(
+            "error: --replay-match: unknown replay match `{mode}`; expected `strict` or `sequence`"
+        ));
+    }
     if let Some(Err(e)) = args.base_url.as_deref().map(check_base_url) {
         problems.push(format!("error: --base-url: {e}"));
     }
@@ -155,6 +162,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
                 .cloned(),
             base_url: args.base_url.clone(),
             record: args.record,
+            replay_match: args.replay_match.clone(),
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
             cancel: crate::agent::CancelSignal::never(),
         },

@@ -43,6 +43,7 @@ pub fn run(args: RunArgs) -> u8 {
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),
+        replay_match: args.replay_match.clone(),
         job_flags,
         reject_unused_vars: true,
     };

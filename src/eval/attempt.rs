@@ -18,7 +18,7 @@ use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
-use crate::event::{Event, EventKind, EventSink, RunStatus, SinkError};
+use crate::event::{Event, EventKind, EventSink, ReplayDrift, RunStatus, SinkError};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::{Redactor, secret_values};
 use crate::runner::{self, Prepared, RunOptions};
@@ -38,6 +38,8 @@ pub struct AttemptSettings {
     pub base_url: Option<String>,
     /// `--record`: run live and save each attempt's cassette.
     pub record: bool,
+    /// `--replay-match`: how replayed attempts match requests.
+    pub replay_match: Option<String>,
     /// `--skills-path`.
     pub skills_path: Vec<PathBuf>,
     /// Fired by SIGINT/SIGTERM: running attempts stop, no new one starts.
@@ -101,6 +103,7 @@ impl AttemptResult {
             started_at,
             fingerprint: plan.fingerprint.clone(),
             interrupted: false,
+            replay_drift: None,
         }
     }
 }
@@ -149,10 +152,14 @@ async fn run_into(
     let (job_env, _) = prepared.job.resolve_env(|name| std::env::var(name).ok());
     let own_env = private.env(|name| std::env::var_os(name), &job_env);
     let tool_calls = Arc::new(Mutex::new(Vec::new()));
+    let drift = Arc::new(Mutex::new(None));
     let options = RunOptions {
         out_dir: Some(plan.dir.clone()),
         record: settings.record.then(|| record_cassette(case, plan.attempt)),
-        sinks: vec![Box::new(ToolCallLog(Arc::clone(&tool_calls)))],
+        sinks: vec![
+            Box::new(ToolCallLog(Arc::clone(&tool_calls))),
+            Box::new(DriftLog(Arc::clone(&drift))),
+        ],
         cancel: settings.cancel.clone(),
         junit_files: FileBase {
             cwd: settings.cwd.clone(),
@@ -180,6 +187,7 @@ async fn run_into(
     result.output_tokens = totals.output_tokens;
     result.cost_usd = totals.cost_usd;
     result.run_ms = totals.duration_ms;
+    result.replay_drift = drift.lock().unwrap_or_else(|p| p.into_inner()).take();
     if completed.status == RunStatus::Interrupted {
         interrupted(result, &completed.reason);
         workspace.remove_now().await;
@@ -319,6 +327,7 @@ fn prepare(
             .then(|| settings.base_url.clone())
             .flatten(),
         replay: replay_cassette(case, settings, plan.attempt),
+        replay_match: settings.replay_match.clone(),
         ..LoadOptions::default()
     };
     let mut prepared = runner::prepare(&suite.job, &options)
@@ -350,6 +359,18 @@ impl EventSink for ToolCallLog {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(event.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Keeps a sequence replay's `replay.drift` for the attempt's result.
+struct DriftLog(Arc<Mutex<Option<ReplayDrift>>>);
+
+impl EventSink for DriftLog {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        if let EventKind::ReplayDrift(drift) = &event.kind {
+            *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(drift.clone());
         }
         Ok(())
     }

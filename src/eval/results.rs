@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::baseline::Regression;
 use super::stats::{pass_at_k, pass_pow_k};
-use crate::event::RunStatus;
+use crate::event::{ReplayDrift, RunStatus};
 
 pub const RESULTS_VERSION: u32 = 1;
 
@@ -82,10 +82,34 @@ pub struct AttemptResult {
     /// saved for resuming, so the next run into the same folder re-runs it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+    /// A sequence replay's drift from its recording (`replay.drift`);
+    /// absent for live runs and strict replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_drift: Option<ReplayDrift>,
 }
 
 fn is_false(value: &bool) -> bool {
     !value
+}
+
+/// The attempts' drift added up: turns, drifted turns and parts summed;
+/// the first drifted turn is the earliest of any attempt.
+fn total_drift(attempts: &[AttemptResult]) -> Option<ReplayDrift> {
+    let mut drifts = attempts.iter().filter_map(|a| a.replay_drift.as_ref());
+    let mut total = drifts.next()?.clone();
+    for drift in drifts {
+        total.turns += drift.turns;
+        total.drifted += drift.drifted;
+        total.recorded += drift.recorded;
+        for (part, turns) in &drift.parts {
+            *total.parts.entry(part.clone()).or_default() += turns;
+        }
+        total.first_drifted_turn = match (total.first_drifted_turn, drift.first_drifted_turn) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Some(total)
 }
 
 /// A case over all its attempts.
@@ -137,6 +161,10 @@ pub struct CaseResult {
     pub cost_usd: Option<f64>,
     /// Sum over attempts.
     pub duration_ms: u64,
+    /// The sequence replays' drift over all attempts; absent when no
+    /// attempt was a sequence replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_drift: Option<ReplayDrift>,
     pub attempts: Vec<AttemptResult>,
 }
 
@@ -195,6 +223,7 @@ impl CaseResult {
             output_tokens: attempts.iter().map(|a| a.output_tokens).sum(),
             cost_usd,
             duration_ms: attempts.iter().map(|a| a.duration_ms).sum(),
+            replay_drift: total_drift(&attempts),
             attempts,
         }
     }

@@ -301,6 +301,10 @@ impl WorkspacePaths {
             })
     }
 
+    pub fn normalize_message(&self, message: &Message) -> Message {
+        map_message(message, &|text| self.normalize_text(text))
+    }
+
     pub fn normalize_request(&self, request: &ChatRequest) -> ChatRequest {
         map_request(request, &|text| self.normalize_text(text))
     }
@@ -322,28 +326,7 @@ fn map_request(request: &ChatRequest, f: MapText<'_>) -> ChatRequest {
         messages: request
             .messages
             .iter()
-            .map(|message| match message {
-                Message::System { content } => Message::System {
-                    content: f(content),
-                },
-                Message::User { content } => Message::User {
-                    content: f(content),
-                },
-                Message::Assistant {
-                    content,
-                    tool_calls,
-                } => Message::Assistant {
-                    content: content.as_deref().map(f),
-                    tool_calls: map_calls(tool_calls, f),
-                },
-                Message::Tool {
-                    tool_call_id,
-                    content,
-                } => Message::Tool {
-                    tool_call_id: tool_call_id.clone(),
-                    content: f(content),
-                },
-            })
+            .map(|message| map_message(message, f))
             .collect(),
         tools: request
             .tools
@@ -355,6 +338,31 @@ fn map_request(request: &ChatRequest, f: MapText<'_>) -> ChatRequest {
             })
             .collect(),
         tool_choice: request.tool_choice,
+    }
+}
+
+fn map_message(message: &Message, f: MapText<'_>) -> Message {
+    match message {
+        Message::System { content } => Message::System {
+            content: f(content),
+        },
+        Message::User { content } => Message::User {
+            content: f(content),
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => Message::Assistant {
+            content: content.as_deref().map(f),
+            tool_calls: map_calls(tool_calls, f),
+        },
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => Message::Tool {
+            tool_call_id: tool_call_id.clone(),
+            content: f(content),
+        },
     }
 }
 
@@ -401,26 +409,27 @@ fn map_value(value: &Value, f: MapText<'_>) -> Value {
 /// output differs between machines and toolchain versions by nature, while
 /// the summary says whether the run took the same path as the recording.
 pub fn comparable(request: &ChatRequest) -> Value {
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .map(|message| match message {
-            Message::Tool {
-                tool_call_id,
-                content,
-            } => serde_json::json!({
-                "role": "tool",
-                "tool_call_id": tool_call_id,
-                "content": mask_durations(content.lines().next().unwrap_or_default()),
-            }),
-            other => serde_json::to_value(other).unwrap_or(Value::Null),
-        })
-        .collect();
+    let messages: Vec<Value> = request.messages.iter().map(comparable_message).collect();
     serde_json::json!({
         "messages": messages,
         "tools": request.tools,
         "tool_choice": request.tool_choice,
     })
+}
+
+/// One message of a [`comparable`] request.
+pub fn comparable_message(message: &Message) -> Value {
+    match message {
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => serde_json::json!({
+            "role": "tool",
+            "tool_call_id": tool_call_id,
+            "content": mask_durations(content.lines().next().unwrap_or_default()),
+        }),
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
+    }
 }
 
 /// `in 0.42s`, `(1200 ms)` → `<duration>`: times differ between runs.
@@ -450,7 +459,7 @@ pub fn first_difference(recorded: &Value, actual: &Value) -> Option<Difference> 
 /// user edits: the skill text, the run details, the task, a tool result, the
 /// tool list. `recorded` is the [`comparable`] recorded request, whose
 /// message roles say what each message is.
-pub fn changed_part(recorded: &Value, path: &str) -> String {
+pub fn changed_part(recorded: &Value, actual: &Value, path: &str) -> String {
     if path.starts_with("tools") {
         return "the tool list".to_string();
     }
@@ -471,9 +480,21 @@ pub fn changed_part(recorded: &Value, path: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default();
     match role {
-        // The first system message carries the skill (see agent::protocol).
+        // The first system message carries the skill, then the job's memory
+        // file and rules (see agent::protocol).
         Some("system") if content.contains("# Skill:") => {
-            "the skill text (system prompt)".to_string()
+            let sent = actual
+                .get("messages")
+                .and_then(|m| m.get(index))
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match super::replay_drift::system_part(content, sent) {
+                "memory file" => "the memory file (system prompt)".to_string(),
+                "rules" => "the job's rules (system prompt)".to_string(),
+                "protocol" => "agentci's protocol text (system prompt)".to_string(),
+                _ => "the skill text (system prompt)".to_string(),
+            }
         }
         Some("system") => {
             "the run details in the system prompt (workspace, skill folders, allowed commands, checks)"
@@ -648,6 +669,34 @@ mod tests {
         assert!(diff.actual.contains("altered"), "{}", diff.actual);
         assert!(diff.recorded.ends_with("…\""), "{}", diff.recorded);
         assert!(diff.recorded.chars().count() < 100);
+    }
+
+    #[test]
+    fn a_changed_system_prompt_names_its_section() {
+        let prompt = "You are agentci.\n\n# Skill: s\nDo it.\n\n# Memory: AGENTS.md\nTabs.\n\n# Rules\n1. Be brief.";
+        let request = |text: &str| json!({"messages": [{"role": "system", "content": text}]});
+        let recorded = request(prompt);
+        let part = |edited: &str| {
+            let actual = request(edited);
+            let diff = first_difference(&recorded, &actual).unwrap();
+            changed_part(&recorded, &actual, &diff.path)
+        };
+        assert_eq!(
+            part(&prompt.replace("Do it.", "Do.")),
+            "the skill text (system prompt)"
+        );
+        assert_eq!(
+            part(&prompt.replace("Tabs.", "Spaces.")),
+            "the memory file (system prompt)"
+        );
+        assert_eq!(
+            part(&prompt.replace("brief", "kind")),
+            "the job's rules (system prompt)"
+        );
+        assert_eq!(
+            part(&prompt.replace("You are", "You're")),
+            "agentci's protocol text (system prompt)"
+        );
     }
 
     #[test]

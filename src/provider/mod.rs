@@ -20,6 +20,7 @@ pub mod openai;
 pub mod pricing;
 pub mod record;
 pub mod replay;
+pub mod replay_drift;
 pub mod retry;
 pub mod sse;
 
@@ -177,6 +178,11 @@ pub trait ModelProvider: Send + Sync {
         request: &'a ChatRequest,
         observer: &'a dyn ProviderObserver,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    /// How far the requests so far drifted from a recording: only a replay
+    /// in `sequence` mode knows.
+    fn replay_drift(&self) -> Option<crate::event::ReplayDrift> {
+        None
+    }
     /// [`complete_observed`](Self::complete_observed) with nobody listening.
     fn complete<'a>(
         &'a self,

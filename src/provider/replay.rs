@@ -7,16 +7,26 @@
 //! network. A recorded answer's text is handed to the observer in pieces
 //! first, as a live stream would, so a display behaves the same in replay.
 //! Reading the file and comparing live in [`super::cassette`].
+//!
+//! In `sequence` mode ([`ReplayMatch::Sequence`]) the recorded answers are
+//! served in order whatever the requests, and each request that differs
+//! from the recorded one is counted ([`super::replay_drift`]), so a suite
+//! still runs offline after a skill edit and says how far its recordings
+//! are out of date.
 
 use std::path::Path;
 use std::sync::Mutex;
 
+use serde_json::Value;
+
 use super::cassette::{
     Cassette, Conversation, RecordedExchange, WorkspacePaths, changed_part, comparable,
-    first_difference,
+    comparable_message, first_difference,
 };
-use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
-use crate::event::ModelInfo;
+use super::replay_drift::{DriftCounter, differing_parts};
+use super::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver};
+use crate::event::{ModelInfo, ReplayDrift};
+use crate::spec::ReplayMatch;
 use crate::tools::BoxFuture;
 
 #[derive(Debug)]
@@ -24,19 +34,30 @@ pub struct ReplayProvider {
     cassette: Cassette,
     paths: WorkspacePaths,
     /// Index of the next exchange to serve and the request before it; both
-    /// move only on a match.
-    next: Mutex<(usize, Conversation)>,
+    /// move only on a match (in `sequence` mode, on every request).
+    next: Mutex<(usize, Conversation, Comparables)>,
+    mode: ReplayMatch,
+    drift: Mutex<DriftCounter>,
 }
 
 impl ReplayProvider {
     /// Reads the whole cassette up front, so a malformed line fails before
     /// the run starts. `workspace_root` is what `${WORKSPACE}` stands for.
     pub fn open(path: impl AsRef<Path>, workspace_root: &Path) -> Result<Self, ProviderError> {
+        let cassette = Cassette::read(path.as_ref())?;
         Ok(Self {
-            cassette: Cassette::read(path.as_ref())?,
+            drift: Mutex::new(DriftCounter::new(cassette.exchanges.len())),
+            cassette,
             paths: WorkspacePaths::new(workspace_root),
-            next: Mutex::new((0, Conversation::default())),
+            next: Mutex::new((0, Conversation::default(), Comparables::default())),
+            mode: ReplayMatch::Strict,
         })
+    }
+
+    /// Match requests in `mode` (strict unless told otherwise).
+    pub fn with_match(mut self, mode: ReplayMatch) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// Also normalizes these skill folders (name, absolute folder) in the cassette.
@@ -68,23 +89,74 @@ impl ReplayProvider {
                 "cassette {shown}: an earlier replay call panicked"
             ))
         })?;
-        let (next, conversation) = &mut *guard;
+        let (next, conversation, seen) = &mut *guard;
         let Some(RecordedExchange { line, exchange }) = self.cassette.exchanges.get(*next) else {
-            return Err(ProviderError::ReplayDiverged(format!(
-                "cassette {shown} has only {} exchanges; the run asked for more",
-                self.cassette.exchanges.len()
-            )));
+            let count = self.cassette.exchanges.len();
+            return Err(ProviderError::ReplayDiverged(match self.mode {
+                ReplayMatch::Strict => {
+                    format!("cassette {shown} has only {count} exchanges; the run asked for more")
+                }
+                ReplayMatch::Sequence => format!(
+                    "cassette {shown} has only {count} exchanges and the run asked for answer {}: \
+                     a sequence replay serves the recorded answers in order, and this run took \
+                     more turns than the recording; re-record with --record",
+                    *next + 1
+                ),
+            }));
         };
         let recorded = conversation.decode(&exchange.request).map_err(|e| {
             ProviderError::ReplayDiverged(format!("cassette {shown} line {line}: {e}"))
         })?;
-        let sent = comparable(&self.paths.normalize_request(request));
-        let recorded_value = comparable(&recorded);
+        seen.update_sent(request, &self.paths);
+        let keep = exchange.request.keep;
+        let mut recorded_cmp = std::mem::take(&mut seen.recorded_cmp);
+        if recorded_cmp.len() < keep {
+            // After a divergence nothing was kept: convert the kept part again.
+            recorded_cmp = recorded.messages[..keep]
+                .iter()
+                .map(comparable_message)
+                .collect();
+        }
+        recorded_cmp.truncate(keep);
+        recorded_cmp.extend(recorded.messages[keep..].iter().map(comparable_message));
+        let sent_head = comparable(&self.paths.normalize_request(&without_messages(request)));
+        let recorded_head = comparable(&without_messages(&recorded));
+        let same = sent_head == recorded_head && seen.sent_cmp == recorded_cmp;
+        let whole = |head: &Value, messages: &[Value]| {
+            let mut whole = head.clone();
+            whole["messages"] = Value::Array(messages.to_vec());
+            whole
+        };
+        if self.mode == ReplayMatch::Sequence {
+            let parts = if same {
+                Default::default()
+            } else {
+                differing_parts(
+                    &whole(&recorded_head, &recorded_cmp),
+                    &whole(&sent_head, &seen.sent_cmp),
+                )
+            };
+            if let Ok(mut drift) = self.drift.lock() {
+                drift.served(&parts);
+            }
+            *next += 1;
+            conversation.advance(recorded);
+            seen.recorded_cmp = recorded_cmp;
+            return Ok(self.paths.expand_response(&exchange.response));
+        }
+        if same {
+            *next += 1;
+            conversation.advance(recorded);
+            seen.recorded_cmp = recorded_cmp;
+            return Ok(self.paths.expand_response(&exchange.response));
+        }
+        let recorded_value = whole(&recorded_head, &recorded_cmp);
+        let sent = whole(&sent_head, &seen.sent_cmp);
         if let Some(diff) = first_difference(&recorded_value, &sent) {
             return Err(ProviderError::ReplayDiverged(format!(
                 "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; re-record with --record",
                 *next + 1,
-                changed_part(&recorded_value, &diff.path),
+                changed_part(&recorded_value, &sent, &diff.path),
                 if diff.path.is_empty() {
                     "request"
                 } else {
@@ -94,9 +166,55 @@ impl ReplayProvider {
                 diff.actual
             )));
         }
+        // Equal after all (the head and messages compare as one value).
         *next += 1;
         conversation.advance(recorded);
+        seen.recorded_cmp = recorded_cmp;
         Ok(self.paths.expand_response(&exchange.response))
+    }
+}
+
+/// `request` without its messages: what [`comparable`] makes of the rest.
+fn without_messages(request: &ChatRequest) -> ChatRequest {
+    ChatRequest {
+        model: request.model.clone(),
+        messages: Vec::new(),
+        tools: request.tools.clone(),
+        tool_choice: request.tool_choice,
+    }
+}
+
+/// The [`comparable_message`] form of the last request sent and of the
+/// recorded request before the next exchange, message by message, so that
+/// a turn converts only the messages it adds: a long session would
+/// otherwise normalize and convert its whole conversation on every turn.
+#[derive(Debug, Default)]
+struct Comparables {
+    /// The last request's messages, as sent.
+    sent: Vec<Message>,
+    /// Their comparable form, normalized.
+    sent_cmp: Vec<Value>,
+    /// The comparable form of the previous recorded request's messages.
+    recorded_cmp: Vec<Value>,
+}
+
+impl Comparables {
+    /// Make `request` the last request sent, converting only the messages
+    /// that differ from the previous one's at the same place.
+    fn update_sent(&mut self, request: &ChatRequest, paths: &WorkspacePaths) {
+        let mut old = std::mem::take(&mut self.sent_cmp);
+        self.sent_cmp = request
+            .messages
+            .iter()
+            .enumerate()
+            .map(
+                |(index, message)| match (self.sent.get(index), old.get_mut(index)) {
+                    (Some(previous), Some(value)) if previous == message => std::mem::take(value),
+                    _ => comparable_message(&paths.normalize_message(message)),
+                },
+            )
+            .collect();
+        self.sent = request.messages.clone();
     }
 }
 
@@ -106,6 +224,13 @@ impl ModelProvider for ReplayProvider {
             provider: "replay".to_string(),
             name: self.cassette.header.model.clone(),
         }
+    }
+
+    fn replay_drift(&self) -> Option<ReplayDrift> {
+        if self.mode != ReplayMatch::Sequence {
+            return None;
+        }
+        self.drift.lock().ok().map(|drift| drift.figure())
     }
 
     fn complete_observed<'a>(

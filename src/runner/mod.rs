@@ -91,6 +91,7 @@ pub async fn run_prepared(
         workspace,
         warnings,
         untrusted,
+        memory,
     } = prepared;
     let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
     let folder = RunFolder::resolve(
@@ -213,6 +214,7 @@ pub async fn run_prepared(
         limits: ToolLimits::default(),
         processes,
         untrusted,
+        memory: memory.as_ref(),
         cancel: options.cancel,
         after_checks,
     };

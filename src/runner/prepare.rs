@@ -4,6 +4,7 @@
 //! with its severity and
 //! position where there is one.
 
+use crate::agent::memory::{Memory, load_memory};
 use crate::skills::{self, Skill, SkillError};
 use crate::spec::{self, JobSpec, LoadOptions, SkillRef};
 use crate::tools::Workspace;
@@ -22,6 +23,8 @@ pub struct Prepared {
     /// What the model gets fenced as untrusted: the job's `untrusted_inputs`
     /// and the free text of the GitHub event that started the run.
     pub untrusted: Vec<UntrustedText>,
+    /// The job's memory file (`memory:`), untrusted when the workspace is.
+    pub memory: Option<Memory>,
 }
 
 /// Load `job_file` with `options`; `Err` holds every problem, one line each.
@@ -120,7 +123,15 @@ pub fn prepare_for_event(
     warnings.extend(file_warnings);
     untrusted.extend(event.map(GithubEvent::free_text).unwrap_or_default());
     crate::untrusted::limit_total(&mut untrusted);
+    let (memory, memory_warnings) = load_memory(
+        job.guidance.memory.as_ref(),
+        &workspace,
+        untrusted_because.is_some(),
+    )
+    .map_err(|problem| vec![format!("error: {}: {problem}", job.path.display())])?;
+    warnings.extend(memory_warnings);
     Ok(Prepared {
+        memory,
         warnings,
         job,
         skill,

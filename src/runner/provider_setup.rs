@@ -53,8 +53,12 @@ pub fn build_provider(
         })
         .map(|p| retrying(Box::new(p))),
         ProviderKind::Replay => match &job.model.cassette {
-            Some(cassette) => ReplayProvider::open(cassette, workspace)
-                .map(|p| Box::new(p.with_skill_folders(skill_folders)) as Box<dyn ModelProvider>),
+            Some(cassette) => ReplayProvider::open(cassette, workspace).map(|p| {
+                Box::new(
+                    p.with_skill_folders(skill_folders)
+                        .with_match(job.model.replay_match),
+                ) as Box<dyn ModelProvider>
+            }),
             None => Err(ProviderError::Config(
                 "model.provider is replay but no cassette is given; set model.cassette or pass --replay FILE".into(),
             )),

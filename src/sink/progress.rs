@@ -110,6 +110,7 @@ impl LogLines {
             EventKind::SandboxDegraded(_) => {}
             EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
             EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
+            EventKind::ReplayDrift(drift) => lines.push(format!("replay: {}", drift.summary())),
             EventKind::ToolCall {
                 call_id,
                 tool,

@@ -44,6 +44,8 @@ pub struct LoadOptions {
     pub base_url: Option<String>,
     /// `--replay CASSETTE`: forces the replay provider with that cassette.
     pub replay: Option<PathBuf>,
+    /// `--replay-match strict|sequence`, over the job's `model.replay.match`.
+    pub replay_match: Option<String>,
     /// `--goal`, `--skill`, `--check`, the budget flags…: written into the job.
     pub job_flags: JobFlags,
     /// A `--var` the job neither defines nor uses is an error (for `run`
@@ -74,6 +76,7 @@ pub(super) struct Overrides {
     pub model: Option<(ProviderKind, String)>,
     pub base_url: Option<String>,
     pub replay: Option<PathBuf>,
+    pub replay_match: Option<crate::spec::ReplayMatch>,
     pub workspace: Option<PathBuf>,
 }
 
@@ -313,6 +316,15 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrid
                 "--replay",
                 format!("cassette {} does not exist", cassette.display()),
             ));
+        }
+    }
+    if let Some(mode) = &opts.replay_match {
+        match crate::spec::ReplayMatch::parse(mode) {
+            Some(parsed) => overrides.replay_match = Some(parsed),
+            None => diagnostics.push(Diagnostic::flag(
+                "--replay-match",
+                format!("unknown replay match `{mode}`; expected `strict` or `sequence`"),
+            )),
         }
     }
     if let Some(workspace) = &opts.workspace {

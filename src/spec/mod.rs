@@ -75,6 +75,57 @@ pub struct JobSpec {
     pub mcp: McpSpec,
     /// How one turn's tool calls run: concurrency, timeouts, the loop guard.
     pub tool_loop: ToolLoopSpec,
+    /// `memory`, `rules` and `rules_reminder`.
+    pub guidance: GuidanceSpec,
+}
+
+/// Standing guidance the system prompt carries: the memory file and the
+/// job's rules (`memory`, `rules`, `rules_reminder`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuidanceSpec {
+    pub memory: Option<MemorySpec>,
+    pub rules: Vec<String>,
+    /// A one-line reminder of the rules follows each tool batch.
+    pub rules_reminder: bool,
+}
+
+/// Where the memory file is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemorySpec {
+    /// `memory: auto`: `AGENTS.md` at the workspace root, when there is one.
+    Auto,
+    /// A file relative to the workspace, checked to exist when the job loaded.
+    File(String),
+}
+
+/// How a replay matches the run's requests to the recording (`model.replay.match`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplayMatch {
+    /// Every request must equal the recorded one; the first difference stops the run.
+    #[default]
+    Strict,
+    /// Recorded answers are served in order whatever the requests; how far
+    /// they drifted from the recording is counted.
+    Sequence,
+}
+
+impl ReplayMatch {
+    pub const NAMES: &[&str] = &["strict", "sequence"];
+
+    pub fn parse(name: &str) -> Option<ReplayMatch> {
+        match name {
+            "strict" => Some(ReplayMatch::Strict),
+            "sequence" => Some(ReplayMatch::Sequence),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayMatch::Strict => "strict",
+            ReplayMatch::Sequence => "sequence",
+        }
+    }
 }
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).
@@ -266,6 +317,8 @@ pub struct ModelSpec {
     pub retry: RetrySpec,
     /// `model.price`: overrides the built-in price of the model.
     pub price: Option<PriceSpec>,
+    /// `model.replay.match` (or `--replay-match`): how a replay matches requests.
+    pub replay_match: ReplayMatch,
 }
 
 /// `model.retry` as written; `None` means the default.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{
-    CheckSpec, DefaultDecision, EnvValue, JobSpec, ModelSpec, OutputsSpec, PriceSpec, RetrySpec,
-    SkillRef,
+    CheckSpec, DefaultDecision, EnvValue, JobSpec, MemorySpec, ModelSpec, OutputsSpec, PriceSpec,
+    ReplayMatch, RetrySpec, SkillRef,
 };
 
 /// The job as YAML, valid input for `agentci run`.
@@ -47,6 +47,12 @@ struct JobFile {
     untrusted_inputs: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trust_workspace: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rules: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    rules_reminder: bool,
 }
 
 #[derive(Serialize)]
@@ -79,6 +85,14 @@ struct Model {
     retry: Option<Retry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     price: Option<Price>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay: Option<Replay>,
+}
+
+#[derive(Serialize)]
+struct Replay {
+    #[serde(rename = "match")]
+    match_mode: &'static str,
 }
 
 #[derive(Serialize)]
@@ -268,6 +282,12 @@ impl From<&JobSpec> for JobFile {
             allow_dirty: job.allow_dirty,
             untrusted_inputs: job.untrusted_inputs.clone(),
             trust_workspace: job.trust_workspace,
+            memory: job.guidance.memory.as_ref().map(|memory| match memory {
+                MemorySpec::Auto => "auto".to_string(),
+                MemorySpec::File(path) => path.clone(),
+            }),
+            rules: job.guidance.rules.clone(),
+            rules_reminder: job.guidance.rules_reminder,
         }
     }
 }
@@ -300,6 +320,9 @@ impl From<&ModelSpec> for Model {
                 output_per_mtok: p.output_per_mtok,
                 cache_read_per_mtok: p.cache_read_per_mtok,
                 cache_write_per_mtok: p.cache_write_per_mtok,
+            }),
+            replay: (model.replay_match != ReplayMatch::Strict).then(|| Replay {
+                match_mode: model.replay_match.as_str(),
             }),
         }
     }

@@ -46,6 +46,9 @@ pub(super) struct RawJob {
     pub tool_timeouts: Option<BTreeMap<String, Spanned<Scalar>>>,
     pub loop_guard: Option<RawLoopGuard>,
     pub task: Option<RawTask>,
+    pub memory: Option<Spanned<String>>,
+    pub rules: Option<Vec<Spanned<String>>>,
+    pub rules_reminder: Option<Spanned<Scalar>>,
 }
 
 /// `task:`, the sub-agents the `task` tool starts.
@@ -73,6 +76,14 @@ pub(super) struct RawModel {
     pub stream: Option<Spanned<Scalar>>,
     pub retry: Option<Spanned<RawRetry>>,
     pub price: Option<Spanned<RawPrice>>,
+    pub replay: Option<Spanned<RawReplay>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReplay {
+    #[serde(rename = "match")]
+    pub match_mode: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

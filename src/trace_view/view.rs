@@ -430,6 +430,10 @@ impl Fold {
                         .unwrap_or_default()
                 ),
             }),
+            EventKind::ReplayDrift(drift) => timeline.push(Entry::Warning {
+                source: "replay".to_string(),
+                message: drift.summary(),
+            }),
             EventKind::SubagentStarted(_)
             | EventKind::SubagentCompleted(_)
             | EventKind::McpToolsRefreshed { .. } => {

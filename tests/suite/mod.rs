@@ -23,6 +23,7 @@ mod mcp_misbehave;
 mod mcp_run;
 mod mcp_sandbox;
 mod mcp_set;
+mod memory_rules;
 mod policy;
 mod protocol;
 mod provider;

@@ -393,6 +393,13 @@ fn every_kind() -> Vec<EventKind> {
             server: "everything".into(),
             tools: vec!["mcp__everything__get-sum".into()],
         },
+        EventKind::ReplayDrift(agentci::event::ReplayDrift {
+            turns: 12,
+            drifted: 3,
+            recorded: 12,
+            parts: [("skill text".to_string(), 3)].into(),
+            first_drifted_turn: Some(1),
+        }),
         run_completed(RunStatus::BudgetExceeded, "max_cost_usd exceeded", (1, 2)),
     ]
 }
@@ -427,6 +434,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::GitPush { .. } => "git.push",
         EventKind::McpServerDown { .. } => "mcp.server.down",
         EventKind::McpToolsRefreshed { .. } => "mcp.tools.refreshed",
+        EventKind::ReplayDrift(_) => "replay.drift",
         EventKind::RunCompleted(_) => "run.completed",
     }
 }

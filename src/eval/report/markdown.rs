@@ -13,6 +13,38 @@ pub const ERROR_MEANING: &str = "⚠️ error: an attempt could not run to a ver
      failed, a cassette no longer matched, the workspace could not be made); the case counts as \
      not passed, its errored attempts are left out of pass@k, and `--retry-errors` re-runs them.";
 
+/// How far sequence replays drifted from their recordings, per case: a
+/// suite that still passes offline after a skill edit says so honestly.
+fn drift_notes(results: &Results, out: &mut String) {
+    let mut lines = String::new();
+    for suite in &results.suites {
+        for case in &suite.cases {
+            if let Some(drift) = &case.replay_drift {
+                let model = case
+                    .model
+                    .as_deref()
+                    .map_or_else(String::new, |m| format!(" [{m}]"));
+                let _ = writeln!(
+                    lines,
+                    "- `{}/{}`{}: {}",
+                    suite.name.replace('`', "'"),
+                    case.name.replace('`', "'"),
+                    cell(&model),
+                    cell(&drift.summary())
+                );
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str(
+            "\n### Replayed in sequence\n\nRecorded answers served in order whatever the \
+             requests; a turn is out of date when its request differs from the recording. \
+             Re-record with `--record` to bring them up to date.\n\n",
+        );
+        out.push_str(&lines);
+    }
+}
+
 pub fn summary(results: &Results) -> String {
     let mut out = String::from("## agentci eval\n\n");
     if let Some(note) = &results.interrupted {
@@ -77,6 +109,7 @@ pub fn summary(results: &Results) -> String {
     if any_error {
         let _ = writeln!(out, "\n{ERROR_MEANING}");
     }
+    drift_notes(results, &mut out);
     if !results.regressions.is_empty() {
         out.push_str(
             "\n### Regressions against the baseline\n\n| what | before | after |\n|---|---|---|\n",
@@ -196,6 +229,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".to_string(),
             fingerprint: String::new(),
             interrupted: false,
+            replay_drift: None,
         }
     }
 

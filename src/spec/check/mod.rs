@@ -16,6 +16,7 @@ use serde_saphyr::Spanned;
 
 mod env;
 mod git;
+mod guidance;
 pub(crate) mod mcp;
 mod model;
 mod model_options;
@@ -106,6 +107,7 @@ impl Checker<'_> {
             .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
             .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
         let tool_loop = self.tool_loop(&raw);
+        let guidance = self.guidance(&raw, workspace.as_deref());
 
         let mcp = self.mcp(raw.mcp.as_ref(), workspace.as_deref(), &vars);
 
@@ -134,6 +136,7 @@ impl Checker<'_> {
                 sandbox,
                 mcp,
                 tool_loop,
+                guidance,
             }),
             _ => None,
         };

@@ -9,7 +9,7 @@ use serde_saphyr::Spanned;
 use super::{Checker, DEFAULT_REQUEST_TIMEOUT};
 use crate::spec::load::{Overrides, check_base_url, normalize, pos_of};
 use crate::spec::raw::RawModel;
-use crate::spec::{ModelSpec, ProviderKind};
+use crate::spec::{ModelSpec, ProviderKind, ReplayMatch};
 
 impl Checker<'_> {
     pub(super) fn model(
@@ -74,6 +74,7 @@ impl Checker<'_> {
             .and_then(|m| m.request_timeout.as_ref())
             .and_then(|t| self.duration(t, "request_timeout"))
             .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        let replay_match = self.replay_match(raw, overrides);
         let api_key_env = field(|m| &m.api_key_env)
             .filter(|_| same_provider)
             .map(|e| e.value.clone());
@@ -101,6 +102,7 @@ impl Checker<'_> {
                     stream: options.stream,
                     retry: options.retry,
                     price,
+                    replay_match,
                 })
             }
             ProviderKind::Replay => {
@@ -124,9 +126,33 @@ impl Checker<'_> {
                     stream: options.stream,
                     retry: options.retry,
                     price,
+                    replay_match,
                 })
             }
         }
+    }
+
+    /// `replay: {match: strict | sequence}`, with `--replay-match` over it.
+    fn replay_match(&mut self, raw: Option<&RawModel>, overrides: &Overrides) -> ReplayMatch {
+        let written = raw
+            .and_then(|m| m.replay.as_ref())
+            .and_then(|r| r.value.match_mode.as_ref());
+        let from_file = written.and_then(|mode| match ReplayMatch::parse(mode.value.trim()) {
+            Some(parsed) => Some(parsed),
+            None => {
+                let at = pos_of(&self.r, mode);
+                self.r.error(
+                    at,
+                    format!(
+                        "unknown replay match `{}`; expected `strict` (every request must equal \
+                         the recording) or `sequence` (recorded answers in order, drift counted)",
+                        mode.value
+                    ),
+                );
+                None
+            }
+        });
+        overrides.replay_match.or(from_file).unwrap_or_default()
     }
 
     /// A file path relative to the job file's folder that must exist.

@@ -356,12 +356,13 @@ fn cases_table(results: &Results, out: &mut String) {
             }
             let _ = write!(
                 out,
-                r#"<td><span class="badge {class}">{word}</span>{}</td><td>{}/{}{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>"#,
+                r#"<td><span class="badge {class}">{word}</span>{}{}</td><td>{}/{}{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>"#,
                 if case.flaky {
                     r#" <span class="badge flaky">flaky</span>"#
                 } else {
                     ""
                 },
+                drift_note(case),
                 case.attempts_passed,
                 case.attempts_passed + case.attempts_failed,
                 if case.attempts_errored > 0 {
@@ -397,6 +398,17 @@ fn cases_table(results: &Results, out: &mut String) {
          case counts as not passed and its errored attempts are left out of pass@k. pass@k: at \
          least one of the k attempts that reached a verdict passed; pass^k: all of them did.</p></section>",
     );
+}
+
+/// A sequence replay's drift from its recording, under the verdict.
+fn drift_note(case: &CaseResult) -> String {
+    match &case.replay_drift {
+        Some(drift) => format!(
+            r#"<br><span class="drift dim" title="recorded answers served in order; re-record with --record">{}</span>"#,
+            text(&drift.summary())
+        ),
+        None => String::new(),
+    }
 }
 
 fn transcripts(results: &Results, results_dir: &Path, out: &mut String) {

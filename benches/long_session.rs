@@ -1,0 +1,271 @@
+//! A replayed 1,000-turn session: wall time, peak RSS, and RSS at turn 100
+//! against turn 1,000 of `agentci run --replay` (targets: under 80 MB, flat
+//! within 20%, the trace streamed while the run goes on).
+//!
+//! Records a scripted 1,000-turn session against the test fake model
+//! server once (the cassette is generated here, not shipped), then replays
+//! it while a small process samples the replay's `/proc/PID/status`
+//! (VmRSS, VmHWM) and counts the `model.response` lines the trace has
+//! streamed so far, which says what turn the run is at. Run with
+//! `cargo bench --bench long_session`. Prints figures; asserts nothing
+//! about them.
+
+#[path = "../tests/suite/support/fake_model.rs"]
+#[allow(dead_code)]
+mod fake_model;
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_model::{FakeModel, Reply};
+use serde_json::json;
+
+const TURNS: usize = 1_000;
+const REPLAYS: usize = 3;
+/// The turns whose RSS is compared.
+const EARLY_TURN: u64 = 100;
+
+/// Set in the child that measures the replays: the session folder to replay.
+const REPLAY_PHASE: &str = "AGENTCI_BENCH_REPLAY_PHASE";
+
+fn main() {
+    if let Some(root) = std::env::var_os(REPLAY_PHASE) {
+        replay_phase(Path::new(&root));
+        return;
+    }
+    // AGENTCI_BENCH_DIR keeps the session (job, workspace, cassette) for a closer look.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kept = std::env::var_os("AGENTCI_BENCH_DIR").map(std::path::PathBuf::from);
+    let root = kept.as_deref().unwrap_or(dir.path());
+    setup(root);
+
+    // plan + (TURNS - 3) tool turns + step_done + summary = TURNS model calls.
+    // Small reads and narrow greps: a long session of many short turns, so
+    // what grows is the number of turns, not the size of each. Every call
+    // differs from the others, so the loop guard has nothing to stop.
+    let mut script = vec![Reply::plan(&[("Read everything", "all files read")])];
+    for i in 0..TURNS - 3 {
+        let call = if i % 2 == 0 {
+            (
+                "read",
+                json!({"path": format!("src/file{}.txt", i % 10), "offset": 1 + (i / 10) % 197, "limit": 3}),
+            )
+        } else {
+            (
+                "grep",
+                json!({"pattern": format!("^line {} of file {}$|turn {i}$", i % 200, i % 10)}),
+            )
+        };
+        script.push(Reply::tool_calls(vec![(
+            &format!("call_{i}"),
+            call.0,
+            call.1,
+        )]));
+    }
+    script.push(Reply::step_done("read everything"));
+    script.push(Reply::text("Read all the files."));
+    let model = FakeModel::start(script);
+    let job = std::fs::read_to_string(root.join("job.yaml"))
+        .expect("job")
+        .replace("BASE_URL", &model.base_url());
+    std::fs::write(root.join("job.yaml"), job).expect("job");
+
+    let started = Instant::now();
+    let status = Command::new(env!("CARGO_BIN_EXE_agentci"))
+        .args(["run", "job.yaml", "--progress", "none", "--out", "out"])
+        .args(["--record", "cassette.jsonl"])
+        .current_dir(root)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn agentci");
+    assert!(status.success(), "recording run failed: {status}");
+    println!(
+        "recorded: {TURNS} turns live against the fake server in {:.0} ms",
+        ms(started.elapsed())
+    );
+    drop(model);
+
+    // Linux carries a process's peak RSS across fork and exec, so replays
+    // spawned from this process (which holds the fake server's captured
+    // requests) would report this process's peak. A fresh, small process
+    // spawns and measures them instead.
+    let status = Command::new(std::env::current_exe().expect("bench executable"))
+        .env(REPLAY_PHASE, root)
+        .status()
+        .expect("spawn the replay phase");
+    assert!(status.success(), "replay phase failed");
+}
+
+/// What one replay measured.
+struct Sampled {
+    wall: Duration,
+    /// Peak RSS (KiB) from the kernel's rusage.
+    peak_kb: i64,
+    /// VmRSS (KiB) when the trace first showed turn [`EARLY_TURN`], and the last turn.
+    early_kb: u64,
+    late_kb: u64,
+    /// Turns seen in the trace while the run was going on.
+    turns_seen_live: u64,
+    trace_bytes: u64,
+}
+
+fn replay_phase(root: &Path) {
+    let mut runs: Vec<Sampled> = (0..REPLAYS).map(|_| replay(root)).collect();
+    runs.sort_by_key(|r| r.wall);
+    let median = &runs[REPLAYS / 2];
+    let peak = runs.iter().map(|r| r.peak_kb).max().unwrap_or(0);
+    let size = std::fs::metadata(root.join("cassette.jsonl"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    println!(
+        "replay of {TURNS} turns ({:.1} MB cassette, {:.1} MB trace): median {:.0} ms, min {:.0} ms, \
+         peak RSS {:.1} MB over {REPLAYS} runs (target: < 80 MB)",
+        size as f64 / 1e6,
+        median.trace_bytes as f64 / 1e6,
+        ms(median.wall),
+        ms(runs[0].wall),
+        peak as f64 / 1024.0,
+    );
+    for run in &runs {
+        println!(
+            "  RSS at turn {EARLY_TURN}: {:.1} MB, at turn {TURNS}: {:.1} MB ({:+.0}%; target: within 20%); \
+             {} turns seen in the trace while the run went on",
+            run.early_kb as f64 / 1024.0,
+            run.late_kb as f64 / 1024.0,
+            (run.late_kb as f64 / run.early_kb.max(1) as f64 - 1.0) * 100.0,
+            run.turns_seen_live,
+        );
+    }
+}
+
+/// Replay the session once, sampling the process while it runs.
+fn replay(root: &Path) -> Sampled {
+    let trace = root.join("out/replay-trace.jsonl");
+    let _ = std::fs::remove_file(&trace);
+    let started = Instant::now();
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also gives the rusage"
+    )]
+    let child = Command::new(env!("CARGO_BIN_EXE_agentci"))
+        .args(["run", "job.yaml", "--progress", "none", "--out", "out"])
+        .args(["--replay", "cassette.jsonl", "--trace"])
+        .arg(&trace)
+        .current_dir(root)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agentci");
+    let pid = child.id() as i32;
+    let mut turns = TraceTurns::default();
+    let (mut early_kb, mut late_kb) = (0, 0);
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let rss = vm_rss_kb(pid);
+        let seen = turns.update(&trace);
+        if seen >= EARLY_TURN && early_kb == 0 {
+            early_kb = rss;
+        }
+        // The last sample near the end stands for turn 1,000.
+        if seen >= TURNS as u64 - 10 && rss > 0 {
+            late_kb = rss;
+        }
+        // SAFETY: polls our own child; `status` and `usage` outlive the call.
+        let done = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if done == pid {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let wall = started.elapsed();
+    assert!(
+        libc::WEXITSTATUS(status) == 0,
+        "replay failed with exit code {}",
+        libc::WEXITSTATUS(status)
+    );
+    Sampled {
+        wall,
+        peak_kb: usage.ru_maxrss,
+        early_kb,
+        late_kb,
+        turns_seen_live: turns.count,
+        trace_bytes: std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0),
+    }
+}
+
+/// Counts `model.response` lines in a growing trace, reading only what was appended.
+#[derive(Default)]
+struct TraceTurns {
+    offset: u64,
+    partial: String,
+    count: u64,
+}
+
+impl TraceTurns {
+    fn update(&mut self, trace: &Path) -> u64 {
+        let Ok(mut file) = std::fs::File::open(trace) else {
+            return self.count;
+        };
+        let mut added = String::new();
+        if file.seek(SeekFrom::Start(self.offset)).is_ok()
+            && let Ok(read) = file.read_to_string(&mut added)
+        {
+            self.offset += read as u64;
+        }
+        self.partial.push_str(&added);
+        let complete = self.partial.rfind('\n').map_or(0, |at| at + 1);
+        self.count += self.partial[..complete]
+            .lines()
+            .filter(|line| line.contains(r#""type":"model.response""#))
+            .count() as u64;
+        self.partial.drain(..complete);
+        self.count
+    }
+}
+
+/// The process's resident set now, in KiB (0 once it is gone).
+fn vm_rss_kb(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse().ok())
+        .unwrap_or(0)
+}
+
+fn setup(root: &Path) {
+    for i in 0..10 {
+        let text: String = (0..200)
+            .map(|l| format!("line {l} of file {i}\n"))
+            .collect();
+        write(&root.join(format!("ws/src/file{i}.txt")), &text);
+    }
+    write(
+        &root.join("skills/reader/SKILL.md"),
+        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
+    );
+    write(
+        &root.join("job.yaml"),
+        "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
+         model: {provider: openai, name: bench, base_url: BASE_URL}\n\
+         tools: [read, grep]\npermissions: {default: allow}\nbudget: {max_turns: 1100, max_tool_calls: 1100}\n\
+         workspace: ws\n",
+    );
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
