@@ -64,7 +64,13 @@ pub fn to_canonical(written: &str) -> Result<ToolPattern, UnknownTool> {
         },
         None => (written, None),
     };
-    let canonical = if CANONICAL.contains(&name) || name.starts_with("mcp__") {
+    let mcp = name.starts_with("mcp__")
+        || [
+            crate::mcp::tool::LIST_RESOURCES,
+            crate::mcp::tool::READ_RESOURCE,
+        ]
+        .contains(&name);
+    let canonical = if CANONICAL.contains(&name) || mcp {
         name
     } else if let Some((_, canonical)) = CLAUDE_CODE.iter().find(|(claude, _)| *claude == name) {
         canonical
@@ -211,12 +217,13 @@ mod tests {
 
     #[test]
     fn names_of_tools_agentci_lacks_warn() {
-        for name in ["Task", "mcp__github__get_issue"] {
-            let pattern = to_canonical(name).unwrap();
-            let message = missing_tool(name, &pattern).unwrap();
-            assert!(message.contains("gets no tool"), "{message}");
-        }
+        let pattern = to_canonical("Task").unwrap();
+        let message = missing_tool("Task", &pattern).unwrap();
+        assert!(message.contains("gets no tool"), "{message}");
+        // MCP tools come from the job's servers, which the skill cannot see.
         for name in [
+            "mcp__github__get_issue",
+            "mcp_read_resource",
             "Read",
             "Bash(git diff:*)",
             "exec",
