@@ -2,7 +2,10 @@
 //!
 //! 1. Start-up: two servers started together (tests/mcp-servers/test_server.py
 //!    and server-everything when installed, else a second test server), from
-//!    spawning to both tools lists in hand; median of several rounds.
+//!    spawning to both tools lists in hand; median of several rounds. Once
+//!    with two bare [`McpServer::start`]s, once through [`McpSet::start`]
+//!    (which also waits for a ping, and is what a run uses), and once through
+//!    the set under a `workspace-write` sandboxed process runner.
 //! 2. Per-call overhead: N `tools/call add` through [`McpServer::call_tool`]
 //!    against the test server, and N raw JSON-RPC round trips (write a line,
 //!    read a line) to another copy of the same server; the difference per
@@ -15,8 +18,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentci::mcp::{McpServer, StartContext};
-use agentci::spec::{McpServerSpec, McpTransport};
+use agentci::mcp::{McpServer, McpSet, StartContext};
+use agentci::process::{ProcessRunner, RunnerConfig};
+use agentci::spec::{McpServerSpec, McpTransport, SandboxProfile, SandboxSpec};
 use serde_json::json;
 
 const SERVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp-servers");
@@ -89,6 +93,58 @@ fn main() {
         second.name,
         ms(startups[ROUNDS / 2]),
         ms(startups[0])
+    );
+
+    let specs = [test_server.clone(), second.clone()];
+    let set_startup = |runner: Option<&ProcessRunner>| {
+        let cx = StartContext {
+            workspace: &workspace,
+            env: &lookup,
+            runner,
+        };
+        let mut times = Vec::new();
+        for _ in 0..ROUNDS {
+            let started = Instant::now();
+            let set = runtime.block_on(McpSet::start(&specs, &cx));
+            times.push(started.elapsed());
+            assert!(set.failed().is_empty(), "{:?}", set.failed());
+            assert!(!set.tools().is_empty());
+            runtime.block_on(set.shutdown_all());
+        }
+        times.sort();
+        times
+    };
+    let through_set = set_startup(None);
+    println!(
+        "start-up of the same two servers through McpSet (tools listed, ping answered): median \
+         {:.1} ms, min {:.1} ms",
+        ms(through_set[ROUNDS / 2]),
+        ms(through_set[0])
+    );
+    let sandboxed = ProcessRunner::new(RunnerConfig {
+        sandbox: SandboxSpec {
+            profile: SandboxProfile::WorkspaceWrite,
+            network: false,
+            require: false,
+        },
+        workspace: workspace.clone(),
+        run_id: format!("mcp-bench-{}", std::process::id()),
+        protected: Vec::new(),
+        extra_env: Vec::new(),
+        secrets: Default::default(),
+    })
+    .expect("runner");
+    let in_sandbox = set_startup(Some(&sandboxed));
+    println!(
+        "start-up through McpSet under the workspace-write sandbox ({}): median {:.1} ms, min \
+         {:.1} ms",
+        if sandboxed.sandbox_report().missing.is_empty() {
+            "fully enforced".to_string()
+        } else {
+            format!("degraded: {:?}", sandboxed.sandbox_report().missing)
+        },
+        ms(in_sandbox[ROUNDS / 2]),
+        ms(in_sandbox[0])
     );
 
     let client_per_call = runtime.block_on(async {

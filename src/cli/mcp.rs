@@ -10,6 +10,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -17,7 +18,7 @@ use serde_json::Value;
 
 use super::EXIT_BAD_INPUT;
 use super::mcp_print::{self, CallReport, ServerReport};
-use crate::mcp::{McpServer, StartContext};
+use crate::mcp::{McpSet, StartContext};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::Redactor;
 use crate::spec::duration::parse_duration;
@@ -108,14 +109,68 @@ pub fn mcp(args: McpArgs) -> u8 {
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
     let code = runtime.block_on(async {
-        match args.command {
-            McpCommand::List(list) => run_list(list).await,
-            McpCommand::Call(call) => run_call(call).await,
+        let started = Started::default();
+        let work = async {
+            match args.command {
+                McpCommand::List(list) => run_list(list, &started).await,
+                McpCommand::Call(call) => run_call(call, &started).await,
+            }
+        };
+        let stop = match stop_signal() {
+            Ok(stop) => stop,
+            Err(e) => return fail(&format!("cannot listen for signals: {e}")),
+        };
+        tokio::select! {
+            code = work => code,
+            (number, name) = stop => {
+                // The call in flight is dropped; the servers are asked to
+                // exit (stdin closed) and killed after the grace period.
+                let _ = writeln!(std::io::stderr(), "interrupted by {name}: stopping the MCP servers");
+                let set = started.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(set) = set {
+                    set.shutdown_all().await;
+                }
+                u8::try_from(128 + number).unwrap_or(130)
+            }
         }
     });
     // A server task still finishing its shutdown must not hold up the exit.
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
+}
+
+/// The servers started so far, for shutting them down on a signal.
+type Started = Mutex<Option<Arc<McpSet>>>;
+
+/// The first SIGINT or SIGTERM, as its number and name.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = (i32, &'static str)>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => (libc::SIGINT, "SIGINT"),
+            _ = terminate.recv() => (libc::SIGTERM, "SIGTERM"),
+        }
+    })
+}
+
+/// Starts `servers` as a run would, all at once, and keeps the set for
+/// [`mcp`]'s signal handling.
+async fn start_set(
+    servers: &[McpServerSpec],
+    selection: &Selection,
+    started: &Started,
+) -> Arc<McpSet> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let cx = StartContext {
+        workspace: &selection.workspace,
+        env: &lookup,
+        runner: selection.runner.as_ref(),
+    };
+    let set = Arc::new(McpSet::start(servers, &cx).await);
+    *started.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&set));
+    set
 }
 
 fn fail(message: &str) -> u8 {
@@ -132,12 +187,12 @@ struct Selection {
     runner: Option<ProcessRunner>,
 }
 
-async fn run_list(args: ListArgs) -> u8 {
-    let (selection, rest) = match select(&args.source, &args.words) {
+async fn run_list(args: ListArgs, started: &Started) -> u8 {
+    let (mut selection, rest) = match select(&args.source, &args.words) {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
-    let mut servers = selection.servers;
+    let mut servers = std::mem::take(&mut selection.servers);
     if let Some(name) = rest.first() {
         servers.retain(|s| &s.name == name);
         if servers.is_empty() {
@@ -147,29 +202,26 @@ async fn run_list(args: ListArgs) -> u8 {
     if rest.len() > 1 {
         return fail("`agentci mcp list` takes a job file and at most one server name");
     }
-    let lookup = |name: &str| std::env::var(name).ok();
-    let cx = StartContext {
-        workspace: &selection.workspace,
-        env: &lookup,
-        runner: selection.runner.as_ref(),
-    };
-    // Servers start together, as a run would start them.
-    let started =
-        futures_util::future::join_all(servers.iter().map(|s| McpServer::start(s, &cx))).await;
+    let set = start_set(&servers, &selection, started).await;
     let mut reports = Vec::new();
-    for outcome in started {
-        reports.push(match outcome {
-            Ok(server) => ServerReport::describe(server).await,
-            Err(down) => ServerReport::Down(down),
-        });
+    for spec in &servers {
+        let report = match set.server(&spec.name) {
+            Some(server) => ServerReport::describe(server).await,
+            None => match set.failed().iter().find(|d| d.server == spec.name) {
+                Some(down) => ServerReport::Down(down.clone()),
+                None => continue,
+            },
+        };
+        reports.push(report);
     }
+    set.shutdown_all().await;
     let any_down = reports.iter().any(|r| matches!(r, ServerReport::Down(_)));
     mcp_print::print_list(&reports, args.source.json);
     if any_down { EXIT_SERVER_DOWN } else { 0 }
 }
 
-async fn run_call(args: CallArgs) -> u8 {
-    let (selection, rest) = match select(&args.source, &args.words) {
+async fn run_call(args: CallArgs, started: &Started) -> u8 {
+    let (mut selection, rest) = match select(&args.source, &args.words) {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
@@ -178,12 +230,15 @@ async fn run_call(args: CallArgs) -> u8 {
         let Some((name, rest)) = rest.split_first() else {
             return fail("expected `agentci mcp call JOB.yaml SERVER TOOL ['JSON']`");
         };
-        match selection.servers.into_iter().find(|s| &s.name == name) {
+        match std::mem::take(&mut selection.servers)
+            .into_iter()
+            .find(|s| &s.name == name)
+        {
             Some(spec) => (spec, rest.to_vec()),
             None => return fail(&format!("the job has no MCP server `{name}`")),
         }
     } else {
-        match selection.servers.into_iter().next() {
+        match std::mem::take(&mut selection.servers).into_iter().next() {
             Some(spec) => (spec, rest),
             None => return fail("no server given"),
         }
@@ -202,23 +257,18 @@ async fn run_call(args: CallArgs) -> u8 {
         [] => return fail("expected the name of the tool to call"),
         _ => return fail("too many arguments; expected TOOL and one JSON object"),
     };
-    let lookup = |name: &str| std::env::var(name).ok();
-    let cx = StartContext {
-        workspace: &selection.workspace,
-        env: &lookup,
-        runner: selection.runner.as_ref(),
-    };
-    let server = match McpServer::start(&spec, &cx).await {
-        Ok(server) => server,
-        Err(down) => {
-            mcp_print::print_call(&CallReport::down(&spec.name, &tool, down), args.source.json);
-            return EXIT_SERVER_DOWN;
-        }
-    };
-    let outcome = server.call_tool(&tool, arguments).await;
-    let requests = server.take_requests();
+    let set = start_set(std::slice::from_ref(&spec), &selection, started).await;
+    if let Some(down) = set.failed().first() {
+        mcp_print::print_call(
+            &CallReport::down(&spec.name, &tool, down.clone()),
+            args.source.json,
+        );
+        return EXIT_SERVER_DOWN;
+    }
+    let outcome = set.call(&spec.name, &tool, arguments).await;
+    let requests = set.take_requests().into_iter().map(|(_, r)| r).collect();
     let report = CallReport::new(&spec.name, &tool, outcome, requests);
-    server.shutdown().await;
+    set.shutdown_all().await;
     mcp_print::print_call(&report, args.source.json);
     match &report.down {
         Some(_) => EXIT_SERVER_DOWN,

@@ -36,8 +36,8 @@ pub struct UpServer {
 }
 
 impl ServerReport {
-    /// Lists what a started server offers, then stops it.
-    pub async fn describe(server: McpServer) -> ServerReport {
+    /// Lists what a started server offers.
+    pub async fn describe(server: &McpServer) -> ServerReport {
         let resources = server.list_resources().await;
         let templates = server.list_resource_templates().await;
         let mut tools_refreshed = false;
@@ -52,12 +52,9 @@ impl ServerReport {
         }
         let (resources, resource_templates) = match (resources, templates) {
             (Ok(r), Ok(t)) => (r, t),
-            (Err(down), _) | (_, Err(down)) => {
-                server.shutdown().await;
-                return ServerReport::Down(down);
-            }
+            (Err(down), _) | (_, Err(down)) => return ServerReport::Down(down),
         };
-        let report = UpServer {
+        ServerReport::Up(Box::new(UpServer {
             name: server.name().to_string(),
             server: server.identity().clone(),
             tools: server.tools(),
@@ -70,9 +67,7 @@ impl ServerReport {
                 .map(str::to_string)
                 .collect(),
             requests: server.take_requests(),
-        };
-        server.shutdown().await;
-        ServerReport::Up(Box::new(report))
+        }))
     }
 }
 

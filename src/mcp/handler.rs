@@ -2,8 +2,9 @@
 //! is answered, `roots/list` gets the workspace folder when the server is
 //! allowed `roots`, `sampling/createMessage` and `elicitation/create` are
 //! declined (a run has nobody to ask, and no model call may happen outside
-//! the run's budget), and `notifications/tools/list_changed` marks the
-//! server's tools stale. Every request is recorded for the trace.
+//! the run's budget), any other request is answered "method not found",
+//! and `notifications/tools/list_changed` marks the server's tools stale.
+//! Every request is recorded for the trace.
 //!
 //! The `initialize` request declares only what this handler implements:
 //! `roots` when allowed, nothing else.
@@ -18,12 +19,13 @@ use std::sync::Arc;
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult,
-    ProtocolVersion, Root,
+    CustomRequest, CustomResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData,
+    Implementation, ListRootsResult, ProtocolVersion, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 
 use super::state::{ServerRequestRecord, ServerState};
+use super::stdio::shorten;
 
 /// The newest protocol version that still starts with `initialize`; the
 /// reference servers and most servers in use speak it (rmcp's
@@ -104,6 +106,18 @@ impl ClientHandler for AgentciClient {
             "elicitation/create",
             "an unattended run has nobody to answer questions",
         ))
+    }
+
+    /// Any other request (a method of a newer protocol, or one made up):
+    /// answered "method not found" as rmcp would, but recorded, so the
+    /// trace shows what the server tried.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = shorten(&request.method, 100);
+        Err(self.decline(&method, "agentci does not implement this request"))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

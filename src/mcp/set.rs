@@ -243,9 +243,16 @@ impl McpSet {
 
     /// [`McpSet::shutdown_all`] with another grace period.
     pub async fn shutdown_all_within(&self, grace: Duration) {
+        // Servers stopped here are not "newly down" for the caller; those
+        // that went down before and were not taken yet still are.
+        let running: Vec<String> = self
+            .up
+            .iter()
+            .filter(|s| s.down().is_none())
+            .map(|s| s.name().to_string())
+            .collect();
         futures_util::future::join_all(self.up.iter().map(|s| s.shutdown_within(grace))).await;
-        // Shut-down servers are not "newly down" for the caller.
-        lock(&self.reported_down).extend(self.up.iter().map(|s| s.name().to_string()));
+        lock(&self.reported_down).extend(running);
     }
 
     /// The handle of `name`; `Ok(None)` when the job has no such server,

@@ -185,6 +185,8 @@ fn requests_from_the_server_are_answered_or_declined_and_recorded() {
         ("roots/list", "declined"),
         ("sampling/createMessage", "declined"),
         ("elicitation/create", "declined"),
+        // Not a method agentci knows: refused, and still recorded.
+        ("tasks/list", "declined"),
     ];
     for (method, outcome) in cases {
         let args = format!(r#"{{"method": "{method}"}}"#);

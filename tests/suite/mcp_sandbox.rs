@@ -104,7 +104,7 @@ fn a_server_cannot_read_agentcis_environment_or_write_outside_the_workspace() {
     let args = serde_json::json!({"path": outside, "text": "escaped"}).to_string();
     let refused = call(&sb, &job, "write", &args);
     let degraded = stderr(&refused).contains("degraded");
-    if degraded && stderr(&refused).contains("landlock") {
+    if degraded && stderr(&refused).contains("writes outside the workspace are not blocked") {
         eprintln!("this kernel cannot enforce writes; the degraded sandbox was reported");
         return;
     }
@@ -130,7 +130,7 @@ fn what_a_server_starts_in_the_background_is_gone_when_agentci_is_done() {
     let out = call(&sb, &job, "add", r#"{"a": 1, "b": 2}"#);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["text"], "3");
-    if stderr(&out).contains("pid-namespace") {
+    if stderr(&out).contains("no private PID namespace") {
         eprintln!("no PID namespace here: a detached child can escape; reported as degraded");
         return;
     }
@@ -152,16 +152,16 @@ fn a_server_that_keeps_running_after_stdin_closes_is_killed() {
     }
 }
 
-#[test]
-fn servers_die_with_agentci_when_it_is_terminated_mid_call() {
+/// Starts `agentci mcp call` on a 60 s tool call of a server that ignores
+/// its closed stdin and has a detached child, sends `signal` once both
+/// run, and returns agentci's exit code and what is left running.
+fn signalled_mid_call(signal: i32, name: &str) -> (Option<i32>, Vec<String>) {
     let sb = Sandbox::new();
-    let server = tag("terminated");
-    let child = tag("terminated-child");
+    let server = tag(name);
+    let child = tag(&format!("{name}-child"));
     let job = job(
         &sb,
         "sandbox: {profile: workspace-write}",
-        // Ignoring the closed stdin: only the kill that follows agentci's
-        // death can stop it.
         &[
             "--background-child",
             &child,
@@ -184,9 +184,53 @@ fn servers_die_with_agentci_when_it_is_terminated_mid_call() {
     }
     // SAFETY: a signal to the agentci this test started.
     unsafe {
-        libc::kill(agentci.id() as i32, libc::SIGTERM);
+        libc::kill(agentci.id() as i32, signal);
     }
-    agentci.wait().unwrap();
-    assert_eq!(left_with(&server), Vec::<String>::new());
-    assert_eq!(left_with(&child), Vec::<String>::new());
+    let status = agentci.wait().unwrap();
+    let mut left = left_with(&server);
+    left.extend(left_with(&child));
+    (status.code(), left)
+}
+
+#[test]
+fn on_sigterm_agentci_stops_its_servers_and_exits_143() {
+    let (code, left) = signalled_mid_call(libc::SIGTERM, "sigterm");
+    assert_eq!(code, Some(143));
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
+fn servers_die_with_agentci_even_when_it_is_killed() {
+    // No shutdown code runs: the kernel's parent-death signal does it.
+    let (code, left) = signalled_mid_call(libc::SIGKILL, "sigkill");
+    assert_eq!(code, None);
+    assert_eq!(left, Vec::<String>::new());
+}
+
+#[test]
+fn a_degraded_sandbox_is_reported_and_a_required_one_stops_the_command() {
+    let sb = Sandbox::new();
+    let run = |sandbox: &str| {
+        let job = job(&sb, sandbox, &[]);
+        agentci_in(
+            sb.path(),
+            &["mcp", "call", job.to_str().unwrap(), "test", "add"],
+            &[("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "landlock")],
+        )
+    };
+    let out = run("sandbox: {profile: workspace-write}");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(
+        text.contains("warning: the sandbox `workspace-write` is degraded")
+            && text.contains("writes outside the workspace are not blocked"),
+        "{text}"
+    );
+    let out = run("sandbox: {profile: workspace-write, require: true}");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sandbox.require: true"),
+        "{}",
+        stderr(&out)
+    );
 }

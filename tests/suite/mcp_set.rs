@@ -264,3 +264,21 @@ fn servers_started_through_a_sandboxed_runner_work_and_get_its_environment() {
     assert!(tmp.text.contains("agentci-mcp-set-test"), "{}", tmp.text);
     rt.block_on(set.shutdown_all());
 }
+
+#[test]
+fn a_server_down_before_shutdown_is_still_reported_down_after_it() {
+    let sb = Sandbox::new();
+    let rt = runtime();
+    let set = start(
+        &rt,
+        sb.path(),
+        &[spec("crashy", &[]), spec("calm", &[])],
+        None,
+    );
+    let crashed = rt.block_on(set.call("crashy", "crash", json!({})));
+    let down = crashed.unwrap_err();
+    assert!(down.reason.contains("code 7"), "{down:?}");
+    rt.block_on(set.shutdown_all());
+    let newly: Vec<String> = set.take_down().into_iter().map(|d| d.server).collect();
+    assert_eq!(newly, ["crashy"]);
+}
