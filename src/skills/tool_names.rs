@@ -50,7 +50,13 @@ pub fn to_canonical(written: &str) -> Result<ToolPattern, UnknownTool> {
         },
         None => (written, None),
     };
-    let canonical = if catalog::is_builtin(name) || name.starts_with("mcp__") {
+    let mcp = name.starts_with("mcp__")
+        || [
+            crate::mcp::tool::LIST_RESOURCES,
+            crate::mcp::tool::READ_RESOURCE,
+        ]
+        .contains(&name);
+    let canonical = if catalog::is_builtin(name) || mcp {
         name
     } else if let Some((_, canonical)) = CLAUDE_CODE.iter().find(|(claude, _)| *claude == name) {
         canonical
@@ -201,6 +207,7 @@ mod tests {
         // from the job's servers.
         for name in [
             "mcp__github__get_issue",
+            "mcp_read_resource",
             "Read",
             "Bash(git diff:*)",
             "exec",
