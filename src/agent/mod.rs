@@ -11,12 +11,15 @@ pub mod batch;
 pub mod budget;
 pub mod cancel;
 pub mod checks;
+pub mod compaction;
 pub mod context;
+pub mod context_keeper;
 pub mod execute;
 pub mod loop_guard;
 pub mod plan;
 pub mod protocol;
 pub mod session;
+pub mod tokens;
 pub mod toolset;
 
 use std::time::Instant;
@@ -190,6 +193,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         batches: std::sync::atomic::AtomicU64::new(0),
         plan: Vec::new(),
         step_summaries: Vec::new(),
+        context: context_keeper::ContextKeeper::new(&job.model.name, &job.model.context),
     };
 
     // Dropping the agent phase on a signal stops the model call in flight

@@ -79,6 +79,13 @@ struct Model {
     retry: Option<Retry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     price: Option<Price>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_window: Option<u64>,
+    /// Shown when not the default 80%.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compact_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compact_with: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -301,6 +308,12 @@ impl From<&ModelSpec> for Model {
                 cache_read_per_mtok: p.cache_read_per_mtok,
                 cache_write_per_mtok: p.cache_write_per_mtok,
             }),
+            context_window: model.context.window,
+            compact_at: (model.context.high_water
+                != crate::spec::ContextSpec::default().high_water)
+                .then(|| format!("{}%", (model.context.high_water * 100.0).round())),
+            compact_with: (model.context.method == crate::spec::CompactWith::Digest)
+                .then_some("digest"),
         }
     }
 }

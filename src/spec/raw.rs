@@ -65,6 +65,9 @@ pub(super) struct RawModel {
     pub stream: Option<Spanned<Scalar>>,
     pub retry: Option<Spanned<RawRetry>>,
     pub price: Option<Spanned<RawPrice>>,
+    pub context_window: Option<Spanned<Scalar>>,
+    pub compact_at: Option<Spanned<Scalar>>,
+    pub compact_with: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -101,6 +101,7 @@ impl Checker<'_> {
                     stream: options.stream,
                     retry: options.retry,
                     price,
+                    context: options.context,
                 })
             }
             ProviderKind::Replay => {
@@ -124,6 +125,7 @@ impl Checker<'_> {
                     stream: options.stream,
                     retry: options.retry,
                     price,
+                    context: options.context,
                 })
             }
         }
