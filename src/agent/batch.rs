@@ -137,7 +137,10 @@ async fn run_group(
         let limit = timeout_for(env, name, &call.args);
         let (result, timed_out) =
             match tokio::time::timeout(limit, call.tool.call(call.args, env.ctx)).await {
-                Ok(result) => (result, false),
+                Ok(result) => (
+                    super::kept_output::keep_whole(result, &calls[call.index].id, env.ctx),
+                    false,
+                ),
                 Err(_) => (timed_out_result(name, limit), true),
             };
         (call.index, result, call_started.elapsed(), timed_out)

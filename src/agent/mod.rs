@@ -15,6 +15,7 @@ pub mod compaction;
 pub mod context;
 pub mod context_keeper;
 pub mod execute;
+pub mod kept_output;
 pub mod loop_guard;
 pub mod plan;
 pub mod protocol;

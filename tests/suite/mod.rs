@@ -5,6 +5,7 @@ mod attacks_files;
 mod attacks_shell;
 mod attacks_untrusted;
 mod cli_run;
+mod context;
 mod contract;
 mod eval;
 mod eval_isolation;
