@@ -144,7 +144,7 @@ mod tests {
         );
         assert!(cut.output.starts_with("line 0 "));
         assert!(
-            cut.output.trim_end().ends_with("line 99 [REDACTED]"),
+            cut.output.trim_end().ends_with("line 99 ***"),
             "{}",
             cut.output
         );

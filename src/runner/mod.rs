@@ -184,7 +184,7 @@ pub async fn run_prepared(
         // The kept outputs are read where they are, never written by a tool.
         workspace: workspace
             .clone()
-            .with_skill_folder(&folder.kept_outputs)
+            .with_kept_outputs(&folder.kept_outputs)
             .map_err(|e| {
                 StartError::RunFolder(format!("{}: {e}", folder.kept_outputs.display()))
             })?,

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, stderr};
+use super::support::harness::{Sandbox, agentci_in, events, stderr};
 use super::support::trace_schema::assert_valid_trace;
 
 /// Lines of a file the model reads: about 7,000 tokens, under `read`'s
@@ -164,6 +164,26 @@ fn a_long_session_is_compacted_by_summaries_and_passes() {
     assert_eq!(done["totals"]["turns"], 8);
 }
 
+/// The Messages API refuses tool blocks in a request without tools: the
+/// summary request carries the older turns as plain text.
+#[test]
+fn compaction_on_the_messages_api() {
+    let model = FakeModel::start(reading_script(true));
+    let sb = sandbox(&model.base_url(), "");
+    let job = sb.read("job.yaml").replace(
+        "provider: openai\n  name: fake-model",
+        "provider: anthropic\n  name: claude-x",
+    );
+    sb.write("job.yaml", &job);
+    let trace = run(&sb);
+    let captured = model.captured();
+    assert_eq!(captured.len(), 8);
+    assert!(captured.iter().all(|r| r.path == "/v1/messages"));
+    assert!(captured[3].body.get("tools").is_none());
+    assert_eq!(events(&trace, "context.compacted").len(), 2);
+    assert_eq!(trace.last().unwrap()["status"], "passed");
+}
+
 #[test]
 fn a_digest_replaces_older_turns_without_a_model_call() {
     let model = FakeModel::start(reading_script(false));
@@ -315,6 +335,10 @@ permissions:
     // Read-only: the edit is refused and the file is unchanged.
     let edit = tool_text("call_write");
     assert!(edit.starts_with("ERROR"), "{edit}");
+    assert!(
+        edit.contains("keeps tool outputs too long to show; it is read-only"),
+        "{edit}"
+    );
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), whole);
     // Reading the kept file did not keep another one.
     let files: Vec<_> = std::fs::read_dir(sb.path().join("run/outputs"))

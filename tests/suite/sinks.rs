@@ -410,7 +410,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 23);
+    assert_eq!(tags.len(), 24);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);
