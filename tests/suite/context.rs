@@ -52,7 +52,8 @@ checks:
 }
 
 fn run(sb: &Sandbox) -> Vec<Value> {
-    let out = sb.agentci(&["run", "job.yaml", "--out", "run", "--progress", "plain"]);
+    let args = ["run", "job.yaml", "--out", "run", "--progress", "plain"];
+    let out = agentci_in(sb.path(), &args, &[("ANTHROPIC_API_KEY", "sk-ant-fake")]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_valid_trace(&sb.path().join("run/trace.jsonl"));
     sb.trace("run/trace.jsonl")
