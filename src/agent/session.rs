@@ -145,13 +145,9 @@ impl Session<'_> {
             // The conversation and the tools are lent to the request, not
             // copied: a long run would otherwise copy its whole history on
             // every turn.
-            let request = Lent::new(
-                ChatRequest {
-                    model: self.model_name.clone(),
-                    messages: std::mem::take(&mut self.messages),
-                    tools: std::mem::take(&mut self.offered),
-                    tool_choice,
-                },
+            let request = Lent::lend(
+                &self.model_name,
+                tool_choice,
                 &mut self.messages,
                 &mut self.offered,
             );
@@ -277,13 +273,19 @@ struct Lent<'s> {
 }
 
 impl<'s> Lent<'s> {
-    fn new(
-        request: ChatRequest,
+    fn lend(
+        model: &str,
+        tool_choice: ToolChoice,
         messages: &'s mut Vec<Message>,
         tools: &'s mut Vec<ToolDefinition>,
     ) -> Self {
         Lent {
-            request,
+            request: ChatRequest {
+                model: model.to_string(),
+                messages: std::mem::take(messages),
+                tools: std::mem::take(tools),
+                tool_choice,
+            },
             messages,
             tools,
         }

@@ -356,3 +356,26 @@ permissions:
     assert_eq!(result["data"]["kept_output"]["lines"], 40_000);
     assert_eq!(trace.last().unwrap()["status"], "passed");
 }
+
+/// `--print-job` shows the context settings; a model named by `--model`
+/// does not inherit the job model's window (it is another model's).
+#[test]
+fn print_job_shows_the_context_settings_and_model_drops_the_window() {
+    let sb = sandbox(
+        "http://127.0.0.1:9/v1",
+        "  compact_at: 0.6\n  compact_with: digest\n",
+    );
+    let printed = super::support::harness::stdout(&sb.agentci(&["run", "job.yaml", "--print-job"]));
+    assert!(printed.contains("context_window: 16000"), "{printed}");
+    assert!(printed.contains("compact_at: 60%"), "{printed}");
+    assert!(printed.contains("compact_with: digest"), "{printed}");
+    let printed = super::support::harness::stdout(&sb.agentci(&[
+        "run",
+        "job.yaml",
+        "--print-job",
+        "--model",
+        "openai:gpt-4o",
+    ]));
+    assert!(!printed.contains("context_window"), "{printed}");
+    assert!(printed.contains("compact_with: digest"), "{printed}");
+}
