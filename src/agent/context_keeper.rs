@@ -94,6 +94,7 @@ impl Session<'_> {
             (self.messages.clone(), None)
         };
         let estimator = &mut self.context.estimator;
+        estimator.forget_counts();
         let offered = &self.offered;
         let shortened = compaction::shorten_outputs(&mut messages, &mut |m| {
             estimator.estimate(m, offered, 0).tokens < mark

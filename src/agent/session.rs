@@ -166,7 +166,7 @@ impl Session<'_> {
                     let Some(trim) = context::trim(&mut self.messages) else {
                         return Err(Stop::Provider(ProviderError::ContextTooLong(reason)));
                     };
-                    self.context.estimator.forget_pending();
+                    self.context.estimator.forget_counts();
                     self.bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
                         call_id: call_id.to_string(),
                         reason,

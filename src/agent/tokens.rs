@@ -8,7 +8,8 @@
 //! divided by four only when no tokenizer loads. Loading a tokenizer takes
 //! a moment, so a request whose size in bytes already proves it is far
 //! below the mark (no token is shorter than a byte) is not tokenized at all.
-//! Per-message counts are kept, so each message is tokenized once.
+//! Per-message counts are kept, so each message is tokenized once while the
+//! conversation only grows; whoever rewrites it says so ([`TokenEstimator::forget_counts`]).
 //! Deciding what to do with the estimate is [`super::compaction`]'s job.
 
 use std::sync::OnceLock;
@@ -253,8 +254,11 @@ impl TokenEstimator {
         self.scaled(self.count_text(text))
     }
 
-    /// Forget the last estimate: the request sent was not the one estimated.
-    pub fn forget_pending(&mut self) {
+    /// Forget the per-message counts: the conversation was rewritten, not
+    /// appended to (a message of the same size at the same place may be
+    /// another message now).
+    pub fn forget_counts(&mut self) {
+        self.counted.clear();
         self.pending = None;
     }
 
