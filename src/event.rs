@@ -83,6 +83,9 @@ pub enum EventKind {
     /// The conversation did not fit the model's context window and was cut.
     #[serde(rename = "context.trimmed")]
     ContextTrimmed(ContextTrimmed),
+    /// Older turns were compacted before a model call, to stay under the high-water mark.
+    #[serde(rename = "context.compacted")]
+    ContextCompacted(ContextCompacted),
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
@@ -479,6 +482,35 @@ pub struct ContextTrimmed {
     /// The retried request, as a delta against the one that was too long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent: Option<SentDelta>,
+}
+
+/// What a compaction replaced, and the request's size before and after.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ContextCompacted {
+    /// The model call the conversation was compacted for.
+    pub call_id: String,
+    /// `summary` (written by the model) or `digest` (the calls made, no model call).
+    pub method: String,
+    /// The extra model call that wrote the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_call_id: Option<String>,
+    /// Why a digest replaced the turns when the job asked for a summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    /// How many messages the summary or digest replaced.
+    pub replaced_messages: usize,
+    /// The ids of the tool calls whose turns were replaced.
+    pub replaced_tool_calls: Vec<String>,
+    /// Tool outputs in the kept turns shortened to fit.
+    pub shortened_outputs: usize,
+    /// The request's estimated size in tokens before and after.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// The model's context window and the high-water mark, in tokens.
+    pub window: u64,
+    pub high_water: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

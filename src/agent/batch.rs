@@ -161,7 +161,10 @@ async fn run_group(
             _ => call.tool.call(call.args, env.ctx),
         };
         let (result, timed_out) = match tokio::time::timeout(limit, run).await {
-            Ok(result) => (result, false),
+            Ok(result) => (
+                super::kept_output::keep_whole(result, &calls[call.index].id, env.ctx),
+                false,
+            ),
             Err(_) => (timed_out_result(name, limit), true),
         };
         (call.index, result, call_started.elapsed(), timed_out)

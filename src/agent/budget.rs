@@ -155,6 +155,31 @@ impl BudgetTracker {
         Ok(())
     }
 
+    /// Is there room for one extra model call of about `tokens` (input and
+    /// output) and still one more turn after it? Compaction asks before it
+    /// spends a call on a summary.
+    pub fn room_for_extra_call(&self, tokens: u64, output_tokens: u64) -> bool {
+        if self.check_model_call().is_err() || self.turns + 2 > self.max_turns {
+            return false;
+        }
+        if let Some(max) = self.max_tokens
+            && self.usage.total() + tokens + output_tokens >= max
+        {
+            return false;
+        }
+        if let (Some(max), Some(price)) = (self.max_cost_usd, self.price) {
+            let extra = price.cost(&Usage {
+                input_tokens: tokens,
+                output_tokens,
+                ..Usage::default()
+            });
+            if self.cost_usd + extra >= max {
+                return false;
+            }
+        }
+        true
+    }
+
     /// May a batch of `calls` tool calls go ahead?
     pub fn check_tool_batch(&self, calls: u32) -> Result<(), Exceeded> {
         self.check_time()?;

@@ -11,8 +11,11 @@ pub mod batch;
 pub mod budget;
 pub mod cancel;
 pub mod checks;
+pub mod compaction;
 pub mod context;
+pub mod context_keeper;
 pub mod execute;
+pub mod kept_output;
 pub mod loop_guard;
 pub mod memory;
 pub mod plan;
@@ -20,6 +23,7 @@ pub mod protocol;
 mod sent;
 pub mod session;
 pub mod subagent;
+pub mod tokens;
 pub mod toolset;
 
 use std::time::Instant;
@@ -222,6 +226,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         sent: Default::default(),
         rules_reminder: (job.guidance.rules_reminder && !job.guidance.rules.is_empty())
             .then(|| protocol::rules_reminder(job.guidance.rules.len())),
+        context: context_keeper::ContextKeeper::new(&job.model.name, &job.model.context),
     };
 
     // Dropping the agent phase on a signal stops the model call in flight

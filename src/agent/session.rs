@@ -22,6 +22,7 @@ use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 use super::batch::{BatchEnv, run_batch};
 use super::budget::{BudgetTracker, Exceeded};
 use super::context;
+use super::context_keeper::ContextKeeper;
 use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
 use super::subagent::{SubagentConfig, Subagents};
@@ -68,6 +69,8 @@ pub struct Session<'a> {
     pub sent: SentLog,
     /// `rules_reminder`: the line appended to the last result of each batch.
     pub rules_reminder: Option<String>,
+    /// The context window, the high-water mark and the token estimate.
+    pub context: ContextKeeper,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -95,6 +98,7 @@ impl Session<'_> {
         {
             self.offered = [self.tools.definitions(), protocol::control_tools()].concat();
         }
+        self.keep_under_mark(phase, step).await?;
         let turn = self.budget.turns + 1;
         let call_id = format!("model-{turn}");
         self.bus.emit(EventKind::ModelRequest(ModelRequest {
@@ -108,6 +112,9 @@ impl Session<'_> {
         }));
         let started = Instant::now();
         let response = self.complete(&call_id, tool_choice).await?;
+        self.context
+            .estimator
+            .calibrate(response.usage.input_tokens);
         let cost_usd = self.budget.record_model_call(&response.usage);
         let first_without_usage =
             response.usage == Usage::default() && self.budget.calls_without_usage == 1;
@@ -152,24 +159,33 @@ impl Session<'_> {
         call_id: &str,
         tool_choice: ToolChoice,
     ) -> Result<ChatResponse, Stop> {
-        let mut request = ChatRequest {
-            model: self.model_name.clone(),
-            messages: self.messages.clone(),
-            tools: self.offered.clone(),
-            tool_choice,
-        };
-        let observer = CallObserver {
-            bus: &self.bus,
-            call_id,
-        };
         let mut trimmed = false;
         loop {
-            match self.provider.complete_observed(&request, &observer).await {
+            // The conversation and the tools are lent to the request, not
+            // copied: a long run would otherwise copy its whole history on
+            // every turn.
+            let request = Lent::lend(
+                &self.model_name,
+                tool_choice,
+                &mut self.messages,
+                &mut self.offered,
+            );
+            let observer = CallObserver {
+                bus: &self.bus,
+                call_id,
+            };
+            let answer = self
+                .provider
+                .complete_observed(&request.request, &observer)
+                .await;
+            drop(request);
+            match answer {
                 Ok(response) => return Ok(response),
                 Err(ProviderError::ContextTooLong(reason)) if !trimmed => {
                     let Some(trim) = context::trim(&mut self.messages) else {
                         return Err(Stop::Provider(ProviderError::ContextTooLong(reason)));
                     };
+                    self.context.estimator.forget_counts();
                     self.bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
                         call_id: call_id.to_string(),
                         reason,
@@ -179,7 +195,6 @@ impl Session<'_> {
                         estimated_tokens_after: trim.estimated_tokens_after,
                         sent: Some(self.sent.record(&self.messages, &self.offered)),
                     }));
-                    request.messages = self.messages.clone();
                     trimmed = true;
                 }
                 Err(error) => return Err(Stop::Provider(error)),
@@ -294,10 +309,46 @@ impl Session<'_> {
     }
 }
 
+/// A request holding the session's conversation and tools for one call;
+/// they go back to the session when it is dropped, also when the call is
+/// cancelled halfway (a signal drops the future).
+struct Lent<'s> {
+    request: ChatRequest,
+    messages: &'s mut Vec<Message>,
+    tools: &'s mut Vec<ToolDefinition>,
+}
+
+impl<'s> Lent<'s> {
+    fn lend(
+        model: &str,
+        tool_choice: ToolChoice,
+        messages: &'s mut Vec<Message>,
+        tools: &'s mut Vec<ToolDefinition>,
+    ) -> Self {
+        Lent {
+            request: ChatRequest {
+                model: model.to_string(),
+                messages: std::mem::take(messages),
+                tools: std::mem::take(tools),
+                tool_choice,
+            },
+            messages,
+            tools,
+        }
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        std::mem::swap(self.messages, &mut self.request.messages);
+        std::mem::swap(self.tools, &mut self.request.tools);
+    }
+}
+
 /// Turns what the provider layer reports during one call into events.
 pub(super) struct CallObserver<'a> {
-    pub bus: &'a EventBus,
-    pub call_id: &'a str,
+    pub(super) bus: &'a EventBus,
+    pub(super) call_id: &'a str,
 }
 
 impl ProviderObserver for CallObserver<'_> {

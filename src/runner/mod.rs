@@ -203,7 +203,13 @@ pub async fn run_prepared(
         further_skills,
         provider: provider.as_ref(),
         tools,
-        workspace: workspace.clone(),
+        // The kept outputs are read where they are, never written by a tool.
+        workspace: workspace
+            .clone()
+            .with_kept_outputs(&folder.kept_outputs)
+            .map_err(|e| {
+                StartError::RunFolder(format!("{}: {e}", folder.kept_outputs.display()))
+            })?,
         outputs: OutputPaths {
             dir: folder.dir.display().to_string(),
             trace: Some(trace_path.display().to_string()),
@@ -211,7 +217,10 @@ pub async fn run_prepared(
             patch: job.outputs.patch.as_ref().map(|p| p.display().to_string()),
         },
         warnings,
-        limits: ToolLimits::default(),
+        limits: ToolLimits {
+            kept_outputs: Some(folder.kept_outputs.clone()),
+            ..ToolLimits::default()
+        },
         processes,
         untrusted,
         memory: memory.as_ref(),

@@ -3,7 +3,8 @@
 //!
 //! Defaults to `.agentci/runs/<run-id>/` in the workspace; `.agentci/` is
 //! added to the repository's `.git/info/exclude` so it never shows up in
-//! the agent's diff.
+//! the agent's diff. Its `outputs/` folder keeps tool outputs too long for
+//! the model, whole ([`crate::agent::kept_output`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ pub struct RunFolder {
     pub dir: PathBuf,
     pub trace: PathBuf,
     pub junit: PathBuf,
+    /// `<dir>/outputs`: tool outputs cut for the model, kept whole.
+    pub kept_outputs: PathBuf,
 }
 
 impl RunFolder {
@@ -47,14 +50,19 @@ impl RunFolder {
                 .junit
                 .clone()
                 .unwrap_or_else(|| dir.join("junit.xml")),
+            kept_outputs: dir.join("outputs"),
             dir,
         }
     }
 
     /// Create the folder and keep `.agentci/` out of the workspace's git status.
     pub fn create(&self, workspace: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("cannot create the run folder {}: {e}", self.dir.display()))?;
+        std::fs::create_dir_all(&self.kept_outputs).map_err(|e| {
+            format!(
+                "cannot create the run folder {}: {e}",
+                self.kept_outputs.display()
+            )
+        })?;
         exclude_from_git(workspace).map_err(|e| {
             format!(
                 "cannot add .agentci/ to {}: {e}",
@@ -124,5 +132,6 @@ mod tests {
         assert_eq!(f.dir, PathBuf::from("/cwd/o"));
         let f = RunFolder::resolve("r", Path::new("/ws"), None, &OutputsSpec::default());
         assert_eq!(f.dir, PathBuf::from("/ws/.agentci/runs/r"));
+        assert_eq!(f.kept_outputs, PathBuf::from("/ws/.agentci/runs/r/outputs"));
     }
 }

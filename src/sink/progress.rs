@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 use crate::event::{
-    BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventKind,
-    EventSink, ModelRetry, PlanStep, RunCompleted, RunStatus, SinkError,
+    BudgetLimit, CheckCompleted, CheckOutcome, ContextCompacted, ContextTrimmed, Decision, Event,
+    EventKind, EventSink, ModelRetry, PlanStep, RunCompleted, RunStatus, SinkError,
 };
 
 pub(super) const PREFIX: &str = "[agentci]";
@@ -111,6 +111,7 @@ impl LogLines {
             EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
             EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
             EventKind::ReplayDrift(drift) => lines.push(format!("replay: {}", drift.summary())),
+            EventKind::ContextCompacted(c) => lines.push(compacted_line(c)),
             EventKind::ToolCall {
                 call_id,
                 tool,
@@ -460,6 +461,9 @@ impl EventSink for ProgressBars {
             EventKind::ContextTrimmed(trim) => {
                 self.bar.println(format!("{PREFIX} {}", trim_line(trim)));
             }
+            EventKind::ContextCompacted(c) => {
+                self.bar.println(format!("{PREFIX} {}", compacted_line(c)));
+            }
             EventKind::CheckCompleted(check) => {
                 self.step = Some(format!("check \"{}\"", check.name));
                 self.refresh_message();
@@ -620,6 +624,17 @@ fn trim_line(trim: &ContextTrimmed) -> String {
         trim.messages_after,
         thousands(trim.estimated_tokens_before),
         thousands(trim.estimated_tokens_after)
+    )
+}
+
+fn compacted_line(c: &ContextCompacted) -> String {
+    format!(
+        "context near the model's window: {} earlier messages replaced by a {} (~{} to ~{} tokens of {})",
+        c.replaced_messages,
+        c.method,
+        thousands(c.tokens_before),
+        thousands(c.tokens_after),
+        thousands(c.window)
     )
 }
 

@@ -319,6 +319,41 @@ pub struct ModelSpec {
     pub price: Option<PriceSpec>,
     /// `model.replay.match` (or `--replay-match`): how a replay matches requests.
     pub replay_match: ReplayMatch,
+    /// `model.context_window`, `model.compact_at`, `model.compact_with`.
+    pub context: ContextSpec,
+}
+
+/// How the conversation is kept inside the model's context window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContextSpec {
+    /// `model.context_window` in tokens; `None`: the built-in table's entry
+    /// for the model, or a conservative default.
+    pub window: Option<u64>,
+    /// `model.compact_at`: the share of the window above which older turns
+    /// are compacted before a model call (default 0.8).
+    pub high_water: f64,
+    /// `model.compact_with`: how older turns are replaced.
+    pub method: CompactWith,
+}
+
+impl Default for ContextSpec {
+    fn default() -> Self {
+        ContextSpec {
+            window: None,
+            high_water: 0.8,
+            method: CompactWith::Summary,
+        }
+    }
+}
+
+/// How compaction replaces older turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactWith {
+    /// A summary written by the model in one extra call, when the budget
+    /// and the window allow it; otherwise a digest.
+    Summary,
+    /// Always the deterministic digest: no extra model call.
+    Digest,
 }
 
 /// `model.retry` as written; `None` means the default.

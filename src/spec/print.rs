@@ -87,6 +87,12 @@ struct Model {
     price: Option<Price>,
     #[serde(skip_serializing_if = "Option::is_none")]
     replay: Option<Replay>,
+    context_window: Option<u64>,
+    /// Shown when not the default 80%.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compact_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compact_with: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -324,6 +330,12 @@ impl From<&ModelSpec> for Model {
             replay: (model.replay_match != ReplayMatch::Strict).then(|| Replay {
                 match_mode: model.replay_match.as_str(),
             }),
+            context_window: model.context.window,
+            compact_at: (model.context.high_water
+                != crate::spec::ContextSpec::default().high_water)
+                .then(|| format!("{}%", (model.context.high_water * 100.0).round())),
+            compact_with: (model.context.method == crate::spec::CompactWith::Digest)
+                .then_some("digest"),
         }
     }
 }

@@ -77,6 +77,9 @@ pub(super) struct RawModel {
     pub retry: Option<Spanned<RawRetry>>,
     pub price: Option<Spanned<RawPrice>>,
     pub replay: Option<Spanned<RawReplay>>,
+    pub context_window: Option<Spanned<Scalar>>,
+    pub compact_at: Option<Spanned<Scalar>>,
+    pub compact_with: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

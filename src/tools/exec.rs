@@ -131,7 +131,7 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         .min(ctx.limits.exec_max_timeout);
     let run = match ctx
         .processes
-        .run_shell(command, &cwd, timeout, ctx.limits.max_output_chars)
+        .run_shell(command, &cwd, timeout, capture_limit(ctx))
         .await
     {
         Ok(run) => run,
@@ -192,6 +192,20 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         data,
     }
 }
+
+/// How much of a command's output is captured: when the run keeps long
+/// outputs whole, up to [`KEPT_OUTPUT_BYTES`] (the batch cuts it for the
+/// model and keeps the rest in a file); otherwise what the model is shown.
+fn capture_limit(ctx: &ToolContext) -> usize {
+    match ctx.limits.kept_outputs {
+        Some(_) => KEPT_OUTPUT_BYTES.max(ctx.limits.max_output_chars),
+        None => ctx.limits.max_output_chars,
+    }
+}
+
+/// The most of a command's output kept for the model to page through;
+/// beyond it the middle is dropped (memory stays bounded).
+const KEPT_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests {

@@ -183,6 +183,9 @@ pub struct ToolLimits {
     pub find_max_results: usize,
     /// Lines `read` returns when no limit is given.
     pub read_default_limit: usize,
+    /// Where an output cut at `max_output_chars` is kept whole (the run
+    /// folder's `outputs/`, readable by `read` and `grep`); `None`: not kept.
+    pub kept_outputs: Option<std::path::PathBuf>,
 }
 
 impl Default for ToolLimits {
@@ -194,6 +197,7 @@ impl Default for ToolLimits {
             grep_max_results: 50,
             find_max_results: 200,
             read_default_limit: 2000,
+            kept_outputs: None,
         }
     }
 }

@@ -38,6 +38,8 @@ pub struct Workspace {
 struct ReadOnlyFolder {
     given: PathBuf,
     canonical: PathBuf,
+    /// The run's kept tool outputs rather than a skill folder.
+    kept_outputs: bool,
 }
 
 /// A path the model gave that does not stay inside the workspace. The
@@ -58,12 +60,23 @@ impl Workspace {
 
     /// Adds a skill folder (absolute, existing) that the read-only tools may
     /// reach by its absolute path and that nothing may write to.
-    pub fn with_skill_folder(mut self, dir: &Path) -> io::Result<Self> {
+    pub fn with_skill_folder(self, dir: &Path) -> io::Result<Self> {
+        self.with_read_only(dir, false)
+    }
+
+    /// Adds the run folder's kept outputs (absolute, existing): reachable
+    /// like a skill folder, read-only, and named as what it is in refusals.
+    pub fn with_kept_outputs(self, dir: &Path) -> io::Result<Self> {
+        self.with_read_only(dir, true)
+    }
+
+    fn with_read_only(mut self, dir: &Path, kept_outputs: bool) -> io::Result<Self> {
         let canonical = dir.canonicalize()?;
         if !self.read_only.iter().any(|f| f.canonical == canonical) {
             self.read_only.push(ReadOnlyFolder {
                 given: dir.to_path_buf(),
                 canonical,
+                kept_outputs,
             });
         }
         Ok(self)
@@ -121,8 +134,16 @@ impl Workspace {
             .find(|f| path.starts_with(&f.given) || path.starts_with(&f.canonical))
     }
 
-    /// The refusal for a write into a skill folder.
+    /// The refusal for a write into a read-only folder.
     fn read_only_error(&self, written: &str, folder: &ReadOnlyFolder) -> PathError {
+        if folder.kept_outputs {
+            return PathError(format!(
+                "path `{written}` is inside `{}`, where agentci keeps tool outputs too long to \
+                 show; it is read-only: page through it with `read` or `grep`, and write in the \
+                 workspace instead",
+                folder.given.display()
+            ));
+        }
         PathError(format!(
             "path `{written}` is inside the skill folder `{}`, which is read-only: skills are \
              read, never changed; write in the workspace instead",

@@ -430,6 +430,13 @@ impl Fold {
                         .unwrap_or_default()
                 ),
             }),
+            EventKind::ContextCompacted(c) => timeline.push(Entry::Warning {
+                source: "context".to_string(),
+                message: format!(
+                    "{} earlier messages replaced by a {} (~{} to ~{} tokens of {})",
+                    c.replaced_messages, c.method, c.tokens_before, c.tokens_after, c.window
+                ),
+            }),
             EventKind::ReplayDrift(drift) => timeline.push(Entry::Warning {
                 source: "replay".to_string(),
                 message: drift.summary(),

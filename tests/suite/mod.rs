@@ -6,6 +6,7 @@ mod attacks_shell;
 mod attacks_untrusted;
 mod background;
 mod cli_run;
+mod context;
 mod contract;
 mod eval;
 mod eval_isolation;

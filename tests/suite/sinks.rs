@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentci::event::{
-    BudgetLimit, CheckCompleted, CheckOutcome, ContextTrimmed, Decision, Event, EventBus,
-    EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
+    BudgetLimit, CheckCompleted, CheckOutcome, ContextCompacted, ContextTrimmed, Decision, Event,
+    EventBus, EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
     OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
     SandboxReport, SkillLoaded, SkillSource, StepStatus, SubagentCompleted, SubagentStarted,
     ToolBatchCompleted, ToolBatchStarted, ToolCallRef, ToolResultEvent, Totals, Usage,
@@ -355,6 +355,21 @@ fn every_kind() -> Vec<EventKind> {
             },
             duration_ms: 900,
         }),
+        EventKind::ContextCompacted(ContextCompacted {
+            call_id: "m4".into(),
+            method: "digest".into(),
+            summary_call_id: None,
+            fallback_reason: Some("the budget leaves no room for a summary call".into()),
+            messages_before: 40,
+            messages_after: 12,
+            replaced_messages: 29,
+            replaced_tool_calls: vec!["call_1".into(), "call_2".into()],
+            shortened_outputs: 0,
+            tokens_before: 165_000,
+            tokens_after: 41_000,
+            window: 200_000,
+            high_water: 160_000,
+        }),
         EventKind::BudgetExceeded {
             limit: BudgetLimit::MaxCostUsd,
             used: 2.04,
@@ -420,6 +435,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::ModelResponse(_) => "model.response",
         EventKind::ModelRetry(_) => "model.retry",
         EventKind::ContextTrimmed(_) => "context.trimmed",
+        EventKind::ContextCompacted(_) => "context.compacted",
         EventKind::ToolCall { .. } => "tool.call",
         EventKind::PermissionDecision { .. } => "permission.decision",
         EventKind::ToolResult(_) => "tool.result",

@@ -42,13 +42,16 @@ impl Checker<'_> {
         let mut name = field(|m| &m.name).map(|n| n.value.trim().to_string());
         let options = self.model_options(raw);
         let mut price = options.price;
+        let mut context = options.context;
         // Settings that belong to the job's provider or model do not carry
         // over to another one named by --model.
         let mut same_provider = true;
         if let Some((kind, flag_name)) = &overrides.model {
             same_provider = provider == Some(*kind);
             if name.as_deref() != Some(flag_name.as_str()) {
+                // Both belong to the job's model, not to the one the flag names.
                 price = None;
+                context.window = None;
             }
             provider = Some(*kind);
             name = Some(flag_name.clone());
@@ -103,6 +106,7 @@ impl Checker<'_> {
                     retry: options.retry,
                     price,
                     replay_match,
+                    context,
                 })
             }
             ProviderKind::Replay => {
@@ -127,6 +131,7 @@ impl Checker<'_> {
                     retry: options.retry,
                     price,
                     replay_match,
+                    context,
                 })
             }
         }

@@ -7,7 +7,12 @@ use serde_saphyr::Spanned;
 use super::Checker;
 use crate::spec::load::pos_of;
 use crate::spec::raw::{RawModel, RawPrice, RawRetry, Scalar};
-use crate::spec::{PriceSpec, RetrySpec};
+use crate::spec::{CompactWith, ContextSpec, PriceSpec, RetrySpec};
+
+/// Windows outside this range are typos (a window of 500 tokens cannot
+/// hold the system prompt; no model reads 100 million).
+const MIN_CONTEXT_WINDOW: u64 = 1_000;
+const MAX_CONTEXT_WINDOW: u64 = 100_000_000;
 
 /// Attempts above this are almost certainly a typo (and would keep a job
 /// waiting for a dead server for a long time).
@@ -17,6 +22,7 @@ pub(super) struct ModelOptions {
     pub stream: bool,
     pub retry: RetrySpec,
     pub price: Option<PriceSpec>,
+    pub context: ContextSpec,
 }
 
 impl Checker<'_> {
@@ -32,11 +38,70 @@ impl Checker<'_> {
         let price = raw
             .and_then(|m| m.price.as_ref())
             .and_then(|p| self.price(p));
+        let context = self.context(raw);
         ModelOptions {
             stream,
             retry,
             price,
+            context,
         }
+    }
+
+    /// `model.context_window`, `model.compact_at` (a share such as `0.8` or
+    /// `80%`, from 10% to 95%) and `model.compact_with` (`summary` or `digest`).
+    fn context(&mut self, raw: Option<&RawModel>) -> ContextSpec {
+        let mut spec = ContextSpec::default();
+        if let Some(v) = raw.and_then(|m| m.context_window.as_ref()) {
+            match self.positive(v, "context_window", MAX_CONTEXT_WINDOW) {
+                Some(n) if n < MIN_CONTEXT_WINDOW => {
+                    let pos = pos_of(&self.r, v);
+                    self.r.error(
+                        pos,
+                        format!(
+                            "`context_window` must be at least {MIN_CONTEXT_WINDOW} tokens, \
+                             found `{n}`; it is the model's whole context window, e.g. `200000`"
+                        ),
+                    );
+                }
+                Some(n) => spec.window = Some(n),
+                None => {}
+            }
+        }
+        if let Some(v) = raw.and_then(|m| m.compact_at.as_ref()) {
+            match share(&v.value) {
+                Some(share) if (0.1..=0.95).contains(&share) => spec.high_water = share,
+                _ => {
+                    let pos = pos_of(&self.r, v);
+                    self.r.error(
+                        pos,
+                        format!(
+                            "`compact_at` must be a share of the context window from 10% to \
+                             95%, written `0.8` or `80%`, found {} `{}`",
+                            v.value.kind(),
+                            v.value.text()
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(v) = raw.and_then(|m| m.compact_with.as_ref()) {
+            match v.value.trim() {
+                "summary" => spec.method = CompactWith::Summary,
+                "digest" => spec.method = CompactWith::Digest,
+                other => {
+                    let pos = pos_of(&self.r, v);
+                    self.r.error(
+                        pos,
+                        format!(
+                            "`compact_with` must be `summary` (the model summarises older turns) \
+                             or `digest` (a list of the calls made, no extra model call), found \
+                             `{other}`"
+                        ),
+                    );
+                }
+            }
+        }
+        spec
     }
 
     /// An optional `true`/`false` key: absent is `false`; anything else is an error (and `false`).
@@ -144,5 +209,19 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+}
+
+/// `0.8` or `"80%"` as a share; `None` for anything else.
+fn share(value: &Scalar) -> Option<f64> {
+    match value {
+        Scalar::Float(f) if f.is_finite() => Some(*f),
+        Scalar::Str(text) => text
+            .trim()
+            .strip_suffix('%')
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite())
+            .map(|n| n / 100.0),
+        _ => None,
     }
 }

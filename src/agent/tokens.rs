@@ -1,0 +1,376 @@
+//! How big a request is in tokens, before it is sent, and how big the
+//! model's context window is.
+//!
+//! The count comes from a real tokenizer, offline (`tiktoken-rs`: `o200k`
+//! for the newer OpenAI models, `cl100k` for the rest, Claude included,
+//! whose tokenizer is not public), scaled by a running ratio learnt from the
+//! `usage.input_tokens` the server reported for earlier requests; characters
+//! divided by four only when no tokenizer loads. Loading a tokenizer takes
+//! a moment, so a request whose size in bytes already proves it is far
+//! below the mark (no token is shorter than a byte) is not tokenized at all.
+//! Per-message counts are kept, so each message is tokenized once while the
+//! conversation only grows; whoever rewrites it says so ([`TokenEstimator::forget_counts`]).
+//! Deciding what to do with the estimate is [`super::compaction`]'s job.
+
+use std::sync::OnceLock;
+
+use tiktoken_rs::CoreBPE;
+
+use crate::provider::{Message, ToolDefinition};
+
+/// Tokens every message costs beyond its text (role, separators).
+const MESSAGE_OVERHEAD: u64 = 4;
+/// The window assumed for a model the table does not know: small enough
+/// for most models served through OpenAI-compatible servers.
+pub const DEFAULT_WINDOW: u64 = 32_000;
+/// A reported count this far from the estimate is not a calibration: the
+/// server (or a proxy, or a fake) does not count the request it got.
+const MIN_RATIO: f64 = 0.5;
+const MAX_RATIO: f64 = 2.0;
+
+/// The context window of `model` in tokens, from a built-in table; `None`
+/// for a model it does not know. Input windows: where a model's output
+/// shares the window (GPT-5), the input part.
+pub fn builtin_window(model: &str) -> Option<u64> {
+    let m = model.to_ascii_lowercase();
+    // Names go from the most specific to the least: `gpt-4o` before `gpt-4`.
+    let table: &[(&str, u64)] = &[
+        ("claude", 200_000),
+        ("gpt-5", 272_000),
+        ("gpt-4.1", 1_047_576),
+        ("gpt-4o", 128_000),
+        ("gpt-4-turbo", 128_000),
+        ("gpt-4-32k", 32_768),
+        ("gpt-4", 8_192),
+        ("gpt-3.5-turbo", 16_385),
+        ("o1-mini", 128_000),
+        ("o1", 200_000),
+        ("o3", 200_000),
+        ("o4", 200_000),
+    ];
+    let name = m.rsplit('/').next().unwrap_or(&m);
+    table
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map(|(_, window)| *window)
+}
+
+/// The window a run works with: the job's `model.context_window`, else the table, else the default.
+pub fn window_for(model: &str, configured: Option<u64>) -> u64 {
+    configured
+        .or_else(|| builtin_window(model))
+        .unwrap_or(DEFAULT_WINDOW)
+}
+
+/// Which tokenizer counts a model's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    O200k,
+    Cl100k,
+}
+
+impl Encoding {
+    pub fn for_model(model: &str) -> Encoding {
+        let m = model.to_ascii_lowercase();
+        let name = m.rsplit('/').next().unwrap_or(&m);
+        let newer = ["gpt-5", "gpt-4.1", "gpt-4o", "o1", "o3", "o4"];
+        if newer.iter().any(|p| name.starts_with(p)) {
+            Encoding::O200k
+        } else {
+            Encoding::Cl100k
+        }
+    }
+
+    /// The tokenizer, loaded once per process; `None` if it does not load.
+    fn bpe(self) -> Option<&'static CoreBPE> {
+        static O200K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+        static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+        match self {
+            Encoding::O200k => O200K.get_or_init(|| tiktoken_rs::o200k_base().ok()),
+            Encoding::Cl100k => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().ok()),
+        }
+        .as_ref()
+    }
+}
+
+/// Counts requests for one run; keeps per-message counts and the calibration.
+#[derive(Debug)]
+pub struct TokenEstimator {
+    encoding: Encoding,
+    /// Per message of the last estimate: its size in bytes and its raw token count.
+    counted: Vec<(usize, u64)>,
+    tools: Option<u64>,
+    /// Sums over the calibrated calls: what the server reported, what was estimated.
+    reported: u64,
+    estimated: u64,
+    /// The raw count of the last tokenized request, until its usage arrives.
+    pending: Option<u64>,
+}
+
+/// What an estimate found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    /// Calibrated tokens (an upper bound when `counted` is false).
+    pub tokens: u64,
+    /// Whether the tokenizer counted (false: the byte size proved it small).
+    pub counted: bool,
+}
+
+impl TokenEstimator {
+    pub fn new(model: &str) -> Self {
+        TokenEstimator {
+            encoding: Encoding::for_model(model),
+            counted: Vec::new(),
+            tools: None,
+            reported: 0,
+            estimated: 0,
+            pending: None,
+        }
+    }
+
+    /// The running ratio of reported to estimated tokens (1 until calibrated).
+    pub fn ratio(&self) -> f64 {
+        if self.estimated == 0 {
+            1.0
+        } else {
+            self.reported as f64 / self.estimated as f64
+        }
+    }
+
+    fn scaled(&self, raw: u64) -> u64 {
+        (raw as f64 * self.ratio()).ceil() as u64
+    }
+
+    /// Tokens of `text` by the tokenizer, or characters / 4 when none loads.
+    pub fn count_text(&self, text: &str) -> u64 {
+        match self.encoding.bpe() {
+            Some(bpe) => bpe.encode_ordinary(text).len() as u64,
+            None => text.chars().count().div_ceil(4) as u64,
+        }
+    }
+
+    fn count_message(&self, message: &Message) -> u64 {
+        MESSAGE_OVERHEAD
+            + match message {
+                Message::System { content }
+                | Message::User { content }
+                | Message::Tool { content, .. } => self.count_text(content),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    content.as_deref().map_or(0, |c| self.count_text(c))
+                        + tool_calls
+                            .iter()
+                            .map(|c| {
+                                MESSAGE_OVERHEAD
+                                    + self.count_text(&c.name)
+                                    + self.count_text(&c.arguments)
+                            })
+                            .sum::<u64>()
+                }
+            }
+    }
+
+    /// The request's calibrated size in tokens. When its size in bytes
+    /// (calibrated) is below `skip_below`, it is returned as an upper bound
+    /// without tokenizing.
+    pub fn estimate(
+        &mut self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        skip_below: u64,
+    ) -> Estimate {
+        let tool_bytes = || {
+            tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>() as u64
+        };
+        let bound = messages
+            .iter()
+            .map(|m| bytes(m) as u64 + MESSAGE_OVERHEAD * (1 + calls(m)))
+            .sum::<u64>()
+            + self.tools.unwrap_or_else(tool_bytes);
+        // No token is shorter than a byte, so this is an upper bound.
+        let bound = (bound as f64 * self.ratio().max(1.0)).ceil() as u64;
+        if bound < skip_below {
+            self.pending = None;
+            return Estimate {
+                tokens: bound,
+                counted: false,
+            };
+        }
+        let tools_raw = match self.tools {
+            Some(n) => n,
+            None => {
+                let n = tools
+                    .iter()
+                    .map(|t| {
+                        self.count_text(&t.name)
+                            + self.count_text(&t.description)
+                            + self.count_text(&t.parameters.to_string())
+                    })
+                    .sum();
+                self.tools = Some(n);
+                n
+            }
+        };
+        let mut raw = tools_raw;
+        let mut counted = std::mem::take(&mut self.counted);
+        for (i, message) in messages.iter().enumerate() {
+            let size = bytes(message);
+            match counted.get(i) {
+                Some((s, n)) if *s == size => raw += n,
+                _ => {
+                    counted.truncate(i);
+                    let n = self.count_message(message);
+                    counted.push((size, n));
+                    raw += n;
+                }
+            }
+        }
+        counted.truncate(messages.len());
+        self.counted = counted;
+        self.pending = Some(raw);
+        Estimate {
+            tokens: self.scaled(raw),
+            counted: true,
+        }
+    }
+
+    /// The calibrated tokens of each message of the last counted estimate.
+    pub fn weights(&self) -> Vec<u64> {
+        self.counted.iter().map(|(_, n)| self.scaled(*n)).collect()
+    }
+
+    /// The calibrated tokens of the tool definitions (0 before the first count).
+    pub fn tools_tokens(&self) -> u64 {
+        self.scaled(self.tools.unwrap_or(0))
+    }
+
+    /// The calibrated tokens of `text`.
+    pub fn text_tokens(&self, text: &str) -> u64 {
+        self.scaled(self.count_text(text))
+    }
+
+    /// Forget the per-message counts: the conversation was rewritten, not
+    /// appended to (a message of the same size at the same place may be
+    /// another message now).
+    pub fn forget_counts(&mut self) {
+        self.counted.clear();
+        self.pending = None;
+    }
+
+    /// The server's count for the request last estimated: it calibrates
+    /// later estimates, unless it is too far off to be a count of that request.
+    pub fn calibrate(&mut self, reported_input_tokens: u64) {
+        let Some(raw) = self.pending.take() else {
+            return;
+        };
+        if raw == 0 || reported_input_tokens == 0 {
+            return;
+        }
+        let ratio = reported_input_tokens as f64 / raw as f64;
+        if (MIN_RATIO..=MAX_RATIO).contains(&ratio) {
+            self.reported += reported_input_tokens;
+            self.estimated += raw;
+        }
+    }
+}
+
+/// A message's size in bytes, the cache key of its count.
+fn bytes(message: &Message) -> usize {
+    match message {
+        Message::System { content } | Message::User { content } => content.len(),
+        Message::Tool {
+            content,
+            tool_call_id,
+        } => content.len() + tool_call_id.len(),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            content.as_deref().map_or(0, str::len)
+                + tool_calls
+                    .iter()
+                    .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                    .sum::<usize>()
+        }
+    }
+}
+
+fn calls(message: &Message) -> u64 {
+    match message {
+        Message::Assistant { tool_calls, .. } => tool_calls.len() as u64,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            content: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn windows_by_family() {
+        assert_eq!(builtin_window("claude-sonnet-4-5"), Some(200_000));
+        assert_eq!(builtin_window("gpt-4o-mini"), Some(128_000));
+        assert_eq!(builtin_window("gpt-4"), Some(8_192));
+        assert_eq!(builtin_window("openai/gpt-4.1"), Some(1_047_576));
+        assert_eq!(builtin_window("llama3"), None);
+        assert_eq!(window_for("llama3", None), DEFAULT_WINDOW);
+        assert_eq!(window_for("claude-x", Some(5_000)), 5_000);
+        assert_eq!(Encoding::for_model("gpt-4o"), Encoding::O200k);
+        assert_eq!(Encoding::for_model("claude-3"), Encoding::Cl100k);
+    }
+
+    #[test]
+    fn counts_with_the_tokenizer_and_skips_small_requests() {
+        let mut e = TokenEstimator::new("gpt-4o");
+        let text = "fn main() { println!(\"hello\"); }\n".repeat(50);
+        let messages = vec![user(&text)];
+        let small = e.estimate(&messages, &[], u64::MAX);
+        assert!(!small.counted && small.tokens >= text.len() as u64);
+        let real = e.estimate(&messages, &[], 0);
+        assert!(real.counted);
+        // Code is between two and six characters a token.
+        assert!(
+            real.tokens * 2 < text.len() as u64 && real.tokens * 6 > text.len() as u64,
+            "{real:?}"
+        );
+    }
+
+    #[test]
+    fn calibration_follows_the_server_within_reason() {
+        let mut e = TokenEstimator::new("claude-sonnet-4");
+        let messages = vec![user(&"word ".repeat(1000))];
+        let first = e.estimate(&messages, &[], 0).tokens;
+        e.calibrate(first * 3 / 2);
+        let second = e.estimate(&messages, &[], 0).tokens;
+        assert!(second.abs_diff(first * 3 / 2) <= 2, "{first} {second}");
+        // A server that reports 100 tokens for anything calibrates nothing.
+        e.calibrate(100);
+        let third = e.estimate(&messages, &[], 0).tokens;
+        e.calibrate(100);
+        assert_eq!(third, second);
+        assert_eq!(e.estimate(&messages, &[], 0).tokens, second);
+    }
+
+    #[test]
+    fn a_changed_message_is_counted_again() {
+        let mut e = TokenEstimator::new("gpt-4o");
+        let mut messages = vec![user("one two three"), user("four")];
+        let before = e.estimate(&messages, &[], 0).tokens;
+        messages[1] = user(&"four ".repeat(100));
+        let after = e.estimate(&messages, &[], 0).tokens;
+        assert!(after > before + 50, "{before} {after}");
+        messages.truncate(1);
+        assert!(e.estimate(&messages, &[], 0).tokens < before);
+    }
+}
