@@ -87,6 +87,7 @@ struct Model {
     price: Option<Price>,
     #[serde(skip_serializing_if = "Option::is_none")]
     replay: Option<Replay>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     context_window: Option<u64>,
     /// Shown when not the default 80%.
     #[serde(skip_serializing_if = "Option::is_none")]

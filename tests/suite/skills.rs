@@ -60,7 +60,7 @@ skills-corpus/edge-tab-indent/SKILL.md:5:1: error: a tab in the indentation; YAM
 skills-corpus/edge-type-error/SKILL.md:4:3: error: `description`: expected a string, found a list or mapping; quote text that starts with `[` or `{`
 skills-corpus/edge-unquoted-colon/SKILL.md:3:36: error: mapping values are not allowed in this context; the value of `description` holds `: `, which YAML reads as a new key: quote it, e.g. description: \"Checks links. Use when: the docs changed\"
 ok   skills-corpus/form-filling/SKILL.md (skill form-filling)
-skills-corpus/interview/SKILL.md:4:16: warning: unknown tool `AskUserQuestion` in allowed-tools; expected a canonical name (read, write, edit, find, grep, ls, exec, web_fetch, todo, task) or a Claude Code name (Read, Write, Edit, Glob, Grep, LS, Bash, Bash(cmd:*), …)
+skills-corpus/interview/SKILL.md:4:16: warning: unknown tool `AskUserQuestion` in allowed-tools; expected a canonical name (read, write, edit, find, grep, ls, exec, web_fetch, todo, task, process) or a Claude Code name (Read, Write, Edit, Glob, Grep, LS, Bash, Bash(cmd:*), …)
 skills-corpus/interview/SKILL.md:4:16: warning: skill `interview` leaves the run no tools: none of its `allowed-tools` is a tool agentci has (names that map to no agentci tool: AskUserQuestion); list the tools it needs in `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop `allowed-tools` to allow every tool
 ok   skills-corpus/interview/SKILL.md (skill interview)
 ok   skills-corpus/linked/SKILL.md (skill linked)
