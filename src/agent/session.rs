@@ -25,8 +25,8 @@ use super::context;
 use super::context_keeper::ContextKeeper;
 use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
-use super::subagent::{SubagentConfig, Subagents};
 use super::sent::SentLog;
+use super::subagent::{SubagentConfig, Subagents};
 use super::toolset::ToolSet;
 
 /// Why the agent phase ended early.

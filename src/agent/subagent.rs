@@ -84,12 +84,11 @@ struct Ending {
 
 impl TaskRunner for Subagents<'_> {
     fn read_only(&self, args: &Value) -> bool {
-        self.tool_names(args)
-            .is_ok_and(|(_, names)| {
-                names
-                    .iter()
-                    .all(|n| catalog::spec(n).is_some_and(|s| s.read_only))
-            })
+        self.tool_names(args).is_ok_and(|(_, names)| {
+            names
+                .iter()
+                .all(|n| catalog::spec(n).is_some_and(|s| s.read_only))
+        })
     }
 
     fn run<'a>(&'a self, call_id: &'a str, args: Value) -> BoxFuture<'a, ToolResult> {

@@ -68,13 +68,18 @@ fn our_workflows_and_the_readme_examples_pass_actionlint() {
         .collect();
     files.push(Path::new(ROOT).join("tests/data/valid/.github/workflows/ci.yml"));
     let examples = readme_workflows();
-    assert!(!examples.is_empty(), "the README shows at least one workflow");
+    assert!(
+        !examples.is_empty(),
+        "the README shows at least one workflow"
+    );
     for (i, block) in examples.iter().enumerate() {
         let path = dir.path().join(format!("README-workflow-{}.yml", i + 1));
         std::fs::write(&path, block).expect("write example");
         files.push(path);
     }
-    let Some(out) = actionlint(&files) else { return };
+    let Some(out) = actionlint(&files) else {
+        return;
+    };
     assert!(
         out.status.success(),
         "actionlint found problems:\n{}{}",
@@ -95,9 +100,17 @@ fn actionlint_reports_a_broken_workflow() {
         "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.evnt.sha }}\n",
     )
     .expect("write");
-    let Some(out) = actionlint(&[path]) else { return };
+    let Some(out) = actionlint(&[path]) else {
+        return;
+    };
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "a broken workflow fails the lint");
-    assert!(text.contains("broken.yml:6:"), "the problem is at line 6: {text}");
-    assert!(text.contains("evnt"), "names the misspelled property: {text}");
+    assert!(
+        text.contains("broken.yml:6:"),
+        "the problem is at line 6: {text}"
+    );
+    assert!(
+        text.contains("evnt"),
+        "names the misspelled property: {text}"
+    );
 }
