@@ -2,14 +2,13 @@
 //! model (within budget, recorded) and run a turn's tool calls (control
 //! calls answered here, the rest through a [`batch`](super::batch)).
 
-use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::event::{
     ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, PlanStep,
-    ToolCallRef, Usage,
+    StepStatus, ToolCallRef, Usage,
 };
 use crate::policy::PermissionPolicy;
 use crate::provider::{
@@ -20,10 +19,10 @@ use crate::spec::ToolLoopSpec;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
-use super::budget::{BudgetTracker, Exceeded};
+use super::budget::Exceeded;
 use super::context;
-use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
+use super::state::{LoopState, StepRecord};
 use super::toolset::ToolSet;
 
 /// Why the agent phase ended early.
@@ -37,27 +36,34 @@ pub enum Stop {
     Interrupted(String),
 }
 
+/// The agent's working parts around its [`LoopState`]: what talks to the
+/// model and runs tools (fixed for the run) and the state they change
+/// (through the methods here, so every change is one the loop means).
 pub struct Session<'a> {
+    provider: &'a dyn ModelProvider,
+    model_name: String,
+    bus: EventBus,
+    ctx: ToolContext,
+    tools: ToolSet,
+    /// What every request offers: the run's tools, then the control tools.
+    /// The same list on every turn keeps the prompt prefix cacheable; which
+    /// tools may run in a phase is decided when a call arrives.
+    offered: Vec<ToolDefinition>,
+    policy: PermissionPolicy,
+    /// Concurrency, timeouts and loop guard settings from the job.
+    tool_loop: ToolLoopSpec,
+    state: LoopState,
+}
+
+/// The fixed parts of a [`Session`].
+pub struct SessionParts<'a> {
     pub provider: &'a dyn ModelProvider,
     pub model_name: String,
     pub bus: EventBus,
     pub ctx: ToolContext,
     pub tools: ToolSet,
-    /// What every request offers: the run's tools, then the control tools.
-    /// The same list on every turn keeps the prompt prefix cacheable; which
-    /// tools may run in a phase is decided when a call arrives.
-    pub offered: Vec<ToolDefinition>,
     pub policy: PermissionPolicy,
-    pub budget: BudgetTracker,
-    pub guard: LoopGuard,
-    /// Concurrency, timeouts and loop guard settings from the job.
     pub tool_loop: ToolLoopSpec,
-    /// Numbers the run's tool batches.
-    pub batches: AtomicU64,
-    pub messages: Vec<Message>,
-    pub plan: Vec<PlanStep>,
-    /// Summaries of completed steps, in order.
-    pub step_summaries: Vec<String>,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -67,7 +73,95 @@ pub struct ControlCall {
     pub arguments: Result<Value, String>,
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// A session that goes on from `state` (a new run's opening state, or a loaded one).
+    pub fn new(parts: SessionParts<'a>, state: LoopState) -> Session<'a> {
+        let SessionParts {
+            provider,
+            model_name,
+            bus,
+            ctx,
+            tools,
+            policy,
+            tool_loop,
+        } = parts;
+        Session {
+            provider,
+            model_name,
+            bus,
+            ctx,
+            offered: [tools.definitions(), protocol::control_tools()].concat(),
+            tools,
+            policy,
+            tool_loop,
+            state,
+        }
+    }
+
+    /// The loop's state as it stands.
+    pub fn state(&self) -> &LoopState {
+        &self.state
+    }
+
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// The tools of the run, by name.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.names()
+    }
+
+    /// Add a user message to the conversation.
+    pub fn tell(&mut self, content: String) {
+        self.state.conversation.push(Message::User { content });
+    }
+
+    /// Count a planning turn; returns its number, from 1.
+    pub fn next_plan_turn(&mut self) -> u32 {
+        self.state.plan_turns += 1;
+        self.state.plan_turns
+    }
+
+    /// Take `steps` as the plan (the one accepted while planning).
+    pub fn set_plan(&mut self, steps: Vec<PlanStep>) {
+        self.state.plan = steps;
+    }
+
+    /// Replace the steps after step `index` with `steps`; returns the whole plan.
+    pub fn replace_steps_after(&mut self, index: usize, steps: Vec<PlanStep>) -> &[PlanStep] {
+        self.state.plan.truncate(index + 1);
+        self.state.plan.extend(steps);
+        &self.state.plan
+    }
+
+    /// Add a step at the end of the plan (a new round's); returns its index.
+    pub fn add_step(&mut self, step: PlanStep) -> usize {
+        self.state.plan.push(step);
+        self.state.plan.len() - 1
+    }
+
+    /// A step begins: the loop guard forgets the last one.
+    pub fn start_step(&mut self) {
+        self.state.guard.start_step();
+    }
+
+    /// The step under way ended.
+    pub fn finish_step(&mut self, summary: String, status: StepStatus) {
+        self.state.steps.push(StepRecord { summary, status });
+    }
+
+    /// Why the current step must end, when the model keeps repeating itself.
+    pub fn stuck(&self) -> Option<&str> {
+        self.state.guard.stuck()
+    }
+
+    /// The next round of checks begins.
+    pub fn start_round(&mut self) -> u32 {
+        self.state.round += 1;
+        self.state.round
+    }
+
     /// Call the model with the conversation so far and the run's tools; the
     /// reply is appended to the conversation.
     pub async fn call_model(
@@ -76,22 +170,22 @@ impl Session<'_> {
         step: Option<usize>,
         tool_choice: ToolChoice,
     ) -> Result<ChatResponse, Stop> {
-        self.budget.check_model_call().map_err(Stop::Budget)?;
-        let turn = self.budget.turns + 1;
+        self.state.budget.check_model_call().map_err(Stop::Budget)?;
+        let turn = self.state.budget.turns + 1;
         let call_id = format!("model-{turn}");
         self.bus.emit(EventKind::ModelRequest(ModelRequest {
             call_id: call_id.clone(),
             phase,
             turn,
             step,
-            messages: self.messages.len(),
+            messages: self.state.conversation.len(),
             tools: self.offered.iter().map(|t| t.name.clone()).collect(),
         }));
         let started = Instant::now();
         let response = self.complete(&call_id, tool_choice).await?;
-        let cost_usd = self.budget.record_model_call(&response.usage);
+        let cost_usd = self.state.budget.record_model_call(&response.usage);
         let first_without_usage =
-            response.usage == Usage::default() && self.budget.calls_without_usage == 1;
+            response.usage == Usage::default() && self.state.budget.calls_without_usage == 1;
         self.bus.emit(EventKind::ModelResponse(ModelResponse {
             call_id: call_id.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
@@ -118,7 +212,7 @@ impl Session<'_> {
                 ),
             });
         }
-        self.messages.push(Message::Assistant {
+        self.state.conversation.push(Message::Assistant {
             content: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });
@@ -135,7 +229,7 @@ impl Session<'_> {
     ) -> Result<ChatResponse, Stop> {
         let mut request = ChatRequest {
             model: self.model_name.clone(),
-            messages: self.messages.clone(),
+            messages: self.state.conversation.clone(),
             tools: self.offered.clone(),
             tool_choice,
         };
@@ -148,7 +242,7 @@ impl Session<'_> {
             match self.provider.complete_observed(&request, &observer).await {
                 Ok(response) => return Ok(response),
                 Err(ProviderError::ContextTooLong(reason)) if !trimmed => {
-                    let Some(trim) = context::trim(&mut self.messages) else {
+                    let Some(trim) = context::trim(&mut self.state.conversation) else {
                         return Err(Stop::Provider(ProviderError::ContextTooLong(reason)));
                     };
                     self.bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
@@ -159,7 +253,7 @@ impl Session<'_> {
                         estimated_tokens_before: trim.estimated_tokens_before,
                         estimated_tokens_after: trim.estimated_tokens_after,
                     }));
-                    request.messages = self.messages.clone();
+                    request.messages = self.state.conversation.clone();
                     trimmed = true;
                 }
                 Err(error) => return Err(Stop::Provider(error)),
@@ -185,7 +279,8 @@ impl Session<'_> {
             .enumerate()
             .partition(|(_, c)| CONTROL_TOOLS.contains(&c.name.as_str()));
         let regular_calls: Vec<ToolCall> = regular.iter().map(|(_, c)| (*c).clone()).collect();
-        self.budget
+        self.state
+            .budget
             .check_tool_batch(regular_calls.len() as u32)
             .map_err(Stop::Budget)?;
 
@@ -222,24 +317,26 @@ impl Session<'_> {
             bus: &self.bus,
             read_only_phase,
             tool_loop: &self.tool_loop,
-            batches: &self.batches,
+            batches: &self.state.batches,
         };
-        let results = run_batch(&env, &regular_calls, &mut self.guard).await;
-        self.budget.record_tool_calls(regular_calls.len() as u32);
+        let results = run_batch(&env, &regular_calls, &mut self.state.guard).await;
+        self.state
+            .budget
+            .record_tool_calls(regular_calls.len() as u32);
         for ((index, _), result) in regular.iter().zip(results) {
             // The model provider is a third party: it never sees a secret a tool printed.
             texts[*index] = Some(self.bus.redact(&result.model_text()));
         }
 
         for (call, text) in calls.iter().zip(texts) {
-            self.messages.push(Message::Tool {
+            self.state.conversation.push(Message::Tool {
                 tool_call_id: call.id.clone(),
                 content: text.unwrap_or_default(),
             });
         }
         // A step that repeats itself ends there (the step reads the guard);
         // while planning there is no step to end, so the run does.
-        if read_only_phase && let Some(reason) = self.guard.stuck() {
+        if read_only_phase && let Some(reason) = self.state.guard.stuck() {
             return Err(Stop::Failed(format!(
                 "the model kept {reason} while planning"
             )));

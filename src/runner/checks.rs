@@ -5,27 +5,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::cancel::CancelSignal;
+use crate::agent::CancelSignal;
 use crate::event::{CheckCompleted, CheckOutcome, EventBus, EventKind};
 use crate::process::ProcessRunner;
 use crate::spec::CheckSpec;
 
 /// Characters of check output kept in the trace and JUnit: the end, where failures are.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
-
-/// Run every check in order and record each; returns how many passed and failed.
-pub async fn run_checks(
-    checks: &[CheckSpec],
-    workspace: &Path,
-    processes: &ProcessRunner,
-    bus: &EventBus,
-) -> (u32, u32) {
-    let never = CancelSignal::never();
-    match run_checks_until(checks, workspace, processes, bus, &never).await {
-        Ok(counts) => counts,
-        Err(stopped) => (stopped.passed, stopped.failed),
-    }
-}
 
 /// Checks cut short by `cancel`: how many had finished, and why it stopped.
 #[derive(Debug)]
@@ -35,7 +21,8 @@ pub struct ChecksStopped {
     pub failed: u32,
 }
 
-/// [`run_checks`], stopped when `cancel` fires: the running check is killed
+/// Run every check in order and record each; returns how many passed and
+/// failed. Stopped when `cancel` fires: the running check is killed
 /// (dropping it kills its process group) and it and the rest are recorded
 /// as skipped.
 pub async fn run_checks_until(

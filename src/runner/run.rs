@@ -1,0 +1,250 @@
+//! One run of a job, from `run.started` to `run.completed`: the agent works,
+//! the checks judge, the caller's step after the checks (the git outputs)
+//! runs, and the run says how it ended.
+//!
+//! It sequences; it does not talk to the model (that is [`crate::agent`])
+//! or write files (sinks do, from the events). Its only result is the
+//! [`RunCompleted`], which is also the last event. Signals reach it as a
+//! [`CancelSignal`].
+
+use std::time::Instant;
+
+use futures_util::future::BoxFuture;
+
+use super::{checks, start};
+use crate::agent::{Agent, AgentInput, AgentOutcome, CancelSignal, Stop};
+use crate::event::{EventBus, EventKind, OutputPaths, RunCompleted, RunStatus, Totals};
+use crate::provider::{ModelProvider, ProviderError};
+use crate::skills::Skill;
+use crate::spec::JobSpec;
+use crate::tools::{ToolLimits, Workspace};
+use crate::untrusted::UntrustedText;
+
+/// Everything one run needs, validated and frozen.
+pub struct RunInput<'a> {
+    pub job: &'a JobSpec,
+    pub skill: &'a Skill,
+    /// The job's `skills`: listed in the system prompt, read on demand.
+    pub further_skills: &'a [Skill],
+    pub provider: &'a dyn ModelProvider,
+    pub workspace: Workspace,
+    pub outputs: OutputPaths,
+    /// Problems found while loading that did not stop the run.
+    pub warnings: Vec<String>,
+    pub limits: ToolLimits,
+    /// Starts `exec`'s and the checks' processes: the run's sandbox,
+    /// environment (the job's `env:` resolved) and secrets to mask.
+    pub processes: crate::process::ProcessRunner,
+    /// Text from outside the job, given to the model fenced in the goal message.
+    pub untrusted: &'a [UntrustedText],
+    /// Stops the run from outside; [`CancelSignal::never`] when nothing does.
+    pub cancel: CancelSignal,
+    /// Runs after the checks and before `run.completed`, unless the run was interrupted.
+    pub after_checks: Option<AfterChecks<'a>>,
+}
+
+/// A step after the checks (the runner's git outputs). It gets the status
+/// so far and the bus for its own events; an `Err` is a line for the user
+/// and makes a passing run fail.
+pub type AfterChecks<'a> =
+    Box<dyn FnOnce(RunStatus, EventBus) -> BoxFuture<'a, Result<(), String>> + Send + 'a>;
+
+/// Run the job to the end and return how it ended (also emitted as `run.completed`).
+pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
+    let started = Instant::now();
+    let RunInput {
+        job,
+        skill,
+        further_skills,
+        provider,
+        workspace,
+        outputs,
+        warnings,
+        limits,
+        processes,
+        untrusted,
+        cancel,
+        after_checks,
+    } = input;
+    let model = provider.model_info();
+    let price = start::model_price(job, &model.name);
+    let mut agent = Agent::new(
+        AgentInput {
+            job,
+            skill,
+            further_skills,
+            provider,
+            workspace: workspace.clone(),
+            limits,
+            processes: processes.clone(),
+            untrusted,
+            price,
+        },
+        bus.clone(),
+    );
+    start::announce(
+        start::Announcement {
+            job,
+            skill,
+            model: model.clone(),
+            workspace: workspace.root().display().to_string(),
+            tools: agent.tool_names(),
+            outputs,
+            processes: &processes,
+            warnings: &warnings,
+        },
+        &bus,
+    );
+    if let Some(reason) = start::report_degraded_sandbox(&processes, &bus) {
+        checks::skip_checks(&job.checks, &reason, &bus);
+        let completed = RunCompleted {
+            status: RunStatus::Error,
+            reason,
+            summary: None,
+            totals: Totals {
+                duration_ms: started.elapsed().as_millis() as u64,
+                ..Totals::default()
+            },
+            checks_passed: 0,
+            checks_failed: 0,
+        };
+        return complete(completed, &bus);
+    }
+    start::warn_unpriced(job, &model.name, price, &bus);
+
+    // Dropping the agent's work on a signal stops the model call in flight
+    // and kills the process groups of running tools.
+    let outcome: AgentOutcome = tokio::select! {
+        biased;
+        reason = cancel.cancelled() => Err(Stop::Interrupted(reason)),
+        result = agent.work() => result,
+    };
+    let summary = outcome.as_ref().ok().cloned().flatten();
+
+    let run_checks =
+        || checks::run_checks_until(&job.checks, workspace.root(), &processes, &bus, &cancel);
+    let (mut status, mut reason, checks_passed, checks_failed) = match outcome {
+        Ok(_) => match run_checks().await {
+            Ok((passed, 0)) => (RunStatus::Passed, passed_reason(passed), passed, 0),
+            Ok((passed, failed)) => (
+                RunStatus::Failed,
+                format!("{failed} of {} checks failed", passed + failed),
+                passed,
+                failed,
+            ),
+            Err(stopped) => interrupted(stopped),
+        },
+        Err(Stop::Failed(reason)) => match run_checks().await {
+            Ok((passed, failed)) => (RunStatus::Failed, reason, passed, failed),
+            Err(stopped) => interrupted(stopped),
+        },
+        Err(Stop::Interrupted(reason)) => {
+            checks::skip_checks(&job.checks, &reason, &bus);
+            (RunStatus::Interrupted, reason, 0, 0)
+        }
+        Err(Stop::Budget(exceeded)) => {
+            bus.emit(EventKind::BudgetExceeded {
+                limit: exceeded.limit,
+                used: exceeded.used,
+                max: exceeded.max,
+            });
+            let reason = exceeded.reason();
+            checks::skip_checks(&job.checks, &reason, &bus);
+            (RunStatus::BudgetExceeded, reason, 0, 0)
+        }
+        Err(Stop::Provider(error)) => {
+            let status = provider_failure_status(&error);
+            let reason = format!("model provider failed: {error}");
+            checks::skip_checks(&job.checks, &reason, &bus);
+            (status, reason, 0, 0)
+        }
+    };
+
+    if let Some(after) = after_checks
+        && status != RunStatus::Interrupted
+    {
+        (status, reason) = run_after_checks(after, status, reason, &cancel, &bus).await;
+    }
+
+    let completed = RunCompleted {
+        status,
+        reason,
+        summary,
+        totals: Totals {
+            duration_ms: started.elapsed().as_millis() as u64,
+            ..agent.totals()
+        },
+        checks_passed,
+        checks_failed,
+    };
+    complete(completed, &bus)
+}
+
+/// Emit `run.completed` and return what the sinks saw: the same event,
+/// with secrets masked.
+fn complete(completed: RunCompleted, bus: &EventBus) -> RunCompleted {
+    match bus.emit(EventKind::RunCompleted(completed.clone())).kind {
+        EventKind::RunCompleted(masked) => masked,
+        _ => completed,
+    }
+}
+
+/// How a provider failure ends the run.
+fn provider_failure_status(error: &ProviderError) -> RunStatus {
+    match error {
+        ProviderError::Config(_) => RunStatus::Error,
+        // Trimming did not make it fit: the run cannot go on, but the
+        // provider is fine.
+        ProviderError::ContextTooLong(_) => RunStatus::Failed,
+        _ => RunStatus::ProviderUnavailable,
+    }
+}
+
+/// How long a signal waits for the step after the checks to reach a checkpoint.
+const AFTER_CHECKS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The caller's step after the checks; returns the run's status and reason after it.
+async fn run_after_checks(
+    after: AfterChecks<'_>,
+    status: RunStatus,
+    reason: String,
+    cancel: &CancelSignal,
+    bus: &EventBus,
+) -> (RunStatus, String) {
+    let mut step = after(status, bus.clone());
+    let outcome = tokio::select! {
+        biased;
+        why = cancel.cancelled() => Err(why),
+        outcome = &mut step => Ok(outcome),
+    };
+    if outcome.is_err() {
+        // The step stops at its next checkpoint (a commit under way finishes);
+        // wait a little for it, so what it did is in the trace before
+        // `run.completed`. A push hung on the network is left behind.
+        let _ = tokio::time::timeout(AFTER_CHECKS_GRACE, step).await;
+    }
+    match outcome {
+        Ok(Ok(())) => (status, reason),
+        // Outputs the job asked for and did not get: a passing run fails.
+        Ok(Err(message)) if status == RunStatus::Passed => (RunStatus::Failed, message),
+        Ok(Err(message)) => (status, format!("{reason}; {message}")),
+        Err(why) => (RunStatus::Interrupted, why),
+    }
+}
+
+fn interrupted(stopped: checks::ChecksStopped) -> (RunStatus, String, u32, u32) {
+    (
+        RunStatus::Interrupted,
+        stopped.reason,
+        stopped.passed,
+        stopped.failed,
+    )
+}
+
+fn passed_reason(checks: u32) -> String {
+    match checks {
+        0 => "the agent finished; the job has no checks".to_string(),
+        1 => "the check passed".to_string(),
+        n => format!("all {n} checks passed"),
+    }
+}
