@@ -13,6 +13,15 @@ use crate::spec::CheckSpec;
 /// Characters of check output kept in the trace and JUnit: the end, where failures are.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
 
+/// What a run of the checks found: how many passed and failed, and the
+/// failed ones as they were recorded (secrets masked).
+#[derive(Debug, Default)]
+pub struct ChecksRan {
+    pub passed: u32,
+    pub failed: u32,
+    pub failures: Vec<CheckCompleted>,
+}
+
 /// Checks cut short by `cancel`: how many had finished, and why it stopped.
 #[derive(Debug)]
 pub struct ChecksStopped {
@@ -21,8 +30,8 @@ pub struct ChecksStopped {
     pub failed: u32,
 }
 
-/// Run every check in order and record each; returns how many passed and
-/// failed. Stopped when `cancel` fires: the running check is killed
+/// Run every check in order and record each; returns what they found.
+/// Stopped when `cancel` fires: the running check is killed
 /// (dropping it kills its process group) and it and the rest are recorded
 /// as skipped.
 pub async fn run_checks_until(
@@ -31,8 +40,9 @@ pub async fn run_checks_until(
     processes: &ProcessRunner,
     bus: &EventBus,
     cancel: &CancelSignal,
-) -> Result<(u32, u32), ChecksStopped> {
+) -> Result<ChecksRan, ChecksStopped> {
     let (mut passed, mut failed) = (0, 0);
+    let mut failures = Vec::new();
     let sandbox = processes.profile().as_str();
     for (index, check) in checks.iter().enumerate() {
         let started = Instant::now();
@@ -62,7 +72,7 @@ pub async fn run_checks_until(
         } else {
             failed += 1;
         }
-        bus.emit(EventKind::CheckCompleted(CheckCompleted {
+        let recorded = bus.emit(EventKind::CheckCompleted(CheckCompleted {
             name: check.name.clone(),
             command: check.run.clone(),
             outcome: result,
@@ -71,8 +81,17 @@ pub async fn run_checks_until(
             output,
             sandbox: sandbox.to_string(),
         }));
+        if result != CheckOutcome::Passed
+            && let EventKind::CheckCompleted(masked) = recorded.kind
+        {
+            failures.push(masked);
+        }
     }
-    Ok((passed, failed))
+    Ok(ChecksRan {
+        passed,
+        failed,
+        failures,
+    })
 }
 
 /// Record every check as skipped: the agent did not finish, so they would judge nothing.

@@ -12,6 +12,7 @@ mod checks;
 mod git_step;
 mod prepare;
 mod provider_setup;
+mod rounds;
 pub mod run;
 mod run_folder;
 mod start;

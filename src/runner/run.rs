@@ -1,6 +1,7 @@
 //! One run of a job, from `run.started` to `run.completed`: the agent works,
-//! the checks judge, the caller's step after the checks (the git outputs)
-//! runs, and the run says how it ended.
+//! the checks judge (in up to `checks_rounds` rounds: while checks fail,
+//! the failures go back to the agent, which works on), the caller's step
+//! after the checks (the git outputs) runs, and the run says how it ended.
 //!
 //! It sequences; it does not talk to the model (that is [`crate::agent`])
 //! or write files (sinks do, from the events). Its only result is the
@@ -11,9 +12,13 @@ use std::time::Instant;
 
 use futures_util::future::BoxFuture;
 
-use super::{checks, start};
+use super::checks::{self, ChecksRan};
+use super::{rounds, start};
 use crate::agent::{Agent, AgentInput, AgentOutcome, CancelSignal, Stop};
-use crate::event::{EventBus, EventKind, OutputPaths, RunCompleted, RunStatus, Totals};
+use crate::event::{
+    CheckCompleted, EventBus, EventKind, OutputPaths, RunCompleted, RunStatus, Totals,
+};
+use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
@@ -112,53 +117,50 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     }
     start::warn_unpriced(job, &model.name, price, &bus);
 
-    // Dropping the agent's work on a signal stops the model call in flight
-    // and kills the process groups of running tools.
-    let outcome: AgentOutcome = tokio::select! {
-        biased;
-        reason = cancel.cancelled() => Err(Stop::Interrupted(reason)),
-        result = agent.work() => result,
-    };
-    let summary = outcome.as_ref().ok().cloned().flatten();
-
-    let run_checks =
-        || checks::run_checks_until(&job.checks, workspace.root(), &processes, &bus, &cancel);
-    let (mut status, mut reason, checks_passed, checks_failed) = match outcome {
-        Ok(_) => match run_checks().await {
-            Ok((passed, 0)) => (RunStatus::Passed, passed_reason(passed), passed, 0),
-            Ok((passed, failed)) => (
-                RunStatus::Failed,
-                format!("{failed} of {} checks failed", passed + failed),
-                passed,
-                failed,
-            ),
-            Err(stopped) => interrupted(stopped),
-        },
-        Err(Stop::Failed(reason)) => match run_checks().await {
-            Ok((passed, failed)) => (RunStatus::Failed, reason, passed, failed),
-            Err(stopped) => interrupted(stopped),
-        },
-        Err(Stop::Interrupted(reason)) => {
-            checks::skip_checks(&job.checks, &reason, &bus);
-            (RunStatus::Interrupted, reason, 0, 0)
-        }
-        Err(Stop::Budget(exceeded)) => {
-            bus.emit(EventKind::BudgetExceeded {
-                limit: exceeded.limit,
-                used: exceeded.used,
-                max: exceeded.max,
+    let rounds = job.checks_rounds.max(1);
+    let mut round = 1;
+    if rounds > 1 {
+        bus.emit(EventKind::RoundStarted { round, of: rounds });
+    }
+    let verdict = loop {
+        // Dropping the agent's work on a signal stops the model call in
+        // flight and kills the process groups of running tools.
+        let outcome: AgentOutcome = tokio::select! {
+            biased;
+            reason = cancel.cancelled() => Err(Stop::Interrupted(reason)),
+            result = agent.work() => result,
+        };
+        let verdict = judge(outcome, job, &workspace, &processes, &bus, &cancel).await;
+        if rounds > 1 {
+            bus.emit(EventKind::RoundCompleted {
+                round,
+                of: rounds,
+                checks_passed: verdict.checks_passed,
+                checks_failed: verdict.checks_failed,
             });
-            let reason = exceeded.reason();
-            checks::skip_checks(&job.checks, &reason, &bus);
-            (RunStatus::BudgetExceeded, reason, 0, 0)
         }
-        Err(Stop::Provider(error)) => {
-            let status = provider_failure_status(&error);
-            let reason = format!("model provider failed: {error}");
-            checks::skip_checks(&job.checks, &reason, &bus);
-            (status, reason, 0, 0)
+        // Only work the agent finished is worth another round: a run that
+        // stopped (budget, signal, provider) stays stopped.
+        if round < rounds && verdict.agent_finished && !verdict.failures.is_empty() {
+            round += 1;
+            bus.emit(EventKind::RoundStarted { round, of: rounds });
+            let failures = &verdict.failures;
+            agent.add_round(
+                rounds::feedback(round, rounds, failures, job.checks.len()),
+                rounds::step(failures),
+            );
+            continue;
         }
+        break verdict;
     };
+    let Verdict {
+        mut status,
+        mut reason,
+        summary,
+        checks_passed,
+        checks_failed,
+        ..
+    } = verdict;
 
     if let Some(after) = after_checks
         && status != RunStatus::Interrupted
@@ -178,6 +180,83 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         checks_failed,
     };
     complete(completed, &bus)
+}
+
+/// How one round ended: the agent's outcome, then the checks (run, or
+/// recorded as skipped when the agent did not finish).
+struct Verdict {
+    status: RunStatus,
+    reason: String,
+    /// The agent's final summary, if it gave one.
+    summary: Option<String>,
+    checks_passed: u32,
+    checks_failed: u32,
+    /// The failed checks, as recorded.
+    failures: Vec<CheckCompleted>,
+    /// The agent finished its work (it was not stopped).
+    agent_finished: bool,
+}
+
+async fn judge(
+    outcome: AgentOutcome,
+    job: &JobSpec,
+    workspace: &Workspace,
+    processes: &ProcessRunner,
+    bus: &EventBus,
+    cancel: &CancelSignal,
+) -> Verdict {
+    let summary = outcome.as_ref().ok().cloned().flatten();
+    let agent_finished = outcome.is_ok();
+    let run_checks =
+        || checks::run_checks_until(&job.checks, workspace.root(), processes, bus, cancel);
+    let (status, reason, ran) = match outcome {
+        Ok(_) => match run_checks().await {
+            Ok(ran) if ran.failed == 0 => (RunStatus::Passed, passed_reason(ran.passed), ran),
+            Ok(ran) => (
+                RunStatus::Failed,
+                format!(
+                    "{} of {} checks failed",
+                    ran.failed,
+                    ran.passed + ran.failed
+                ),
+                ran,
+            ),
+            Err(stopped) => interrupted(stopped),
+        },
+        Err(Stop::Failed(reason)) => match run_checks().await {
+            Ok(ran) => (RunStatus::Failed, reason, ran),
+            Err(stopped) => interrupted(stopped),
+        },
+        Err(Stop::Interrupted(reason)) => {
+            checks::skip_checks(&job.checks, &reason, bus);
+            (RunStatus::Interrupted, reason, ChecksRan::default())
+        }
+        Err(Stop::Budget(exceeded)) => {
+            bus.emit(EventKind::BudgetExceeded {
+                limit: exceeded.limit,
+                used: exceeded.used,
+                max: exceeded.max,
+            });
+            let reason = exceeded.reason();
+            checks::skip_checks(&job.checks, &reason, bus);
+            (RunStatus::BudgetExceeded, reason, ChecksRan::default())
+        }
+        Err(Stop::Provider(error)) => {
+            let status = provider_failure_status(&error);
+            let reason = format!("model provider failed: {error}");
+            checks::skip_checks(&job.checks, &reason, bus);
+            (status, reason, ChecksRan::default())
+        }
+    };
+    Verdict {
+        status,
+        reason,
+        summary,
+        checks_passed: ran.passed,
+        checks_failed: ran.failed,
+        failures: ran.failures,
+        agent_finished,
+    }
 }
 
 /// Emit `run.completed` and return what the sinks saw: the same event,
@@ -232,13 +311,13 @@ async fn run_after_checks(
     }
 }
 
-fn interrupted(stopped: checks::ChecksStopped) -> (RunStatus, String, u32, u32) {
-    (
-        RunStatus::Interrupted,
-        stopped.reason,
-        stopped.passed,
-        stopped.failed,
-    )
+fn interrupted(stopped: checks::ChecksStopped) -> (RunStatus, String, ChecksRan) {
+    let ran = ChecksRan {
+        passed: stopped.passed,
+        failed: stopped.failed,
+        failures: Vec::new(),
+    };
+    (RunStatus::Interrupted, stopped.reason, ran)
 }
 
 fn passed_reason(checks: u32) -> String {

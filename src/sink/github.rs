@@ -165,6 +165,11 @@ impl GithubActions {
                 }
                 out.extend(plain);
             }
+            // The summary shows the last round's checks; the trace keeps them all.
+            EventKind::RoundStarted { .. } => {
+                self.report.checks.clear();
+                out.extend(plain);
+            }
             EventKind::CheckCompleted(check) => {
                 self.close_group(&mut out);
                 self.report.checks.push(check.clone());

@@ -45,6 +45,7 @@ pub(super) struct RawJob {
     pub tool_timeout: Option<Spanned<Scalar>>,
     pub tool_timeouts: Option<BTreeMap<String, Spanned<Scalar>>>,
     pub loop_guard: Option<RawLoopGuard>,
+    pub checks_rounds: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -301,6 +301,13 @@ fn every_kind() -> Vec<EventKind> {
         ),
         check("slow", CheckOutcome::TimedOut, None, ""),
         check("docs", CheckOutcome::Skipped, None, ""),
+        EventKind::RoundCompleted {
+            round: 1,
+            of: 2,
+            checks_passed: 1,
+            checks_failed: 2,
+        },
+        EventKind::RoundStarted { round: 2, of: 2 },
         EventKind::GitPatch(GitPatch {
             path: "out/changes.patch".into(),
             files_changed: 2,
@@ -342,6 +349,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::ToolBatchCompleted(_) => "tool.batch.completed",
         EventKind::BudgetExceeded { .. } => "budget.exceeded",
         EventKind::CheckCompleted(_) => "check.completed",
+        EventKind::RoundStarted { .. } => "round.started",
+        EventKind::RoundCompleted { .. } => "round.completed",
         EventKind::GitPatch(_) => "git.patch",
         EventKind::GitCommit { .. } => "git.commit",
         EventKind::GitPush { .. } => "git.push",
@@ -394,7 +403,7 @@ fn trace_of_every_event_kind_matches_the_schema() {
         tags, schema_tags,
         "the stream must cover every type the schema knows"
     );
-    assert_eq!(tags.len(), 23);
+    assert_eq!(tags.len(), 25);
 
     let path = write_trace(dir.path(), kinds.clone());
     assert_valid_trace(&path);
