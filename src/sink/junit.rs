@@ -135,12 +135,26 @@ impl JunitWriter {
             _ => (&self.checks, self.earlier_rounds.as_slice()),
         };
         for (index, check) in last.iter().enumerate() {
-            let mut case = self.check_case(check, &mut names);
-            // Same index and name: the same check in an earlier round.
-            let before = earlier.iter().enumerate().filter_map(|(round, checks)| {
-                let same = checks.get(index).filter(|c| c.name == check.name)?;
-                rerun(same, round + 1)
-            });
+            // The same check (same index and name) in every round, oldest first.
+            let rounds: Vec<(usize, &CheckCompleted)> = earlier
+                .iter()
+                .chain([last])
+                .enumerate()
+                .filter_map(|(round, checks)| {
+                    let same = checks.get(index).filter(|c| c.name == check.name)?;
+                    Some((round + 1, same))
+                })
+                .collect();
+            // Its last result: a round stopped before its checks (a signal,
+            // the budget) does not hide a failure of the round before.
+            let shown = rounds
+                .iter()
+                .rposition(|(_, c)| c.outcome != CheckOutcome::Skipped)
+                .unwrap_or(rounds.len().saturating_sub(1));
+            let mut case = self.check_case(rounds.get(shown).map_or(check, |r| r.1), &mut names);
+            let before = rounds[..shown]
+                .iter()
+                .filter_map(|(round, c)| rerun(c, *round));
             case.status.add_reruns(before);
             suite.add_test_case(case);
         }

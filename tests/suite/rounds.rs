@@ -283,3 +283,37 @@ fn zero_rounds_is_refused_with_the_place_and_the_fix() {
     assert!(err.contains("checks_rounds"), "{err}");
     assert!(err.contains("job.yaml:"), "{err}");
 }
+
+#[test]
+fn a_budget_that_runs_out_in_a_later_round_keeps_the_earlier_failure() {
+    // Round 1 takes 3 of the 4 turns; round 2's first call is the last.
+    let model = FakeModel::start(
+        [
+            lazy_round(),
+            vec![Reply::tool_call("read", json!({"path": "greeting.txt"}))],
+        ]
+        .concat(),
+    );
+    let sb = sandbox(
+        &model.base_url(),
+        "checks_rounds: 2\nbudget: {max_turns: 4}\n",
+    );
+    let (code, trace, report, _) = run(&sb, &[]);
+    assert_eq!(code, Some(3));
+    let done = events(&trace, "run.completed")[0];
+    assert_eq!(done["status"], "budget_exceeded");
+    assert_eq!(done["totals"]["turns"], 4);
+    let completed = events(&trace, "round.completed");
+    assert_eq!(completed.len(), 2);
+    assert_eq!(completed[1]["checks_failed"], 0);
+    // Round 2's checks were skipped; the testcase still shows round 1's failure.
+    match case(&report, "greeting fixed") {
+        TestCaseStatus::NonSuccess {
+            message, reruns, ..
+        } => {
+            assert_eq!(message.as_deref(), Some("check failed: exit code 1"));
+            assert!(reruns.runs.is_empty());
+        }
+        other => panic!("the round 1 failure was lost: {other:?}"),
+    }
+}
