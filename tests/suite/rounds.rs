@@ -51,6 +51,15 @@ checks:
 
 /// Run the job; exit code, trace, parsed JUnit and its XML.
 fn run(sb: &Sandbox, flags: &[&str]) -> (Option<i32>, Vec<Value>, Report, String) {
+    run_with(sb, flags, &[])
+}
+
+/// [`run`] with more environment variables.
+fn run_with(
+    sb: &Sandbox,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, Vec<Value>, Report, String) {
     let junit = sb.path().join("junit.xml");
     let trace = sb.path().join("trace.jsonl");
     let job = sb.path().join("job.yaml").display().to_string();
@@ -69,11 +78,9 @@ fn run(sb: &Sandbox, flags: &[&str]) -> (Option<i32>, Vec<Value>, Report, String
         "none",
     ];
     args.extend_from_slice(flags);
-    let out = agentci_in(
-        sb.path(),
-        &args,
-        &[("OPENAI_API_KEY", "sk-test"), ("ROUND_TOKEN", TOKEN)],
-    );
+    let mut all_env = vec![("OPENAI_API_KEY", "sk-test"), ("ROUND_TOKEN", TOKEN)];
+    all_env.extend_from_slice(env);
+    let out = agentci_in(sb.path(), &args, &all_env);
     eprintln!("stderr: {}", stderr(&out));
     assert_readable(&junit);
     assert_valid_trace(&trace);
@@ -316,4 +323,26 @@ fn a_budget_that_runs_out_in_a_later_round_keeps_the_earlier_failure() {
         }
         other => panic!("the round 1 failure was lost: {other:?}"),
     }
+}
+
+#[test]
+fn the_step_summary_shows_the_last_round() {
+    let model = FakeModel::start([lazy_round(), fixing_round()].concat());
+    let sb = sandbox(&model.base_url(), "checks_rounds: 2\n");
+    let summary = sb.path().join("summary.md");
+    let summary_arg = summary.display().to_string();
+    let workspace = sb.path().display().to_string();
+    let env = [
+        ("GITHUB_ACTIONS", "true"),
+        ("GITHUB_STEP_SUMMARY", summary_arg.as_str()),
+        ("GITHUB_WORKSPACE", workspace.as_str()),
+    ];
+    let (code, ..) = run_with(&sb, &[], &env);
+    assert_eq!(code, Some(0));
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        summary.contains("| greeting fixed | ✅ passed |"),
+        "{summary}"
+    );
+    assert!(!summary.contains("❌"), "{summary}");
 }
