@@ -129,6 +129,20 @@ pub enum EventKind {
     },
     #[serde(rename = "check.completed")]
     CheckCompleted(CheckCompleted),
+    /// A round of work towards the checks begins (jobs with `checks_rounds`
+    /// above 1 only); from round 2 on, the last round's failures went back
+    /// to the agent.
+    #[serde(rename = "round.started")]
+    RoundStarted { round: u32, of: u32 },
+    /// A round's checks ran: the `check.completed` events since
+    /// `round.started` are its own.
+    #[serde(rename = "round.completed")]
+    RoundCompleted {
+        round: u32,
+        of: u32,
+        checks_passed: u32,
+        checks_failed: u32,
+    },
     #[serde(rename = "git.patch")]
     GitPatch(GitPatch),
     #[serde(rename = "git.commit")]

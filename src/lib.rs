@@ -1,7 +1,7 @@
 //! agentci: run LLM coding agents unattended in CI.
 //!
 //! Data flows one way: a job file is validated into a [`spec::JobSpec`], the
-//! [`agent`] runs it with [`tools`] under a [`policy`], talking to a model
+//! [`runner`] runs it: the [`agent`] works with [`tools`] under a [`policy`], talking to a model
 //! through a [`provider`], and everything that happens is an [`event::Event`]
 //! that the [`sink`]s (trace, JUnit, progress, exit status) observe. The
 //! agent's changes leave as a patch, commit or push through [`git`].

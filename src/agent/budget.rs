@@ -8,6 +8,8 @@
 
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use crate::event::{BudgetLimit, Usage};
 use crate::provider::pricing::Price;
 use crate::spec::BudgetSpec;
@@ -38,13 +40,17 @@ impl Exceeded {
     }
 }
 
-#[derive(Debug)]
+/// Limits and what was spent against them. Serializable as part of the
+/// loop's state; the clock is not: a loaded tracker counts time from when it
+/// was loaded.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct BudgetTracker {
     max_turns: u32,
     max_tool_calls: Option<u32>,
     max_tokens: Option<u64>,
     max_cost_usd: Option<f64>,
     timeout: Option<Duration>,
+    #[serde(skip, default = "Instant::now")]
     started: Instant,
     /// The model's price; `None`: cost unknown, and `max_cost_usd` cannot hold.
     price: Option<Price>,

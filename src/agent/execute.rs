@@ -4,38 +4,34 @@
 //! steps never change.
 
 use crate::event::{EventKind, Phase, StepStatus};
-use crate::provider::{Message, ToolChoice};
+use crate::provider::ToolChoice;
 
 use super::protocol::{self, STEP_DONE, UPDATE_PLAN};
 use super::session::{Session, Stop};
 
+/// Run the plan's steps from the first one not finished yet.
 pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
-    let mut index = 0;
-    while index < session.plan.len() {
-        let step = session.plan[index].clone();
-        session.bus.emit(EventKind::StepStarted {
+    while let Some((index, step)) = session.state().next_step() {
+        session.bus().emit(EventKind::StepStarted {
             index,
             title: step.title.clone(),
         });
-        session.messages.push(Message::User {
-            content: protocol::step_message(
-                index,
-                session.plan.len(),
-                &step,
-                &session.tools.names(),
-            ),
-        });
-        session.guard.start_step();
+        session.tell(protocol::step_message(
+            index,
+            session.state().plan.len(),
+            &step,
+            &session.tool_names(),
+        ));
+        session.start_step();
         let (summary, status) = run_step(session, index).await?;
         end_sessions(session, &format!("step {}", index + 1));
-        session.bus.emit(EventKind::StepCompleted {
+        session.bus().emit(EventKind::StepCompleted {
             index,
             title: step.title,
             summary: summary.clone(),
             status,
         });
-        session.step_summaries.push(summary);
-        index += 1;
+        session.finish_step(summary, status);
     }
     Ok(())
 }
@@ -68,7 +64,7 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, St
                 },
             )
             .await?;
-        if let Some(reason) = session.guard.stuck() {
+        if let Some(reason) = session.stuck() {
             // The run goes on to the next step (or the summary); the step's
             // status and summary say why it ended.
             return Ok((
@@ -81,10 +77,9 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, St
             let Ok(args) = call.arguments else { continue };
             if call.name == UPDATE_PLAN {
                 if let Ok(steps) = protocol::parse_steps(&args, true) {
-                    session.plan.truncate(index + 1);
-                    session.plan.extend(steps);
-                    session.bus.emit(EventKind::PlanUpdated {
-                        steps: session.plan.clone(),
+                    let steps = session.replace_steps_after(index, steps).to_vec();
+                    session.bus().emit(EventKind::PlanUpdated {
+                        steps,
                         from_index: index + 1,
                     });
                 }
@@ -101,14 +96,14 @@ async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, St
 /// Kill the background sessions the step leaves running (all of them, or
 /// those not kept), each recorded in the trace as a warning.
 pub(super) fn end_sessions(session: &Session<'_>, when: &str) {
-    let sessions = session.ctx.processes.sessions();
+    let sessions = session.tool_context().processes.sessions();
     let ended = if when == "the run" {
         sessions.kill_all()
     } else {
         sessions.end_step()
     };
     for view in ended {
-        session.bus.emit(EventKind::Warning {
+        session.bus().emit(EventKind::Warning {
             source: "process".into(),
             message: crate::tools::process::ended_message(&view, when),
         });

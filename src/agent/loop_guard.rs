@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Longest cycle of turns the guard looks for; period 1 is the repeat count's job.
@@ -27,7 +28,7 @@ pub enum Judgement {
     Stop(String),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct LoopGuard {
     repeats: u32,
     counts: HashMap<String, u32>,

@@ -2,7 +2,7 @@
 //! then must call `submit_plan` within `max_plan_turns` turns.
 
 use crate::event::{EventKind, Phase, PlanStep};
-use crate::provider::{Message, ToolChoice};
+use crate::provider::ToolChoice;
 
 use super::protocol::{self, SUBMIT_PLAN};
 use super::session::{Session, Stop};
@@ -11,15 +11,14 @@ pub async fn make_plan(
     session: &mut Session<'_>,
     max_plan_turns: u32,
 ) -> Result<Vec<PlanStep>, Stop> {
-    for turn in 1..=max_plan_turns {
+    while session.state().plan_turns < max_plan_turns {
+        let turn = session.next_plan_turn();
         let response = session
             .call_model(Phase::Plan, None, ToolChoice::Auto)
             .await?;
         if response.tool_calls.is_empty() {
             if turn < max_plan_turns {
-                session.messages.push(Message::User {
-                    content: protocol::PLAN_REMINDER.to_string(),
-                });
+                session.tell(protocol::PLAN_REMINDER.to_string());
             }
             continue;
         }
@@ -33,7 +32,7 @@ pub async fn make_plan(
         if let Some(Ok(args)) = applied.first().map(|c| c.arguments.clone())
             && let Ok(steps) = protocol::parse_steps(&args, false)
         {
-            session.bus.emit(EventKind::PlanCreated {
+            session.bus().emit(EventKind::PlanCreated {
                 steps: steps.clone(),
             });
             return Ok(steps);

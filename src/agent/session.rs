@@ -2,14 +2,15 @@
 //! model (within budget, recorded) and run a turn's tool calls (control
 //! calls answered here, the rest through a [`batch`](super::batch)).
 
-use std::sync::atomic::AtomicU64;
+mod keep;
+
 use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::event::{
     ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, PlanStep,
-    ToolCallRef, Usage,
+    StepStatus, ToolCallRef, Usage,
 };
 use crate::policy::PermissionPolicy;
 use crate::provider::{
@@ -20,12 +21,12 @@ use crate::spec::ToolLoopSpec;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
-use super::budget::{BudgetTracker, Exceeded};
+use super::budget::Exceeded;
 use super::context;
 use super::context_keeper::ContextKeeper;
-use super::loop_guard::LoopGuard;
 use super::protocol::{self, CONTROL_TOOLS};
 use super::sent::SentLog;
+use super::state::{LoopState, StepRecord};
 use super::subagent::{SubagentConfig, Subagents};
 use super::toolset::ToolSet;
 
@@ -42,34 +43,45 @@ pub enum Stop {
     Interrupted(String),
 }
 
+/// The agent's working parts around its [`LoopState`]: what talks to the
+/// model and runs tools (fixed for the run) and the state they change
+/// (through the methods here, so every change is one the loop means).
 pub struct Session<'a> {
+    provider: &'a dyn ModelProvider,
+    model_name: String,
+    bus: EventBus,
+    ctx: ToolContext,
+    tools: ToolSet,
+    /// What every request offers: the run's tools, then the control tools.
+    /// The same list on every turn keeps the prompt prefix cacheable; which
+    /// tools may run in a phase is decided when a call arrives.
+    offered: Vec<ToolDefinition>,
+    policy: PermissionPolicy,
+    /// Concurrency, timeouts and loop guard settings from the job.
+    tool_loop: ToolLoopSpec,
+    /// What `task` calls need from one turn to the next.
+    subagents: SubagentConfig,
+    /// The last request sent, so the trace records only what each one adds.
+    sent: SentLog,
+    /// `rules_reminder`: the line appended to the last result of each batch.
+    rules_reminder: Option<String>,
+    /// The context window, the high-water mark and the token estimate
+    /// (a handle on the tokenizer, rebuilt from the job, not loop state).
+    context: ContextKeeper,
+    state: LoopState,
+}
+
+/// The fixed parts of a [`Session`].
+pub struct SessionParts<'a> {
     pub provider: &'a dyn ModelProvider,
     pub model_name: String,
     pub bus: EventBus,
     pub ctx: ToolContext,
     pub tools: ToolSet,
-    /// What every request offers: the run's tools, then the control tools.
-    /// The same list on every turn keeps the prompt prefix cacheable; which
-    /// tools may run in a phase is decided when a call arrives.
-    pub offered: Vec<ToolDefinition>,
     pub policy: PermissionPolicy,
-    pub budget: BudgetTracker,
-    pub guard: LoopGuard,
-    /// Concurrency, timeouts and loop guard settings from the job.
     pub tool_loop: ToolLoopSpec,
-    /// Numbers the run's tool batches.
-    pub batches: AtomicU64,
-    pub messages: Vec<Message>,
-    pub plan: Vec<PlanStep>,
-    /// Summaries of completed steps, in order.
-    pub step_summaries: Vec<String>,
-    /// What `task` calls need from one turn to the next.
     pub subagents: SubagentConfig,
-    /// The last request sent, so the trace records only what each one adds.
-    pub sent: SentLog,
-    /// `rules_reminder`: the line appended to the last result of each batch.
     pub rules_reminder: Option<String>,
-    /// The context window, the high-water mark and the token estimate.
     pub context: ContextKeeper,
 }
 
@@ -80,7 +92,107 @@ pub struct ControlCall {
     pub arguments: Result<Value, String>,
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// A session that goes on from `state` (a new run's opening state, or a loaded one).
+    pub fn new(parts: SessionParts<'a>, state: LoopState) -> Session<'a> {
+        let SessionParts {
+            provider,
+            model_name,
+            bus,
+            ctx,
+            tools,
+            policy,
+            tool_loop,
+            subagents,
+            rules_reminder,
+            context,
+        } = parts;
+        Session {
+            provider,
+            model_name,
+            bus,
+            ctx,
+            offered: [tools.definitions(), protocol::control_tools()].concat(),
+            tools,
+            policy,
+            tool_loop,
+            subagents,
+            sent: SentLog::default(),
+            rules_reminder,
+            context,
+            state,
+        }
+    }
+
+    /// The loop's state as it stands.
+    pub fn state(&self) -> &LoopState {
+        &self.state
+    }
+
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// The run's tool context (its processes, workspace and limits).
+    pub fn tool_context(&self) -> &ToolContext {
+        &self.ctx
+    }
+
+    /// The tools of the run, by name.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.names()
+    }
+
+    /// Add a user message to the conversation.
+    pub fn tell(&mut self, content: String) {
+        self.state.conversation.push(Message::User { content });
+    }
+
+    /// Count a planning turn; returns its number, from 1.
+    pub fn next_plan_turn(&mut self) -> u32 {
+        self.state.plan_turns += 1;
+        self.state.plan_turns
+    }
+
+    /// Take `steps` as the plan (the one accepted while planning).
+    pub fn set_plan(&mut self, steps: Vec<PlanStep>) {
+        self.state.plan = steps;
+    }
+
+    /// Replace the steps after step `index` with `steps`; returns the whole plan.
+    pub fn replace_steps_after(&mut self, index: usize, steps: Vec<PlanStep>) -> &[PlanStep] {
+        self.state.plan.truncate(index + 1);
+        self.state.plan.extend(steps);
+        &self.state.plan
+    }
+
+    /// Add a step at the end of the plan (a new round's); returns its index.
+    pub fn add_step(&mut self, step: PlanStep) -> usize {
+        self.state.plan.push(step);
+        self.state.plan.len() - 1
+    }
+
+    /// A step begins: the loop guard forgets the last one.
+    pub fn start_step(&mut self) {
+        self.state.guard.start_step();
+    }
+
+    /// The step under way ended.
+    pub fn finish_step(&mut self, summary: String, status: StepStatus) {
+        self.state.steps.push(StepRecord { summary, status });
+    }
+
+    /// Why the current step must end, when the model keeps repeating itself.
+    pub fn stuck(&self) -> Option<&str> {
+        self.state.guard.stuck()
+    }
+
+    /// The next round of checks begins.
+    pub fn start_round(&mut self) -> u32 {
+        self.state.round += 1;
+        self.state.round
+    }
+
     /// Call the model with the conversation so far and the run's tools; the
     /// reply is appended to the conversation.
     pub async fn call_model(
@@ -89,7 +201,7 @@ impl Session<'_> {
         step: Option<usize>,
         tool_choice: ToolChoice,
     ) -> Result<ChatResponse, Stop> {
-        self.budget.check_model_call().map_err(Stop::Budget)?;
+        self.state.budget.check_model_call().map_err(Stop::Budget)?;
         if self
             .tools
             .before_turn()
@@ -99,25 +211,25 @@ impl Session<'_> {
             self.offered = [self.tools.definitions(), protocol::control_tools()].concat();
         }
         self.keep_under_mark(phase, step).await?;
-        let turn = self.budget.turns + 1;
+        let turn = self.state.budget.turns + 1;
         let call_id = format!("model-{turn}");
         self.bus.emit(EventKind::ModelRequest(ModelRequest {
             call_id: call_id.clone(),
             phase,
             turn,
             step,
-            messages: self.messages.len(),
+            messages: self.state.conversation.len(),
             tools: self.offered.iter().map(|t| t.name.clone()).collect(),
-            sent: Some(self.sent.record(&self.messages, &self.offered)),
+            sent: Some(self.sent.record(&self.state.conversation, &self.offered)),
         }));
         let started = Instant::now();
         let response = self.complete(&call_id, tool_choice).await?;
         self.context
             .estimator
             .calibrate(response.usage.input_tokens);
-        let cost_usd = self.budget.record_model_call(&response.usage);
+        let cost_usd = self.state.budget.record_model_call(&response.usage);
         let first_without_usage =
-            response.usage == Usage::default() && self.budget.calls_without_usage == 1;
+            response.usage == Usage::default() && self.state.budget.calls_without_usage == 1;
         self.bus.emit(EventKind::ModelResponse(ModelResponse {
             call_id: call_id.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
@@ -144,7 +256,7 @@ impl Session<'_> {
                 ),
             });
         }
-        self.messages.push(Message::Assistant {
+        self.state.conversation.push(Message::Assistant {
             content: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });
@@ -167,7 +279,7 @@ impl Session<'_> {
             let request = Lent::lend(
                 &self.model_name,
                 tool_choice,
-                &mut self.messages,
+                &mut self.state.conversation,
                 &mut self.offered,
             );
             let observer = CallObserver {
@@ -182,7 +294,7 @@ impl Session<'_> {
             match answer {
                 Ok(response) => return Ok(response),
                 Err(ProviderError::ContextTooLong(reason)) if !trimmed => {
-                    let Some(trim) = context::trim(&mut self.messages) else {
+                    let Some(trim) = context::trim(&mut self.state.conversation) else {
                         return Err(Stop::Provider(ProviderError::ContextTooLong(reason)));
                     };
                     self.context.estimator.forget_counts();
@@ -193,7 +305,7 @@ impl Session<'_> {
                         messages_after: trim.messages_after,
                         estimated_tokens_before: trim.estimated_tokens_before,
                         estimated_tokens_after: trim.estimated_tokens_after,
-                        sent: Some(self.sent.record(&self.messages, &self.offered)),
+                        sent: Some(self.sent.record(&self.state.conversation, &self.offered)),
                     }));
                     trimmed = true;
                 }
@@ -220,7 +332,8 @@ impl Session<'_> {
             .enumerate()
             .partition(|(_, c)| CONTROL_TOOLS.contains(&c.name.as_str()));
         let regular_calls: Vec<ToolCall> = regular.iter().map(|(_, c)| (*c).clone()).collect();
-        self.budget
+        self.state
+            .budget
             .check_tool_batch(regular_calls.len() as u32)
             .map_err(Stop::Budget)?;
 
@@ -251,8 +364,9 @@ impl Session<'_> {
         }
 
         let results = {
+            let state = &mut self.state;
             // The batch's sub-agents spend from the run's budget while it runs.
-            let budget = std::sync::Mutex::new(&mut self.budget);
+            let budget = std::sync::Mutex::new(&mut state.budget);
             let tasks = Subagents {
                 provider: self.provider,
                 model_name: &self.model_name,
@@ -271,12 +385,14 @@ impl Session<'_> {
                 bus: &self.bus,
                 read_only_phase,
                 tool_loop: &self.tool_loop,
-                batches: &self.batches,
+                batches: &state.batches,
                 tasks: Some(&tasks),
             };
-            run_batch(&env, &regular_calls, &mut self.guard).await
+            run_batch(&env, &regular_calls, &mut state.guard).await
         };
-        self.budget.record_tool_calls(regular_calls.len() as u32);
+        self.state
+            .budget
+            .record_tool_calls(regular_calls.len() as u32);
         for ((index, _), result) in regular.iter().zip(results) {
             // The model provider is a third party: it never sees a secret a tool printed.
             texts[*index] = Some(self.bus.redact(&result.model_text()));
@@ -293,14 +409,14 @@ impl Session<'_> {
                 content.push_str("\n\n");
                 content.push_str(reminder);
             }
-            self.messages.push(Message::Tool {
+            self.state.conversation.push(Message::Tool {
                 tool_call_id: call.id.clone(),
                 content,
             });
         }
         // A step that repeats itself ends there (the step reads the guard);
         // while planning there is no step to end, so the run does.
-        if read_only_phase && let Some(reason) = self.guard.stuck() {
+        if read_only_phase && let Some(reason) = self.state.guard.stuck() {
             return Err(Stop::Failed(format!(
                 "the model kept {reason} while planning"
             )));

@@ -134,6 +134,9 @@ pub struct JobFlagArgs {
     /// Budget: wall-clock time, e.g. `15m`.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Rounds of checks: failing checks go back to the agent until they pass or rounds run out.
+    #[arg(long, value_name = "N")]
+    pub checks_rounds: Option<String>,
     /// Run even when the workspace has uncommitted changes.
     #[arg(long)]
     pub allow_dirty: bool,

@@ -183,6 +183,7 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, String> {
         max_tokens: args.max_tokens.clone(),
         max_cost: args.max_cost.clone(),
         timeout: args.timeout.clone(),
+        checks_rounds: args.checks_rounds.clone(),
         allow_dirty: args.allow_dirty,
     })
 }

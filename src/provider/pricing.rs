@@ -9,7 +9,7 @@
 use crate::event::Usage;
 
 /// Prices in US dollars per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Price {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,

@@ -1,5 +1,6 @@
 //! Wiring one run: a validated job and skill, a provider, the run folder and
-//! the sinks, around [`agent::run`](crate::agent::run).
+//! the sinks, around [`run::run`], which sequences the agent, the checks and
+//! the git step.
 //!
 //! Shared by `agentci run` and the evaluation of suites, which runs many of
 //! these at once in one process. It never prints: problems before the sinks
@@ -7,22 +8,27 @@
 //! the trace and the JUnit file are written whatever happens. The job's git
 //! outputs run inside the run, after the checks, so they are in the trace.
 
+mod checks;
 mod git_step;
 mod mcp;
 mod prepare;
 mod provider_setup;
+mod rounds;
+pub mod run;
 mod run_folder;
+mod start;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use prepare::{Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
+pub use run::{AfterChecks, RunInput};
 pub use run_folder::{RunFolder, new_run_id};
 
 use futures_util::FutureExt;
 
-use crate::agent::{self, AfterChecks, CancelSignal, RunInput, ToolSet};
+use crate::agent::{CancelSignal, ToolSet};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::{Redactor, secret_values};
@@ -227,7 +233,7 @@ pub async fn run_prepared(
         cancel: options.cancel,
         after_checks,
     };
-    let completed = agent::run(input, bus.clone()).await;
+    let completed = run::run(input, bus.clone()).await;
     if let Some(servers) = servers {
         servers.shutdown().await;
     }

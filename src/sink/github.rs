@@ -110,6 +110,8 @@ impl RunReport {
                     self.todo = Some(result.data.clone());
                 }
             }
+            // The summary shows the last round's checks; the trace keeps them all.
+            EventKind::RoundStarted { .. } => self.checks.clear(),
             EventKind::CheckCompleted(check) => self.checks.push(check.clone()),
             EventKind::RunCompleted(done) => self.completed = Some(done.clone()),
             _ => {}

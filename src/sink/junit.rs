@@ -1,7 +1,10 @@
 //! The JUnit XML report of a run, in the Jenkins flavour CI servers read.
 //!
 //! One `<testsuite>` named after the job holds one `<testcase>` for the agent
-//! and one per check. The writer only collects what it needs from the events
+//! and one per check. With `checks_rounds`, a check's testcase is its last
+//! round; its failures in earlier rounds are `<flakyFailure>`s when the last
+//! round passed and `<rerunFailure>`s when it did not (Surefire's and
+//! nextest's elements for a test run again). The writer only collects what it needs from the events
 //! and writes the file in [`EventSink::finish`], so a run that crashed before
 //! `run.completed` still gets a valid report whose agent testcase is an error.
 //! It does not decide pass or fail itself: statuses come from the events;
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, FixedOffset};
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, EventSink, RunCompleted, RunStarted, RunStatus,
@@ -34,7 +37,10 @@ pub struct JunitWriter {
     started: Option<RunStarted>,
     started_ts: Option<String>,
     last_ts: Option<String>,
+    /// The checks of the latest round.
     checks: Vec<CheckCompleted>,
+    /// The checks of each earlier round, oldest first.
+    earlier_rounds: Vec<Vec<CheckCompleted>>,
     completed: Option<RunCompleted>,
     /// Counted from the events, for a run that never reached `run.completed`.
     counted: Counted,
@@ -83,6 +89,7 @@ impl JunitWriter {
             started_ts: None,
             last_ts: None,
             checks: Vec::new(),
+            earlier_rounds: Vec::new(),
             completed: None,
             counted: Counted::default(),
             agent: AgentProgress::default(),
@@ -122,8 +129,34 @@ impl JunitWriter {
 
         let mut names = UniqueNames::default();
         suite.add_test_case(self.agent_case(&mut names));
-        for check in &self.checks {
-            suite.add_test_case(self.check_case(check, &mut names));
+        // A round that never got to its checks leaves the last one standing.
+        let (last, earlier) = match (self.checks.is_empty(), self.earlier_rounds.split_last()) {
+            (true, Some((last, earlier))) => (last, earlier),
+            _ => (&self.checks, self.earlier_rounds.as_slice()),
+        };
+        for (index, check) in last.iter().enumerate() {
+            // The same check (same index and name) in every round, oldest first.
+            let rounds: Vec<(usize, &CheckCompleted)> = earlier
+                .iter()
+                .chain([last])
+                .enumerate()
+                .filter_map(|(round, checks)| {
+                    let same = checks.get(index).filter(|c| c.name == check.name)?;
+                    Some((round + 1, same))
+                })
+                .collect();
+            // Its last result: a round stopped before its checks (a signal,
+            // the budget) does not hide a failure of the round before.
+            let shown = rounds
+                .iter()
+                .rposition(|(_, c)| c.outcome != CheckOutcome::Skipped)
+                .unwrap_or(rounds.len().saturating_sub(1));
+            let mut case = self.check_case(rounds.get(shown).map_or(check, |r| r.1), &mut names);
+            let before = rounds[..shown]
+                .iter()
+                .filter_map(|(round, c)| rerun(c, *round));
+            case.status.add_reruns(before);
+            suite.add_test_case(case);
         }
         suite
     }
@@ -338,6 +371,9 @@ impl EventSink for JunitWriter {
             }
             EventKind::ToolCall { .. } => self.counted.tool_calls += 1,
             EventKind::CheckCompleted(check) => self.checks.push(check.clone()),
+            EventKind::RoundStarted { .. } if !self.checks.is_empty() => {
+                self.earlier_rounds.push(std::mem::take(&mut self.checks));
+            }
             EventKind::RunCompleted(done) => self.completed = Some(done.clone()),
             _ => {}
         }
@@ -354,6 +390,33 @@ impl EventSink for JunitWriter {
         // A `junit.xml` the agent planted as a link is replaced, not written through.
         crate::safe_file::replace(&self.path, xml.as_bytes(), None).map_err(|e| self.error(e))
     }
+}
+
+/// A check's failure in an earlier `round`, for the testcase of its last
+/// one; `None` when it passed or was skipped then.
+fn rerun(check: &CheckCompleted, round: usize) -> Option<TestRerun> {
+    let (message, ty) = match (check.outcome, check.exit_code) {
+        (CheckOutcome::Passed | CheckOutcome::Skipped, _) => return None,
+        (CheckOutcome::TimedOut, _) => (format!("round {round}: check timed out"), "timed_out"),
+        (CheckOutcome::Failed, Some(code)) => (
+            format!("round {round}: check failed: exit code {code}"),
+            "failed",
+        ),
+        (CheckOutcome::Failed, None) => (
+            format!("round {round}: check failed: killed by a signal"),
+            "failed",
+        ),
+    };
+    let mut rerun = TestRerun::new(NonSuccessKind::Failure);
+    rerun
+        .set_message(message.as_str())
+        .set_type(ty)
+        .set_time(Duration::from_millis(check.duration_ms))
+        .set_description(or_default(
+            &check.output,
+            &format!("{message}; it printed nothing"),
+        ));
+    Some(rerun)
 }
 
 fn parse_ts(ts: &str) -> Option<DateTime<FixedOffset>> {

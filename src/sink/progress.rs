@@ -181,6 +181,17 @@ impl LogLines {
                 ));
             }
             EventKind::CheckCompleted(check) => lines.extend(check_lines(check)),
+            EventKind::RoundStarted { round, of } => {
+                lines.push(format!("round {round} of {of}"));
+            }
+            EventKind::RoundCompleted {
+                round,
+                of,
+                checks_passed,
+                checks_failed,
+            } => lines.push(format!(
+                "round {round} of {of}: {checks_passed} checks passed, {checks_failed} failed"
+            )),
             EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
                 lines.extend(git_line(&event.kind));
             }

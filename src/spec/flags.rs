@@ -37,6 +37,8 @@ pub struct JobFlags {
     pub max_tokens: Option<String>,
     pub max_cost: Option<String>,
     pub timeout: Option<String>,
+    /// `--checks-rounds N`.
+    pub checks_rounds: Option<String>,
     /// `--allow-dirty`.
     pub allow_dirty: bool,
 }
@@ -55,6 +57,7 @@ impl JobFlags {
             && self.max_tokens.is_none()
             && self.max_cost.is_none()
             && self.timeout.is_none()
+            && self.checks_rounds.is_none()
             && !self.allow_dirty
     }
 
@@ -162,6 +165,9 @@ pub(super) fn apply(raw: &mut RawJob, flags: &JobFlags, cwd: &std::path::Path) -
         }
     }
     apply_budget(raw, flags, &mut places);
+    if let Some(rounds) = &flags.checks_rounds {
+        raw.checks_rounds = Some(places.spanned("--checks-rounds", scalar(rounds)));
+    }
     if flags.allow_dirty {
         raw.allow_dirty = Some(places.spanned("--allow-dirty", Scalar::Bool(true)));
     }

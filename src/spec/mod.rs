@@ -57,6 +57,9 @@ pub struct JobSpec {
     pub skills_path: Vec<PathBuf>,
     /// Planning turns allowed before a plan must be submitted.
     pub max_plan_turns: u32,
+    /// Rounds of checks: while checks fail and rounds remain, the failures
+    /// go back to the agent (1: the checks run once).
+    pub checks_rounds: u32,
     /// Names of environment variables whose values are masked everywhere.
     pub secrets: Vec<String>,
     /// Variables `exec` and the checks get on top of the scrubbed environment.

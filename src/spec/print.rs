@@ -38,6 +38,8 @@ struct JobFile {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     skills_path: Vec<String>,
     max_plan_turns: u32,
+    #[serde(skip_serializing_if = "is_one")]
+    checks_rounds: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     secrets: Vec<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -274,6 +276,7 @@ impl From<&JobSpec> for JobFile {
             outputs: Outputs::from(&job.outputs),
             skills_path: job.skills_path.iter().map(|p| path(p)).collect(),
             max_plan_turns: job.max_plan_turns,
+            checks_rounds: job.checks_rounds,
             secrets: job.secrets.clone(),
             env: job
                 .env
@@ -375,4 +378,9 @@ impl From<&OutputsSpec> for Outputs {
             include_binary: outputs.include_binary,
         }
     }
+}
+
+/// `checks_rounds: 1` is the default and goes unsaid.
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }

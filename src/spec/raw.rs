@@ -49,6 +49,7 @@ pub(super) struct RawJob {
     pub memory: Option<Spanned<String>>,
     pub rules: Option<Vec<Spanned<String>>>,
     pub rules_reminder: Option<Spanned<Scalar>>,
+    pub checks_rounds: Option<Spanned<Scalar>>,
 }
 
 /// `task:`, the sub-agents the `task` tool starts.

@@ -190,12 +190,12 @@ mod tests {
     #[test]
     fn unknown_event_types_are_kept() {
         let text = format!(
-            "{WARNING}\n{{\"seq\":2,\"ts\":\"t\",\"run_id\":\"r\",\"type\":\"round.started\",\"round\":2}}\n"
+            "{WARNING}\n{{\"seq\":2,\"ts\":\"t\",\"run_id\":\"r\",\"type\":\"checkpoint.saved\",\"turn\":2}}\n"
         );
         let trace = load_text(&text).unwrap();
         assert!(trace.problem.is_none());
         assert!(
-            matches!(&trace.lines[1], TraceLine::Other { kind, .. } if kind == "round.started")
+            matches!(&trace.lines[1], TraceLine::Other { kind, .. } if kind == "checkpoint.saved")
         );
         assert!(!trace.notes.is_empty(), "no run.started is noted");
     }

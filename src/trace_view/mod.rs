@@ -3,7 +3,7 @@
 //!
 //! [`load`] reads a trace line by line, tolerating what real traces hold: a
 //! last line cut by a kill, events of a type this version does not know (a
-//! newer agentci, or `round.*` events), older schema versions; it stops at
+//! newer agentci), older schema versions; it stops at
 //! the first line that is not an event and says which. [`RunView`] folds the
 //! events into what a person asks about a run, [`render_text`] prints it.
 //! [`rebuild`] turns the `sent` deltas back into the requests the model was

@@ -348,7 +348,7 @@ fn call_line(out: &mut String, call: &CallView) {
     );
 }
 
-/// An event this version does not know: `round.*` get a heading, the rest their fields.
+/// An event shown as written: `round.started` gets a heading, the rest their fields.
 fn other_line(out: &mut String, event: &str, fields: &serde_json::Value) {
     let round = fields.get("round").and_then(serde_json::Value::as_u64);
     match (event, round) {

@@ -85,7 +85,8 @@ pub enum Entry {
     Git {
         line: String,
     },
-    /// An event this version does not know (`round.*` and newer ones), as written.
+    /// An event shown as written: rounds, sub-agents, tool refreshes, and
+    /// events this version does not know.
     Other {
         event: String,
         fields: Value,
@@ -441,8 +442,11 @@ impl Fold {
                 source: "replay".to_string(),
                 message: drift.summary(),
             }),
+            // Rounds are shown as written; the checks of every round stay in `checks`.
             EventKind::SubagentStarted(_)
             | EventKind::SubagentCompleted(_)
+            | EventKind::RoundStarted { .. }
+            | EventKind::RoundCompleted { .. }
             | EventKind::McpToolsRefreshed { .. } => {
                 let mut fields = serde_json::to_value(&event.kind).unwrap_or_default();
                 let name = fields

@@ -30,6 +30,7 @@ mod protocol;
 mod provider;
 mod providers_e2e;
 mod replay_sequence;
+mod rounds;
 mod run;
 mod sandbox;
 mod signals;

@@ -384,6 +384,13 @@ fn every_kind() -> Vec<EventKind> {
         ),
         check("slow", CheckOutcome::TimedOut, None, ""),
         check("docs", CheckOutcome::Skipped, None, ""),
+        EventKind::RoundCompleted {
+            round: 1,
+            of: 2,
+            checks_passed: 1,
+            checks_failed: 2,
+        },
+        EventKind::RoundStarted { round: 2, of: 2 },
         EventKind::GitPatch(GitPatch {
             path: "out/changes.patch".into(),
             files_changed: 2,
@@ -445,6 +452,8 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::SubagentCompleted(_) => "subagent.completed",
         EventKind::BudgetExceeded { .. } => "budget.exceeded",
         EventKind::CheckCompleted(_) => "check.completed",
+        EventKind::RoundStarted { .. } => "round.started",
+        EventKind::RoundCompleted { .. } => "round.completed",
         EventKind::GitPatch(_) => "git.patch",
         EventKind::GitCommit { .. } => "git.commit",
         EventKind::GitPush { .. } => "git.push",

@@ -313,7 +313,7 @@ fn rounds_and_events_of_a_newer_agentci_are_shown_not_dropped() {
     events.insert(
         checks_at,
         json!({"seq": 0, "ts": events[checks_at]["ts"], "run_id": "r", "type": "round.started",
-               "round": 2, "failing_checks": ["style"]}),
+               "round": 2, "of": 2}),
     );
     let text: Vec<String> = events.iter().map(Value::to_string).collect();
     sb.write("newer.jsonl", &(text.join("\n") + "\n"));

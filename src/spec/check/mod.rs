@@ -41,6 +41,8 @@ use crate::tools::catalog;
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
+/// More rounds than this is a loop nobody meant: the budget is the real limit.
+const MAX_CHECKS_ROUNDS: u64 = 20;
 
 pub(super) struct Checker<'a> {
     pub r: Reporter<'a>,
@@ -106,6 +108,11 @@ impl Checker<'_> {
             .as_ref()
             .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
             .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
+        let checks_rounds = raw
+            .checks_rounds
+            .as_ref()
+            .and_then(|v| self.positive(v, "checks_rounds", MAX_CHECKS_ROUNDS))
+            .map_or(1, |n| n as u32);
         let tool_loop = self.tool_loop(&raw);
         let guidance = self.guidance(&raw, workspace.as_deref());
 
@@ -128,6 +135,7 @@ impl Checker<'_> {
                 outputs,
                 skills_path,
                 max_plan_turns,
+                checks_rounds,
                 secrets,
                 env,
                 allow_dirty,

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::cancel::CancelSignal;
+use crate::agent::CancelSignal;
 use crate::event::{CheckCompleted, CheckOutcome, EventBus, EventKind};
 use crate::process::ProcessRunner;
 use crate::spec::CheckSpec;
@@ -13,18 +13,13 @@ use crate::spec::CheckSpec;
 /// Characters of check output kept in the trace and JUnit: the end, where failures are.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
 
-/// Run every check in order and record each; returns how many passed and failed.
-pub async fn run_checks(
-    checks: &[CheckSpec],
-    workspace: &Path,
-    processes: &ProcessRunner,
-    bus: &EventBus,
-) -> (u32, u32) {
-    let never = CancelSignal::never();
-    match run_checks_until(checks, workspace, processes, bus, &never).await {
-        Ok(counts) => counts,
-        Err(stopped) => (stopped.passed, stopped.failed),
-    }
+/// What a run of the checks found: how many passed and failed, and the
+/// failed ones as they were recorded (secrets masked).
+#[derive(Debug, Default)]
+pub struct ChecksRan {
+    pub passed: u32,
+    pub failed: u32,
+    pub failures: Vec<CheckCompleted>,
 }
 
 /// Checks cut short by `cancel`: how many had finished, and why it stopped.
@@ -35,7 +30,8 @@ pub struct ChecksStopped {
     pub failed: u32,
 }
 
-/// [`run_checks`], stopped when `cancel` fires: the running check is killed
+/// Run every check in order and record each; returns what they found.
+/// Stopped when `cancel` fires: the running check is killed
 /// (dropping it kills its process group) and it and the rest are recorded
 /// as skipped.
 pub async fn run_checks_until(
@@ -44,8 +40,9 @@ pub async fn run_checks_until(
     processes: &ProcessRunner,
     bus: &EventBus,
     cancel: &CancelSignal,
-) -> Result<(u32, u32), ChecksStopped> {
+) -> Result<ChecksRan, ChecksStopped> {
     let (mut passed, mut failed) = (0, 0);
+    let mut failures = Vec::new();
     let sandbox = processes.profile().as_str();
     for (index, check) in checks.iter().enumerate() {
         let started = Instant::now();
@@ -75,7 +72,7 @@ pub async fn run_checks_until(
         } else {
             failed += 1;
         }
-        bus.emit(EventKind::CheckCompleted(CheckCompleted {
+        let recorded = bus.emit(EventKind::CheckCompleted(CheckCompleted {
             name: check.name.clone(),
             command: check.run.clone(),
             outcome: result,
@@ -84,8 +81,17 @@ pub async fn run_checks_until(
             output,
             sandbox: sandbox.to_string(),
         }));
+        if result != CheckOutcome::Passed
+            && let EventKind::CheckCompleted(masked) = recorded.kind
+        {
+            failures.push(masked);
+        }
     }
-    Ok((passed, failed))
+    Ok(ChecksRan {
+        passed,
+        failed,
+        failures,
+    })
 }
 
 /// Record every check as skipped: the agent did not finish, so they would judge nothing.

@@ -1,0 +1,161 @@
+//! The loop's state as one value: the conversation, the plan with how far
+//! it got, the budget spent, the loop guard's memory and the round.
+//!
+//! Everything the agent needs to carry on from where it stopped is here and
+//! nothing else: the job, the tools, the provider and the bus are rebuilt
+//! from the job file. That is why it is serializable: it is what a
+//! checkpoint saves and what a resumed run loads. Saving and loading it is
+//! not this module's business.
+
+use std::sync::atomic::AtomicU64;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{PlanStep, StepStatus};
+use crate::provider::Message;
+
+use super::budget::BudgetTracker;
+use super::loop_guard::LoopGuard;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LoopState {
+    /// The round of checks the agent works towards, from 1.
+    pub round: u32,
+    /// What the model has seen and said, in order.
+    pub conversation: Vec<Message>,
+    /// The steps, finished and still to come; empty until a plan is accepted.
+    pub plan: Vec<PlanStep>,
+    /// How the steps ended, in order: the next step to run is `steps.len()`.
+    pub steps: Vec<StepRecord>,
+    /// Planning turns taken.
+    pub plan_turns: u32,
+    pub budget: BudgetTracker,
+    /// Repeats seen in the current step.
+    pub guard: LoopGuard,
+    /// Tool batches run so far (they are numbered from 1 in the trace).
+    pub batches: AtomicU64,
+}
+
+/// How a finished step ended.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StepRecord {
+    pub summary: String,
+    pub status: StepStatus,
+}
+
+impl LoopState {
+    /// The state before the first model call: the opening messages, nothing spent.
+    pub fn new(conversation: Vec<Message>, budget: BudgetTracker, guard: LoopGuard) -> LoopState {
+        LoopState {
+            round: 1,
+            conversation,
+            plan: Vec::new(),
+            steps: Vec::new(),
+            plan_turns: 0,
+            budget,
+            guard,
+            batches: AtomicU64::new(0),
+        }
+    }
+
+    /// The step to run next and its index, once the plan has one left.
+    pub fn next_step(&self) -> Option<(usize, PlanStep)> {
+        let index = self.steps.len();
+        self.plan.get(index).map(|step| (index, step.clone()))
+    }
+
+    /// Summaries of the finished steps, in order.
+    pub fn step_summaries(&self) -> impl Iterator<Item = &str> {
+        self.steps.iter().map(|s| s.summary.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Usage;
+    use crate::provider::ToolCall;
+    use crate::spec::BudgetSpec;
+    use serde_json::json;
+
+    #[test]
+    fn the_state_round_trips_through_json() {
+        let budget = BudgetTracker::new(
+            &BudgetSpec {
+                max_turns: Some(9),
+                max_tool_calls: Some(40),
+                ..Default::default()
+            },
+            None,
+        );
+        let mut state = LoopState::new(
+            vec![
+                Message::System {
+                    content: "skill".into(),
+                },
+                Message::User {
+                    content: "goal".into(),
+                },
+            ],
+            budget,
+            LoopGuard::new(3),
+        );
+        state.round = 2;
+        state.conversation.push(Message::Assistant {
+            content: None,
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: r#"{"path":"a.txt"}"#.into(),
+            }],
+        });
+        state.conversation.push(Message::Tool {
+            tool_call_id: "c1".into(),
+            content: "hello".into(),
+        });
+        state.plan = vec![
+            PlanStep {
+                title: "one".into(),
+                expected_outcome: "done".into(),
+            },
+            PlanStep {
+                title: "two".into(),
+                expected_outcome: "also done".into(),
+            },
+        ];
+        state.steps.push(StepRecord {
+            summary: "did one".into(),
+            status: StepStatus::Done,
+        });
+        state.plan_turns = 2;
+        state.budget.record_model_call(&Usage {
+            input_tokens: 120,
+            output_tokens: 30,
+            ..Default::default()
+        });
+        state.budget.record_tool_calls(1);
+        state.guard.observe_call("read", &json!({"path": "a.txt"}));
+        state
+            .guard
+            .observe_turn(&[("read", &json!({"path": "a.txt"}))]);
+        state.batches.store(4, std::sync::atomic::Ordering::Relaxed);
+
+        let saved = serde_json::to_value(&state).unwrap();
+        let loaded: LoopState = serde_json::from_value(saved.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&loaded).unwrap(), saved);
+        assert_eq!(loaded.next_step().map(|(i, _)| i), Some(1));
+        assert_eq!(loaded.budget.turns, 1);
+        assert_eq!(loaded.budget.usage.input_tokens, 120);
+        assert!(loaded.budget.check_model_call().is_ok());
+        // The guard remembers the call: two more identical ones are a repeat.
+        let mut guard = loaded.guard;
+        assert_eq!(
+            guard.observe_call("read", &json!({"path": "a.txt"})),
+            super::super::loop_guard::Judgement::Run
+        );
+        assert!(matches!(
+            guard.observe_call("read", &json!({"path": "a.txt"})),
+            super::super::loop_guard::Judgement::Warn(_)
+        ));
+    }
+}

@@ -1,0 +1,131 @@
+//! How a run starts: what it announces before the agent's first turn
+//! (`run.started`, `skill.loaded`, load warnings, a degraded sandbox, a
+//! price it cannot enforce), and the model's price.
+
+use crate::agent::sent;
+use crate::event::{
+    EventBus, EventKind, ModelInfo, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded,
+};
+use crate::provider::pricing::{Price, builtin_price};
+use crate::skills::Skill;
+use crate::spec::JobSpec;
+
+/// What the run announces about itself before anything happens.
+pub(super) struct Announcement<'a> {
+    pub job: &'a JobSpec,
+    pub skill: &'a Skill,
+    pub model: ModelInfo,
+    pub workspace: String,
+    pub tools: Vec<String>,
+    pub outputs: OutputPaths,
+    pub processes: &'a crate::process::ProcessRunner,
+    pub warnings: &'a [String],
+}
+
+/// `run.started`, `skill.loaded` and the warnings from loading.
+pub(super) fn announce(what: Announcement<'_>, bus: &EventBus) {
+    let Announcement {
+        job,
+        skill,
+        model,
+        workspace,
+        tools,
+        outputs,
+        processes,
+        warnings,
+    } = what;
+    bus.emit(EventKind::RunStarted(RunStarted {
+        schema_version: SCHEMA_VERSION,
+        agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+        job_name: job.name.clone(),
+        job_file: job.path.display().to_string(),
+        skill: skill.name.clone(),
+        goal: job.goal.clone(),
+        model,
+        workspace,
+        tools,
+        outputs,
+        sandbox: processes.sandbox_report(),
+        budget: Some(Box::new(sent::budget_in_effect(
+            &job.budget,
+            skill.max_turns,
+        ))),
+        permissions: Some(Box::new(sent::permissions_in_effect(&job.permissions))),
+    }));
+    bus.emit(EventKind::SkillLoaded(SkillLoaded {
+        name: skill.name.clone(),
+        path: skill.dir.display().to_string(),
+        description: skill.description.clone(),
+        allowed_tools: skill
+            .allowed_tools
+            .as_ref()
+            .map(|ps| ps.iter().map(|p| p.as_str().to_string()).collect()),
+        warnings: skill.warnings.clone(),
+        source: skill.source.clone(),
+    }));
+    for message in warnings.iter().chain(&skill.warnings) {
+        bus.emit(EventKind::Warning {
+            source: "load".into(),
+            message: message.clone(),
+        });
+    }
+}
+
+/// Say what the sandbox cannot enforce here (`sandbox.degraded` and a
+/// warning); returns why the run must stop when the job requires it all.
+pub(super) fn report_degraded_sandbox(
+    processes: &crate::process::ProcessRunner,
+    bus: &EventBus,
+) -> Option<String> {
+    let report = processes.sandbox_report();
+    if report.missing.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = report
+        .missing
+        .iter()
+        .map(|m| format!("{m}: {}", crate::sandbox::missing_reason(m)))
+        .collect();
+    let message = format!(
+        "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
+        report.profile,
+        what.join("; ")
+    );
+    let require = report.require;
+    bus.emit(EventKind::SandboxDegraded(report));
+    bus.emit(EventKind::Warning {
+        source: "sandbox".into(),
+        message: if require {
+            message.clone()
+        } else {
+            format!("{message}; set `sandbox.require: true` to make this an error")
+        },
+    });
+    require.then(|| format!("sandbox.require is true and {message}"))
+}
+
+/// Warn when `budget.max_cost_usd` is set and no price is known for the model.
+pub(super) fn warn_unpriced(job: &JobSpec, model: &str, price: Option<Price>, bus: &EventBus) {
+    if price.is_none() && job.budget.max_cost_usd.is_some() {
+        bus.emit(EventKind::Warning {
+            source: "budget".into(),
+            message: format!(
+                "budget.max_cost_usd cannot be enforced: agentci knows no price for model {model:?}; \
+                 set model.price: {{input_per_mtok, output_per_mtok}}"
+            ),
+        });
+    }
+}
+
+/// The job's `model.price`, else the built-in list price of `model`.
+pub(super) fn model_price(job: &JobSpec, model: &str) -> Option<Price> {
+    job.model
+        .price
+        .map(|p| Price {
+            input_per_mtok: p.input_per_mtok,
+            output_per_mtok: p.output_per_mtok,
+            cache_read_per_mtok: p.cache_read_per_mtok,
+            cache_write_per_mtok: p.cache_write_per_mtok,
+        })
+        .or_else(|| builtin_price(model))
+}
