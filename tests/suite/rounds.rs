@@ -346,3 +346,58 @@ fn the_step_summary_shows_the_last_round() {
     );
     assert!(!summary.contains("❌"), "{summary}");
 }
+
+// A model that leaves a kept background session running at the end of its
+// work must not have it judged by the checks: it is killed before round
+// 1's checks, and round 2 starts with no session of round 1 alive.
+#[test]
+fn a_kept_background_session_ends_before_each_rounds_checks() {
+    let started = Reply::tool_call(
+        "exec",
+        json!({"command": "sleep 300", "background": true, "keep": true}),
+    );
+    let listed = Reply::tool_call("process", json!({"action": "list"}));
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Start a helper", "it runs")]),
+        started,
+        Reply::step_done("started it"),
+        Reply::text("A helper runs."),
+        listed,
+        Reply::step_done("nothing to fix"),
+        Reply::text("I could not fix it."),
+    ]);
+    let sb = sandbox(&model.base_url(), "checks_rounds: 2\n");
+    let job = sb.read("job.yaml").replace(
+        "tools: [read, write]",
+        "tools: [read, write, exec, process]",
+    );
+    sb.write("job.yaml", &job);
+    let (code, trace, _, _) = run(&sb, &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(model.remaining(), 0);
+
+    let position = |pred: &dyn Fn(&Value) -> bool| trace.iter().position(pred).unwrap();
+    let killed = position(&|e| {
+        e["type"] == "warning"
+            && e["source"] == "process"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("end of the run"))
+    });
+    let first_check = position(&|e| e["type"] == "check.completed");
+    let second_round = position(&|e| e["type"] == "round.started" && e["round"] == 2);
+    assert!(killed < first_check, "the session outlived round 1's work");
+    assert!(first_check < second_round);
+
+    // Round 2's `process list` sees round 1's session killed, not running.
+    let listing = trace
+        .iter()
+        .rfind(|e| e["type"] == "tool.result" && e["tool"] == "process")
+        .unwrap();
+    let session = &listing["data"]["sessions"][0];
+    assert_eq!(session["running"], false, "{listing}");
+    assert_eq!(
+        session["state"], "killed at the end of the run",
+        "{listing}"
+    );
+}
