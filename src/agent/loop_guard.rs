@@ -8,6 +8,9 @@
 //! warning and the end look like in the trace is the batch's and the
 //! step's business; this module only counts. It forgets everything when a
 //! new step starts: re-reading a file in the next step is not a loop.
+//! Polls are not repeats: `process read` and `process list` answer
+//! differently as a background session runs, so reading it again is how a
+//! model waits for a server (the budget bounds a model that polls forever).
 
 use std::collections::HashMap;
 
@@ -67,9 +70,13 @@ impl LoopGuard {
         }
         let signature = calls
             .iter()
+            .filter(|(tool, args)| !is_poll(tool, args))
             .map(|(tool, args)| call_key(tool, args))
             .collect::<Vec<_>>()
             .join("\n");
+        if signature.is_empty() {
+            return Judgement::Run;
+        }
         self.turns.push(signature);
         let Some(period) = self.cycle() else {
             return Judgement::Run;
@@ -85,6 +92,9 @@ impl LoopGuard {
     pub fn observe_call(&mut self, tool: &str, args: &Value) -> Judgement {
         if let Some(reason) = &self.stuck {
             return Judgement::Stop(reason.clone());
+        }
+        if is_poll(tool, args) {
+            return Judgement::Run;
         }
         let count = self.counts.entry(call_key(tool, args)).or_insert(0);
         *count += 1;
@@ -129,6 +139,16 @@ impl LoopGuard {
                 && turns[n - p..].iter().any(|t| *t != turns[n - 1])
         })
     }
+}
+
+/// A call whose answer changes while nothing else happens: reading or
+/// listing background sessions.
+fn is_poll(tool: &str, args: &Value) -> bool {
+    tool == "process"
+        && matches!(
+            args.get("action").and_then(Value::as_str),
+            Some("read" | "list")
+        )
 }
 
 /// Identical calls have identical keys (serde_json keeps object keys sorted).
@@ -215,5 +235,29 @@ mod tests {
             let args = json!({ "path": format!("f{i}") });
             assert_eq!(g.observe_turn(&[("read", &args)]), Judgement::Run);
         }
+    }
+
+    #[test]
+    fn polling_a_background_session_is_not_repeating() {
+        let mut g = LoopGuard::new(3);
+        let read = json!({"action": "read", "session_id": "s1"});
+        let exec = json!({"command": "curl -s 127.0.0.1:8080/health"});
+        for _ in 0..10 {
+            assert_eq!(g.observe_turn(&[("process", &read)]), Judgement::Run);
+            assert_eq!(g.observe_call("process", &read), Judgement::Run);
+        }
+        // A poll between two identical commands does not hide their repeat.
+        assert_eq!(g.observe_call("exec", &exec), Judgement::Run);
+        assert_eq!(g.observe_call("process", &read), Judgement::Run);
+        assert_eq!(g.observe_call("exec", &exec), Judgement::Run);
+        assert!(matches!(g.observe_call("exec", &exec), Judgement::Warn(_)));
+        // Killing a session is not a poll.
+        let kill = json!({"action": "kill", "session_id": "s1"});
+        let mut g = LoopGuard::new(2);
+        assert_eq!(g.observe_call("process", &kill), Judgement::Run);
+        assert!(matches!(
+            g.observe_call("process", &kill),
+            Judgement::Warn(_)
+        ));
     }
 }
