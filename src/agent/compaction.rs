@@ -14,7 +14,7 @@
 
 use crate::provider::{ChatRequest, Message, ToolChoice};
 
-use super::protocol::SUBMIT_PLAN;
+use super::context::{submits_plan, turn_groups};
 
 /// Compaction aims at this share of the high-water mark, so it does not
 /// run again on the very next turn.
@@ -318,24 +318,6 @@ fn one_line(text: &str, max: usize) -> String {
     } else {
         line.to_string()
     }
-}
-
-/// `(start, end)` of each turn after `head`: a user or assistant message
-/// with the tool results that follow it.
-fn turn_groups(messages: &[Message], head: usize) -> Vec<(usize, usize)> {
-    let mut groups: Vec<(usize, usize)> = Vec::new();
-    for (i, message) in messages.iter().enumerate().skip(head) {
-        match (message, groups.last_mut()) {
-            (Message::Tool { .. }, Some(last)) => last.1 = i + 1,
-            _ => groups.push((i, i + 1)),
-        }
-    }
-    groups
-}
-
-fn submits_plan(message: &Message) -> bool {
-    matches!(message, Message::Assistant { tool_calls, .. }
-        if tool_calls.iter().any(|c| c.name == SUBMIT_PLAN))
 }
 
 /// A user message that is not a compaction note: the current step's

@@ -141,7 +141,7 @@ pub fn trim(messages: &mut Vec<Message>) -> Option<Trimmed> {
 
 /// `(start, end)` of each turn after `head`: a user or assistant message
 /// with the tool results that follow it.
-fn turn_groups(messages: &[Message], head: usize) -> Vec<(usize, usize)> {
+pub(super) fn turn_groups(messages: &[Message], head: usize) -> Vec<(usize, usize)> {
     let mut groups: Vec<(usize, usize)> = Vec::new();
     for (i, message) in messages.iter().enumerate().skip(head) {
         match (message, groups.last_mut()) {
@@ -152,7 +152,8 @@ fn turn_groups(messages: &[Message], head: usize) -> Vec<(usize, usize)> {
     groups
 }
 
-fn submits_plan(message: &Message) -> bool {
+/// Is `message` the model's turn that submitted the plan?
+pub(super) fn submits_plan(message: &Message) -> bool {
     matches!(message, Message::Assistant { tool_calls, .. }
         if tool_calls.iter().any(|c| c.name == SUBMIT_PLAN))
 }

@@ -397,17 +397,7 @@ fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
     })
     .map_err(|e| format!("cannot create the private temporary folder: {e}"))?;
     let report = runner.sandbox_report();
-    if !report.missing.is_empty() {
-        let what: Vec<String> = report
-            .missing
-            .iter()
-            .map(|m| format!("{m}: {}", crate::sandbox::missing_reason(m)))
-            .collect();
-        let message = format!(
-            "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
-            report.profile,
-            what.join("; ")
-        );
+    if let Some(message) = crate::sandbox::degraded_message(&report) {
         if report.require {
             return Err(format!("{message}; the job sets `sandbox.require: true`"));
         }

@@ -78,19 +78,7 @@ pub(super) fn report_degraded_sandbox(
     bus: &EventBus,
 ) -> Option<String> {
     let report = processes.sandbox_report();
-    if report.missing.is_empty() {
-        return None;
-    }
-    let what: Vec<String> = report
-        .missing
-        .iter()
-        .map(|m| format!("{m}: {}", crate::sandbox::missing_reason(m)))
-        .collect();
-    let message = format!(
-        "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
-        report.profile,
-        what.join("; ")
-    );
+    let message = crate::sandbox::degraded_message(&report)?;
     let require = report.require;
     bus.emit(EventKind::SandboxDegraded(report));
     bus.emit(EventKind::Warning {

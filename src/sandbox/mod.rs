@@ -240,6 +240,24 @@ fn report(spec: SandboxSpec, support: &Support) -> SandboxReport {
     report
 }
 
+/// The warning line for a degraded sandbox, naming what is not enforced;
+/// `None` when everything asked for is.
+pub fn degraded_message(report: &crate::event::SandboxReport) -> Option<String> {
+    if report.missing.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = report
+        .missing
+        .iter()
+        .map(|m| format!("{m}: {}", missing_reason(m)))
+        .collect();
+    Some(format!(
+        "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
+        report.profile,
+        what.join("; ")
+    ))
+}
+
 /// What each missing protection means, for the warning line.
 pub fn missing_reason(name: &str) -> &'static str {
     match name {

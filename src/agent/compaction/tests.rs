@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::agent::protocol::SUBMIT_PLAN;
 use crate::provider::ToolCall;
 
 fn user(text: &str) -> Message {
