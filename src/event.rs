@@ -150,6 +150,21 @@ pub enum EventKind {
     /// before the next model turn; `tools` are the names the model sees now.
     #[serde(rename = "mcp.tools.refreshed")]
     McpToolsRefreshed { server: String, tools: Vec<String> },
+    /// A job's MCP server sent agentci a request (`ping`, `roots/list`,
+    /// `sampling/createMessage`, `elicitation/create`, …) and what agentci
+    /// did with it. Emitted before the next model turn, or before
+    /// `run.completed` for requests sent during the last tool calls.
+    #[serde(rename = "mcp.server.request")]
+    McpServerRequest {
+        server: String,
+        method: String,
+        /// `answered`, `declined` or `failed`.
+        outcome: String,
+        /// What was answered, or why not.
+        detail: String,
+        /// The request's params as JSON, cut at 1,000 characters.
+        params: String,
+    },
     /// A replay in `sequence` mode served the recorded answers whatever the
     /// requests; how far the run's requests drifted from the recording.
     /// Emitted once, before `run.completed`.
@@ -723,7 +738,12 @@ struct BusState {
     /// `run.completed` was delivered: it stays the last event, so anything
     /// a step left running after a signal (the git step) emits is dropped.
     completed: bool,
+    /// Asked for their last events just before `run.completed`.
+    before_completion: Vec<CompletionHook>,
 }
+
+/// Gives the events a part of the run still has to report when it ends.
+pub type CompletionHook = Box<dyn FnOnce() -> Vec<EventKind> + Send>;
 
 impl EventBus {
     pub fn new(run_id: impl Into<String>, sinks: Vec<Box<dyn EventSink>>) -> Self {
@@ -744,6 +764,7 @@ impl EventBus {
                 redactor,
                 errors: Vec::new(),
                 completed: false,
+                before_completion: Vec::new(),
             })),
             agent: None,
         }
@@ -772,9 +793,23 @@ impl EventBus {
         self.lock().run_id.clone()
     }
 
+    /// Delivers the events `hook` returns just before `run.completed`:
+    /// what a part of the run that outlives the agent loop (a job's MCP
+    /// servers) still has to report, while it still fits in the trace.
+    pub fn before_completion(&self, hook: CompletionHook) {
+        self.lock().before_completion.push(hook);
+    }
+
     /// Stamp `kind` and deliver it to every sink; returns the finished event.
     /// After `run.completed` nothing more is delivered.
     pub fn emit(&self, kind: EventKind) -> Event {
+        if matches!(kind, EventKind::RunCompleted(_)) {
+            // Taken out first: a hook runs without the bus locked.
+            let hooks = std::mem::take(&mut self.lock().before_completion);
+            for last in hooks.into_iter().flat_map(|hook| hook()) {
+                self.emit(last);
+            }
+        }
         let mut state = self.lock();
         let kind = redact_kind(&state.redactor, kind);
         let event = Event {
