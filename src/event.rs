@@ -912,6 +912,37 @@ mod tests {
         }
     }
 
+    // A part of the run that outlives the agent loop still gets its last
+    // events in, before run.completed; nothing comes after it.
+    #[test]
+    fn completion_hooks_deliver_before_run_completed() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let bus = EventBus::new("r", vec![Box::new(Collect(Arc::clone(&seen)))]);
+        bus.before_completion(Box::new(|| {
+            vec![EventKind::Warning {
+                source: "mcp".into(),
+                message: "last".into(),
+            }]
+        }));
+        bus.emit(EventKind::RunCompleted(RunCompleted {
+            status: RunStatus::Passed,
+            reason: String::new(),
+            summary: None,
+            totals: Totals::default(),
+            checks_passed: 0,
+            checks_failed: 0,
+        }));
+        bus.emit(EventKind::Warning {
+            source: "late".into(),
+            message: "dropped".into(),
+        });
+        let seen = seen.lock().unwrap();
+        let kinds: Vec<(u64, bool)> = seen
+            .iter()
+            .map(|e| (e.seq, matches!(e.kind, EventKind::RunCompleted(_))))
+            .collect();
+        assert_eq!(kinds, [(1, false), (2, true)]);
+    }
     #[test]
     fn partial_text_is_masked_too() {
         let seen = Arc::new(Mutex::new(Vec::new()));

@@ -253,3 +253,34 @@ fn sampling_must_be_a_boolean_with_its_place() {
     );
     assert!(text.contains("job.yaml:20:"), "{text}");
 }
+
+// Requests sent during the last tool calls of a run that stops there (its
+// turns ran out) have no next model turn: they are still in the trace,
+// before `run.completed`, which stays the last line.
+#[test]
+fn requests_of_the_last_tool_calls_are_recorded_before_run_completed() {
+    let sb = Sandbox::new();
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Add", "added")]),
+        Reply::tool_call("mcp__t__add", json!({"a": 2, "b": 3})),
+        Reply::step_done("added"),
+        Reply::text("done"),
+    ]);
+    job(
+        &sb,
+        &model.base_url(),
+        &["--ask-during-add"],
+        "budget:\n  max_turns: 2\n",
+    );
+    let (_, trace) = run(&sb);
+    let kinds = types(&trace);
+    assert_eq!(kinds.last().map(String::as_str), Some("run.completed"));
+    let seen = requests(&trace);
+    assert_eq!(seen.len(), 3, "{kinds:?}");
+    let completed = trace.last().unwrap();
+    assert_eq!(completed["status"], "budget_exceeded", "{completed}");
+    // No model turn came after the add call.
+    let last_request = kinds.iter().rposition(|t| t == "model.request").unwrap();
+    let first = kinds.iter().position(|t| t == "mcp.server.request").unwrap();
+    assert!(last_request < first, "{kinds:?}");
+}
