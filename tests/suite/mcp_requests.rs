@@ -281,6 +281,50 @@ fn requests_of_the_last_tool_calls_are_recorded_before_run_completed() {
     assert_eq!(completed["status"], "budget_exceeded", "{completed}");
     // No model turn came after the add call.
     let last_request = kinds.iter().rposition(|t| t == "model.request").unwrap();
-    let first = kinds.iter().position(|t| t == "mcp.server.request").unwrap();
+    let first = kinds
+        .iter()
+        .position(|t| t == "mcp.server.request")
+        .unwrap();
     assert!(last_request < first, "{kinds:?}");
+}
+
+// A hostile server asks for completions in a loop: they are not counted
+// in the run's budget, so the run stops answering after 20.
+#[test]
+fn a_run_answers_at_most_twenty_sampling_requests() {
+    let sb = Sandbox::new();
+    // Each call differs: the loop guard stops identical ones.
+    let ask = |i: usize| {
+        json!({"method": "sampling/createMessage", "params": {"maxTokens": 10, "messages": [
+            {"role": "user", "content": {"type": "text", "text": format!("Say hello {i}")}}]}})
+    };
+    let calls: Vec<(String, Value)> = (0..21).map(|i| (format!("c{i}"), ask(i))).collect();
+    let mut replies = vec![
+        Reply::plan(&[("Ask", "asked")]),
+        Reply::tool_calls(
+            calls
+                .iter()
+                .map(|(id, args)| (id.as_str(), "mcp__t__ask", args.clone()))
+                .collect(),
+        ),
+    ];
+    replies.extend((0..20).map(|i| Reply::text(&format!("hello {i}"))));
+    replies.push(Reply::step_done("asked"));
+    replies.push(Reply::text("done"));
+    let model = FakeModel::start(replies);
+    job(&sb, &model.base_url(), &[], "      sampling: true\n");
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen = requests(&trace);
+    assert_eq!(seen.len(), 21, "{:?} {seen:?}", types(&trace));
+    assert!(
+        seen[..20]
+            .iter()
+            .all(|(_, outcome, _)| outcome == "answered"),
+        "{seen:?}"
+    );
+    assert_eq!(seen[20].1, "failed", "{seen:?}");
+    assert!(seen[20].2.contains("already answered 20"), "{seen:?}");
+    // Plan, the asking turn, 20 answers, step_done, the end.
+    assert_eq!(model.requests().len(), 24);
 }

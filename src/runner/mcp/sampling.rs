@@ -4,8 +4,12 @@
 //! messages, no tools, and at most the request's `maxTokens`.
 //!
 //! What the call used is told to the server's request record (and so the
-//! trace); it is not counted in the run's budget, which the agent keeps.
-//! A replay has no recorded answers for such calls, so it refuses them.
+//! trace); it is not counted in the run's budget, which the agent keeps,
+//! so a run answers at most [`MAX_SAMPLING_ANSWERS`] of them: a server
+//! asking in a loop cannot spend without end. A replay has no recorded
+//! answers for such calls, so it refuses them.
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::mcp::{Sampler, SamplingAnswer, SamplingRequest};
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
@@ -17,15 +21,21 @@ use crate::tools::BoxFuture;
 
 use super::super::provider_setup::retry_policy;
 
+/// Sampling requests one run answers, all its servers together.
+pub const MAX_SAMPLING_ANSWERS: u32 = 20;
+
 /// Answers sampling requests with the job's model.
 pub struct RunSampler {
     model: ModelSpec,
+    /// Model calls made (or tried) for servers so far.
+    calls: AtomicU32,
 }
 
 impl RunSampler {
     pub fn new(model: &ModelSpec) -> RunSampler {
         RunSampler {
             model: model.clone(),
+            calls: AtomicU32::new(0),
         }
     }
 
@@ -71,6 +81,12 @@ impl RunSampler {
 impl Sampler for RunSampler {
     fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingAnswer, String>> {
         Box::pin(async move {
+            if self.calls.fetch_add(1, Ordering::SeqCst) >= MAX_SAMPLING_ANSWERS {
+                return Err(format!(
+                    "this run already answered {MAX_SAMPLING_ANSWERS} sampling requests, the \
+                     most one run answers (they are not counted in its budget)"
+                ));
+            }
             let provider = self.provider(request.max_tokens)?;
             let chat = chat_request(&self.model.name, &request);
             let response = provider
