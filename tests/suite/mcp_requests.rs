@@ -328,3 +328,43 @@ fn a_run_answers_at_most_twenty_sampling_requests() {
     // Plan, the asking turn, 20 answers, step_done, the end.
     assert_eq!(model.requests().len(), 24);
 }
+
+// The Messages API requires `max_tokens`: the request's `maxTokens` goes
+// there, and the system prompt into `system`.
+#[test]
+fn sampling_through_the_messages_api_keeps_max_tokens_and_the_system_prompt() {
+    let sb = Sandbox::new();
+    let params = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
+        "systemPrompt": "You summarise CI logs.",
+        "maxTokens": 42
+    });
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Ask", "asked")]),
+        Reply::tool_call(
+            "mcp__t__ask",
+            json!({"method": "sampling/createMessage", "params": params}),
+        ),
+        Reply::text("Green build."),
+        Reply::step_done("asked"),
+        Reply::text("done"),
+    ]);
+    job(&sb, &model.base_url(), &[], "      sampling: true\n");
+    let yaml = sb.read("job.yaml").replace(
+        "provider: openai\n  name: fake-model",
+        "provider: anthropic\n  name: claude-x",
+    );
+    sb.write("job.yaml", &yaml);
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let captured = model.captured();
+    assert_eq!(captured[2].path, "/v1/messages");
+    let sent = &captured[2].body;
+    assert_eq!(sent["max_tokens"], 42, "{sent}");
+    assert!(sent.get("tools").is_none(), "{sent}");
+    assert_eq!(
+        sent["system"][0]["text"], "You summarise CI logs.",
+        "{sent}"
+    );
+    assert_eq!(requests(&trace)[0].1, "answered");
+}
