@@ -122,12 +122,18 @@ fn requests_sent_during_a_tool_call_are_in_the_trace_and_sampling_is_off_by_defa
         .unwrap();
     assert_eq!(add["ok"], true, "{add}");
 
-    // `trace show` lists the declined ones as warnings.
+    // `trace show` lists the declined ones as warnings, answered ones as
+    // other events.
     let shown = sb.agentci(&["trace", "show", "out/trace.jsonl"]);
     let text = stdout(&shown);
-    assert!(
-        text.contains("declined its request `sampling/createMessage`"),
-        "{text}"
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("mcp server t") || l.contains("mcp.server.request"))
+        .collect();
+    let root = sb.path().display().to_string();
+    insta::assert_snapshot!(
+        "trace_show_server_requests",
+        lines.join("\n").replace(&root, "[SANDBOX]")
     );
 }
 
