@@ -42,6 +42,7 @@ fn spec(name: &str, command: &str, args: &[String]) -> McpServerSpec {
         tools: None,
         required: false,
         roots: false,
+        sampling: false,
     }
 }
 
@@ -65,6 +66,7 @@ fn main() {
         workspace: &workspace,
         env: &lookup,
         runner: None,
+        sampler: None,
     };
 
     let mut startups = Vec::new();
@@ -101,6 +103,7 @@ fn main() {
             workspace: &workspace,
             env: &lookup,
             runner,
+            sampler: None,
         };
         let mut times = Vec::new();
         for _ in 0..ROUNDS {

@@ -164,6 +164,21 @@ pub enum EventKind {
     /// before the next model turn; `tools` are the names the model sees now.
     #[serde(rename = "mcp.tools.refreshed")]
     McpToolsRefreshed { server: String, tools: Vec<String> },
+    /// A job's MCP server sent agentci a request (`ping`, `roots/list`,
+    /// `sampling/createMessage`, `elicitation/create`, …) and what agentci
+    /// did with it. Emitted before the next model turn, or before
+    /// `run.completed` for requests sent during the last tool calls.
+    #[serde(rename = "mcp.server.request")]
+    McpServerRequest {
+        server: String,
+        method: String,
+        /// `answered`, `declined` or `failed`.
+        outcome: String,
+        /// What was answered, or why not.
+        detail: String,
+        /// The request's params as JSON, cut at 1,000 characters.
+        params: String,
+    },
     /// A replay in `sequence` mode served the recorded answers whatever the
     /// requests; how far the run's requests drifted from the recording.
     /// Emitted once, before `run.completed`.
@@ -737,7 +752,12 @@ struct BusState {
     /// `run.completed` was delivered: it stays the last event, so anything
     /// a step left running after a signal (the git step) emits is dropped.
     completed: bool,
+    /// Asked for their last events just before `run.completed`.
+    before_completion: Vec<CompletionHook>,
 }
+
+/// Gives the events a part of the run still has to report when it ends.
+pub type CompletionHook = Box<dyn FnOnce() -> Vec<EventKind> + Send>;
 
 impl EventBus {
     pub fn new(run_id: impl Into<String>, sinks: Vec<Box<dyn EventSink>>) -> Self {
@@ -758,6 +778,7 @@ impl EventBus {
                 redactor,
                 errors: Vec::new(),
                 completed: false,
+                before_completion: Vec::new(),
             })),
             agent: None,
         }
@@ -786,9 +807,23 @@ impl EventBus {
         self.lock().run_id.clone()
     }
 
+    /// Delivers the events `hook` returns just before `run.completed`:
+    /// what a part of the run that outlives the agent loop (a job's MCP
+    /// servers) still has to report, while it still fits in the trace.
+    pub fn before_completion(&self, hook: CompletionHook) {
+        self.lock().before_completion.push(hook);
+    }
+
     /// Stamp `kind` and deliver it to every sink; returns the finished event.
     /// After `run.completed` nothing more is delivered.
     pub fn emit(&self, kind: EventKind) -> Event {
+        if matches!(kind, EventKind::RunCompleted(_)) {
+            // Taken out first: a hook runs without the bus locked.
+            let hooks = std::mem::take(&mut self.lock().before_completion);
+            for last in hooks.into_iter().flat_map(|hook| hook()) {
+                self.emit(last);
+            }
+        }
         let mut state = self.lock();
         let kind = redact_kind(&state.redactor, kind);
         let event = Event {
@@ -891,6 +926,37 @@ mod tests {
         }
     }
 
+    // A part of the run that outlives the agent loop still gets its last
+    // events in, before run.completed; nothing comes after it.
+    #[test]
+    fn completion_hooks_deliver_before_run_completed() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let bus = EventBus::new("r", vec![Box::new(Collect(Arc::clone(&seen)))]);
+        bus.before_completion(Box::new(|| {
+            vec![EventKind::Warning {
+                source: "mcp".into(),
+                message: "last".into(),
+            }]
+        }));
+        bus.emit(EventKind::RunCompleted(RunCompleted {
+            status: RunStatus::Passed,
+            reason: String::new(),
+            summary: None,
+            totals: Totals::default(),
+            checks_passed: 0,
+            checks_failed: 0,
+        }));
+        bus.emit(EventKind::Warning {
+            source: "late".into(),
+            message: "dropped".into(),
+        });
+        let seen = seen.lock().unwrap();
+        let kinds: Vec<(u64, bool)> = seen
+            .iter()
+            .map(|e| (e.seq, matches!(e.kind, EventKind::RunCompleted(_))))
+            .collect();
+        assert_eq!(kinds, [(1, false), (2, true)]);
+    }
     #[test]
     fn partial_text_is_masked_too() {
         let seen = Arc::new(Mutex::new(Vec::new()));

@@ -167,6 +167,7 @@ async fn start_set(
         workspace: &selection.workspace,
         env: &lookup,
         runner: selection.runner.as_ref(),
+        sampler: None,
     };
     let set = Arc::new(McpSet::start(servers, &cx).await);
     *started.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&set));
@@ -303,6 +304,7 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
         tools: None,
         required: false,
         roots: false,
+        sampling: false,
     };
     if let Some(url) = &source.url {
         let mut headers = Vec::new();

@@ -15,6 +15,7 @@
 mod command;
 mod handler;
 mod result;
+pub mod sampling;
 mod server;
 mod set;
 mod state;
@@ -23,6 +24,7 @@ pub mod tool;
 
 pub use command::{StdioLaunch, server_command};
 pub use result::{McpResource, McpTool, ToolOutput};
+pub use sampling::{Sampler, SamplingAnswer, SamplingRequest, SamplingTurn};
 pub use server::{McpServer, SHUTDOWN_GRACE, ServerDown, ServerIdentity, StartContext};
 pub use set::{McpSet, RefreshedTools, ResourceListing};
 pub use state::ServerRequestRecord;

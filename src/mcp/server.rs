@@ -28,6 +28,7 @@ use serde_json::Value;
 use super::command::StdioLaunch;
 use super::handler::AgentciClient;
 use super::result::{McpResource, McpTool, ToolOutput};
+use super::sampling::Sampler;
 use super::state::{ServerRequestRecord, ServerState};
 use super::stdio::{self, StdioChild, shorten};
 use crate::process::ProcessRunner;
@@ -50,6 +51,9 @@ pub struct StartContext<'a> {
     /// sandbox profile and scrubbed environment as `exec` does. `None`:
     /// no sandbox, the scrubbed environment only (tools used outside a run).
     pub runner: Option<&'a ProcessRunner>,
+    /// Answers `sampling/createMessage` of the servers with `sampling: true`;
+    /// `None`: they are declined (tools used outside a run).
+    pub sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// A server that cannot be used any more (or never could), and why.
@@ -492,6 +496,7 @@ async fn connect(
     child: &mut Option<StdioChild>,
 ) -> Result<RunningService<RoleClient, AgentciClient>, String> {
     let root = spec.roots.then(|| file_uri(cx.workspace));
+    let sampler = cx.sampler.clone().filter(|_| spec.sampling);
     match &spec.transport {
         McpTransport::Stdio {
             command,
@@ -515,6 +520,9 @@ async fn connect(
                 state: Arc::clone(state),
                 root,
                 counts_list_changed: false,
+                server: spec.name.clone(),
+                sampler: sampler.clone(),
+                sampling_allowed: spec.sampling,
             };
             match serve_client(client, pipes).await {
                 Ok(service) => Ok(service),
@@ -551,6 +559,9 @@ async fn connect(
                 state: Arc::clone(state),
                 root,
                 counts_list_changed: true,
+                server: spec.name.clone(),
+                sampler: sampler.clone(),
+                sampling_allowed: spec.sampling,
             };
             serve_client(client, transport).await.map_err(|e| {
                 format!(

@@ -19,10 +19,39 @@ const MAX_REQUESTS: usize = 200;
 pub struct ServerRequestRecord {
     /// `ping`, `roots/list`, `sampling/createMessage`, `elicitation/create`, …
     pub method: String,
-    /// `answered` or `declined`.
+    /// `answered`, `declined` (with the reason in `detail`), or `failed`
+    /// (agentci tried, e.g. the model call for a sampling request failed).
     pub outcome: &'static str,
     /// What was answered, or why it was declined.
     pub detail: String,
+    /// The request's `params` as compact JSON, cut at [`MAX_PARAMS_CHARS`]
+    /// (a sampling request can carry a whole conversation).
+    pub params: String,
+}
+
+/// Characters of a request's `params` kept in its record.
+pub const MAX_PARAMS_CHARS: usize = 1_000;
+
+impl ServerRequestRecord {
+    /// A record of `method`, with `params` summarised.
+    pub fn new(
+        method: &str,
+        outcome: &'static str,
+        detail: impl Into<String>,
+        params: &impl Serialize,
+    ) -> Self {
+        let json = serde_json::to_string(params).unwrap_or_default();
+        let params = match json.as_str() {
+            "null" | "{}" => String::new(),
+            _ => super::stdio::shorten(&json, MAX_PARAMS_CHARS),
+        };
+        ServerRequestRecord {
+            method: method.to_string(),
+            outcome,
+            detail: detail.into(),
+            params,
+        }
+    }
 }
 
 #[derive(Debug, Default)]

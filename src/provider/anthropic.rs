@@ -55,9 +55,18 @@ pub struct AnthropicProvider {
     model: String,
     target: HttpTarget,
     stream: bool,
+    /// Caps the answer's length (a sampling request's `maxTokens`).
+    max_output_tokens: Option<u32>,
 }
 
 impl AnthropicProvider {
+    /// The same provider, asking for answers of at most `max` tokens (the
+    /// `maxTokens` of an MCP server's sampling request).
+    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
+        self
+    }
+
     /// Builds the provider, reading the key from `config.api_key_env`; a
     /// server on loopback may run without one.
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
@@ -95,6 +104,7 @@ impl AnthropicProvider {
             model: config.name,
             target,
             stream: config.stream,
+            max_output_tokens: None,
         })
     }
 
@@ -117,7 +127,10 @@ impl AnthropicProvider {
         request: &ChatRequest,
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
-        let body = wire_request(request, &self.model, self.stream);
+        let mut body = wire_request(request, &self.model, self.stream);
+        if let Some(max) = self.max_output_tokens {
+            body.max_tokens = max;
+        }
         let mut builder = self
             .target
             .client

@@ -53,9 +53,18 @@ pub struct OpenAiProvider {
     model: String,
     target: HttpTarget,
     stream: bool,
+    /// Caps the answer's length (a sampling request's `maxTokens`).
+    max_output_tokens: Option<u32>,
 }
 
 impl OpenAiProvider {
+    /// The same provider, asking for answers of at most `max` tokens (the
+    /// `maxTokens` of an MCP server's sampling request).
+    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
+        self
+    }
+
     /// Builds the provider, reading the key from `config.api_key_env`.
     ///
     /// A server on the loopback interface may run without a key, since local
@@ -96,6 +105,7 @@ impl OpenAiProvider {
             model: config.name,
             target,
             stream: config.stream,
+            max_output_tokens: None,
         })
     }
 
@@ -124,7 +134,10 @@ impl OpenAiProvider {
         request: &ChatRequest,
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
-        let body = wire_request(request, &self.model, self.stream);
+        let mut body = wire_request(request, &self.model, self.stream);
+        if let Some(max) = self.max_output_tokens {
+            body.max_completion_tokens = Some(max);
+        }
         let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
         if let Some((name, value)) = self.target.key_header(AUTHORIZATION, true)? {
             builder = builder.header(name, value);
@@ -202,6 +215,9 @@ struct WireRequest<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<WireStreamOptions>,
+    /// Only sent when capped; the API's default is the model's maximum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -289,6 +305,7 @@ fn wire_request<'a>(
         stream_options: stream.then_some(WireStreamOptions {
             include_usage: true,
         }),
+        max_completion_tokens: None,
     }
 }
 

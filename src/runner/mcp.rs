@@ -1,19 +1,23 @@
 //! A job's MCP servers in a run: started before the agent (through the
 //! run's process runner, so under its sandbox), their tools handed to the
-//! tool set, what happened to them turned into trace events before each
-//! model turn, and shut down when the run ends.
+//! tool set, what happened to them (and the requests they sent) turned
+//! into trace events before each model turn and before `run.completed`,
+//! and shut down when the run ends. Servers the job lets sample get their
+//! `sampling/createMessage` answered by the job's model ([`sampling`]).
 //!
 //! A server that fails or goes down costs only its own tools, unless it
 //! is `required: true`: then the run stops before the next model turn.
 //! Talking to servers is [`crate::mcp`]'s; deciding and recording calls is
 //! the agent's.
 
+mod sampling;
+
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::agent::toolset::{LiveTools, LiveUpdate};
 use crate::event::{EventBus, EventKind};
 use crate::mcp::tool::{resource_tools, server_tools};
-use crate::mcp::{McpSet, ServerDown, StartContext, model_tool_name};
+use crate::mcp::{McpSet, Sampler, ServerDown, StartContext, model_tool_name};
 use crate::process::ProcessRunner;
 use crate::spec::{JobSpec, McpTransport};
 use crate::tools::{BoxFuture, Tool};
@@ -59,6 +63,9 @@ impl RunServers {
             Err(message) => (McpSet::empty(), Some(message)),
         };
         let set = Arc::new(set);
+        // Requests sent during the last tool calls have no next turn.
+        let last = Arc::clone(&set);
+        bus.before_completion(Box::new(move || request_events(&last)));
         let required: Vec<String> = job
             .mcp
             .servers
@@ -137,6 +144,9 @@ impl LiveTools for RunServers {
             for event in std::mem::take(&mut *self.lock_pending()) {
                 self.bus.emit(event);
             }
+            for event in request_events(&self.set) {
+                self.bus.emit(event);
+            }
             if let Some(message) = &self.start_failure {
                 return Err(message.clone());
             }
@@ -187,6 +197,10 @@ async fn start_set(
     processes: &ProcessRunner,
 ) -> Result<McpSet, String> {
     let specs = job.mcp.servers.clone();
+    let sampler = specs
+        .iter()
+        .any(|s| s.sampling)
+        .then(|| Arc::new(sampling::RunSampler::new(&job.model)) as Arc<dyn Sampler>);
     let workspace = workspace.to_path_buf();
     let processes = processes.clone();
     let runtime = tokio::runtime::Handle::current();
@@ -196,11 +210,26 @@ async fn start_set(
             workspace: &workspace,
             env: &lookup,
             runner: Some(&processes),
+            sampler,
         };
         runtime.block_on(McpSet::start(&specs, &cx))
     })
     .await;
     started.map_err(|e| format!("starting the job's MCP servers stopped unexpectedly: {e}"))
+}
+
+/// The requests servers sent since the last call, as events.
+fn request_events(set: &McpSet) -> Vec<EventKind> {
+    set.take_requests()
+        .into_iter()
+        .map(|(server, r)| EventKind::McpServerRequest {
+            server,
+            method: r.method,
+            outcome: r.outcome.to_string(),
+            detail: r.detail,
+            params: r.params,
+        })
+        .collect()
 }
 
 fn down_event(down: &ServerDown, required: &[String]) -> EventKind {

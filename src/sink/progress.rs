@@ -211,6 +211,20 @@ impl LogLines {
                         .map(|l| format!("  | {l}")),
                 );
             }
+            EventKind::McpServerRequest {
+                server,
+                method,
+                outcome,
+                detail,
+                ..
+            } => lines.push(format!(
+                "MCP server `{server}` sent `{method}`: {outcome}{}",
+                if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({detail})")
+                }
+            )),
             EventKind::McpToolsRefreshed { server, tools } => lines.push(format!(
                 "MCP server `{server}` changed its tools: {} now",
                 tools.len()

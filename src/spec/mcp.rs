@@ -41,6 +41,9 @@ pub struct McpServerSpec {
     pub required: bool,
     /// `roots`: answer the server's `roots/list` with the workspace folder.
     pub roots: bool,
+    /// `sampling`: answer the server's `sampling/createMessage` with one
+    /// completion of the run's model.
+    pub sampling: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

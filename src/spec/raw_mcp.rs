@@ -33,4 +33,5 @@ pub(super) struct RawMcpServer {
     pub tools: Option<Vec<Spanned<String>>>,
     pub required: Option<Spanned<Scalar>>,
     pub roots: Option<Spanned<Scalar>>,
+    pub sampling: Option<Spanned<Scalar>>,
 }

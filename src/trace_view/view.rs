@@ -431,6 +431,18 @@ impl Fold {
                         .unwrap_or_default()
                 ),
             }),
+            // A request agentci did not answer is what a user looks for
+            // when a server's tool misbehaves; answered ones are detail.
+            EventKind::McpServerRequest {
+                server,
+                method,
+                outcome,
+                detail,
+                ..
+            } if outcome != "answered" => timeline.push(Entry::Warning {
+                source: format!("mcp server {server}"),
+                message: format!("{outcome} its request `{method}`: {detail}"),
+            }),
             EventKind::ContextCompacted(c) => timeline.push(Entry::Warning {
                 source: "context".to_string(),
                 message: format!(
@@ -447,7 +459,8 @@ impl Fold {
             | EventKind::SubagentCompleted(_)
             | EventKind::RoundStarted { .. }
             | EventKind::RoundCompleted { .. }
-            | EventKind::McpToolsRefreshed { .. } => {
+            | EventKind::McpToolsRefreshed { .. }
+            | EventKind::McpServerRequest { .. } => {
                 let mut fields = serde_json::to_value(&event.kind).unwrap_or_default();
                 let name = fields
                     .get("type")

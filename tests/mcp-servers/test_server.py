@@ -21,10 +21,15 @@ It can also misbehave on purpose, as real servers do:
                           says whether it could
   --resources             offer resources test://notes/1 and /2 and the template
                           test://notes/{id}; reading an unknown URI is error -32002
+  --ask-during-add        during every `add` call, send roots/list,
+                          sampling/createMessage and elicitation/create to the
+                          client (as a server that wants context would) before
+                          answering, whatever the client answers
 Tools: add {a, b}; sleep {seconds}; crash (exits mid-call); stray (prints a
 non-JSON line, then answers); fail (isError: true); image; structured;
-ask {method} (sends ping, roots/list, sampling/createMessage or
-elicitation/create to the client and returns what it answered);
+ask {method, params?} (sends ping, roots/list, sampling/createMessage,
+elicitation/create or any method to the client, with `params` or a minimal
+valid one, and returns what it answered);
 env {name} (returns an environment variable, or "<unset>").
 """
 
@@ -79,7 +84,8 @@ TOOLS = [
     {"name": "fail", "description": "Answers with isError", "inputSchema": obj()},
     {"name": "image", "description": "Returns an image and a resource link", "inputSchema": obj()},
     {"name": "ask", "description": "Sends a request to the client",
-     "inputSchema": {**obj(method={"type": "string"}), "required": ["method"]}},
+     "inputSchema": {**obj(method={"type": "string"}, params={"type": "object"}),
+                     "required": ["method"]}},
     {"name": "env", "description": "Reads an environment variable",
      "inputSchema": {**obj(name={"type": "string"}), "required": ["name"]}},
 ]
@@ -122,6 +128,18 @@ def ask_client(method, params):
         pending.append(message)
 
 
+def ask_params(method):
+    """Minimal valid params of a client request (2025-11-25 schema)."""
+    if method == "sampling/createMessage":
+        return {"messages": [{"role": "user",
+                              "content": {"type": "text", "text": "Say hello"}}],
+                "maxTokens": 10}
+    if method == "elicitation/create":
+        return {"message": "Which branch?",
+                "requestedSchema": {"type": "object", "properties": {}}}
+    return {}
+
+
 def text(value, is_error=False):
     result = {"content": [{"type": "text", "text": value}]}
     if is_error:
@@ -137,6 +155,9 @@ def call_tool(params):
     if name == "add":
         if not all(isinstance(args.get(k), (int, float)) for k in ("a", "b")):
             raise RpcError(-32602, "Invalid arguments for tool add: a and b must be numbers")
+        if flag("--ask-during-add"):
+            for method in ("roots/list", "sampling/createMessage", "elicitation/create"):
+                ask_client(method, ask_params(method))
         total = args["a"] + args["b"]
         return {"content": [{"type": "text", "text": f"{total}"}], "structuredContent": {"sum": total}}
     if name == "sleep":
@@ -156,9 +177,7 @@ def call_tool(params):
             {"type": "resource_link", "uri": "file:///tmp/report.txt", "name": "report"}]}
     if name == "ask":
         method = args.get("method")
-        params = {"messages": [], "maxTokens": 10} if method == "sampling/createMessage" else {}
-        if method == "elicitation/create":
-            params = {"message": "Which branch?", "requestedSchema": {"type": "object", "properties": {}}}
+        params = args.get("params") or ask_params(method)
         return text(json.dumps(ask_client(method, params), sort_keys=True))
     if name == "env":
         return text(os.environ.get(args.get("name", ""), "<unset>"))

@@ -30,6 +30,7 @@ fn spec(name: &str, args: &[&str]) -> McpServerSpec {
         tools: None,
         required: false,
         roots: false,
+        sampling: false,
     }
 }
 
@@ -54,6 +55,7 @@ fn start(
         workspace,
         env: &lookup,
         runner,
+        sampler: None,
     };
     rt.block_on(McpSet::start(specs, &cx))
 }

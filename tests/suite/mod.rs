@@ -21,6 +21,7 @@ mod hardening;
 mod junit_report;
 mod mcp;
 mod mcp_misbehave;
+mod mcp_requests;
 mod mcp_run;
 mod mcp_sandbox;
 mod mcp_set;

@@ -415,6 +415,15 @@ fn every_kind() -> Vec<EventKind> {
             server: "everything".into(),
             tools: vec!["mcp__everything__get-sum".into()],
         },
+        EventKind::McpServerRequest {
+            server: "everything".into(),
+            method: "sampling/createMessage".into(),
+            outcome: "declined".into(),
+            detail: "sampling is off for server everything; set \
+                     mcp.servers.everything.sampling: true to let it call the run's model"
+                .into(),
+            params: r#"{"maxTokens":100,"messages":[]}"#.into(),
+        },
         EventKind::ReplayDrift(agentci::event::ReplayDrift {
             turns: 12,
             drifted: 3,
@@ -459,6 +468,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::GitPush { .. } => "git.push",
         EventKind::McpServerDown { .. } => "mcp.server.down",
         EventKind::McpToolsRefreshed { .. } => "mcp.tools.refreshed",
+        EventKind::McpServerRequest { .. } => "mcp.server.request",
         EventKind::ReplayDrift(_) => "replay.drift",
         EventKind::RunCompleted(_) => "run.completed",
     }

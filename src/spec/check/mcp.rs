@@ -1,6 +1,7 @@
 //! The `mcp` key: each server in `mcp.servers` is either a command to start
 //! (`command`, `args`, `env`, `cwd`) or a remote URL (`url`, `headers`),
-//! with `timeout`, `startup_timeout`, `tools`, `required` and `roots`.
+//! with `timeout`, `startup_timeout`, `tools`, `required`, `roots` and
+//! `sampling`.
 //!
 //! Server names must fit the `mcp__<server>__<tool>` tool names; values of
 //! `env` and `headers` may read agentci's environment with
@@ -89,6 +90,10 @@ impl Checker<'_> {
         let tools = raw.tools.as_ref().map(|tools| self.mcp_tools(name, tools));
         let required = self.optional_boolean(raw.required.as_ref(), "required");
         let roots = self.optional_boolean(raw.roots.as_ref(), "roots");
+        let sampling = self.optional_boolean(
+            raw.sampling.as_ref(),
+            &format!("mcp.servers.{name}.sampling"),
+        );
         Some(McpServerSpec {
             name: name.to_string(),
             transport: transport?,
@@ -97,6 +102,7 @@ impl Checker<'_> {
             tools,
             required,
             roots,
+            sampling,
         })
     }
 
