@@ -3,7 +3,8 @@
 //! agentci's environment or write outside the workspace, and neither they
 //! nor what they start outlive agentci — at the end of a command, when they
 //! ignore their closed stdin, or when agentci is stopped by SIGTERM.
-//! Driven through the real binary (`agentci mcp call JOB.yaml ...`) with
+//! Driven through the real binary (`agentci mcp call JOB.yaml ...`, and one
+//! `agentci run` stopped mid-call) with
 //! tests/mcp-servers/test_server.py as a server that tries.
 
 use std::path::{Path, PathBuf};
@@ -235,4 +236,80 @@ fn a_degraded_sandbox_is_reported_and_a_required_one_stops_the_command() {
         "{}",
         stderr(&out)
     );
+}
+
+/// The same in a run: SIGTERM while the model waits on a server's tool
+/// call ends the run as interrupted (exit 143, `run.completed` last in the
+/// trace) and leaves neither the server nor what it started.
+#[test]
+fn a_run_stopped_by_sigterm_mid_call_leaves_no_server_behind() {
+    use super::support::fake_model::{FakeModel, Reply};
+    let sb = Sandbox::new();
+    let server = tag("run-sigterm");
+    let child = tag("run-sigterm-child");
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Wait on the server", "it answered")]),
+        Reply::tool_call("mcp__test__sleep", serde_json::json!({"seconds": 60})),
+    ]);
+    sb.skill("s", None);
+    let words = test_server(&[
+        "--background-child",
+        &child,
+        "--ignore-stdin-close",
+        &server,
+    ]);
+    let args: Vec<String> = words[1..].iter().map(|w| format!("{w:?}")).collect();
+    sb.write(
+        "job.yaml",
+        &format!(
+            "name: j\nskill: s\nskills_path: [skills]\ngoal: g\nworkspace: ws\nallow_dirty: true\n\
+             model: {{provider: openai, name: m, base_url: {}}}\n\
+             permissions: {{default: allow}}\nsandbox: {{profile: workspace-write}}\n\
+             mcp:\n  servers:\n    test:\n      command: {}\n      args: [{}]\n",
+            model.base_url(),
+            words[0],
+            args.join(", ")
+        ),
+    );
+    let mut agentci =
+        super::support::harness::outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
+            .args([
+                "run",
+                "job.yaml",
+                "--trace",
+                "out/trace.jsonl",
+                "--progress",
+                "none",
+            ])
+            .current_dir(sb.path())
+            .env_remove("OPENAI_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+    let trace = sb.path().join("out/trace.jsonl");
+    let until = Instant::now() + Duration::from_secs(30);
+    // The sleep call is running once its tool.call is in the trace.
+    while processes_with(&child).is_empty()
+        || !std::fs::read_to_string(&trace).is_ok_and(|t| t.contains("mcp__test__sleep"))
+    {
+        assert!(
+            Instant::now() < until,
+            "the run did not reach the server's tool call"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: a signal to the agentci this test started.
+    unsafe {
+        libc::kill(agentci.id() as i32, libc::SIGTERM);
+    }
+    let status = agentci.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    let mut left = left_with(&server);
+    left.extend(left_with(&child));
+    assert_eq!(left, Vec::<String>::new());
+    let events = super::support::harness::read_jsonl(&trace);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "run.completed");
+    assert_eq!(last["status"], "interrupted");
 }
