@@ -24,9 +24,11 @@ pub fn tools_left(job_tools: Option<&[String]>, skill: &Skill) -> Vec<&'static s
         .collect()
 }
 
-/// Why the run would get no tools, or `None` when it gets some.
+/// Why the run would get no tools, or `None` when it gets some. A skill
+/// that names MCP tools is not judged here: they come from the job's
+/// servers, which only a run knows.
 pub fn no_tools_warning(job_tools: Option<&[String]>, skill: &Skill) -> Option<String> {
-    if !tools_left(job_tools, skill).is_empty() {
+    if !tools_left(job_tools, skill).is_empty() || names_mcp_tools(skill) {
         return None;
     }
     let unmapped = if skill.unmapped_tools.is_empty() {
@@ -58,4 +60,16 @@ pub fn no_tools_warning(job_tools: Option<&[String]>, skill: &Skill) -> Option<S
          `allowed-tools` to allow every tool",
         skill.name
     ))
+}
+
+/// Does the skill's `allowed-tools` name a server's tool or the MCP resource tools?
+fn names_mcp_tools(skill: &Skill) -> bool {
+    skill.allowed_tools.as_ref().is_some_and(|patterns| {
+        patterns.iter().any(|p| {
+            let name = p.tool_name().unwrap_or(p.as_str());
+            name.starts_with("mcp__")
+                || name == crate::mcp::tool::LIST_RESOURCES
+                || name == crate::mcp::tool::READ_RESOURCE
+        })
+    })
 }

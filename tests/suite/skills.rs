@@ -201,6 +201,39 @@ fn validate_and_run_say_when_the_job_and_skill_leave_no_tools() {
     );
 }
 
+/// A skill that allows only MCP tools gets them from the job's servers:
+/// neither validate nor run calls it toolless.
+#[test]
+fn a_skill_of_mcp_tools_only_is_not_called_toolless() {
+    let sb = Sandbox::new();
+    sb.skill(
+        "issues",
+        Some("mcp__github__search_issues mcp_read_resource"),
+    );
+    sb.write(
+        "job.yaml",
+        "name: j\nskill: issues\nskills_path: [skills]\ngoal: g\nworkspace: ws\nmodel: {name: m}\n",
+    );
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    assert!(
+        !stdout(&out).contains("leaves the run no tools"),
+        "{}",
+        stdout(&out)
+    );
+    // An empty allow-list is still called out.
+    sb.skill("nothing", Some("\"\""));
+    sb.write(
+        "job.yaml",
+        "name: j\nskill: nothing\nskills_path: [skills]\ngoal: g\nworkspace: ws\nmodel: {name: m}\n",
+    );
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    assert!(
+        stdout(&out).contains("leaves the run no tools"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn further_skills_are_listed_by_name_description_and_folder_not_body() {
     let model = FakeModel::start(vec![Reply::text("No plan.")]);
