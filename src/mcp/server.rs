@@ -46,7 +46,7 @@ pub struct StartContext<'a> {
     /// The workspace: a stdio server's default folder, and its root when allowed.
     pub workspace: &'a Path,
     /// Reads `${{ env.NAME }}` references (agentci's environment, in the CLI).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
     /// Starts stdio servers: the run's runner, so they get the job's
     /// sandbox profile and scrubbed environment as `exec` does. `None`:
     /// no sandbox, the scrubbed environment only (tools used outside a run).

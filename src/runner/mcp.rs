@@ -31,8 +31,6 @@ pub struct RunServers {
     /// Events about the start, emitted before the first model turn (after
     /// `run.started`, so every trace begins with it).
     pending: Mutex<Vec<EventKind>>,
-    /// The set could not be started at all and a server is required.
-    start_failure: Option<String>,
 }
 
 /// The values `${{ env.NAME }}` references of the job's servers resolve
@@ -58,11 +56,7 @@ impl RunServers {
         processes: &ProcessRunner,
         bus: EventBus,
     ) -> RunServers {
-        let (set, start_error) = match start_set(job, workspace, processes).await {
-            Ok(set) => (set, None),
-            Err(message) => (McpSet::empty(), Some(message)),
-        };
-        let set = Arc::new(set);
+        let set = Arc::new(start_set(job, workspace, processes).await);
         // Requests sent during the last tool calls have no next turn.
         let last = Arc::clone(&set);
         bus.before_completion(Box::new(move || request_events(&last)));
@@ -88,17 +82,11 @@ impl RunServers {
                 )));
             }
         }
-        // Without a set no server's tools exist; a required one stops the run.
-        let start_failure = start_error.and_then(|message| {
-            pending.push(warning(message.clone()));
-            (!required.is_empty()).then_some(message)
-        });
         RunServers {
             set,
             bus,
             required,
             pending: Mutex::new(pending),
-            start_failure,
         }
     }
 
@@ -147,9 +135,6 @@ impl LiveTools for RunServers {
             for event in request_events(&self.set) {
                 self.bus.emit(event);
             }
-            if let Some(message) = &self.start_failure {
-                return Err(message.clone());
-            }
             if let Some(down) = self.set.required_failure() {
                 return Err(self.stop_reason(down));
             }
@@ -187,35 +172,29 @@ impl LiveTools for RunServers {
     }
 }
 
-/// Starts the set on a blocking thread driving the run's runtime:
-/// [`StartContext`]'s environment lookup is not `Sync`, so a future holding
-/// it across an await cannot be part of a run that eval spawns as a task.
-/// The servers' own tasks still run on the run's runtime.
+/// Starts the set on the run's own task. Not on a blocking thread: a
+/// server gets `PR_SET_PDEATHSIG`, which fires when the *thread* that
+/// started it ends, and an idle blocking thread ends after a few seconds,
+/// killing the servers mid-run.
 async fn start_set(
     job: &JobSpec,
     workspace: &std::path::Path,
     processes: &ProcessRunner,
-) -> Result<McpSet, String> {
-    let specs = job.mcp.servers.clone();
-    let sampler = specs
+) -> McpSet {
+    let sampler = job
+        .mcp
+        .servers
         .iter()
         .any(|s| s.sampling)
         .then(|| Arc::new(sampling::RunSampler::new(&job.model)) as Arc<dyn Sampler>);
-    let workspace = workspace.to_path_buf();
-    let processes = processes.clone();
-    let runtime = tokio::runtime::Handle::current();
-    let started = tokio::task::spawn_blocking(move || {
-        let lookup = |name: &str| std::env::var(name).ok();
-        let cx = StartContext {
-            workspace: &workspace,
-            env: &lookup,
-            runner: Some(&processes),
-            sampler,
-        };
-        runtime.block_on(McpSet::start(&specs, &cx))
-    })
-    .await;
-    started.map_err(|e| format!("starting the job's MCP servers stopped unexpectedly: {e}"))
+    let lookup = |name: &str| std::env::var(name).ok();
+    let cx = StartContext {
+        workspace,
+        env: &lookup,
+        runner: Some(processes),
+        sampler,
+    };
+    McpSet::start(&job.mcp.servers, &cx).await
 }
 
 /// The requests servers sent since the last call, as events.

@@ -429,3 +429,30 @@ fn filesystem_server_in_a_run_and_on_a_missing_folder() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert_eq!(events(&trace, "mcp.server.down")[0]["required"], true);
 }
+
+/// A server lives as long as the run, not as long as the thread that
+/// started it: a call made well after start-up (the model thinks for 12 s,
+/// longer than an idle worker thread lives) still reaches it.
+#[test]
+fn a_server_still_answers_after_the_run_has_gone_quiet_for_a_while() {
+    let sb = Sandbox::new();
+    let mut replies = vec![Reply::plan(&[("Add later", "added")])];
+    replies.push(Reply::delay(
+        std::time::Duration::from_secs(12),
+        Reply::tool_calls(vec![("call_0", "mcp__t__add", json!({"a": 2, "b": 3}))]),
+    ));
+    replies.push(Reply::step_done("added"));
+    replies.push(Reply::text("done"));
+    let model = FakeModel::start(replies);
+    let servers = server("t", &test_server(&[]), "");
+    job(&sb, &model.base_url(), &servers, ALLOW_ALL);
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let added = result_of(&trace, "call_0");
+    assert_eq!(added["ok"], true, "{added}");
+    assert!(
+        !types(&trace).iter().any(|t| t == "mcp.server.down"),
+        "{:?}",
+        types(&trace)
+    );
+}
