@@ -230,22 +230,12 @@ impl<'a> Session<'a> {
         let cost_usd = self.state.budget.record_model_call(&response.usage);
         let first_without_usage =
             response.usage == Usage::default() && self.state.budget.calls_without_usage == 1;
-        self.bus.emit(EventKind::ModelResponse(ModelResponse {
-            call_id: call_id.clone(),
-            latency_ms: started.elapsed().as_millis() as u64,
-            usage: response.usage.clone(),
-            finish_reason: response.finish_reason.clone(),
-            text: response.text.clone(),
-            tool_calls: response
-                .tool_calls
-                .iter()
-                .map(|c| ToolCallRef {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                })
-                .collect(),
+        self.bus.emit(response_event(
+            call_id.clone(),
+            &response,
+            started,
             cost_usd,
-        }));
+        ));
         if first_without_usage {
             self.bus.emit(EventKind::Warning {
                 source: "model".into(),
@@ -482,4 +472,29 @@ impl ProviderObserver for CallObserver<'_> {
             wait_ms: notice.wait.as_millis() as u64,
         }));
     }
+}
+
+/// The `model.response` event of `response` to the call `call_id`, started at `started`.
+pub(super) fn response_event(
+    call_id: String,
+    response: &ChatResponse,
+    started: Instant,
+    cost_usd: Option<f64>,
+) -> EventKind {
+    EventKind::ModelResponse(ModelResponse {
+        call_id,
+        latency_ms: started.elapsed().as_millis() as u64,
+        usage: response.usage.clone(),
+        finish_reason: response.finish_reason.clone(),
+        text: response.text.clone(),
+        tool_calls: response
+            .tool_calls
+            .iter()
+            .map(|c| ToolCallRef {
+                id: c.id.clone(),
+                name: c.name.clone(),
+            })
+            .collect(),
+        cost_usd,
+    })
 }

@@ -23,8 +23,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::event::{
-    AgentTag, ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, Phase,
-    SubagentCompleted, SubagentStarted, ToolCallRef, Usage,
+    AgentTag, ContextTrimmed, EventBus, EventKind, ModelRequest, Phase, SubagentCompleted,
+    SubagentStarted, Usage,
 };
 use crate::policy::{PermissionPolicy, ToolPattern};
 use crate::provider::{
@@ -262,22 +262,9 @@ impl<'a> Subagents<'a> {
             };
             let cost_usd = self.lock_budget().record_usage(&response.usage);
             add_usage(&mut ending.usage, &response.usage);
-            bus.emit(EventKind::ModelResponse(ModelResponse {
-                call_id,
-                latency_ms: started.elapsed().as_millis() as u64,
-                usage: response.usage.clone(),
-                finish_reason: response.finish_reason.clone(),
-                text: response.text.clone(),
-                tool_calls: response
-                    .tool_calls
-                    .iter()
-                    .map(|c| ToolCallRef {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                    })
-                    .collect(),
-                cost_usd,
-            }));
+            bus.emit(super::session::response_event(
+                call_id, &response, started, cost_usd,
+            ));
             messages.push(Message::Assistant {
                 content: response.text.clone(),
                 tool_calls: response.tool_calls.clone(),

@@ -328,37 +328,39 @@ impl McpServer {
     /// Every resource the server lists (following `nextCursor`).
     pub async fn list_resources(&self) -> Result<Vec<McpResource>, ServerDown> {
         let peer = self.peer()?;
-        if !self.has_resources {
-            return Ok(Vec::new());
-        }
-        let listed = tokio::time::timeout(self.timeout, peer.list_all_resources()).await;
-        let values = match listed {
-            Ok(Ok(items)) => items
-                .iter()
-                .filter_map(|r| serde_json::to_value(r).ok())
-                .collect(),
-            Ok(Err(ServiceError::McpError(_))) => Vec::new(),
-            Ok(Err(e)) => return Err(self.fail_call("resources/list", e).await),
-            Err(_) => return Err(self.timed_out("resources/list").await),
-        };
-        Ok(resources(values))
+        self.listed("resources/list", peer.list_all_resources())
+            .await
     }
 
     /// Every resource template the server lists.
     pub async fn list_resource_templates(&self) -> Result<Vec<McpResource>, ServerDown> {
         let peer = self.peer()?;
+        self.listed(
+            "resources/templates/list",
+            peer.list_all_resource_templates(),
+        )
+        .await
+    }
+
+    /// The items of one resource listing, within the server's timeout. A
+    /// server without resources lists none; one that answers the listing
+    /// with an MCP error lists none; one that breaks or hangs is down.
+    async fn listed<T: serde::Serialize>(
+        &self,
+        method: &str,
+        listing: impl std::future::Future<Output = Result<Vec<T>, ServiceError>>,
+    ) -> Result<Vec<McpResource>, ServerDown> {
         if !self.has_resources {
             return Ok(Vec::new());
         }
-        let listed = tokio::time::timeout(self.timeout, peer.list_all_resource_templates()).await;
-        let values = match listed {
+        let values = match tokio::time::timeout(self.timeout, listing).await {
             Ok(Ok(items)) => items
                 .iter()
                 .filter_map(|r| serde_json::to_value(r).ok())
                 .collect(),
             Ok(Err(ServiceError::McpError(_))) => Vec::new(),
-            Ok(Err(e)) => return Err(self.fail_call("resources/templates/list", e).await),
-            Err(_) => return Err(self.timed_out("resources/templates/list").await),
+            Ok(Err(e)) => return Err(self.fail_call(method, e).await),
+            Err(_) => return Err(self.timed_out(method).await),
         };
         Ok(resources(values))
     }
