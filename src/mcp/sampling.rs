@@ -90,6 +90,10 @@ pub(super) fn sampling_request(
     if params.max_tokens == 0 {
         return Err("`maxTokens` is 0".to_string());
     }
+    // Both model APIs refuse a request without a message.
+    if messages.is_empty() {
+        return Err("the request holds no messages to answer".to_string());
+    }
     Ok(SamplingRequest {
         server: server.to_string(),
         system_prompt: params.system_prompt.clone(),

@@ -217,6 +217,8 @@ fn sampling_is_capped_and_non_text_requests_are_declined() {
         "messages": [{"role": "user", "content": {"type": "text", "text": "Write a novel"}}],
         "maxTokens": 4_000_000
     });
+    // Only a system prompt: both model APIs refuse a request without a message.
+    let empty = json!({"messages": [], "systemPrompt": "Be brief.", "maxTokens": 10});
     let model = FakeModel::start(vec![
         Reply::plan(&[("Ask", "asked")]),
         Reply::tool_call(
@@ -228,6 +230,10 @@ fn sampling_is_capped_and_non_text_requests_are_declined() {
             json!({"method": "sampling/createMessage", "params": huge}),
         ),
         Reply::text("A short novel."),
+        Reply::tool_call(
+            "mcp__t__ask",
+            json!({"method": "sampling/createMessage", "params": empty}),
+        ),
         Reply::step_done("asked"),
         Reply::text("done"),
     ]);
@@ -239,6 +245,11 @@ fn sampling_is_capped_and_non_text_requests_are_declined() {
     assert!(seen[0].2.contains("text only"), "{seen:?}");
     assert_eq!(seen[1].1, "answered", "{seen:?}");
     assert_eq!(model.requests()[3]["max_completion_tokens"], 8192);
+    assert_eq!(seen[2].1, "declined", "{seen:?}");
+    assert!(seen[2].2.contains("no messages"), "{seen:?}");
+    // The declined requests reached no model: the plan, three tool turns,
+    // the one sampling answer, step_done and the summary.
+    assert_eq!(model.requests().len(), 7);
 }
 
 #[test]

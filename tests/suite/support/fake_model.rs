@@ -909,6 +909,20 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
         .unwrap_or(&empty);
     match api {
         Api::Anthropic => {
+            // Messages API reference: `max_tokens` is required and at least 1,
+            // and `messages` needs at least one entry (the system prompt is a
+            // separate field). Sampling requests and summary calls build
+            // bodies of their own, so both are checked here.
+            match body.get("max_tokens").and_then(Value::as_u64) {
+                None => return Some("max_tokens: Field required".into()),
+                Some(0) => {
+                    return Some("max_tokens: Input should be greater than or equal to 1".into());
+                }
+                Some(_) => {}
+            }
+            if messages.is_empty() {
+                return Some("messages: at least one message is required".into());
+            }
             // Messages API: a history with tool blocks needs `tools` in the
             // request (anthropic-sdk-python#494: "Requests which include
             // `tool_use` or `tool_result` blocks must define tools.").
@@ -987,6 +1001,20 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
             }
         }
         Api::OpenAi => {
+            // Chat Completions reference: `messages` has at least one entry,
+            // and `max_completion_tokens`, when set, is at least 1.
+            if messages.is_empty() {
+                return Some(
+                    "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."
+                        .into(),
+                );
+            }
+            if body.get("max_completion_tokens").and_then(Value::as_u64) == Some(0) {
+                return Some(
+                    "Invalid 'max_completion_tokens': integer below minimum value. Expected a value >= 1, but got 0 instead."
+                        .into(),
+                );
+            }
             // Chat Completions: every `tool` message answers a tool call of an
             // earlier assistant message (the API's own wording, typo included).
             let mut asked: HashSet<&str> = HashSet::new();
