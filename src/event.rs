@@ -362,6 +362,9 @@ pub struct OutputPaths {
     /// `outputs.patch`, where the agent's changes are written after the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
+    /// `outputs.result`, where the structured result is written (with `result_schema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -694,6 +697,10 @@ pub struct RunCompleted {
     pub totals: Totals,
     pub checks_passed: u32,
     pub checks_failed: u32,
+    /// The structured result the model submitted, valid against the job's
+    /// `result_schema`; absent without a schema or a valid result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
 }
 
 impl RunCompleted {
@@ -888,6 +895,8 @@ fn redact_kind(redactor: &Redactor, kind: EventKind) -> EventKind {
             // The trace must still end with run.completed: mask its free text by hand.
             done.reason = redactor.redact(&done.reason).into_owned();
             done.summary = done.summary.map(|s| redactor.redact(&s).into_owned());
+            // A result that cannot be masked is not shown at all.
+            done.result = done.result.and_then(|r| redactor.redact_serde(r).ok());
             EventKind::RunCompleted(done)
         }
         Err(_) => EventKind::Warning {
@@ -945,6 +954,7 @@ mod tests {
             totals: Totals::default(),
             checks_passed: 0,
             checks_failed: 0,
+            result: None,
         }));
         bus.emit(EventKind::Warning {
             source: "late".into(),
@@ -978,6 +988,7 @@ mod tests {
             totals: Totals::default(),
             checks_passed: 0,
             checks_failed: 0,
+            result: None,
         };
         assert_eq!(
             done(RunStatus::Interrupted, "interrupted by SIGTERM").exit_code(),
@@ -1003,6 +1014,7 @@ mod tests {
             totals: Totals::default(),
             checks_passed: 0,
             checks_failed: 0,
+            result: None,
         }));
         bus.emit(EventKind::GitCommit {
             branch: "b".into(),

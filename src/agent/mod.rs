@@ -19,6 +19,7 @@ pub mod loop_guard;
 pub mod memory;
 pub mod plan;
 pub mod protocol;
+pub mod result;
 pub(crate) mod sent;
 pub mod session;
 pub mod state;
@@ -73,6 +74,8 @@ pub type AgentOutcome = Result<Option<String>, Stop>;
 pub struct Agent<'a> {
     session: Session<'a>,
     job: &'a JobSpec,
+    /// The structured result of the latest final turn (with `result_schema`).
+    result: Option<serde_json::Value>,
 }
 
 impl<'a> Agent<'a> {
@@ -154,6 +157,7 @@ impl<'a> Agent<'a> {
         Agent {
             session: Session::new(parts, state),
             job,
+            result: None,
         }
     }
 
@@ -171,7 +175,13 @@ impl<'a> Agent<'a> {
     /// Dropping the future stops the model call in flight and kills the
     /// process groups of running tools.
     pub async fn work(&mut self) -> AgentOutcome {
-        timed_agent_phase(&mut self.session, self.job).await
+        timed_agent_phase(&mut self.session, self.job, &mut self.result).await
+    }
+
+    /// The structured result the model submitted, valid against the job's
+    /// `result_schema`; `None` without a schema or before a valid one came.
+    pub fn result(&self) -> Option<&serde_json::Value> {
+        self.result.as_ref()
     }
 
     /// Kill the background sessions the model left running, each recorded
@@ -215,13 +225,14 @@ impl<'a> Agent<'a> {
 async fn timed_agent_phase(
     session: &mut Session<'_>,
     job: &JobSpec,
+    result: &mut Option<serde_json::Value>,
 ) -> Result<Option<String>, Stop> {
     match session.state().budget.remaining_time() {
-        Some(left) => match tokio::time::timeout(left, agent_phase(session, job)).await {
-            Ok(result) => result,
+        Some(left) => match tokio::time::timeout(left, agent_phase(session, job, result)).await {
+            Ok(outcome) => outcome,
             Err(_) => Err(Stop::Budget(session.state().budget.timeout_exceeded())),
         },
-        None => agent_phase(session, job).await,
+        None => agent_phase(session, job, result).await,
     }
 }
 
@@ -255,12 +266,24 @@ fn file_access(policy: &PermissionPolicy, job: &JobSpec) -> FileAccess {
 
 /// Plan (unless there is a plan already), execute the steps not yet done,
 /// summarize. Returns the final summary, if the model gave one.
-async fn agent_phase(session: &mut Session<'_>, job: &JobSpec) -> Result<Option<String>, Stop> {
+async fn agent_phase(
+    session: &mut Session<'_>,
+    job: &JobSpec,
+    result: &mut Option<serde_json::Value>,
+) -> Result<Option<String>, Stop> {
     if session.state().plan.is_empty() {
         let steps = plan::make_plan(session, job.max_plan_turns).await?;
         session.set_plan(steps);
     }
     execute::execute_plan(session).await?;
+    if let Some(schema) = &job.result_schema {
+        // A round's result replaces the one before: the last round's work is what it describes.
+        *result = None;
+        let schema = result::ResultSchema::new(schema).map_err(Stop::Failed)?;
+        let submitted = result::result_turn(session, &schema).await?;
+        *result = Some(submitted.result);
+        return Ok(submitted.summary.or_else(|| fallback_summary(session)));
+    }
     // The work is done; a budget too small for the summary turn does not fail the run.
     if session.state().budget.check_model_call().is_err() {
         return Ok(fallback_summary(session));

@@ -56,6 +56,8 @@ pub struct Session<'a> {
     /// The same list on every turn keeps the prompt prefix cacheable; which
     /// tools may run in a phase is decided when a call arrives.
     offered: Vec<ToolDefinition>,
+    /// Tools offered on the final turn only (`submit_result`), after the others.
+    final_tools: Vec<ToolDefinition>,
     policy: PermissionPolicy,
     /// Concurrency, timeouts and loop guard settings from the job.
     tool_loop: ToolLoopSpec,
@@ -113,6 +115,7 @@ impl<'a> Session<'a> {
             bus,
             ctx,
             offered: [tools.definitions(), protocol::control_tools()].concat(),
+            final_tools: Vec::new(),
             tools,
             policy,
             tool_loop,
@@ -146,6 +149,24 @@ impl<'a> Session<'a> {
     /// Add a user message to the conversation.
     pub fn tell(&mut self, content: String) {
         self.state.conversation.push(Message::User { content });
+    }
+
+    /// Offer `tool` from the next turn on (the final turn's `submit_result`):
+    /// added at the end, so the prompt prefix before it stays cached.
+    pub fn offer_final_tool(&mut self, tool: ToolDefinition) {
+        if !self.offered.iter().any(|t| t.name == tool.name) {
+            self.offered.push(tool.clone());
+            self.final_tools.push(tool);
+        }
+    }
+
+    /// Answer the tool call `tool_call_id` of the last turn with `content`
+    /// (a call the phase handles itself, such as `submit_result`).
+    pub fn answer_call(&mut self, tool_call_id: &str, content: String) {
+        self.state.conversation.push(Message::Tool {
+            tool_call_id: tool_call_id.to_string(),
+            content,
+        });
     }
 
     /// Count a planning turn; returns its number, from 1.
@@ -208,7 +229,12 @@ impl<'a> Session<'a> {
             .await
             .map_err(Stop::ToolsUnavailable)?
         {
-            self.offered = [self.tools.definitions(), protocol::control_tools()].concat();
+            self.offered = [
+                self.tools.definitions(),
+                protocol::control_tools(),
+                self.final_tools.clone(),
+            ]
+            .concat();
         }
         self.keep_under_mark(phase, step).await?;
         let turn = self.state.budget.turns + 1;

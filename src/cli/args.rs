@@ -137,6 +137,9 @@ pub struct JobFlagArgs {
     /// Rounds of checks: failing checks go back to the agent until they pass or rounds run out.
     #[arg(long, value_name = "N")]
     pub checks_rounds: Option<String>,
+    /// A JSON Schema file the run's structured result must match (replaces the job's `result_schema`).
+    #[arg(long, value_name = "FILE")]
+    pub result_schema: Option<PathBuf>,
     /// Run even when the workspace has uncommitted changes.
     #[arg(long)]
     pub allow_dirty: bool,

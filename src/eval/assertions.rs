@@ -239,6 +239,7 @@ mod tests {
             },
             checks_passed: 1,
             checks_failed: 0,
+            result: None,
         };
         let events = vec![call("edit")];
         let changed = vec!["notes.txt".to_string(), "src/a.rs".to_string()];

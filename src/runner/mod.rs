@@ -32,7 +32,7 @@ use crate::agent::{CancelSignal, ToolSet};
 use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::{Redactor, secret_values};
-use crate::sink::{FileBase, JunitWriter, TraceWriter};
+use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::tools::{ToolLimits, catalog};
 
 /// Where one run's files go and what else observes it.
@@ -114,9 +114,12 @@ pub async fn run_prepared(
         .junit
         .clone()
         .unwrap_or_else(|| folder.junit.clone());
+    // Written only for a job with a result schema.
+    let result_path = job.result_schema.as_ref().map(|_| folder.result.clone());
     let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
         .into_iter()
         .chain(job.outputs.patch.as_ref())
+        .chain(result_path.as_ref())
         .cloned()
         .collect();
     git_step::preflight(job, workspace.root(), &own_files).map_err(StartError::Git)?;
@@ -151,6 +154,9 @@ pub async fn run_prepared(
     sinks.push(Box::new(
         JunitWriter::new(junit_path.clone()).with_file_base(options.junit_files.clone()),
     ));
+    if let Some(path) = &result_path {
+        sinks.push(Box::new(ResultWriter::new(path.clone())));
+    }
     sinks.extend(options.sinks);
     let bus = EventBus::with_redactor(run_id.clone(), sinks, secrets);
     let mut warnings = warnings.clone();
@@ -221,6 +227,7 @@ pub async fn run_prepared(
             trace: Some(trace_path.display().to_string()),
             junit: Some(junit_path.display().to_string()),
             patch: job.outputs.patch.as_ref().map(|p| p.display().to_string()),
+            result: result_path.as_ref().map(|p| p.display().to_string()),
         },
         warnings,
         limits: ToolLimits {

@@ -121,6 +121,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             },
             checks_passed: 0,
             checks_failed: 0,
+            result: None,
         };
         return complete(completed, &bus);
     }
@@ -193,6 +194,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         },
         checks_passed,
         checks_failed,
+        result: agent.result().cloned(),
     };
     complete(completed, &bus)
 }

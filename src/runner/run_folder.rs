@@ -22,6 +22,8 @@ pub struct RunFolder {
     pub dir: PathBuf,
     pub trace: PathBuf,
     pub junit: PathBuf,
+    /// `outputs.result`, else `<dir>/result.json` (written only with a result schema).
+    pub result: PathBuf,
     /// `<dir>/outputs`: tool outputs cut for the model, kept whole.
     pub kept_outputs: PathBuf,
 }
@@ -50,6 +52,10 @@ impl RunFolder {
                 .junit
                 .clone()
                 .unwrap_or_else(|| dir.join("junit.xml")),
+            result: outputs
+                .result
+                .clone()
+                .unwrap_or_else(|| dir.join("result.json")),
             kept_outputs: dir.join("outputs"),
             dir,
         }

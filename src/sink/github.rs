@@ -482,7 +482,7 @@ fn outputs_text(report: &RunReport, delimiter: &str) -> String {
         .and_then(|done| done.totals.cost_usd)
         .map(|c| format!("{c:.6}"))
         .unwrap_or_default();
-    let pairs = [
+    let mut pairs = vec![
         ("status", status.as_str().to_string()),
         (
             "exit-code",
@@ -498,10 +498,24 @@ fn outputs_text(report: &RunReport, delimiter: &str) -> String {
         ("patch", path("patch")),
         ("cost-usd", cost),
     ];
+    // Only a run with a result schema has this output.
+    if let Some(result) = result_output(report) {
+        pairs.push(("result", result));
+    }
     pairs
         .iter()
         .map(|(name, value)| output_line(name, value, delimiter))
         .collect()
+}
+
+/// The structured result as compact JSON (one line: JSON escapes line
+/// breaks in strings).
+fn result_output(report: &RunReport) -> Option<String> {
+    report
+        .completed
+        .as_ref()
+        .and_then(|done| done.result.as_ref())
+        .map(|result| result.to_string())
 }
 
 /// `name=value`, or a `name<<DELIM` block when the value has a line break.
@@ -556,6 +570,7 @@ mod tests {
                 totals: Default::default(),
                 checks_passed: 0,
                 checks_failed: 1,
+                result: None,
             }),
             ..RunReport::default()
         };

@@ -216,6 +216,9 @@ impl JunitWriter {
             .as_ref()
             .map_or("incomplete", |done| done.status.as_str());
         props.push(("status", status.to_string()));
+        if let Some(result) = self.completed.as_ref().and_then(|d| d.result.as_ref()) {
+            props.push(("agentci.result", result_property(result)));
+        }
         for (name, value) in props {
             suite.add_property((name, value.as_str()));
         }
@@ -437,5 +440,17 @@ impl UniqueNames {
         }
         self.0.insert(candidate.clone());
         candidate
+    }
+}
+
+/// A JUnit property is one attribute: the result as compact JSON, cut
+/// (on a character boundary) so a large result does not bloat the report;
+/// the whole result is in `outputs.result`.
+fn result_property(result: &serde_json::Value) -> String {
+    const MAX_CHARS: usize = 4000;
+    let text = result.to_string();
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }

@@ -6,7 +6,8 @@
 //! the JSONL trace ([`TraceWriter`]), the JUnit XML ([`JunitWriter`]) and the
 //! terminal display ([`PlainLog`] for logs, [`ProgressBars`] for a terminal)
 //! and, under GitHub Actions, grouped logs, annotations, the step summary
-//! and step outputs ([`GithubActions`]).
+//! and step outputs ([`GithubActions`]); with a result schema, the result
+//! file ([`ResultWriter`]).
 //! Sinks never call back into the run, and a sink that fails to write does
 //! not stop it: the [`EventBus`](crate::event::EventBus) collects the error.
 //! Choosing which sinks a run gets (terminal or not, `--out`) is the CLI's job.
@@ -14,6 +15,7 @@
 mod github;
 mod junit;
 pub(crate) mod progress;
+mod result_file;
 mod trace;
 
 pub use github::{
@@ -22,4 +24,5 @@ pub use github::{
 };
 pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};
+pub use result_file::ResultWriter;
 pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};

@@ -41,6 +41,8 @@ pub struct JobFlags {
     pub checks_rounds: Option<String>,
     /// `--allow-dirty`.
     pub allow_dirty: bool,
+    /// `--result-schema FILE`: replaces the job's `result_schema`.
+    pub result_schema: Option<std::path::PathBuf>,
 }
 
 impl JobFlags {
@@ -59,6 +61,7 @@ impl JobFlags {
             && self.timeout.is_none()
             && self.checks_rounds.is_none()
             && !self.allow_dirty
+            && self.result_schema.is_none()
     }
 
     /// The flag texts that may use `${{ vars.NAME }}`.
@@ -170,6 +173,12 @@ pub(super) fn apply(raw: &mut RawJob, flags: &JobFlags, cwd: &std::path::Path) -
     }
     if flags.allow_dirty {
         raw.allow_dirty = Some(places.spanned("--allow-dirty", Scalar::Bool(true)));
+    }
+    if let Some(file) = &flags.result_schema {
+        // Relative to where the command runs, like other path flags; the
+        // flag wins over the job's own `result_schema`.
+        let path = cwd.join(file).display().to_string();
+        raw.result_schema = Some(places.spanned("--result-schema", path.into()));
     }
     places
 }

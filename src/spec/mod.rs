@@ -80,6 +80,9 @@ pub struct JobSpec {
     pub tool_loop: ToolLoopSpec,
     /// `memory`, `rules` and `rules_reminder`.
     pub guidance: GuidanceSpec,
+    /// `result_schema` (or `--result-schema`): the JSON Schema the run's
+    /// structured result must match, already checked to compile.
+    pub result_schema: Option<serde_json::Value>,
 }
 
 /// Standing guidance the system prompt carries: the memory file and the
@@ -417,6 +420,9 @@ pub struct OutputsSpec {
     pub junit: Option<PathBuf>,
     /// Write the agent's changes as a unified diff here.
     pub patch: Option<PathBuf>,
+    /// Where the structured result goes (with `result_schema`); `None`:
+    /// `result.json` in the run folder.
+    pub result: Option<PathBuf>,
     /// Commit the agent's changes on a new branch.
     pub commit: Option<CommitSpec>,
     /// Push the commit's branch (only with `commit`).

@@ -50,6 +50,8 @@ pub(super) struct RawJob {
     pub rules: Option<Vec<Spanned<String>>>,
     pub rules_reminder: Option<Spanned<Scalar>>,
     pub checks_rounds: Option<Spanned<Scalar>>,
+    /// An inline JSON Schema (a mapping) or the path of a `.json` file holding one.
+    pub result_schema: Option<Spanned<serde_json::Value>>,
 }
 
 /// `task:`, the sub-agents the `task` tool starts.
@@ -144,6 +146,7 @@ pub(super) struct RawOutputs {
     pub trace: Option<Spanned<String>>,
     pub junit: Option<Spanned<String>>,
     pub patch: Option<Spanned<String>>,
+    pub result: Option<Spanned<String>>,
     pub commit: Option<Spanned<RawCommit>>,
     pub push: Option<Spanned<RawPush>>,
     pub max_file_size: Option<Spanned<Scalar>>,

@@ -42,6 +42,7 @@ fn run_started() -> EventKind {
             trace: Some(".agentci/runs/r1/trace.jsonl".into()),
             junit: None,
             patch: Some("out/changes.patch".into()),
+            result: None,
         },
         sandbox: SandboxReport {
             profile: "workspace-write".into(),
@@ -145,6 +146,7 @@ fn run_completed(status: RunStatus, reason: &str, checks: (u32, u32)) -> EventKi
         },
         checks_passed: checks.0,
         checks_failed: checks.1,
+        result: None,
     })
 }
 

@@ -151,6 +151,7 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
     if let Some(summary) = report.completed.as_ref().and_then(|d| d.summary.as_deref()) {
         let _ = writeln!(md, "### Summary\n\n{}\n", summary.trim());
     }
+    result_section(&mut md, report);
     if let Some(started) = &report.started {
         let outputs = &started.outputs;
         let _ = writeln!(
@@ -162,6 +163,23 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         );
     }
     md
+}
+
+/// The structured result, pretty-printed in a JSON block (cut when long:
+/// the whole of it is in `outputs.result`).
+fn result_section(md: &mut String, report: &RunReport) {
+    const MAX_LINES: usize = 60;
+    let Some(result) = report.completed.as_ref().and_then(|d| d.result.as_ref()) else {
+        return;
+    };
+    let text = serde_json::to_string_pretty(result).unwrap_or_else(|_| result.to_string());
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown = lines[..lines.len().min(MAX_LINES)].join("\n");
+    if lines.len() > MAX_LINES {
+        let _ = write!(shown, "\n… {} more lines", lines.len() - MAX_LINES);
+    }
+    let fence = fence_for(&shown);
+    let _ = writeln!(md, "### Result\n\n{fence}json\n{shown}\n{fence}\n");
 }
 
 fn status_icon(status: RunStatus) -> &'static str {

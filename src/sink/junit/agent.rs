@@ -132,6 +132,7 @@ mod tests {
             totals: Totals::default(),
             checks_passed: 0,
             checks_failed: failed,
+            result: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub(crate) mod mcp;
 mod model;
 mod model_options;
 mod numbers;
+mod result;
 mod sandbox;
 mod tool_loop;
 mod untrusted;
@@ -115,6 +116,10 @@ impl Checker<'_> {
             .map_or(1, |n| n as u32);
         let tool_loop = self.tool_loop(&raw);
         let guidance = self.guidance(&raw, workspace.as_deref());
+        let result_schema = raw
+            .result_schema
+            .as_ref()
+            .and_then(|s| self.result_schema(s));
 
         let mcp = self.mcp(raw.mcp.as_ref(), workspace.as_deref(), &vars);
 
@@ -145,6 +150,7 @@ impl Checker<'_> {
                 mcp,
                 tool_loop,
                 guidance,
+                result_schema,
             }),
             _ => None,
         };
@@ -510,6 +516,7 @@ impl Checker<'_> {
                     trace: resolve(&o.trace),
                     junit: resolve(&o.junit),
                     patch: resolve(&o.patch),
+                    result: resolve(&o.result),
                     commit,
                     push,
                     max_file_size: o.max_file_size.as_ref().and_then(|v| {

@@ -907,6 +907,9 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
         .get("messages")
         .and_then(Value::as_array)
         .unwrap_or(&empty);
+    if let Some(problem) = tool_schema_refusal(api, body) {
+        return Some(problem);
+    }
     match api {
         Api::Anthropic => {
             // Messages API reference: `max_tokens` is required and at least 1,
@@ -1067,6 +1070,37 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
                     "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
                         .into(),
                 );
+            }
+        }
+    }
+    None
+}
+
+/// Both APIs take only an object schema as a tool's parameters, as their
+/// references say and their 400s show: Anthropic's `input_schema` "must be
+/// type object" (`tools.N.custom.input_schema.type: Input should be 'object'`),
+/// OpenAI's function `parameters` likewise ("schema must be a JSON Schema of
+/// 'type: "object"'"). The messages are the real ones.
+fn tool_schema_refusal(api: Api, body: &Value) -> Option<String> {
+    let tools = body.get("tools").and_then(Value::as_array)?;
+    for (i, tool) in tools.iter().enumerate() {
+        match api {
+            Api::Anthropic => {
+                if tool["input_schema"]["type"] != "object" {
+                    return Some(format!(
+                        "tools.{i}.custom.input_schema.type: Input should be 'object'"
+                    ));
+                }
+            }
+            Api::OpenAi => {
+                let schema = &tool["function"]["parameters"];
+                if !schema.is_null() && schema["type"] != "object" {
+                    return Some(format!(
+                        "Invalid schema for function '{}': schema must be a JSON Schema of 'type: \"object\"', got 'type: {}'.",
+                        tool["function"]["name"].as_str().unwrap_or_default(),
+                        schema["type"]
+                    ));
+                }
             }
         }
     }
