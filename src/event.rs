@@ -362,9 +362,6 @@ pub struct OutputPaths {
     /// `outputs.patch`, where the agent's changes are written after the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
-    /// `outputs.result`, where the structured result is written (with `result_schema`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -227,7 +227,6 @@ pub async fn run_prepared(
             trace: Some(trace_path.display().to_string()),
             junit: Some(junit_path.display().to_string()),
             patch: job.outputs.patch.as_ref().map(|p| p.display().to_string()),
-            result: result_path.as_ref().map(|p| p.display().to_string()),
         },
         warnings,
         limits: ToolLimits {

@@ -55,6 +55,9 @@ struct JobFile {
     rules: Vec<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     rules_reminder: bool,
+    /// Written inline: a file's schema is read when the job loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_schema: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -175,6 +178,8 @@ struct Outputs {
     #[serde(skip_serializing_if = "Option::is_none")]
     patch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     commit: Option<Commit>,
     #[serde(skip_serializing_if = "Option::is_none")]
     push: Option<Push>,
@@ -190,6 +195,7 @@ impl Outputs {
             && self.trace.is_none()
             && self.junit.is_none()
             && self.patch.is_none()
+            && self.result.is_none()
             && self.commit.is_none()
             && self.max_file_size.is_none()
             && !self.include_binary
@@ -298,6 +304,7 @@ impl From<&JobSpec> for JobFile {
             }),
             rules: job.guidance.rules.clone(),
             rules_reminder: job.guidance.rules_reminder,
+            result_schema: job.result_schema.clone(),
         }
     }
 }
@@ -361,6 +368,7 @@ impl From<&OutputsSpec> for Outputs {
             trace: outputs.trace.as_deref().map(path),
             junit: outputs.junit.as_deref().map(path),
             patch: outputs.patch.as_deref().map(path),
+            result: outputs.result.as_deref().map(path),
             commit: outputs.commit.as_ref().map(|c| Commit {
                 branch: c.branch.clone(),
                 message: c.message.clone(),

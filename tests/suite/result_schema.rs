@@ -167,13 +167,6 @@ fn a_result_invalid_once_then_valid_is_the_runs_result_everywhere() {
     assert_eq!(done["status"], "passed");
     assert_eq!(done["result"], expected);
     assert_eq!(done["summary"], "I read the notes; nothing needed fixing.");
-    let started = events(&ran.trace, "run.started")[0];
-    assert!(
-        started["outputs"]["result"]
-            .as_str()
-            .unwrap()
-            .ends_with("out/result.json")
-    );
     let xml = sb.read("out/junit.xml");
     let report = Report::deserialize_from_str(&xml).unwrap();
     let property = report.test_suites[0]
@@ -451,4 +444,39 @@ fn the_action_forwards_the_result_output() {
         action["outputs"]["result"]["value"],
         "${{ steps.run.outputs.result }}"
     );
+}
+
+#[test]
+fn print_job_writes_the_schema_inline_and_it_loads_back() {
+    let sb = sandbox(
+        "http://127.0.0.1:9",
+        "openai",
+        "outputs: {result: answers/result.json}",
+    );
+    sb.write("schemas/result.json", SCHEMA);
+    let out = agentci_in(
+        sb.path(),
+        &[
+            "run",
+            "job.yaml",
+            "--print-job",
+            "--result-schema",
+            "schemas/result.json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let yaml = stdout(&out);
+    let printed: Value = serde_saphyr::from_str(&yaml).unwrap();
+    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+    assert_eq!(printed["result_schema"], schema);
+    assert!(
+        printed["outputs"]["result"]
+            .as_str()
+            .unwrap()
+            .ends_with("ws/answers/result.json")
+    );
+    sb.write("saved.yaml", &yaml);
+    let check = agentci_in(sb.path(), &["validate", "saved.yaml"], &[]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
 }

@@ -42,7 +42,6 @@ fn run_started() -> EventKind {
             trace: Some(".agentci/runs/r1/trace.jsonl".into()),
             junit: None,
             patch: Some("out/changes.patch".into()),
-            result: None,
         },
         sandbox: SandboxReport {
             profile: "workspace-write".into(),
