@@ -480,3 +480,40 @@ fn print_job_writes_the_schema_inline_and_it_loads_back() {
     let check = agentci_in(sb.path(), &["validate", "saved.yaml"], &[]);
     assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
 }
+
+#[test]
+fn with_rounds_the_last_rounds_result_is_the_result() {
+    let fake = FakeModel::start(vec![
+        Reply::plan(&[("Read the notes", "the notes are known")]),
+        Reply::step_done("read them"),
+        Reply::tool_call("submit_result", json!({"fixed": false, "files": []})),
+        // Round 2: the check failed; fix it and report again.
+        Reply::tool_call("write", json!({"path": "notes.txt", "content": "done\n"})),
+        Reply::step_done("wrote it"),
+        Reply::tool_call(
+            "submit_result",
+            json!({"fixed": true, "files": ["notes.txt"]}),
+        ),
+    ]);
+    let sb = sandbox(
+        &fake.base_url(),
+        "openai",
+        &format!(
+            "checks_rounds: 2\nresult_schema: {}",
+            SCHEMA.replace('\n', " ")
+        ),
+    );
+    // The job's check passes only once the notes say done.
+    let job = sb
+        .read("job.yaml")
+        .replace("run: test -f notes.txt", "run: grep -q done notes.txt")
+        .replace("tools: [read]", "tools: [read, write]");
+    sb.write("job.yaml", &job);
+    let ran = run(&sb, &[], &[]);
+    assert_eq!(ran.code, Some(0), "stderr: {}", ran.stderr);
+    let expected = json!({"fixed": true, "files": ["notes.txt"]});
+    assert_eq!(completed(&ran.trace)["result"], expected);
+    let file: Value = serde_json::from_str(&sb.read("out/result.json")).unwrap();
+    assert_eq!(file, expected);
+    assert_eq!(fake.remaining(), 0);
+}
