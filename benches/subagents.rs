@@ -14,10 +14,11 @@ use agentci::agent::budget::BudgetTracker;
 use agentci::agent::loop_guard::LoopGuard;
 use agentci::agent::subagent::{SubagentConfig, Subagents};
 use agentci::agent::toolset::ToolSet;
-use agentci::event::{EventBus, ModelInfo, Usage};
 use agentci::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
 };
+use agentci::provider::{ModelInfo, Usage};
+use agentci::sink::bus::EventBus;
 use agentci::spec::{BudgetSpec, DefaultDecision, PermissionsSpec, ToolLoopSpec};
 use agentci::tools::BoxFuture;
 use agentci::tools::{ToolContext, ToolLimits, Workspace};

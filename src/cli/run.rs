@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::cancel_pair;
-use crate::event::{EventSink, RunStatus};
+use crate::event::RunStatus;
 use crate::runner::{self, RunOptions};
+use crate::sink::bus::EventSink;
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };

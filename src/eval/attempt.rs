@@ -18,11 +18,14 @@ use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
-use crate::event::{Event, EventKind, EventSink, ReplayDrift, RunStatus, SinkError};
+use crate::event::{Event, EventKind, RunStatus};
 use crate::process::{ProcessRunner, RunnerConfig};
-use crate::redact::{Redactor, secret_values};
+use crate::provider::replay_drift::ReplayDrift;
+use crate::redact::Redactor;
+use crate::runner::secrets::secret_values;
 use crate::runner::{self, Prepared, RunOptions};
 use crate::sink::FileBase;
+use crate::sink::bus::{EventSink, SinkError};
 use crate::spec::LoadOptions;
 
 /// Settings shared by every attempt of an evaluation.
@@ -115,7 +118,7 @@ pub async fn run_attempt(
     plan: &AttemptPlan,
     settings: &AttemptSettings,
 ) -> AttemptResult {
-    let started_at = crate::event::now_rfc3339();
+    let started_at = crate::sink::bus::now_rfc3339();
     let clock = Instant::now();
     let mut result = AttemptResult::errored(plan, String::new(), started_at);
     if let Err(reason) = run_into(&mut result, suite, case, plan, settings).await {

@@ -25,9 +25,10 @@ use super::cassette::{
 };
 use super::replay_drift::{DriftCounter, differing_parts};
 use super::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver};
-use crate::event::{ModelInfo, ReplayDrift};
+use crate::provider::ModelInfo;
+use crate::provider::replay_drift::ReplayDrift;
 use crate::spec::ReplayMatch;
-use crate::tools::BoxFuture;
+use futures_util::future::BoxFuture;
 
 #[derive(Debug)]
 pub struct ReplayProvider {

@@ -479,7 +479,7 @@ proptest::proptest! {
         use agentci::agent::batch::{BatchEnv, run_batch};
         use agentci::agent::loop_guard::LoopGuard;
         use agentci::agent::toolset::ToolSet;
-        use agentci::event::EventBus;
+        use agentci::sink::bus::EventBus;
         use agentci::policy::PermissionPolicy;
         use agentci::provider::ToolCall;
         use agentci::spec::{DefaultDecision, PermissionsSpec, ToolLoopSpec};

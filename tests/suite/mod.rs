@@ -26,6 +26,7 @@ mod mcp_run;
 mod mcp_sandbox;
 mod mcp_set;
 mod memory_rules;
+mod module_graph;
 mod policy;
 mod protocol;
 mod provider;
