@@ -96,7 +96,7 @@ impl<'a> Agent<'a> {
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
         }
-        let policy = PermissionPolicy::new(&job.permissions);
+        let policy = PermissionPolicy::new(&job.permissions.rules());
         let workspace_display = workspace.root().display().to_string();
         let opening = vec![
             Message::System {

@@ -126,7 +126,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         );
     }
     if let Some(mode) = &args.replay_match
-        && crate::spec::ReplayMatch::parse(mode).is_none()
+        && crate::provider::replay::ReplayMatch::parse(mode).is_none()
     {
         problems.push(format!(
             "error: --replay-match: unknown replay match `{mode}`; expected `strict` or `sequence`"

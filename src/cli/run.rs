@@ -186,6 +186,7 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, String> {
         timeout: args.timeout.clone(),
         checks_rounds: args.checks_rounds.clone(),
         allow_dirty: args.allow_dirty,
+        case: None,
     })
 }
 

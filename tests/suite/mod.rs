@@ -10,6 +10,7 @@ mod context;
 mod contract;
 mod eval;
 mod eval_isolation;
+mod eval_overrides;
 mod eval_report;
 mod eval_signals;
 mod examples;
