@@ -5,8 +5,9 @@
 //! [`EventBus`](crate::sink::bus::EventBus), which stamps each with a gapless
 //! `seq`, an RFC 3339 `ts` and the `run_id`, and hands the finished [`Event`]
 //! to every sink in order. What a model call cost and which model answered
-//! are the provider's words ([`Usage`], [`ModelInfo`]), carried as they are. The JSONL trace is the serialized
-//! form of these types, so renaming a field here is a schema change: bump
+//! are the provider's words ([`Usage`], [`ModelInfo`]), carried as they are.
+//! The JSONL trace is the serialized form of these types, so renaming a
+//! field here (or in those provider types) is a schema change: bump
 //! [`SCHEMA_VERSION`] and update `docs/trace-schema.json`.
 
 use serde::{Deserialize, Serialize};
