@@ -43,6 +43,30 @@ fn the_scan_reads_grouped_paths_and_skips_tests() {
     assert_eq!(found, want);
 }
 
+/// A circle is reported with each step and the files that make it.
+#[test]
+fn a_circle_is_named_with_its_files() {
+    let mut graph = Graph::new();
+    let mut step = |from: &str, to: &str, file: &str| {
+        graph
+            .entry(from.to_string())
+            .or_default()
+            .entry(to.to_string())
+            .or_default()
+            .insert(file.to_string());
+    };
+    step("spec", "policy", "spec/mod.rs");
+    step("policy", "spec", "policy/mod.rs");
+    step("event", "provider", "event.rs");
+    let found = cycles(&graph);
+    assert_eq!(
+        found,
+        [
+            "policy -> spec -> policy:\n  policy -> spec (policy/mod.rs)\n  spec -> policy (spec/mod.rs)"
+        ]
+    );
+}
+
 fn module_graph(src: &Path) -> Graph {
     let mut graph = Graph::new();
     for file in rust_files(src) {
