@@ -11,8 +11,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::policy::{PermissionPolicy, ToolPattern};
-use agentci::spec::{DefaultDecision, PermissionsSpec};
 use serde_json::json;
 
 const ROUNDS: usize = 2_000;
@@ -23,9 +23,8 @@ fn main() {
             .map(|s| ToolPattern::parse(s).expect("pattern"))
             .collect()
     };
-    let policy = PermissionPolicy::new(&PermissionsSpec {
+    let policy = PermissionPolicy::new(&PermissionRules {
         default: DefaultDecision::Deny,
-        allow_hard_links: false,
         allow: parse(&[
             "read",
             "exec(cargo test *)",

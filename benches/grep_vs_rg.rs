@@ -23,8 +23,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::policy::{PermissionPolicy, ToolPattern};
-use agentci::spec::{DefaultDecision, PermissionsSpec};
 use agentci::tools::{FileAccess, ToolContext, ToolLimits, Workspace, builtin, call_checked};
 use serde_json::json;
 
@@ -75,14 +75,13 @@ fn main() {
         ms(tool_time)
     );
 
-    let policy = PermissionPolicy::new(&PermissionsSpec {
+    let policy = PermissionPolicy::new(&PermissionRules {
         default: DefaultDecision::Allow,
         allow: Vec::new(),
         deny: ["read(**/.env)", "read(**/secrets/**)"]
             .iter()
             .map(|p| ToolPattern::parse(p).expect("a valid pattern"))
             .collect(),
-        allow_hard_links: false,
     });
     let ruled = ToolContext {
         access: FileAccess::new(move |path| policy.read_denied_by(path), false),

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use agentci::agent::LoopState;
 use agentci::agent::budget::BudgetTracker;
 use agentci::agent::loop_guard::LoopGuard;
-use agentci::event::{PlanStep, Usage};
+use agentci::event::PlanStep;
+use agentci::provider::Usage;
 use agentci::provider::{Message, ToolCall};
 use agentci::spec::BudgetSpec;
 

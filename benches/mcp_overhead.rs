@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use agentci::mcp::{McpServer, McpSet, StartContext};
 use agentci::process::{ProcessRunner, RunnerConfig};
-use agentci::spec::{McpServerSpec, McpTransport, SandboxProfile, SandboxSpec};
+use agentci::sandbox::{SandboxProfile, SandboxSpec};
+use agentci::spec::{McpServerSpec, McpTransport};
 use serde_json::json;
 
 const SERVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp-servers");

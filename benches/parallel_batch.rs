@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use agentci::agent::batch::{BatchEnv, run_batch};
 use agentci::agent::loop_guard::LoopGuard;
 use agentci::agent::toolset::ToolSet;
-use agentci::event::EventBus;
 use agentci::policy::PermissionPolicy;
+use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::provider::ToolCall;
-use agentci::spec::{DefaultDecision, PermissionsSpec, ToolLoopSpec};
+use agentci::sink::bus::EventBus;
+use agentci::spec::ToolLoopSpec;
 use agentci::tools::{ToolContext, ToolLimits, Workspace};
 use axum::Router;
 use axum::routing::get;
@@ -45,11 +46,10 @@ fn main() {
         })
         .collect();
     let tools = ToolSet::new(Some(&["web_fetch".to_string()]), None);
-    let policy = PermissionPolicy::new(&PermissionsSpec {
+    let policy = PermissionPolicy::new(&PermissionRules {
         default: DefaultDecision::Allow,
         allow: vec![],
         deny: vec![],
-        allow_hard_links: false,
     });
     let ctx = ToolContext {
         workspace: Workspace::new(dir.path()).expect("workspace"),

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentci::process::{ProcessRunner, RunnerConfig};
-use agentci::spec::{SandboxProfile, SandboxSpec};
+use agentci::sandbox::{SandboxProfile, SandboxSpec};
 
 const CALLS: usize = 300;
 

@@ -14,11 +14,13 @@ use agentci::agent::budget::BudgetTracker;
 use agentci::agent::loop_guard::LoopGuard;
 use agentci::agent::subagent::{SubagentConfig, Subagents};
 use agentci::agent::toolset::ToolSet;
-use agentci::event::{EventBus, ModelInfo, Usage};
+use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
 };
-use agentci::spec::{BudgetSpec, DefaultDecision, PermissionsSpec, ToolLoopSpec};
+use agentci::provider::{ModelInfo, Usage};
+use agentci::sink::bus::EventBus;
+use agentci::spec::{BudgetSpec, ToolLoopSpec};
 use agentci::tools::BoxFuture;
 use agentci::tools::{ToolContext, ToolLimits, Workspace};
 
@@ -87,11 +89,10 @@ fn main() {
         })
         .collect();
     let tools = ToolSet::new(Some(&["read".to_string(), "task".to_string()]), None);
-    let policy = agentci::policy::PermissionPolicy::new(&PermissionsSpec {
+    let policy = agentci::policy::PermissionPolicy::new(&PermissionRules {
         default: DefaultDecision::Allow,
         allow: vec![],
         deny: vec![],
-        allow_hard_links: false,
     });
     let ctx = ToolContext {
         workspace: Workspace::new(dir.path()).expect("workspace"),

@@ -1,18 +1,20 @@
 //! The events of a run: the single contract between the agent and everything
 //! that observes it.
 //!
-//! The agent emits [`EventKind`]s through an [`EventBus`], which stamps each
-//! with a gapless `seq`, an RFC 3339 `ts` and the `run_id`, and hands the
-//! finished [`Event`] to every sink in order. The JSONL trace is the serialized
-//! form of these types, so renaming a field here is a schema change: bump
+//! Data only: the agent emits [`EventKind`]s through the
+//! [`EventBus`](crate::sink::bus::EventBus), which stamps each with a gapless
+//! `seq`, an RFC 3339 `ts` and the `run_id`, and hands the finished [`Event`]
+//! to every sink in order. What a model call cost and which model answered
+//! are the provider's words ([`Usage`], [`ModelInfo`]), carried as they are.
+//! The JSONL trace is the serialized form of these types, so renaming a
+//! field here (or in those provider types) is a schema change: bump
 //! [`SCHEMA_VERSION`] and update `docs/trace-schema.json`.
-
-use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::redact::Redactor;
+use crate::provider::replay_drift::ReplayDrift;
+use crate::provider::{ModelInfo, Usage};
 
 /// Version of the trace format, written in `run.started`.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -188,41 +190,6 @@ pub enum EventKind {
     RunCompleted(RunCompleted),
 }
 
-/// How far a sequence replay's requests drifted from the recording.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct ReplayDrift {
-    /// Requests answered from the cassette.
-    pub turns: u32,
-    /// Of those, the requests that differed from the recorded ones.
-    pub drifted: u32,
-    /// Exchanges the cassette holds.
-    pub recorded: u32,
-    /// What differed and in how many turns (`skill text`, `tool result`…).
-    pub parts: std::collections::BTreeMap<String, u32>,
-    /// The first turn whose request differed, 1-based.
-    pub first_drifted_turn: Option<u32>,
-}
-
-impl ReplayDrift {
-    /// One line for people: `recordings out of date in 3/12 turns (skill text 3)`.
-    pub fn summary(&self) -> String {
-        if self.drifted == 0 {
-            return format!("recordings match in all {} turns", self.turns);
-        }
-        let parts: Vec<String> = self
-            .parts
-            .iter()
-            .map(|(part, turns)| format!("{part} {turns}"))
-            .collect();
-        format!(
-            "recordings out of date in {}/{} turns ({})",
-            self.drifted,
-            self.turns,
-            parts.join(", ")
-        )
-    }
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SubagentStarted {
     /// `explore` or `general`.
@@ -365,12 +332,6 @@ pub struct OutputPaths {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct ModelInfo {
-    pub provider: String,
-    pub name: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SkillLoaded {
     pub name: String,
     pub path: String,
@@ -444,27 +405,6 @@ pub struct ModelRequest {
     /// What the model was sent, as a delta against the previous request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent: Option<SentDelta>,
-}
-
-/// Tokens of one model call as the server reported them.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Usage {
-    /// Every input token, the cached ones included (OpenAI counts them this
-    /// way; Anthropic's separate cache figures are added in).
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Input tokens read from the provider's prompt cache.
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Input tokens written to the provider's prompt cache (Anthropic).
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -711,270 +651,9 @@ impl RunCompleted {
     }
 }
 
-/// Something that observes the event stream: trace writer, JUnit writer,
-/// progress display. Sinks never call back into the run.
-pub trait EventSink: Send {
-    fn on_event(&mut self, event: &Event) -> Result<(), SinkError>;
-    /// Called once after `run.completed`, to write anything built up.
-    fn finish(&mut self) -> Result<(), SinkError> {
-        Ok(())
-    }
-    /// A piece of a model answer's text as it streams in, for live displays.
-    /// Not an event: it has no `seq` and is not in the trace (the whole text
-    /// is, in `model.response`). A `model.retry` for the same call means the
-    /// text so far was thrown away.
-    fn on_partial_text(&mut self, _call_id: &str, _delta: &str) {}
-}
-
-/// A sink that could not write what it was given.
-#[derive(Debug, thiserror::Error)]
-#[error("{what} {path}: {source}")]
-pub struct SinkError {
-    pub what: &'static str,
-    pub path: String,
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// Stamps events and fans them out to sinks. Cheap to clone; shared by the
-/// concurrent parts of a run so that `seq` stays gapless.
-#[derive(Clone)]
-pub struct EventBus {
-    inner: Arc<Mutex<BusState>>,
-    /// Stamped on every event this handle emits: a sub-agent's bus.
-    agent: Option<AgentTag>,
-}
-
-struct BusState {
-    run_id: String,
-    next_seq: u64,
-    sinks: Vec<Box<dyn EventSink>>,
-    /// Masks secrets in every event before any sink sees it.
-    redactor: Redactor,
-    /// The first sink error; reported at the end, the run goes on.
-    errors: Vec<SinkError>,
-    /// `run.completed` was delivered: it stays the last event, so anything
-    /// a step left running after a signal (the git step) emits is dropped.
-    completed: bool,
-    /// Asked for their last events just before `run.completed`.
-    before_completion: Vec<CompletionHook>,
-}
-
-/// Gives the events a part of the run still has to report when it ends.
-pub type CompletionHook = Box<dyn FnOnce() -> Vec<EventKind> + Send>;
-
-impl EventBus {
-    pub fn new(run_id: impl Into<String>, sinks: Vec<Box<dyn EventSink>>) -> Self {
-        Self::with_redactor(run_id, sinks, Redactor::default())
-    }
-
-    /// A bus that masks the secrets `redactor` knows in every event it delivers.
-    pub fn with_redactor(
-        run_id: impl Into<String>,
-        sinks: Vec<Box<dyn EventSink>>,
-        redactor: Redactor,
-    ) -> Self {
-        EventBus {
-            inner: Arc::new(Mutex::new(BusState {
-                run_id: run_id.into(),
-                next_seq: 1,
-                sinks,
-                redactor,
-                errors: Vec::new(),
-                completed: false,
-                before_completion: Vec::new(),
-            })),
-            agent: None,
-        }
-    }
-
-    /// The same bus (same sinks, same `seq`), stamping `agent` on every event.
-    pub fn for_agent(&self, agent: AgentTag) -> EventBus {
-        EventBus {
-            inner: Arc::clone(&self.inner),
-            agent: Some(agent),
-        }
-    }
-
-    /// `text` with the bus's secrets masked, for what leaves the run another
-    /// way than as an event (tool results sent to the model).
-    pub fn redact(&self, text: &str) -> String {
-        self.lock().redactor.redact(text).into_owned()
-    }
-
-    /// The bus's secrets, for output that must be masked before it is cut.
-    pub fn redactor(&self) -> Redactor {
-        self.lock().redactor.clone()
-    }
-
-    pub fn run_id(&self) -> String {
-        self.lock().run_id.clone()
-    }
-
-    /// Delivers the events `hook` returns just before `run.completed`:
-    /// what a part of the run that outlives the agent loop (a job's MCP
-    /// servers) still has to report, while it still fits in the trace.
-    pub fn before_completion(&self, hook: CompletionHook) {
-        self.lock().before_completion.push(hook);
-    }
-
-    /// Stamp `kind` and deliver it to every sink; returns the finished event.
-    /// After `run.completed` nothing more is delivered.
-    pub fn emit(&self, kind: EventKind) -> Event {
-        if matches!(kind, EventKind::RunCompleted(_)) {
-            // Taken out first: a hook runs without the bus locked.
-            let hooks = std::mem::take(&mut self.lock().before_completion);
-            for last in hooks.into_iter().flat_map(|hook| hook()) {
-                self.emit(last);
-            }
-        }
-        let mut state = self.lock();
-        let kind = redact_kind(&state.redactor, kind);
-        let event = Event {
-            seq: state.next_seq,
-            ts: now_rfc3339(),
-            run_id: state.run_id.clone(),
-            agent: self.agent.clone(),
-            kind,
-        };
-        if state.completed {
-            return event;
-        }
-        state.completed = matches!(event.kind, EventKind::RunCompleted(_));
-        state.next_seq += 1;
-        let BusState { sinks, errors, .. } = &mut *state;
-        for sink in sinks.iter_mut() {
-            if let Err(e) = sink.on_event(&event) {
-                errors.push(e);
-            }
-        }
-        event
-    }
-
-    /// Hand a piece of streamed model text to every sink, unstamped.
-    pub fn partial_text(&self, call_id: &str, delta: &str) {
-        let mut state = self.lock();
-        let BusState {
-            sinks, redactor, ..
-        } = &mut *state;
-        // Masked like events; a secret split across two pieces is not caught
-        // here, but the piece never reaches the trace, only the live display.
-        let delta = redactor.redact(delta);
-        for sink in sinks.iter_mut() {
-            sink.on_partial_text(call_id, &delta);
-        }
-    }
-
-    /// Let every sink write what it built up; returns the sink errors of the whole run.
-    pub fn finish(&self) -> Vec<SinkError> {
-        let mut state = self.lock();
-        let BusState { sinks, errors, .. } = &mut *state;
-        for sink in sinks.iter_mut() {
-            if let Err(e) = sink.finish() {
-                errors.push(e);
-            }
-        }
-        std::mem::take(errors)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BusState> {
-        // A sink that panicked poisons the lock; the events are still worth delivering.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// `kind` with every secret masked. The rare event that no longer loads once
-/// masked (a secret equal to an enum tag) is replaced rather than leaked.
-fn redact_kind(redactor: &Redactor, kind: EventKind) -> EventKind {
-    match redactor.redact_serde(kind) {
-        Ok(kind) => kind,
-        Err(EventKind::RunCompleted(mut done)) => {
-            // The trace must still end with run.completed: mask its free text by hand.
-            done.reason = redactor.redact(&done.reason).into_owned();
-            done.summary = done.summary.map(|s| redactor.redact(&s).into_owned());
-            // A result that cannot be masked is not shown at all.
-            done.result = done.result.and_then(|r| redactor.redact_serde(r).ok());
-            EventKind::RunCompleted(done)
-        }
-        Err(_) => EventKind::Warning {
-            source: "redact".into(),
-            message: "an event was withheld: a secret's value equals one of the trace's \
-                      keywords, so it could not be masked"
-                .into(),
-        },
-    }
-}
-
-/// The current time as RFC 3339 with milliseconds, in UTC.
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Collect(Arc<Mutex<Vec<Event>>>);
-    impl EventSink for Collect {
-        fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
-            self.0.lock().unwrap().push(event.clone());
-            Ok(())
-        }
-    }
-
-    struct Partial(Arc<Mutex<Vec<String>>>);
-    impl EventSink for Partial {
-        fn on_event(&mut self, _: &Event) -> Result<(), SinkError> {
-            Ok(())
-        }
-        fn on_partial_text(&mut self, _: &str, delta: &str) {
-            self.0.lock().unwrap().push(delta.to_string());
-        }
-    }
-
-    // A part of the run that outlives the agent loop still gets its last
-    // events in, before run.completed; nothing comes after it.
-    #[test]
-    fn completion_hooks_deliver_before_run_completed() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let bus = EventBus::new("r", vec![Box::new(Collect(Arc::clone(&seen)))]);
-        bus.before_completion(Box::new(|| {
-            vec![EventKind::Warning {
-                source: "mcp".into(),
-                message: "last".into(),
-            }]
-        }));
-        bus.emit(EventKind::RunCompleted(RunCompleted {
-            status: RunStatus::Passed,
-            reason: String::new(),
-            summary: None,
-            totals: Totals::default(),
-            checks_passed: 0,
-            checks_failed: 0,
-            result: None,
-        }));
-        bus.emit(EventKind::Warning {
-            source: "late".into(),
-            message: "dropped".into(),
-        });
-        let seen = seen.lock().unwrap();
-        let kinds: Vec<(u64, bool)> = seen
-            .iter()
-            .map(|e| (e.seq, matches!(e.kind, EventKind::RunCompleted(_))))
-            .collect();
-        assert_eq!(kinds, [(1, false), (2, true)]);
-    }
-    #[test]
-    fn partial_text_is_masked_too() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let bus = EventBus::with_redactor(
-            "r",
-            vec![Box::new(Partial(seen.clone()))],
-            Redactor::new(vec!["sk-secret-value".to_string()]),
-        );
-        bus.partial_text("m1", "the key is sk-secret-value, see");
-        assert_eq!(seen.lock().unwrap()[0], "the key is ***, see");
-    }
 
     #[test]
     fn interrupted_by_sigterm_exits_143() {
@@ -996,80 +675,5 @@ mod tests {
             130
         );
         assert_eq!(done(RunStatus::BudgetExceeded, "x").exit_code(), 3);
-    }
-
-    // Regression: a git step still running after a signal could emit
-    // `git.commit` after `run.completed`, which must be the trace's last line.
-    #[test]
-    fn nothing_is_delivered_after_run_completed() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let bus = EventBus::new("r1", vec![Box::new(Collect(seen.clone()))]);
-        bus.emit(EventKind::RunCompleted(RunCompleted {
-            status: RunStatus::Interrupted,
-            reason: "interrupted by SIGTERM".into(),
-            summary: None,
-            totals: Totals::default(),
-            checks_passed: 0,
-            checks_failed: 0,
-            result: None,
-        }));
-        bus.emit(EventKind::GitCommit {
-            branch: "b".into(),
-            sha: "0".repeat(40),
-        });
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 1);
-        assert!(matches!(seen[0].kind, EventKind::RunCompleted(_)));
-    }
-
-    #[test]
-    fn tags_are_dotted_and_fields_flat() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let bus = EventBus::new("r1", vec![Box::new(Collect(seen.clone()))]);
-        bus.emit(EventKind::StepStarted {
-            index: 0,
-            title: "look".into(),
-        });
-        let line = serde_json::to_value(&seen.lock().unwrap()[0]).unwrap();
-        assert_eq!(line["type"], "step.started");
-        assert_eq!(line["seq"], 1);
-        assert_eq!(line["run_id"], "r1");
-        assert_eq!(line["title"], "look");
-    }
-}
-
-#[cfg(test)]
-mod properties {
-    use super::*;
-    use proptest::prelude::*;
-
-    struct Seqs(Arc<Mutex<Vec<u64>>>);
-    impl EventSink for Seqs {
-        fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
-            self.0.lock().unwrap().push(event.seq);
-            Ok(())
-        }
-    }
-
-    proptest! {
-        /// Events emitted from several threads at once still get seq 1, 2, 3… in delivery order.
-        #[test]
-        fn seq_is_gapless_under_concurrent_emitters(threads in 1usize..6, per_thread in 0usize..40) {
-            let seen = Arc::new(Mutex::new(Vec::new()));
-            let bus = EventBus::new("r", vec![Box::new(Seqs(seen.clone()))]);
-            std::thread::scope(|s| {
-                for _ in 0..threads {
-                    let bus = bus.clone();
-                    s.spawn(move || {
-                        for i in 0..per_thread {
-                            bus.emit(EventKind::StepStarted { index: i, title: String::new() });
-                        }
-                    });
-                }
-            });
-            let seqs = seen.lock().unwrap().clone();
-            let expected: Vec<u64> = (1..=(threads * per_thread) as u64).collect();
-            prop_assert_eq!(seqs, expected);
-        }
     }
 }

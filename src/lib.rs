@@ -6,6 +6,27 @@
 //! that the [`sink`]s (trace, JUnit, progress, exit status) observe. The
 //! agent's changes leave as a patch, commit or push through [`git`].
 //! The library never prints; only the CLI and the sinks write to the terminal.
+//!
+//! # Layering
+//!
+//! Modules use only modules below them in this list, never one above, so
+//! there is no circle between top-level modules (`tests/suite/module_graph.rs`
+//! fails naming the circle when one comes back; unit tests may reach anywhere):
+//!
+//! 1. leaves, using no other module: [`safe_file`], [`redact`];
+//!    [`git`] uses only `safe_file`.
+//! 2. [`provider`]: model clients and the provider-neutral types (messages,
+//!    [`provider::Usage`], [`provider::ModelInfo`]).
+//! 3. [`event`]: the contract, data only; it carries the provider's types.
+//! 4. [`sandbox`], then [`process`] (starting commands), then [`tools`]
+//!    (the builtin tools and their catalog), then [`untrusted`].
+//! 5. [`policy`]: decides calls by its own [`policy::PermissionRules`].
+//! 6. [`spec`]: the validated job; it converts into the configuration types
+//!    the modules below own (permission rules, sandbox, replay mode).
+//! 7. [`mcp`], [`skills`]: servers and skills a job names.
+//! 8. [`sink`] (the event bus and what observes it), [`trace_view`].
+//! 9. [`agent`] (the loop, emitting through the bus), [`runner`] (wiring a
+//!    run), [`eval`] (many runs), and [`cli`] on top.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 

@@ -1,7 +1,7 @@
 //! Masking secrets: every known secret value is replaced by `***` before it
 //! can leave the process.
 //!
-//! Masking happens once, in the event stream: the [`EventBus`](crate::event::EventBus)
+//! Masking happens once, in the event stream: the [`EventBus`](crate::sink::bus::EventBus)
 //! passes every event through a [`Redactor`] before any sink sees it, so the
 //! trace, the JUnit file, the logs and the GitHub summary can never disagree
 //! about what is hidden, and a new sink is covered without doing anything.
@@ -9,7 +9,8 @@
 //! provider is a third party) and the summary the CLI prints.
 //!
 //! What counts as a secret (the job's API key, its `secrets:`, well-known
-//! token variables) is decided by [`secret_values`]; this module only masks.
+//! token variables) is the runner's decision: it builds a [`Redactor`] from
+//! the values; this module only masks and knows nothing about jobs.
 //! Values shorter than [`MIN_SECRET_LEN`] are ignored: masking `1` or `ab`
 //! would garble every line without protecting anything.
 //!
@@ -23,8 +24,6 @@ use regex::Regex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-use crate::spec::JobSpec;
 
 mod encoded;
 
@@ -156,22 +155,6 @@ fn contains_secret(redactor: &Redactor, value: &Value) -> bool {
     }
 }
 
-/// The secret values of a run of `job`, looked up with `env` (the process
-/// environment in the CLI): the value of the model's `api_key_env`, of every
-/// variable in the job's `secrets:`, of the push token's `token_env`, and
-/// of [`WELL_KNOWN_SECRETS`].
-pub fn secret_values(job: &JobSpec, env: impl Fn(&str) -> Option<String>) -> Vec<String> {
-    let names = job
-        .model
-        .api_key_env
-        .iter()
-        .map(String::as_str)
-        .chain(job.secrets.iter().map(String::as_str))
-        .chain(job.outputs.push.iter().map(|push| push.token_env.as_str()))
-        .chain(WELL_KNOWN_SECRETS.iter().copied());
-    names.filter_map(env).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,30 +193,6 @@ mod tests {
             text.contains("printed ***") && text.contains("x-***-y"),
             "{text}"
         );
-    }
-
-    // Regression: a push token in a variable other than GITHUB_TOKEN
-    // (`outputs.push.token_env`) was not masked.
-    #[test]
-    fn the_api_key_secrets_and_the_push_token_are_secrets() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("job.yaml");
-        let yaml = "name: j\nskill: s\ngoal: g\nmodel: {provider: openai, name: m, api_key_env: LLM_KEY}\n\
-                    secrets: [REG_TOKEN]\noutputs:\n  commit: {branch: b}\n  push: {remote: origin, token_env: PUSH_TOKEN}\n";
-        std::fs::write(&path, yaml).unwrap();
-        let options = crate::spec::LoadOptions {
-            cwd: dir.path().to_path_buf(),
-            ..Default::default()
-        };
-        let (job, _) = crate::spec::load_job(&path, &options).unwrap();
-        let env = |name: &str| Some(format!("value-of-{name}"));
-        let values = secret_values(&job, env);
-        for name in ["LLM_KEY", "REG_TOKEN", "PUSH_TOKEN", "GITHUB_TOKEN"] {
-            assert!(
-                values.contains(&format!("value-of-{name}")),
-                "{name}: {values:?}"
-            );
-        }
     }
 
     #[test]

@@ -17,11 +17,11 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::event::{
-    Decision, EventBus, EventKind, RuleSource, ToolBatchCompleted, ToolBatchStarted,
-    ToolResultEvent,
+    Decision, EventKind, RuleSource, ToolBatchCompleted, ToolBatchStarted, ToolResultEvent,
 };
 use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
+use crate::sink::bus::EventBus;
 use crate::spec::ToolLoopSpec;
 use crate::tools::{RuleArgument, ToolContext, ToolErrorCode, ToolResult, ToolSpec, schema};
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{BudgetLimit, Usage};
+use crate::event::BudgetLimit;
+use crate::provider::Usage;
 use crate::provider::pricing::Price;
 use crate::spec::BudgetSpec;
 

@@ -27,10 +27,11 @@ pub mod subagent;
 pub mod tokens;
 pub mod toolset;
 
-use crate::event::{EventBus, EventKind, Phase, PlanStep, Totals};
+use crate::event::{EventKind, Phase, PlanStep, Totals};
 use crate::policy::PermissionPolicy;
 use crate::provider::pricing::Price;
 use crate::provider::{Message, ModelProvider, ToolChoice};
+use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{FileAccess, ToolContext, ToolLimits, Workspace};
@@ -98,7 +99,7 @@ impl<'a> Agent<'a> {
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
         }
-        let policy = PermissionPolicy::new(&job.permissions);
+        let policy = PermissionPolicy::new(&job.permissions.rules());
         let workspace_display = workspace.root().display().to_string();
         let opening = vec![
             Message::System {

@@ -10,8 +10,9 @@
 //! [`crate::trace_view::rebuild`]'s.
 
 use crate::event::{BudgetInEffect, PermissionsInEffect, SentDelta};
+use crate::policy::DefaultDecision;
 use crate::provider::{Message, ToolDefinition};
-use crate::spec::{BudgetSpec, DefaultDecision, PermissionsSpec};
+use crate::spec::{BudgetSpec, PermissionsSpec};
 
 use super::budget::DEFAULT_MAX_TURNS;
 

@@ -9,14 +9,16 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::event::{
-    ContextTrimmed, EventBus, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, PlanStep,
-    StepStatus, ToolCallRef, Usage,
+    ContextTrimmed, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, PlanStep,
+    StepStatus, ToolCallRef,
 };
 use crate::policy::PermissionPolicy;
+use crate::provider::Usage;
 use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver,
     RetryNotice, ToolCall, ToolChoice, ToolDefinition,
 };
+use crate::sink::bus::EventBus;
 use crate::spec::ToolLoopSpec;
 use crate::tools::{ToolContext, ToolErrorCode, ToolResult};
 

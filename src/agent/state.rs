@@ -73,8 +73,8 @@ impl LoopState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Usage;
     use crate::provider::ToolCall;
+    use crate::provider::Usage;
     use crate::spec::BudgetSpec;
     use serde_json::json;
 

@@ -23,13 +23,14 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::event::{
-    AgentTag, ContextTrimmed, EventBus, EventKind, ModelRequest, Phase, SubagentCompleted,
-    SubagentStarted, Usage,
+    AgentTag, ContextTrimmed, EventKind, ModelRequest, Phase, SubagentCompleted, SubagentStarted,
 };
 use crate::policy::{PermissionPolicy, ToolPattern};
+use crate::provider::Usage;
 use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolChoice, ToolDefinition,
 };
+use crate::sink::bus::EventBus;
 use crate::spec::ToolLoopSpec;
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
 use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult, catalog};

@@ -126,7 +126,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         );
     }
     if let Some(mode) = &args.replay_match
-        && crate::spec::ReplayMatch::parse(mode).is_none()
+        && crate::provider::replay::ReplayMatch::parse(mode).is_none()
     {
         problems.push(format!(
             "error: --replay-match: unknown replay match `{mode}`; expected `strict` or `sequence`"
@@ -400,14 +400,14 @@ fn github(results: &Results, summary: &str, results_json: &Path) {
     };
     append("GITHUB_STEP_SUMMARY", &format!("{summary}\n"));
     let mut stdout = std::io::stdout().lock();
-    for line in crate::sink::eval_annotations(results) {
+    for line in crate::eval::report::github::eval_annotations(results) {
         let _ = writeln!(stdout, "{line}");
     }
     drop(stdout);
     let delimiter = format!("ghadelimiter_{}", uuid::Uuid::new_v4().simple());
     append(
         "GITHUB_OUTPUT",
-        &crate::sink::eval_outputs(results, results_json, &delimiter),
+        &crate::eval::report::github::eval_outputs(results, results_json, &delimiter),
     );
     let _ = stderr.flush();
 }

@@ -5,7 +5,8 @@
 
 use std::io::Write;
 
-use crate::event::{Event, EventSink, SinkError};
+use crate::event::Event;
+use crate::sink::bus::{EventSink, SinkError};
 
 /// Writes every event to stdout as a JSON line.
 pub struct JsonStdout;

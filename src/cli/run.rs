@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::cancel_pair;
-use crate::event::{EventSink, RunStatus};
+use crate::event::RunStatus;
 use crate::runner::{self, RunOptions};
+use crate::sink::bus::EventSink;
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };
@@ -186,6 +187,7 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, String> {
         checks_rounds: args.checks_rounds.clone(),
         allow_dirty: args.allow_dirty,
         result_schema: args.result_schema.clone(),
+        case: None,
     })
 }
 

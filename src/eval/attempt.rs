@@ -18,12 +18,15 @@ use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
-use crate::event::{Event, EventKind, EventSink, ReplayDrift, RunStatus, SinkError};
+use crate::event::{Event, EventKind, RunStatus};
 use crate::process::{ProcessRunner, RunnerConfig};
-use crate::redact::{Redactor, secret_values};
+use crate::provider::replay_drift::ReplayDrift;
+use crate::redact::Redactor;
+use crate::runner::secrets::secret_values;
 use crate::runner::{self, Prepared, RunOptions};
 use crate::sink::FileBase;
-use crate::spec::LoadOptions;
+use crate::sink::bus::{EventSink, SinkError};
+use crate::spec::{JobFlags, LoadOptions};
 
 /// Settings shared by every attempt of an evaluation.
 #[derive(Debug, Clone, Default)]
@@ -115,7 +118,7 @@ pub async fn run_attempt(
     plan: &AttemptPlan,
     settings: &AttemptSettings,
 ) -> AttemptResult {
-    let started_at = crate::event::now_rfc3339();
+    let started_at = crate::sink::bus::now_rfc3339();
     let clock = Instant::now();
     let mut result = AttemptResult::errored(plan, String::new(), started_at);
     if let Err(reason) = run_into(&mut result, suite, case, plan, settings).await {
@@ -328,25 +331,30 @@ fn prepare(
             .flatten(),
         replay: replay_cassette(case, settings, plan.attempt),
         replay_match: settings.replay_match.clone(),
+        job_flags: case_overrides(case),
         ..LoadOptions::default()
     };
-    let mut prepared = runner::prepare(&suite.job, &options)
-        .map_err(|problems| format!("cannot load the job: {}", problems.join("; ")))?;
-    let job = &mut prepared.job;
-    if let Some(goal) = &case.goal {
-        job.goal = crate::spec::vars::substitute(goal, &job.vars).map_err(|problems| {
-            let messages: Vec<String> = problems.into_iter().map(|p| p.message).collect();
-            format!("case `{}`: goal: {}", case.name, messages.join("; "))
-        })?;
-    }
+    runner::prepare(&suite.job, &options)
+        .map_err(|problems| format!("cannot load the job: {}", problems.join("; ")))
+}
+
+/// The case's goal and budget, written into the raw job before it is
+/// validated (as `--goal` and the budget flags are), so the job a case runs
+/// passed every check; a problem names the case and its key.
+fn case_overrides(case: &CaseSpec) -> JobFlags {
     let budget = &case.budget;
-    let target = &mut job.budget;
-    target.max_turns = budget.max_turns.or(target.max_turns);
-    target.max_tool_calls = budget.max_tool_calls.or(target.max_tool_calls);
-    target.max_tokens = budget.max_tokens.or(target.max_tokens);
-    target.max_cost_usd = budget.max_cost_usd.or(target.max_cost_usd);
-    target.timeout = budget.timeout.or(target.timeout);
-    Ok(prepared)
+    let text = |n: Option<u64>| n.map(|n| n.to_string());
+    JobFlags {
+        goal: case.goal.clone(),
+        max_turns: text(budget.max_turns.map(u64::from)),
+        max_tool_calls: text(budget.max_tool_calls.map(u64::from)),
+        max_tokens: text(budget.max_tokens),
+        // Display of an f64 reads back as the same number.
+        max_cost: budget.max_cost_usd.map(|usd| usd.to_string()),
+        timeout: budget.timeout.map(|t| format!("{}ms", t.as_millis())),
+        case: Some(case.name.clone()),
+        ..JobFlags::default()
+    }
 }
 
 /// Keeps the run's tool calls for `tool_called` / `tool_not_called`.

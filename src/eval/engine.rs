@@ -321,6 +321,6 @@ fn crashed(plan: &AttemptPlan, why: &str) -> AttemptResult {
     AttemptResult::errored(
         plan,
         format!("the attempt crashed: {why}"),
-        crate::event::now_rfc3339(),
+        crate::sink::bus::now_rfc3339(),
     )
 }

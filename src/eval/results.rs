@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::baseline::Regression;
 use super::stats::{pass_at_k, pass_pow_k};
-use crate::event::{ReplayDrift, RunStatus};
+use crate::event::RunStatus;
+use crate::provider::replay_drift::ReplayDrift;
 
 pub const RESULTS_VERSION: u32 = 1;
 

@@ -15,7 +15,7 @@
 
 use rmcp::model::{CreateMessageRequestParams, Role, SamplingMessageContentBlock};
 
-use crate::tools::BoxFuture;
+use futures_util::future::BoxFuture;
 
 /// Longest `maxTokens` passed on: a server cannot make one answer cost
 /// more than a long model turn of the run.

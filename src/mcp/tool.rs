@@ -15,15 +15,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{McpSet, McpTool, ServerDown, ToolOutput, model_tool_name};
+use crate::spec::mcp::{LIST_RESOURCES, READ_RESOURCE};
 use crate::tools::support::{cut_chars, str_arg};
 use crate::tools::{
     BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
 };
-
-/// The name of the tool that lists the servers' resources.
-pub const LIST_RESOURCES: &str = "mcp_list_resources";
-/// The name of the tool that reads one resource.
-pub const READ_RESOURCE: &str = "mcp_read_resource";
 
 /// Longest tool name model APIs accept (OpenAI and Anthropic: 64).
 const MAX_NAME: usize = 64;

@@ -19,9 +19,8 @@ use serde_json::{Value, json};
 
 use super::pattern::normalize_path;
 use super::shell::{self, ShellLine};
-use super::{PermissionPolicy, ToolPattern, Verdict};
+use super::{DefaultDecision, PermissionPolicy, ToolPattern, Verdict};
 use crate::event::{Decision, RuleSource};
-use crate::spec::DefaultDecision;
 use crate::tools::RuleArgument;
 
 /// Redirection targets that are not files of the workspace and are harmless.

@@ -15,8 +15,24 @@ pub use pattern::{PatternError, ToolPattern, call_subject};
 use serde_json::Value;
 
 use crate::event::{Decision, RuleSource};
-use crate::spec::{DefaultDecision, PermissionsSpec};
-use crate::tools::{RuleArgument, ToolSpec, catalog};
+use crate::tools::{FetchPolicy, RuleArgument, ToolSpec, catalog};
+
+/// What a call no rule matches gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultDecision {
+    Allow,
+    Deny,
+}
+
+/// The rules a [`PermissionPolicy`] is built from. The policy owns this type;
+/// the job's validated `permissions:` converts into it, so the policy does not
+/// depend on the job format.
+#[derive(Clone, Debug)]
+pub struct PermissionRules {
+    pub default: DefaultDecision,
+    pub allow: Vec<ToolPattern>,
+    pub deny: Vec<ToolPattern>,
+}
 
 /// The frozen rules of one run.
 #[derive(Clone, Debug)]
@@ -24,6 +40,14 @@ pub struct PermissionPolicy {
     default: DefaultDecision,
     allow: Vec<ToolPattern>,
     deny: Vec<ToolPattern>,
+}
+
+/// `web_fetch` judges every redirect hop as a new call of its own.
+impl FetchPolicy for PermissionPolicy {
+    fn denies_fetch(&self, url: &str) -> Option<String> {
+        let verdict = self.decide("web_fetch", &serde_json::json!({ "url": url }));
+        (verdict.decision == Decision::Deny).then_some(verdict.rule)
+    }
 }
 
 /// A decision and the rule that made it.
@@ -39,11 +63,11 @@ pub struct Verdict {
 }
 
 impl PermissionPolicy {
-    pub fn new(spec: &PermissionsSpec) -> Self {
+    pub fn new(rules: &PermissionRules) -> Self {
         PermissionPolicy {
-            default: spec.default,
-            allow: spec.allow.clone(),
-            deny: spec.deny.clone(),
+            default: rules.default,
+            allow: rules.allow.clone(),
+            deny: rules.deny.clone(),
         }
     }
 
@@ -173,11 +197,10 @@ mod tests {
 
     fn policy(default: DefaultDecision, allow: &[&str], deny: &[&str]) -> PermissionPolicy {
         let parse = |v: &[&str]| v.iter().map(|s| ToolPattern::parse(s).unwrap()).collect();
-        PermissionPolicy::new(&PermissionsSpec {
+        PermissionPolicy::new(&PermissionRules {
             default,
             allow: parse(allow),
             deny: parse(deny),
-            allow_hard_links: false,
         })
     }
 

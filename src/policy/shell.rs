@@ -15,11 +15,6 @@ use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem, CompoundComman
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{ParserOptions, Token};
 
-/// The shell `exec` runs its command with; the parser reads bash syntax, so
-/// this must be bash. An absolute path for the reason given in
-/// `tools::exec`.
-pub const SHELL: &str = "/bin/bash";
-
 /// Programs that run another program named in their arguments (or a
 /// string as code). An allow rule naming the outer program would vouch for
 /// whatever it runs, so under an allow rule a line using one is refused;

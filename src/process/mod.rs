@@ -36,7 +36,12 @@ use tokio::process::{Child, Command};
 use crate::event::SandboxReport;
 use crate::redact::Redactor;
 use crate::sandbox::{Sandbox, SandboxPaths};
-use crate::spec::{SandboxProfile, SandboxSpec};
+use crate::sandbox::{SandboxProfile, SandboxSpec};
+
+/// The shell `exec` runs its command with; the policy's parser
+/// ([`crate::policy::shell`]) reads bash syntax, so this must be bash. An
+/// absolute path for the reason given in `tools::exec`.
+pub const SHELL: &str = "/bin/bash";
 
 /// Variables a command inherits from agentci's environment. The cargo and
 /// rustup ones are there so `cargo test` finds the same toolchain, registry
@@ -232,7 +237,7 @@ impl ProcessRunner {
         Ok(())
     }
 
-    /// Run `command_line` with `bash -c` ([`crate::policy::shell::SHELL`], the
+    /// Run `command_line` with `bash -c` ([`crate::process::SHELL`], the
     /// shell whose grammar exec rules are judged by) to completion or timeout; `Err`
     /// only when it could not be started. Output is masked and cut to
     /// `max_output_chars`.
@@ -245,7 +250,7 @@ impl ProcessRunner {
     ) -> io::Result<ShellOutput> {
         let started = Instant::now();
         // A path, not `bash`: it spares the child a PATH search.
-        let mut command = self.command(crate::policy::shell::SHELL, cwd)?;
+        let mut command = self.command(crate::process::SHELL, cwd)?;
         command.arg("-c").arg(command_line);
         let (mut child, mut tree) = ProcessTree::spawn(&mut command)?;
         let stdout = child

@@ -420,7 +420,7 @@ impl ProcessRunner {
             return Err(SessionError::TooMany { running });
         }
         let mut command = self
-            .command(crate::policy::shell::SHELL, cwd)
+            .command(crate::process::SHELL, cwd)
             .map_err(|e| SessionError::Io(e.to_string()))?;
         command.arg("-c").arg(command_line).stdin(Stdio::piped());
         let (mut child, tree) =

@@ -24,8 +24,8 @@ use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
     ToolChoice,
 };
-use crate::event::{ModelInfo, Usage};
-use crate::tools::BoxFuture;
+use crate::provider::{ModelInfo, Usage};
+use futures_util::future::BoxFuture;
 
 const PROVIDER: &str = "anthropic";
 const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";

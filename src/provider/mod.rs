@@ -7,11 +7,9 @@
 //! [`ProviderError`], and retries and partial text to a [`ProviderObserver`]
 //! the caller passes in, which the agent connects to its event stream.
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::event::Usage;
-use crate::tools::BoxFuture;
 
 pub mod anthropic;
 pub mod cassette;
@@ -23,6 +21,9 @@ pub mod replay;
 pub mod replay_drift;
 pub mod retry;
 pub mod sse;
+mod usage;
+
+pub use usage::{ModelInfo, Usage};
 
 /// One message of the conversation, provider-neutral.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -170,7 +171,7 @@ impl ProviderObserver for Unobserved {}
 /// A chat model the agent can call.
 pub trait ModelProvider: Send + Sync {
     /// `provider` and `name` as they appear in the trace.
-    fn model_info(&self) -> crate::event::ModelInfo;
+    fn model_info(&self) -> ModelInfo;
     /// Answer `request`, telling `observer` about partial text and retries.
     /// The one method a provider implements; wrappers forward the observer.
     fn complete_observed<'a>(
@@ -180,7 +181,7 @@ pub trait ModelProvider: Send + Sync {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
     /// How far the requests so far drifted from a recording: only a replay
     /// in `sequence` mode knows.
-    fn replay_drift(&self) -> Option<crate::event::ReplayDrift> {
+    fn replay_drift(&self) -> Option<replay_drift::ReplayDrift> {
         None
     }
     /// [`complete_observed`](Self::complete_observed) with nobody listening.

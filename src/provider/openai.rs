@@ -23,8 +23,8 @@ use super::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
     ToolChoice, Unobserved,
 };
-use crate::event::{ModelInfo, Usage};
-use crate::tools::BoxFuture;
+use crate::provider::{ModelInfo, Usage};
+use futures_util::future::BoxFuture;
 
 const PROVIDER: &str = "openai";
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

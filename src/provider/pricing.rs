@@ -6,7 +6,7 @@
 //! does not add costs up or enforce `budget.max_cost_usd`; the agent's
 //! budget does.
 
-use crate::event::Usage;
+use crate::provider::Usage;
 
 /// Prices in US dollars per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

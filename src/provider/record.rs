@@ -13,8 +13,8 @@ use std::sync::Mutex;
 
 use super::cassette::{CassetteHeader, Conversation, Exchange, WorkspacePaths};
 use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
-use crate::event::ModelInfo;
-use crate::tools::BoxFuture;
+use crate::provider::ModelInfo;
+use futures_util::future::BoxFuture;
 
 /// Wraps any provider and records what it says.
 pub struct RecordingProvider {

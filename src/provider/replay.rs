@@ -25,9 +25,39 @@ use super::cassette::{
 };
 use super::replay_drift::{DriftCounter, differing_parts};
 use super::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver};
-use crate::event::{ModelInfo, ReplayDrift};
-use crate::spec::ReplayMatch;
-use crate::tools::BoxFuture;
+use crate::provider::ModelInfo;
+use crate::provider::replay_drift::ReplayDrift;
+use futures_util::future::BoxFuture;
+
+/// How a replay matches the run's requests to the recording (`model.replay.match`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplayMatch {
+    /// Every request must equal the recorded one; the first difference stops the run.
+    #[default]
+    Strict,
+    /// Recorded answers are served in order whatever the requests; how far
+    /// they drifted from the recording is counted.
+    Sequence,
+}
+
+impl ReplayMatch {
+    pub const NAMES: &[&str] = &["strict", "sequence"];
+
+    pub fn parse(name: &str) -> Option<ReplayMatch> {
+        match name {
+            "strict" => Some(ReplayMatch::Strict),
+            "sequence" => Some(ReplayMatch::Sequence),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayMatch::Strict => "strict",
+            ReplayMatch::Sequence => "sequence",
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct ReplayProvider {

@@ -10,9 +10,43 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::ReplayDrift;
+/// How far a sequence replay's requests drifted from the recording.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReplayDrift {
+    /// Requests answered from the cassette.
+    pub turns: u32,
+    /// Of those, the requests that differed from the recorded ones.
+    pub drifted: u32,
+    /// Exchanges the cassette holds.
+    pub recorded: u32,
+    /// What differed and in how many turns (`skill text`, `tool result`…).
+    pub parts: std::collections::BTreeMap<String, u32>,
+    /// The first turn whose request differed, 1-based.
+    pub first_drifted_turn: Option<u32>,
+}
+
+impl ReplayDrift {
+    /// One line for people: `recordings out of date in 3/12 turns (skill text 3)`.
+    pub fn summary(&self) -> String {
+        if self.drifted == 0 {
+            return format!("recordings match in all {} turns", self.turns);
+        }
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .map(|(part, turns)| format!("{part} {turns}"))
+            .collect();
+        format!(
+            "recordings out of date in {}/{} turns ({})",
+            self.drifted,
+            self.turns,
+            parts.join(", ")
+        )
+    }
+}
 
 /// The parts in which `actual` differs from `recorded`, both
 /// [`comparable`](super::cassette::comparable) requests; empty when they

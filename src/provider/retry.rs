@@ -17,8 +17,8 @@ use std::time::Duration;
 use super::{
     ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver, RetryNotice,
 };
-use crate::event::ModelInfo;
-use crate::tools::BoxFuture;
+use crate::provider::ModelInfo;
+use futures_util::future::BoxFuture;
 
 /// The longest `Retry-After` honoured; a server asking for more is waited
 /// for this long (the run's `timeout` still bounds everything).

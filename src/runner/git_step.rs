@@ -9,11 +9,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::CancelSignal;
-use crate::event::{EventBus, EventKind, GitPatch, ModelInfo, RunStatus};
+use crate::event::{EventKind, GitPatch, RunStatus};
 use crate::git::left_out::human_size;
 use crate::git::{
     CommitRequest, FileLimits, GitWorkspace, LeftOut, LeftOutReason, status::first_few,
 };
+use crate::provider::ModelInfo;
+use crate::sink::bus::EventBus;
 use crate::spec::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
 
 /// What the run's git step needs, owned so it can run on a blocking thread.

@@ -15,10 +15,11 @@ mod sampling;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::agent::toolset::{LiveTools, LiveUpdate};
-use crate::event::{EventBus, EventKind};
+use crate::event::EventKind;
 use crate::mcp::tool::{resource_tools, server_tools};
 use crate::mcp::{McpSet, Sampler, ServerDown, StartContext, model_tool_name};
 use crate::process::ProcessRunner;
+use crate::sink::bus::EventBus;
 use crate::spec::{JobSpec, McpTransport};
 use crate::tools::{BoxFuture, Tool};
 

@@ -16,6 +16,7 @@ mod provider_setup;
 mod rounds;
 pub mod run;
 mod run_folder;
+pub mod secrets;
 mod start;
 
 use std::path::PathBuf;
@@ -29,11 +30,13 @@ pub use run_folder::{RunFolder, new_run_id};
 use futures_util::FutureExt;
 
 use crate::agent::{CancelSignal, ToolSet};
-use crate::event::{EventBus, EventSink, OutputPaths, RunCompleted, SinkError};
+use crate::event::{OutputPaths, RunCompleted};
 use crate::process::{ProcessRunner, RunnerConfig};
-use crate::redact::{Redactor, secret_values};
+use crate::redact::Redactor;
+use crate::sink::bus::{EventBus, EventSink, SinkError};
 use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::tools::{ToolLimits, catalog};
+use secrets::secret_values;
 
 /// Where one run's files go and what else observes it.
 #[derive(Default)]

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::event::ModelInfo;
+use crate::provider::ModelInfo;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::record::RecordingProvider;

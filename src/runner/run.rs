@@ -16,11 +16,10 @@ use super::checks::{self, ChecksRan};
 use super::{rounds, start};
 use crate::agent::memory::Memory;
 use crate::agent::{Agent, AgentInput, AgentOutcome, CancelSignal, Stop, ToolSet};
-use crate::event::{
-    CheckCompleted, EventBus, EventKind, OutputPaths, RunCompleted, RunStatus, Totals,
-};
+use crate::event::{CheckCompleted, EventKind, OutputPaths, RunCompleted, RunStatus, Totals};
 use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
+use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, Workspace};

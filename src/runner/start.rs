@@ -3,10 +3,10 @@
 //! price it cannot enforce), and the model's price.
 
 use crate::agent::sent;
-use crate::event::{
-    EventBus, EventKind, ModelInfo, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded,
-};
+use crate::event::{EventKind, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded};
+use crate::provider::ModelInfo;
 use crate::provider::pricing::{Price, builtin_price};
+use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 

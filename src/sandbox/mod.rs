@@ -23,6 +23,7 @@
 //! not decide which commands may run: that is [`crate::policy`].
 
 mod child;
+mod config;
 pub mod probe;
 
 use std::ffi::CString;
@@ -38,10 +39,10 @@ use nix::mount::MsFlags;
 use nix::sched::{CloneFlags, unshare};
 use std::os::fd::{AsRawFd, OwnedFd};
 
+pub use config::{SandboxProfile, SandboxSpec};
 pub use probe::{Support, support};
 
 use crate::event::SandboxReport;
-use crate::spec::{SandboxProfile, SandboxSpec};
 use child::{ChildSetup, ReadOnlyBind};
 
 /// Device files every profile may write (shells redirect to `/dev/null`).

@@ -22,9 +22,10 @@ use serde_json::Value;
 
 use super::progress::{LogLines, PREFIX, one_line};
 use crate::event::{
-    CheckCompleted, CheckOutcome, Event, EventKind, EventSink, Phase, PlanStep, RunCompleted,
-    RunStarted, RunStatus, SinkError, StepStatus,
+    CheckCompleted, CheckOutcome, Event, EventKind, Phase, PlanStep, RunCompleted, RunStarted,
+    RunStatus, StepStatus,
 };
+use crate::sink::bus::{EventSink, SinkError};
 
 /// Where a run under GitHub Actions writes; built by the CLI from the environment.
 pub struct GithubConfig {
@@ -53,11 +54,9 @@ pub struct GithubActions {
     written: bool,
 }
 
-mod eval;
 mod start_failure;
 mod summary;
 
-pub use eval::{eval_annotations, eval_outputs};
 pub use start_failure::report_start_failure;
 use summary::summary_markdown;
 
@@ -433,7 +432,13 @@ fn append(path: &Path, text: &str, what: &'static str) -> Result<(), SinkError> 
 }
 
 /// `::KIND file=F,line=L,title=T::MESSAGE`, escaped as the runner expects.
-fn annotation(kind: &str, file: &str, line: usize, title: Option<&str>, message: &str) -> String {
+pub fn annotation(
+    kind: &str,
+    file: &str,
+    line: usize,
+    title: Option<&str>,
+    message: &str,
+) -> String {
     let mut properties = Vec::new();
     if !file.is_empty() {
         properties.push(format!("file={}", escape_property(file)));
@@ -519,7 +524,7 @@ fn result_output(report: &RunReport) -> Option<String> {
 }
 
 /// `name=value`, or a `name<<DELIM` block when the value has a line break.
-fn output_line(name: &str, value: &str, delimiter: &str) -> String {
+pub fn output_line(name: &str, value: &str, delimiter: &str) -> String {
     if value.contains('\n') || value.contains('\r') {
         format!("{name}<<{delimiter}\n{value}\n{delimiter}\n")
     } else {

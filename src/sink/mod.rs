@@ -2,16 +2,17 @@
 //! taking part in it.
 //!
 //! Each sink is configured when it is built and then only consumes
-//! [`Event`](crate::event::Event)s through [`EventSink`](crate::event::EventSink):
+//! [`Event`](crate::event::Event)s through [`EventSink`](crate::sink::bus::EventSink):
 //! the JSONL trace ([`TraceWriter`]), the JUnit XML ([`JunitWriter`]) and the
 //! terminal display ([`PlainLog`] for logs, [`ProgressBars`] for a terminal)
 //! and, under GitHub Actions, grouped logs, annotations, the step summary
 //! and step outputs ([`GithubActions`]); with a result schema, the result
 //! file ([`ResultWriter`]).
 //! Sinks never call back into the run, and a sink that fails to write does
-//! not stop it: the [`EventBus`](crate::event::EventBus) collects the error.
+//! not stop it: the [`EventBus`](crate::sink::bus::EventBus) collects the error.
 //! Choosing which sinks a run gets (terminal or not, `--out`) is the CLI's job.
 
+pub mod bus;
 mod github;
 mod junit;
 pub(crate) mod progress;
@@ -19,7 +20,7 @@ mod result_file;
 mod trace;
 
 pub use github::{
-    GithubActions, GithubConfig, escape_data, escape_property, eval_annotations, eval_outputs,
+    GithubActions, GithubConfig, annotation, escape_data, escape_property, output_line,
     report_start_failure, step_summary,
 };
 pub use junit::{FileBase, JunitWriter};

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use crate::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextCompacted, ContextTrimmed, Decision, Event,
-    EventKind, EventSink, ModelRetry, PlanStep, RunCompleted, RunStatus, SinkError,
+    EventKind, ModelRetry, PlanStep, RunCompleted, RunStatus,
 };
+use crate::sink::bus::{EventSink, SinkError};
 
 pub(super) const PREFIX: &str = "[agentci]";
 

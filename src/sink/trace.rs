@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::event::{Event, EventSink, SinkError};
+use crate::event::Event;
 use crate::safe_file::{self, FileIdentity};
+use crate::sink::bus::{EventSink, SinkError};
 
 /// Streams every event to a JSONL file.
 pub struct TraceWriter {

@@ -231,7 +231,7 @@ fn absolute(path: &Path) -> PathBuf {
     let joined = std::env::current_dir()
         .map(|cwd| cwd.join(path))
         .unwrap_or_else(|_| path.to_path_buf());
-    crate::spec::load::normalize(&joined)
+    crate::tools::workspace::normalize(&joined)
 }
 
 /// Where to look for a job's skill, in order, without duplicates: the job's

@@ -52,8 +52,8 @@ pub fn to_canonical(written: &str) -> Result<ToolPattern, UnknownTool> {
     };
     let mcp = name.starts_with("mcp__")
         || [
-            crate::mcp::tool::LIST_RESOURCES,
-            crate::mcp::tool::READ_RESOURCE,
+            crate::spec::mcp::LIST_RESOURCES,
+            crate::spec::mcp::READ_RESOURCE,
         ]
         .contains(&name);
     let canonical = if catalog::is_builtin(name) || mcp {

@@ -68,8 +68,8 @@ fn names_mcp_tools(skill: &Skill) -> bool {
         patterns.iter().any(|p| {
             let name = p.tool_name().unwrap_or(p.as_str());
             name.starts_with("mcp__")
-                || name == crate::mcp::tool::LIST_RESOURCES
-                || name == crate::mcp::tool::READ_RESOURCE
+                || name == crate::spec::mcp::LIST_RESOURCES
+                || name == crate::spec::mcp::READ_RESOURCE
         })
     })
 }

@@ -1,7 +1,9 @@
 //! The job-shaping flags of `agentci run` (`--goal`, `--skill`, `--tools`,
 //! `--allow`, `--deny`, `--check`, the budget flags, `--allow-dirty`): they
 //! are written into the raw job before validation, so a job made or changed
-//! on the command line goes through the same checks as a job file.
+//! on the command line goes through the same checks as a job file. An eval
+//! case's overrides (its `goal` and `budget`) come the same way, named by
+//! the case ([`JobFlags::case`]), so no validated job is ever edited.
 //!
 //! A value from a flag carries a made-up position far below any job file
 //! ([`FLAG_LINE`] plus its index); after validation [`relocate`] turns a
@@ -43,6 +45,10 @@ pub struct JobFlags {
     pub allow_dirty: bool,
     /// `--result-schema FILE`: replaces the job's `result_schema`.
     pub result_schema: Option<std::path::PathBuf>,
+    /// The eval case these values are the overrides of: a problem with one
+    /// then names the case and its key (`case `x`: budget.max_turns`)
+    /// rather than a flag. `None`: they come from the command line.
+    pub case: Option<String>,
 }
 
 impl JobFlags {
@@ -73,14 +79,19 @@ impl JobFlags {
 /// Which flag each made-up position stands for.
 #[derive(Default)]
 pub(super) struct FlagPlaces {
-    flags: Vec<&'static str>,
+    flags: Vec<String>,
+    /// Set for an eval case's overrides: places name the case's keys.
+    case: Option<String>,
 }
 
 impl FlagPlaces {
     /// A value from `flag`, at a position that names it.
     fn spanned<T>(&mut self, flag: &'static str, value: T) -> Spanned<T> {
         let line = FLAG_LINE.saturating_add(u32::try_from(self.flags.len()).unwrap_or(0));
-        self.flags.push(flag);
+        self.flags.push(match &self.case {
+            Some(case) => format!("case `{case}`: {}", case_key(flag)),
+            None => flag.to_string(),
+        });
         let location = flag_location(line);
         Spanned::new(value, location, location)
     }
@@ -91,9 +102,23 @@ impl FlagPlaces {
     }
 
     /// The flag a diagnostic's line stands for, if it is one.
-    fn flag_at(&self, line: u32) -> Option<&'static str> {
+    fn flag_at(&self, line: u32) -> Option<&str> {
         let index = line.checked_sub(FLAG_LINE)?;
-        self.flags.get(usize::try_from(index).ok()?).copied()
+        self.flags
+            .get(usize::try_from(index).ok()?)
+            .map(String::as_str)
+    }
+}
+
+/// The key of an eval case that sets what `flag` sets.
+fn case_key(flag: &'static str) -> &'static str {
+    match flag {
+        "--max-turns" => "budget.max_turns",
+        "--max-tool-calls" => "budget.max_tool_calls",
+        "--max-tokens" => "budget.max_tokens",
+        "--max-cost" => "budget.max_cost_usd",
+        "--timeout" => "budget.timeout",
+        other => other.trim_start_matches('-'),
     }
 }
 
@@ -107,7 +132,10 @@ fn flag_location(line: u32) -> Location {
 /// Writes the flags into `raw`; single values replace the job's, repeatable
 /// rules and checks are added to its lists, `--tools` replaces the list.
 pub(super) fn apply(raw: &mut RawJob, flags: &JobFlags, cwd: &std::path::Path) -> FlagPlaces {
-    let mut places = FlagPlaces::default();
+    let mut places = FlagPlaces {
+        flags: Vec::new(),
+        case: flags.case.clone(),
+    };
     if let Some(goal) = &flags.goal {
         raw.goal = Some(places.spanned("--goal", goal.clone()));
     }
@@ -254,6 +282,26 @@ mod tests {
         assert_eq!(diagnostics[0].to_string(), "--goal: a");
         assert_eq!(diagnostics[1].to_string(), "--check: b");
         assert_eq!(diagnostics[2].to_string(), "job.yaml:3:1: c");
+    }
+
+    #[test]
+    fn a_case_s_places_name_the_case_and_its_key() {
+        let mut places = FlagPlaces {
+            flags: Vec::new(),
+            case: Some("fix".into()),
+        };
+        let turns = places.spanned("--max-turns", "0".to_string());
+        let mut diagnostics = vec![Diagnostic::error(
+            "job.yaml",
+            turns.referenced.line() as u32,
+            1,
+            "a",
+        )];
+        relocate(&mut diagnostics, &places);
+        assert_eq!(
+            diagnostics[0].to_string(),
+            "case `fix`: budget.max_turns: a"
+        );
     }
 
     #[test]

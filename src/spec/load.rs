@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
@@ -20,6 +20,7 @@ use super::raw::RawJob;
 use super::recover;
 use super::vars::parse_var_flag;
 use super::{JobSpec, ProviderKind};
+use crate::tools::workspace::normalize;
 
 /// Job files larger than this are refused before parsing.
 const MAX_JOB_BYTES: u64 = 1024 * 1024;
@@ -76,7 +77,7 @@ pub(super) struct Overrides {
     pub model: Option<(ProviderKind, String)>,
     pub base_url: Option<String>,
     pub replay: Option<PathBuf>,
-    pub replay_match: Option<crate::spec::ReplayMatch>,
+    pub replay_match: Option<crate::provider::replay::ReplayMatch>,
     pub workspace: Option<PathBuf>,
 }
 
@@ -319,7 +320,7 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrid
         }
     }
     if let Some(mode) = &opts.replay_match {
-        match crate::spec::ReplayMatch::parse(mode) {
+        match crate::provider::replay::ReplayMatch::parse(mode) {
             Some(parsed) => overrides.replay_match = Some(parsed),
             None => diagnostics.push(Diagnostic::flag(
                 "--replay-match",
@@ -390,23 +391,6 @@ pub(super) fn existing_dir(path: &Path) -> Result<PathBuf, String> {
     Ok(std::fs::canonicalize(&normalized).unwrap_or(normalized))
 }
 
-/// Lexically removes `.` and resolves `..` components (without touching the disk).
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// The position of a spanned value.
 pub(super) fn pos_of<T>(reporter: &Reporter<'_>, value: &Spanned<T>) -> Pos {
     reporter.pos(&value.referenced)
@@ -446,11 +430,5 @@ mod tests {
                 .unwrap_err()
                 .contains("no model name")
         );
-    }
-
-    #[test]
-    fn normalizes_lexically() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
-        assert_eq!(normalize(Path::new("a/../../b")), PathBuf::from("../b"));
     }
 }

@@ -17,6 +17,10 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest server name: `mcp__<server>__<tool>` must stay within the 64
 /// characters model APIs allow for a tool name, with room for the tool.
 pub const MAX_SERVER_NAME: usize = 24;
+/// The name of the tool (served by [`crate::mcp`]) that lists the servers' resources.
+pub const LIST_RESOURCES: &str = "mcp_list_resources";
+/// The name of the tool that reads one resource.
+pub const READ_RESOURCE: &str = "mcp_read_resource";
 
 /// `mcp:` of a job; empty when the job has no such key.
 #[derive(Clone, Debug, Default, PartialEq)]

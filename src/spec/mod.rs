@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::policy::ToolPattern;
+use crate::policy::{DefaultDecision, PermissionRules, ToolPattern};
+use crate::provider::replay::ReplayMatch;
+use crate::sandbox::SandboxSpec;
 
 mod check;
 pub mod diagnostic;
@@ -104,69 +106,6 @@ pub enum MemorySpec {
     File(String),
 }
 
-/// How a replay matches the run's requests to the recording (`model.replay.match`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ReplayMatch {
-    /// Every request must equal the recorded one; the first difference stops the run.
-    #[default]
-    Strict,
-    /// Recorded answers are served in order whatever the requests; how far
-    /// they drifted from the recording is counted.
-    Sequence,
-}
-
-impl ReplayMatch {
-    pub const NAMES: &[&str] = &["strict", "sequence"];
-
-    pub fn parse(name: &str) -> Option<ReplayMatch> {
-        match name {
-            "strict" => Some(ReplayMatch::Strict),
-            "sequence" => Some(ReplayMatch::Sequence),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplayMatch::Strict => "strict",
-            ReplayMatch::Sequence => "sequence",
-        }
-    }
-}
-
-/// What a process the run starts may do, enforced by the kernel (`sandbox:`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SandboxProfile {
-    /// Write only in the workspace and a private temporary folder.
-    #[default]
-    WorkspaceWrite,
-    /// Write nowhere but the private temporary folder.
-    ReadOnly,
-    /// No sandbox: the process can do what agentci can.
-    Off,
-}
-
-impl SandboxProfile {
-    pub const NAMES: &[&str] = &["workspace-write", "read-only", "off"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SandboxProfile::WorkspaceWrite => "workspace-write",
-            SandboxProfile::ReadOnly => "read-only",
-            SandboxProfile::Off => "off",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<SandboxProfile> {
-        match name {
-            "workspace-write" => Some(SandboxProfile::WorkspaceWrite),
-            "read-only" => Some(SandboxProfile::ReadOnly),
-            "off" => Some(SandboxProfile::Off),
-            _ => None,
-        }
-    }
-}
-
 /// `max_parallel_tools`, `tool_timeout`, `tool_timeouts`, `loop_guard` and `task`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolLoopSpec {
@@ -192,16 +131,6 @@ impl Default for ToolLoopSpec {
             task_max_turns: 20,
         }
     }
-}
-
-/// `sandbox:` validated.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SandboxSpec {
-    pub profile: SandboxProfile,
-    /// Outgoing network allowed (`sandbox.network`, default false).
-    pub network: bool,
-    /// A sandbox the kernel cannot fully enforce is an error, not a warning.
-    pub require: bool,
 }
 
 impl ToolLoopSpec {
@@ -380,12 +309,6 @@ pub struct PriceSpec {
     pub cache_write_per_mtok: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DefaultDecision {
-    Allow,
-    Deny,
-}
-
 #[derive(Clone, Debug)]
 pub struct PermissionsSpec {
     pub default: DefaultDecision,
@@ -393,6 +316,17 @@ pub struct PermissionsSpec {
     pub deny: Vec<ToolPattern>,
     /// `read`, `grep` and `edit` may show files with other hard links.
     pub allow_hard_links: bool,
+}
+
+impl PermissionsSpec {
+    /// The rules the run's [`PermissionPolicy`](crate::policy::PermissionPolicy) is built from.
+    pub fn rules(&self) -> PermissionRules {
+        PermissionRules {
+            default: self.default,
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

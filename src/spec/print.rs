@@ -8,9 +8,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::policy::DefaultDecision;
+use crate::provider::replay::ReplayMatch;
+
 use super::{
-    CheckSpec, DefaultDecision, EnvValue, JobSpec, MemorySpec, ModelSpec, OutputsSpec, PriceSpec,
-    ReplayMatch, RetrySpec, SkillRef,
+    CheckSpec, EnvValue, JobSpec, MemorySpec, ModelSpec, OutputsSpec, PriceSpec, RetrySpec,
+    SkillRef,
 };
 
 /// The job as YAML, valid input for `agentci run`.

@@ -141,7 +141,7 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
                 format!(
                     "cannot start `{}` to run the command: {e}; exec runs every command with \
                      bash, whose grammar the permission rules are judged by, so install bash",
-                    crate::policy::shell::SHELL
+                    crate::process::SHELL
                 ),
             );
         }

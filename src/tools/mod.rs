@@ -215,7 +215,16 @@ pub struct ToolContext {
     pub access: FileAccess,
     /// The rules every redirect hop of `web_fetch` is judged by (the batch
     /// judges the first URL). `None`: redirects are not followed.
-    pub fetch_policy: Option<std::sync::Arc<crate::policy::PermissionPolicy>>,
+    pub fetch_policy: Option<Arc<dyn FetchPolicy>>,
+}
+
+/// What judges a `web_fetch` redirect hop: the job's permission policy,
+/// which implements this. A trait so that tools do not depend on the
+/// policy (the policy depends on the tool catalog).
+pub trait FetchPolicy: Send + Sync + std::fmt::Debug {
+    /// The rule (as written in the job) that denies fetching `url`, or
+    /// `None` when it may be fetched.
+    fn denies_fetch(&self, url: &str) -> Option<String>;
 }
 
 /// What a tool that shows file contents may show, beyond the workspace

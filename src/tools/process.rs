@@ -336,7 +336,7 @@ fn failure(error: SessionError) -> ToolResult {
             ToolErrorCode::Io,
             format!(
                 "cannot start `{}` to run the command: {message}",
-                crate::policy::shell::SHELL
+                crate::process::SHELL
             ),
         ),
     }

@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 
 use super::support::{cut_chars, str_arg, usize_arg};
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
-use crate::event::Decision;
 
 /// Redirects followed before the fetch gives up (browsers allow ~20; a
 /// documentation page needs one or two).
@@ -194,13 +193,11 @@ fn judge_hop(ctx: &ToolContext, from: &Url, to: &Url) -> Result<(), ToolResult> 
             format!("`{from}` redirected to `{to}`; redirects are not followed here"),
         ));
     };
-    let verdict = policy.decide("web_fetch", &json!({ "url": to.as_str() }));
-    if verdict.decision == Decision::Deny {
+    if let Some(rule) = policy.denies_fetch(to.as_str()) {
         return Err(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             format!(
-                "`{from}` redirected to `{to}`, which the job's permission policy denies ({})",
-                verdict.rule
+                "`{from}` redirected to `{to}`, which the job's permission policy denies ({rule})"
             ),
         ));
     }

@@ -89,7 +89,7 @@ impl Workspace {
         if !Path::new(path).is_absolute() || path.contains('\0') {
             return self.resolve_in_root(path);
         }
-        let lexical = crate::spec::load::normalize(Path::new(path));
+        let lexical = normalize(Path::new(path));
         let Some(folder) = self.skill_folder_of(&lexical) else {
             return self.resolve_in_root(path);
         };
@@ -164,7 +164,7 @@ impl Workspace {
     /// inside the workspace is its (inside) target.
     pub fn resolve(&self, relative: &str) -> Result<PathBuf, PathError> {
         if Path::new(relative).is_absolute() {
-            let lexical = crate::spec::load::normalize(Path::new(relative));
+            let lexical = normalize(Path::new(relative));
             if let Some(folder) = self.skill_folder_of(&lexical) {
                 return Err(self.read_only_error(relative, folder));
             }
@@ -296,6 +296,23 @@ fn outside(relative: &str) -> PathError {
     ))
 }
 
+/// Lexically removes `.` and resolves `..` components (without touching the disk).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,5 +430,11 @@ mod tests {
                 .is_err()
         );
         assert!(ws.resolve_for_reading("/etc/passwd").is_err());
+    }
+
+    #[test]
+    fn normalizes_lexically() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("a/../../b")), PathBuf::from("../b"));
     }
 }

@@ -479,10 +479,11 @@ proptest::proptest! {
         use agentci::agent::batch::{BatchEnv, run_batch};
         use agentci::agent::loop_guard::LoopGuard;
         use agentci::agent::toolset::ToolSet;
-        use agentci::event::EventBus;
+        use agentci::sink::bus::EventBus;
         use agentci::policy::PermissionPolicy;
         use agentci::provider::ToolCall;
-        use agentci::spec::{DefaultDecision, PermissionsSpec, ToolLoopSpec};
+        use agentci::policy::{DefaultDecision, PermissionRules};
+        use agentci::spec::ToolLoopSpec;
         use agentci::tools::{ToolContext, ToolLimits, Workspace};
 
         let dir = tempfile::tempdir().unwrap();
@@ -508,11 +509,10 @@ proptest::proptest! {
             Some(&["read".to_string(), "exec".to_string(), "web_fetch".to_string()]),
             None,
         );
-        let policy = PermissionPolicy::new(&PermissionsSpec {
+        let policy = PermissionPolicy::new(&PermissionRules {
             default: DefaultDecision::Allow,
             allow: vec![],
             deny: vec![],
-            allow_hard_links: false,
         });
         let ctx = ToolContext {
             workspace: Workspace::new(dir.path()).unwrap(),

@@ -265,8 +265,8 @@ mod never_allows_more_than_the_rules {
     use std::process::{Command, Stdio};
 
     use agentci::event::Decision;
+    use agentci::policy::{DefaultDecision, PermissionRules};
     use agentci::policy::{PermissionPolicy, ToolPattern};
-    use agentci::spec::{DefaultDecision, PermissionsSpec};
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -274,11 +274,10 @@ mod never_allows_more_than_the_rules {
 
     fn policy() -> PermissionPolicy {
         let parse = |v: &[&str]| v.iter().map(|s| ToolPattern::parse(s).unwrap()).collect();
-        PermissionPolicy::new(&PermissionsSpec {
+        PermissionPolicy::new(&PermissionRules {
             default: DefaultDecision::Deny,
             allow: parse(&["exec(ls*)", "exec(cargo test *)", "write(logs/**)", "read"]),
             deny: parse(&["exec(rm *)"]),
-            allow_hard_links: false,
         })
     }
 

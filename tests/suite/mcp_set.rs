@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use agentci::mcp::{McpSet, StartContext};
 use agentci::process::{ProcessRunner, RunnerConfig};
-use agentci::spec::{McpServerSpec, McpTransport, SandboxProfile, SandboxSpec};
+use agentci::sandbox::{SandboxProfile, SandboxSpec};
+use agentci::spec::{McpServerSpec, McpTransport};
 use serde_json::json;
 
 use super::mcp::test_server;

@@ -1,18 +1,17 @@
 //! Properties of the permission policy that must hold for any input.
 
 use agentci::event::Decision;
+use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::policy::{PermissionPolicy, ToolPattern};
-use agentci::spec::{DefaultDecision, PermissionsSpec};
 use proptest::prelude::*;
 use serde_json::json;
 
 fn policy(default: DefaultDecision, allow: &[String], deny: &[String]) -> PermissionPolicy {
     let parse = |v: &[String]| v.iter().map(|s| ToolPattern::parse(s).unwrap()).collect();
-    PermissionPolicy::new(&PermissionsSpec {
+    PermissionPolicy::new(&PermissionRules {
         default,
         allow: parse(allow),
         deny: parse(deny),
-        allow_hard_links: false,
     })
 }
 

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextCompacted, ContextTrimmed, Decision, Event,
-    EventBus, EventKind, EventSink, GitPatch, ModelInfo, ModelRequest, ModelResponse, ModelRetry,
-    OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION,
-    SandboxReport, SkillLoaded, SkillSource, StepStatus, SubagentCompleted, SubagentStarted,
-    ToolBatchCompleted, ToolBatchStarted, ToolCallRef, ToolResultEvent, Totals, Usage,
+    EventKind, GitPatch, ModelRequest, ModelResponse, ModelRetry, OutputPaths, Phase, PlanStep,
+    RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION, SandboxReport, SkillLoaded,
+    SkillSource, StepStatus, SubagentCompleted, SubagentStarted, ToolBatchCompleted,
+    ToolBatchStarted, ToolCallRef, ToolResultEvent, Totals,
 };
+use agentci::provider::{ModelInfo, Usage};
+use agentci::sink::bus::{EventBus, EventSink};
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
 };
@@ -425,7 +427,7 @@ fn every_kind() -> Vec<EventKind> {
                 .into(),
             params: r#"{"maxTokens":100,"messages":[]}"#.into(),
         },
-        EventKind::ReplayDrift(agentci::event::ReplayDrift {
+        EventKind::ReplayDrift(agentci::provider::replay_drift::ReplayDrift {
             turns: 12,
             drifted: 3,
             recorded: 12,

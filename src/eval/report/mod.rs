@@ -1,9 +1,10 @@
 //! Writing an evaluation's results for people and CI: JUnit XML
 //! ([`junit`]), a Markdown summary ([`markdown`]) and, when asked, an HTML
-//! report ([`html`]). `results.json` is
+//! report ([`html`]), and GitHub annotations and step outputs ([`github`]). `results.json` is
 //! [`super::results`]'s own. These writers only format what the results
 //! say; they decide nothing.
 
+pub mod github;
 pub mod html;
 pub mod junit;
 pub mod markdown;

@@ -16,10 +16,11 @@ use serde_saphyr::Spanned;
 use super::raw::{RawAssertion, RawCase, RawFixture, RawSuite};
 use super::{Assertion, CaseSpec, ExpectedStatus, Fixture, SuiteSpec, is_valid_case_name};
 use crate::spec::diagnostic::{Pos, Reporter};
-use crate::spec::load::{normalize, parse_model_flag};
+use crate::spec::load::parse_model_flag;
 use crate::spec::raw::Scalar;
 use crate::spec::vars::is_valid_name;
 use crate::spec::{Diagnostic, LoadOptions};
+use crate::tools::workspace::normalize;
 
 /// How long a `run:` assertion may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(600);

@@ -173,7 +173,7 @@ pub fn load_suite(path: &Path, options: &SuiteLoadOptions) -> Result<SuiteSpec, 
     else {
         return Err(reporter.diagnostics);
     };
-    let absolute = crate::spec::load::normalize(&options.cwd.join(path));
+    let absolute = crate::tools::workspace::normalize(&options.cwd.join(path));
     let suite_dir = absolute
         .parent()
         .map(Path::to_path_buf)

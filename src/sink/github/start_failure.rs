@@ -11,7 +11,7 @@ use std::path::Path;
 use regex::Regex;
 
 use super::{GithubConfig, RunReport, annotation, append, outputs_text, relative_to};
-use crate::event::SinkError;
+use crate::sink::bus::SinkError;
 
 /// Write `problems` (lines like `job.yaml:4:1: error: unknown key`) the
 /// GitHub way: annotations to the log, the summary and the outputs.

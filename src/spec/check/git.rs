@@ -9,9 +9,10 @@ use std::path::Path;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::{normalize, pos_of};
+use crate::spec::load::pos_of;
 use crate::spec::raw::{RawCommit, RawPush, RawSkill};
 use crate::spec::{CommitSpec, GitSkillRef, PushSpec, SkillRef};
+use crate::tools::workspace::normalize;
 
 pub(super) const DEFAULT_AUTHOR_NAME: &str = "agentci";
 pub(super) const DEFAULT_AUTHOR_EMAIL: &str = "agentci@users.noreply.github.com";

@@ -13,11 +13,12 @@ use std::path::Path;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::{normalize, pos_of};
+use crate::spec::load::pos_of;
 use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
 use crate::spec::raw::Scalar;
 use crate::spec::raw_mcp::{RawMcp, RawMcpServer};
 use crate::spec::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
+use crate::tools::workspace::normalize;
 
 impl Checker<'_> {
     pub(super) fn mcp(

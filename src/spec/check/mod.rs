@@ -28,16 +28,16 @@ mod untrusted;
 
 pub(crate) use env::is_env_name;
 
-use crate::policy::ToolPattern;
+use crate::policy::{DefaultDecision, ToolPattern};
 use crate::spec::diagnostic::{Pos, Reporter};
-use crate::spec::load::{Overrides, existing_dir, normalize, pos_of};
+use crate::spec::load::{Overrides, existing_dir, pos_of};
 use crate::spec::raw::{RawCheck, RawJob, RawOutputs, RawPermissions, RawSkill, Scalar};
 use crate::spec::vars::{is_valid_name, substitute};
 use crate::spec::{
-    CheckSpec, DefaultDecision, Diagnostic, FurtherSkill, JobSpec, OutputsSpec, PermissionsSpec,
-    SkillRef,
+    CheckSpec, Diagnostic, FurtherSkill, JobSpec, OutputsSpec, PermissionsSpec, SkillRef,
 };
 use crate::tools::catalog;
+use crate::tools::workspace::normalize;
 
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
@@ -555,8 +555,8 @@ fn is_known_tool(name: &str) -> bool {
     catalog::is_builtin(name)
         || name.starts_with("mcp__")
         || [
-            crate::mcp::tool::LIST_RESOURCES,
-            crate::mcp::tool::READ_RESOURCE,
+            crate::spec::mcp::LIST_RESOURCES,
+            crate::spec::mcp::READ_RESOURCE,
         ]
         .contains(&name)
 }

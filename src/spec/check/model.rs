@@ -7,9 +7,11 @@ use std::path::PathBuf;
 use serde_saphyr::Spanned;
 
 use super::{Checker, DEFAULT_REQUEST_TIMEOUT};
-use crate::spec::load::{Overrides, check_base_url, normalize, pos_of};
+use crate::provider::replay::ReplayMatch;
+use crate::spec::load::{Overrides, check_base_url, pos_of};
 use crate::spec::raw::RawModel;
-use crate::spec::{ModelSpec, ProviderKind, ReplayMatch};
+use crate::spec::{ModelSpec, ProviderKind};
+use crate::tools::workspace::normalize;
 
 impl Checker<'_> {
     pub(super) fn model(

@@ -15,7 +15,8 @@ use serde_saphyr::Spanned;
 
 use super::Checker;
 use crate::spec::Diagnostic;
-use crate::spec::load::{normalize, pos_of};
+use crate::spec::load::pos_of;
+use crate::tools::workspace::normalize;
 
 /// Schema files larger than this are refused: a schema is a page, not data.
 const MAX_SCHEMA_BYTES: u64 = 1024 * 1024;

@@ -6,9 +6,9 @@
 use serde_saphyr::Spanned;
 
 use super::Checker;
+use crate::sandbox::{SandboxProfile, SandboxSpec};
 use crate::spec::load::pos_of;
 use crate::spec::raw::{RawSandbox, Scalar};
-use crate::spec::{SandboxProfile, SandboxSpec};
 
 impl Checker<'_> {
     pub(super) fn sandbox(&mut self, raw: &Spanned<RawSandbox>) -> SandboxSpec {

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use super::{annotation, output_line};
 use crate::eval::results::{CaseStatus, Results};
+use crate::sink::{annotation, output_line};
 
 /// The workflow commands to print on stdout, one a line.
 pub fn eval_annotations(results: &Results) -> Vec<String> {
