@@ -330,8 +330,14 @@ fn prepare(
         replay_match: settings.replay_match.clone(),
         ..LoadOptions::default()
     };
-    let mut prepared = runner::prepare(&suite.job, &options)
-        .map_err(|problems| format!("cannot load the job: {}", problems.join("; ")))?;
+    let mut prepared = runner::prepare(&suite.job, &options).map_err(|e| {
+        let problems: Vec<String> = e
+            .diagnostics()
+            .iter()
+            .map(|d| d.with_severity().to_string())
+            .collect();
+        format!("cannot load the job: {}", problems.join("; "))
+    })?;
     let job = &mut prepared.job;
     if let Some(goal) = &case.goal {
         job.goal = crate::spec::vars::substitute(goal, &job.vars).map_err(|problems| {

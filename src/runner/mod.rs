@@ -21,7 +21,7 @@ mod start;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use prepare::{Prepared, prepare, prepare_for_event};
+pub use prepare::{PrepareError, Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
 pub use run::{AfterChecks, RunInput};
 pub use run_folder::{RunFolder, new_run_id};
