@@ -17,20 +17,14 @@ use crate::sink::{
 use crate::spec::{self, COMMAND_LINE_JOB, Diagnostic, JobFlags, LoadOptions};
 use crate::untrusted::GithubEvent;
 
-use super::EXIT_BAD_INPUT;
 use super::args::{JobFlagArgs, ProgressMode, RunArgs};
 use super::json_stream::JsonStdout;
 use super::signals;
+use super::{CliError, Exit};
 
-pub fn run(args: RunArgs) -> u8 {
+pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot read the current directory: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+    let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let job_flags = match job_flags(&args.job_flags) {
         Ok(flags) => flags,
         Err(problem) => return did_not_start(&[*problem], args.progress, &cwd),
@@ -94,16 +88,10 @@ pub fn run(args: RunArgs) -> u8 {
         },
         extra_env: Vec::new(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot start the async runtime: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+        .map_err(CliError::Runtime)?;
     let outcome = runtime.block_on(async {
         let received = signals::install(trigger)?;
         Ok::<_, std::io::Error>((runner::run_prepared(&prepared, run_options).await, received))
@@ -115,10 +103,7 @@ pub fn run(args: RunArgs) -> u8 {
         Ok((Err(e), _)) => {
             return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
         }
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot listen for signals: {e}");
-            return EXIT_BAD_INPUT;
-        }
+        Err(e) => return Err(CliError::Signals(e)),
     };
     for e in &report.sink_errors {
         let _ = writeln!(stderr, "error: failed to write {e}");
@@ -152,12 +137,12 @@ pub fn run(args: RunArgs) -> u8 {
     if (failed_to_write || !report.sink_errors.is_empty()) && completed.status == RunStatus::Passed
     {
         // A passing run whose results could not be written is not a pass CI can trust.
-        return RunStatus::Error.exit_code();
+        return Ok(Exit::Error);
     }
     if completed.status == RunStatus::Interrupted {
-        return received.exit_code();
+        return Ok(received.exit());
     }
-    completed.status.exit_code()
+    Ok(Exit::from(completed.status))
 }
 
 /// The job-shaping flags, with `--goal -` read from stdin.
@@ -191,7 +176,12 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, Box<Diagnostic>> {
 }
 
 /// `--print-job`: the job the file and flags make, as YAML on stdout.
-fn print_job(job_file: &Path, options: &LoadOptions, mode: ProgressMode, cwd: &Path) -> u8 {
+fn print_job(
+    job_file: &Path,
+    options: &LoadOptions,
+    mode: ProgressMode,
+    cwd: &Path,
+) -> Result<Exit, CliError> {
     match spec::load_job(job_file, options) {
         Ok((mut job, warnings)) => {
             // `--skills-path` is not part of a job; the saved job must find its skill without it.
@@ -208,7 +198,7 @@ fn print_job(job_file: &Path, options: &LoadOptions, mode: ProgressMode, cwd: &P
             match spec::print::job_yaml(&job) {
                 Ok(yaml) => {
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
-                    0
+                    Ok(Exit::Success)
                 }
                 Err(e) => did_not_start(&[Diagnostic::unplaced(e)], mode, cwd),
             }
@@ -220,7 +210,11 @@ fn print_job(job_file: &Path, options: &LoadOptions, mode: ProgressMode, cwd: &P
 /// The problems of a run that did not start, on stderr; under GitHub
 /// Actions as annotations, with a summary and the outputs `status=error`
 /// and `exit-code=2`.
-fn did_not_start(problems: &[Diagnostic], mode: ProgressMode, cwd: &Path) -> u8 {
+fn did_not_start(
+    problems: &[Diagnostic],
+    mode: ProgressMode,
+    cwd: &Path,
+) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
     match github_config(mode, cwd) {
         Some(config) => {
@@ -237,7 +231,7 @@ fn did_not_start(problems: &[Diagnostic], mode: ProgressMode, cwd: &Path) -> u8 
             let _ = writeln!(stderr, "{}", p.with_severity());
         }),
     }
-    EXIT_BAD_INPUT
+    Err(CliError::Reported)
 }
 
 /// Where the GitHub sink writes, when running under GitHub Actions
