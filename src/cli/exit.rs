@@ -83,6 +83,9 @@ pub enum CliError {
     Runtime(std::io::Error),
     #[error("cannot listen for signals: {0}")]
     Signals(std::io::Error),
+    /// `agentci trace`: a trace that cannot be shown at all.
+    #[error(transparent)]
+    Trace(#[from] crate::trace_view::TraceLoadError),
 }
 
 impl CliError {

@@ -79,7 +79,7 @@ fn summary(args: &SummaryArgs) -> Result<Exit, CliError> {
 }
 
 fn read(path: &std::path::Path) -> Result<LoadedTrace, CliError> {
-    load(path).map_err(CliError::input)
+    Ok(load(path)?)
 }
 
 /// Print `text`; a damaged line before the end is an error after it.
