@@ -8,9 +8,10 @@ use std::io::Write as _;
 use serde_json::json;
 
 use super::args::DoctorArgs;
+use super::{CliError, Exit};
 use crate::sandbox::{Support, support};
 
-pub fn doctor(args: &DoctorArgs) -> u8 {
+pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
     let support = support();
     let text = if args.json {
         let value = json!({
@@ -23,7 +24,7 @@ pub fn doctor(args: &DoctorArgs) -> u8 {
     };
     // Nothing to do if stdout is closed.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    0
+    Ok(Exit::Success)
 }
 
 /// The text report.

@@ -20,27 +20,13 @@ use crate::eval::{
 };
 use crate::spec::load::{check_base_url, parse_model_flag};
 
-use super::EXIT_BAD_INPUT;
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
 use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
 use super::signals;
+use super::{CliError, Exit};
 
-pub fn eval(args: EvalArgs) -> u8 {
-    let mut stderr = std::io::stderr();
-    match run(args) {
-        Ok(code) => code,
-        Err(problems) => {
-            for problem in problems {
-                let _ = writeln!(stderr, "{problem}");
-            }
-            EXIT_BAD_INPUT
-        }
-    }
-}
-
-fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| vec![format!("error: cannot read the current directory: {e}")])?;
+pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
+    let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let mut options = options(&args, &cwd)?;
     let (trigger, cancel) = cancel_pair();
     options.settings.cancel = cancel.clone();
@@ -57,14 +43,14 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| vec![format!("error: cannot start the async runtime: {e}")])?;
+        .map_err(CliError::Runtime)?;
     let (results, received) = runtime
         .block_on(async {
             let received = signals::install(trigger)?;
             let results = run_eval(Arc::new(suites), &options, observer).await;
             Ok::<_, std::io::Error>((results, received))
         })
-        .map_err(|e| vec![format!("error: cannot listen for signals: {e}")])?;
+        .map_err(CliError::Signals)?;
     if cancel.reason().is_some() {
         // Interrupted attempts removed their workspaces already; give the
         // background removals of finished ones a moment, not forever.
@@ -75,7 +61,7 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
     }
     let interrupted = results.interrupted.clone();
     let html = args.html.as_ref().map(|dir| cwd.join(dir));
-    let code = finish(
+    let exit = finish(
         results,
         &options.out_dir,
         baseline.as_ref(),
@@ -83,13 +69,17 @@ fn run(args: EvalArgs) -> Result<u8, Vec<String>> {
         &cwd,
         html.as_deref(),
     );
-    Ok(match &interrupted {
+    match &interrupted {
         Some(note) => {
+            // The run was stopped: its exit code says so, whatever else went wrong.
+            if let Err(e) = &exit {
+                super::exit::print(e);
+            }
             let _ = writeln!(std::io::stderr(), "agentci: {note}");
-            received.exit_code()
+            Ok(received.exit())
         }
-        None => code,
-    })
+        None => exit,
+    }
 }
 
 fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
@@ -315,20 +305,17 @@ pub(super) fn finish(
     thresholds: &Thresholds,
     cwd: &Path,
     html: Option<&Path>,
-) -> u8 {
+) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
     if let Some(baseline) = baseline {
         results.regressions = regressions(baseline, &results, thresholds);
     }
-    if let Err(e) = crate::eval::report::write_all(&results, out_dir) {
-        let _ = writeln!(stderr, "error: {e}");
-        return EXIT_BAD_INPUT;
-    }
+    crate::eval::report::write_all(&results, out_dir).map_err(CliError::input)?;
     let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
     let summary = crate::eval::report::markdown::summary(&results);
     let _ = write!(std::io::stdout().lock(), "{summary}");
     github(&results, &summary, &out_dir.join("results.json"));
-    let mut code = 0;
+    let mut exit = Exit::Success;
     for suite in &results.suites {
         let _ = writeln!(
             stderr,
@@ -345,7 +332,7 @@ pub(super) fn finish(
             }
         );
         if !suite.gate_passed {
-            code = 1;
+            exit = Exit::Failed;
         }
     }
     if baseline.is_some() {
@@ -355,7 +342,7 @@ pub(super) fn finish(
         if results.regressions.is_empty() {
             let _ = writeln!(stderr, "agentci: no regression against the baseline");
         } else {
-            code = 1;
+            exit = Exit::Failed;
         }
     }
     let _ = writeln!(
@@ -368,13 +355,10 @@ pub(super) fn finish(
             Ok(index) => {
                 let _ = writeln!(stderr, "agentci: HTML report in {}", shown(&index));
             }
-            Err(e) => {
-                let _ = writeln!(stderr, "error: --html: {e}");
-                return EXIT_BAD_INPUT;
-            }
+            Err(e) => return Err(CliError::input(format!("--html: {e}"))),
         }
     }
-    code
+    Ok(exit)
 }
 
 /// Under GitHub Actions (`GITHUB_ACTIONS=true`): the Markdown to the step

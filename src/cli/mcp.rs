@@ -16,19 +16,14 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use super::EXIT_BAD_INPUT;
 use super::mcp_print::{self, CallReport, ServerReport};
+use super::{CliError, Exit};
 use crate::mcp::{McpSet, StartContext};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::redact::Redactor;
 use crate::spec::duration::parse_duration;
 use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
 use crate::spec::{EnvTemplate, LoadOptions, McpServerSpec, McpTransport, load_job};
-
-/// Exit code when the tool answered with an error.
-const EXIT_TOOL_ERROR: u8 = 1;
-/// Exit code when a server could not be started, reached, or went down.
-pub const EXIT_SERVER_DOWN: u8 = 4;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -100,13 +95,13 @@ pub struct SourceArgs {
     pub command: Vec<String>,
 }
 
-pub fn mcp(args: McpArgs) -> u8 {
+pub fn mcp(args: McpArgs) -> Result<Exit, CliError> {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+        Err(e) => return Err(CliError::Runtime(e)),
     };
     let code = runtime.block_on(async {
         let started = Started::default();
@@ -118,7 +113,7 @@ pub fn mcp(args: McpArgs) -> u8 {
         };
         let stop = match stop_signal() {
             Ok(stop) => stop,
-            Err(e) => return fail(&format!("cannot listen for signals: {e}")),
+            Err(e) => return Err(CliError::Signals(e)),
         };
         tokio::select! {
             code = work => code,
@@ -130,7 +125,7 @@ pub fn mcp(args: McpArgs) -> u8 {
                 if let Some(set) = set {
                     set.shutdown_all().await;
                 }
-                u8::try_from(128 + number).unwrap_or(130)
+                Ok(Exit::Interrupted(Some(number)))
             }
         }
     });
@@ -174,9 +169,8 @@ async fn start_set(
     set
 }
 
-fn fail(message: &str) -> u8 {
-    let _ = writeln!(std::io::stderr(), "error: {message}");
-    EXIT_BAD_INPUT
+fn fail(message: &str) -> Result<Exit, CliError> {
+    Err(CliError::input(message))
 }
 
 /// The servers to start and the workspace they run in.
@@ -188,7 +182,7 @@ struct Selection {
     runner: Option<ProcessRunner>,
 }
 
-async fn run_list(args: ListArgs, started: &Started) -> u8 {
+async fn run_list(args: ListArgs, started: &Started) -> Result<Exit, CliError> {
     let (mut selection, rest) = match select(&args.source, &args.words) {
         Ok(found) => found,
         Err(message) => return fail(&message),
@@ -218,10 +212,14 @@ async fn run_list(args: ListArgs, started: &Started) -> u8 {
     set.shutdown_all().await;
     let any_down = reports.iter().any(|r| matches!(r, ServerReport::Down(_)));
     mcp_print::print_list(&reports, args.source.json);
-    if any_down { EXIT_SERVER_DOWN } else { 0 }
+    Ok(if any_down {
+        Exit::Unavailable
+    } else {
+        Exit::Success
+    })
 }
 
-async fn run_call(args: CallArgs, started: &Started) -> u8 {
+async fn run_call(args: CallArgs, started: &Started) -> Result<Exit, CliError> {
     let (mut selection, rest) = match select(&args.source, &args.words) {
         Ok(found) => found,
         Err(message) => return fail(&message),
@@ -264,18 +262,18 @@ async fn run_call(args: CallArgs, started: &Started) -> u8 {
             &CallReport::down(&spec.name, &tool, down.clone()),
             args.source.json,
         );
-        return EXIT_SERVER_DOWN;
+        return Ok(Exit::Unavailable);
     }
     let outcome = set.call(&spec.name, &tool, arguments).await;
     let requests = set.take_requests().into_iter().map(|(_, r)| r).collect();
     let report = CallReport::new(&spec.name, &tool, outcome, requests);
     set.shutdown_all().await;
     mcp_print::print_call(&report, args.source.json);
-    match &report.down {
-        Some(_) => EXIT_SERVER_DOWN,
-        None if report.output.as_ref().is_some_and(|o| o.is_error) => EXIT_TOOL_ERROR,
-        None => 0,
-    }
+    Ok(match &report.down {
+        Some(_) => Exit::Unavailable,
+        None if report.output.as_ref().is_some_and(|o| o.is_error) => Exit::Failed,
+        None => Exit::Success,
+    })
 }
 
 /// The servers named by the flags or the job file, and the words left over.

@@ -6,6 +6,7 @@ pub mod args;
 pub mod doctor;
 pub mod eval;
 mod eval_progress;
+pub mod exit;
 mod json_stream;
 pub mod mcp;
 mod mcp_print;
@@ -20,9 +21,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command};
-
-/// Exit code for bad input: a job, skill or flag the user must fix.
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub use exit::{CliError, EXIT_BAD_INPUT, Exit};
 
 pub fn main() -> ExitCode {
     // Before anything reads a secret: what the agent runs must not read them
@@ -36,10 +35,15 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // clap prints help and version to stdout with exit 0; usage errors to stderr.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { EXIT_BAD_INPUT } else { 0 });
+            let outcome = if e.use_stderr() {
+                Err(CliError::Reported)
+            } else {
+                Ok(Exit::Success)
+            };
+            return ExitCode::from(exit::exit_code(outcome));
         }
     };
-    let code = match cli.command {
+    let outcome = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::validate(args),
         Command::Eval(args) => eval::eval(*args),
@@ -48,5 +52,5 @@ pub fn main() -> ExitCode {
         Command::Mcp(args) => mcp::mcp(args),
         Command::Trace(args) => trace::trace(args),
     };
-    ExitCode::from(code)
+    ExitCode::from(exit::exit_code(outcome))
 }

@@ -12,23 +12,15 @@ use std::path::PathBuf;
 
 use crate::eval::{Results, Thresholds};
 
-use super::EXIT_BAD_INPUT;
 use super::args::{BaselineArgs, HtmlArgs, MergeArgs, ReportArgs, ReportCommand};
 use super::eval::{finish, read_baseline, thresholds};
+use super::{CliError, Exit};
 
-pub fn report(args: ReportArgs) -> u8 {
+pub fn report(args: ReportArgs) -> Result<Exit, CliError> {
     match args.command {
         ReportCommand::Merge(args) => merge(args),
         ReportCommand::Html(args) => html(args),
     }
-}
-
-fn fail(problems: Vec<String>) -> u8 {
-    let mut stderr = std::io::stderr();
-    for problem in problems {
-        let _ = writeln!(stderr, "{problem}");
-    }
-    EXIT_BAD_INPUT
 }
 
 /// `DIR/results.json`, or the file itself.
@@ -52,17 +44,14 @@ fn baseline_inputs(
     Ok((cwd, thresholds, baseline))
 }
 
-fn html(args: HtmlArgs) -> u8 {
-    let (cwd, thresholds, baseline) = match baseline_inputs(&args.baseline) {
-        Ok(inputs) => inputs,
-        Err(problems) => return fail(problems),
-    };
+fn html(args: HtmlArgs) -> Result<Exit, CliError> {
+    let (cwd, thresholds, baseline) = baseline_inputs(&args.baseline).map_err(CliError::Input)?;
     let mut parts = Vec::new();
     for path in &args.results {
         let file = results_file(&cwd.join(path));
         let mut results = match Results::read(&file) {
             Ok(results) => results,
-            Err(e) => return fail(vec![format!("error: {e}")]),
+            Err(e) => return Err(CliError::input(e)),
         };
         // Traces are relative to their own results folder; once merged,
         // only absolute paths still find them.
@@ -87,7 +76,7 @@ fn html(args: HtmlArgs) -> u8 {
     } else {
         match Results::merge(parts) {
             Ok(merged) => merged,
-            Err(e) => return fail(vec![format!("error: {e}")]),
+            Err(e) => return Err(CliError::input(e)),
         }
     };
     if let Some(baseline) = &baseline {
@@ -102,33 +91,23 @@ fn html(args: HtmlArgs) -> u8 {
                 .display()
                 .to_string();
             let _ = writeln!(std::io::stderr(), "agentci: HTML report in {shown}");
-            0
+            Ok(Exit::Success)
         }
-        Err(e) => fail(vec![format!("error: {e}")]),
+        Err(e) => Err(CliError::input(e)),
     }
 }
 
-fn merge(args: MergeArgs) -> u8 {
-    let mut stderr = std::io::stderr();
-    let (cwd, thresholds, baseline) = match baseline_inputs(&args.baseline) {
-        Ok(inputs) => inputs,
-        Err(problems) => return fail(problems),
-    };
+fn merge(args: MergeArgs) -> Result<Exit, CliError> {
+    let (cwd, thresholds, baseline) = baseline_inputs(&args.baseline).map_err(CliError::Input)?;
     let mut parts = Vec::new();
     for dir in &args.dirs {
         let file = results_file(&cwd.join(dir));
         match Results::read(&file) {
             Ok(results) => parts.push(results),
-            Err(e) => return fail(vec![format!("error: {e}")]),
+            Err(e) => return Err(CliError::input(e)),
         }
     }
-    let merged = match Results::merge(parts) {
-        Ok(merged) => merged,
-        Err(e) => {
-            let _ = writeln!(stderr, "error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+    let merged = Results::merge(parts).map_err(CliError::input)?;
     finish(
         merged,
         &cwd.join(&args.out),

@@ -15,26 +15,20 @@ use crate::sink::bus::EventSink;
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };
-use crate::spec::{self, COMMAND_LINE_JOB, JobFlags, LoadOptions};
+use crate::spec::{self, COMMAND_LINE_JOB, Diagnostic, JobFlags, LoadOptions};
 use crate::untrusted::GithubEvent;
 
-use super::EXIT_BAD_INPUT;
 use super::args::{JobFlagArgs, ProgressMode, RunArgs};
 use super::json_stream::JsonStdout;
 use super::signals;
+use super::{CliError, Exit};
 
-pub fn run(args: RunArgs) -> u8 {
+pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot read the current directory: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+    let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let job_flags = match job_flags(&args.job_flags) {
         Ok(flags) => flags,
-        Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
+        Err(problem) => return did_not_start(&[*problem], args.progress, &cwd),
     };
     let options = LoadOptions {
         cwd: cwd.clone(),
@@ -60,15 +54,16 @@ pub fn run(args: RunArgs) -> u8 {
     let trace_file = args.trace.clone().filter(|t| t != Path::new("-"));
     // The event that started a GitHub Actions run: its text is untrusted
     // input, and a pull request makes the workspace untrusted.
-    let event = match GithubEvent::from_env(|name| {
-        std::env::var(name).ok().filter(|v| !v.is_empty())
-    }) {
-        Ok(event) => event,
-        Err(problem) => return did_not_start(&[format!("error: {problem}")], args.progress, &cwd),
-    };
+    let event =
+        match GithubEvent::from_env(|name| std::env::var(name).ok().filter(|v| !v.is_empty())) {
+            Ok(event) => event,
+            Err(problem) => {
+                return did_not_start(&[Diagnostic::unplaced(problem)], args.progress, &cwd);
+            }
+        };
     let prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
         Ok(prepared) => prepared,
-        Err(problems) => return did_not_start(&problems, args.progress, &cwd),
+        Err(e) => return did_not_start(&e.diagnostics(), args.progress, &cwd),
     };
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
     let (trigger, cancel) = cancel_pair();
@@ -94,16 +89,10 @@ pub fn run(args: RunArgs) -> u8 {
         },
         extra_env: Vec::new(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot start the async runtime: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
+        .map_err(CliError::Runtime)?;
     let outcome = runtime.block_on(async {
         let received = signals::install(trigger)?;
         Ok::<_, std::io::Error>((runner::run_prepared(&prepared, run_options).await, received))
@@ -113,12 +102,9 @@ pub fn run(args: RunArgs) -> u8 {
     let (report, received) = match outcome {
         Ok((Ok(report), received)) => (report, received),
         Ok((Err(e), _)) => {
-            return did_not_start(&[format!("error: {e}")], args.progress, &cwd);
+            return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
         }
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot listen for signals: {e}");
-            return EXIT_BAD_INPUT;
-        }
+        Err(e) => return Err(CliError::Signals(e)),
     };
     for e in &report.sink_errors {
         let _ = writeln!(stderr, "error: failed to write {e}");
@@ -152,22 +138,23 @@ pub fn run(args: RunArgs) -> u8 {
     if (failed_to_write || !report.sink_errors.is_empty()) && completed.status == RunStatus::Passed
     {
         // A passing run whose results could not be written is not a pass CI can trust.
-        return RunStatus::Error.exit_code();
+        return Ok(Exit::Error);
     }
     if completed.status == RunStatus::Interrupted {
-        return received.exit_code();
+        return Ok(received.exit());
     }
-    completed.status.exit_code()
+    Ok(Exit::from(completed.status))
 }
 
 /// The job-shaping flags, with `--goal -` read from stdin.
-fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, String> {
+fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, Box<Diagnostic>> {
     let goal = match args.goal.as_deref() {
         Some("-") => {
             let mut goal = String::new();
-            std::io::stdin()
-                .read_to_string(&mut goal)
-                .map_err(|e| format!("--goal: error: cannot read the goal from stdin: {e}"))?;
+            std::io::stdin().read_to_string(&mut goal).map_err(|e| {
+                let message = format!("cannot read the goal from stdin: {e}");
+                Box::new(Diagnostic::flag("--goal", message))
+            })?;
             Some(goal)
         }
         other => other.map(str::to_string),
@@ -192,13 +179,12 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, String> {
 }
 
 /// `--print-job`: the job the file and flags make, as YAML on stdout.
-fn print_job(job_file: &Path, options: &LoadOptions, mode: ProgressMode, cwd: &Path) -> u8 {
-    let problems = |diagnostics: Vec<crate::spec::Diagnostic>| -> Vec<String> {
-        diagnostics
-            .iter()
-            .map(|d| d.with_severity().to_string())
-            .collect()
-    };
+fn print_job(
+    job_file: &Path,
+    options: &LoadOptions,
+    mode: ProgressMode,
+    cwd: &Path,
+) -> Result<Exit, CliError> {
     match spec::load_job(job_file, options) {
         Ok((mut job, warnings)) => {
             // `--skills-path` is not part of a job; the saved job must find its skill without it.
@@ -209,25 +195,29 @@ fn print_job(job_file: &Path, options: &LoadOptions, mode: ProgressMode, cwd: &P
                 }
             }
             let mut stderr = std::io::stderr();
-            for warning in problems(warnings) {
-                let _ = writeln!(stderr, "{warning}");
+            for warning in warnings {
+                let _ = writeln!(stderr, "{}", warning.with_severity());
             }
             match spec::print::job_yaml(&job) {
                 Ok(yaml) => {
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
-                    0
+                    Ok(Exit::Success)
                 }
-                Err(e) => did_not_start(&[format!("error: {e}")], mode, cwd),
+                Err(e) => did_not_start(&[Diagnostic::unplaced(e)], mode, cwd),
             }
         }
-        Err(diagnostics) => did_not_start(&problems(diagnostics), mode, cwd),
+        Err(diagnostics) => did_not_start(&diagnostics, mode, cwd),
     }
 }
 
 /// The problems of a run that did not start, on stderr; under GitHub
 /// Actions as annotations, with a summary and the outputs `status=error`
 /// and `exit-code=2`.
-fn did_not_start(problems: &[String], mode: ProgressMode, cwd: &Path) -> u8 {
+fn did_not_start(
+    problems: &[Diagnostic],
+    mode: ProgressMode,
+    cwd: &Path,
+) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
     match github_config(mode, cwd) {
         Some(config) => {
@@ -236,15 +226,15 @@ fn did_not_start(problems: &[String], mode: ProgressMode, cwd: &Path) -> u8 {
             }
             if mode == ProgressMode::None {
                 problems.iter().for_each(|p| {
-                    let _ = writeln!(stderr, "{p}");
+                    let _ = writeln!(stderr, "{}", p.with_severity());
                 });
             }
         }
         None => problems.iter().for_each(|p| {
-            let _ = writeln!(stderr, "{p}");
+            let _ = writeln!(stderr, "{}", p.with_severity());
         }),
     }
-    EXIT_BAD_INPUT
+    Err(CliError::Reported)
 }
 
 /// Where the GitHub sink writes, when running under GitHub Actions

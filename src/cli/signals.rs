@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use tokio::signal::unix::{SignalKind, signal};
 
+use super::Exit;
 use crate::agent::CancelTrigger;
 
 /// Which signal stopped the run, if one did.
@@ -16,11 +17,11 @@ use crate::agent::CancelTrigger;
 pub struct Received(Arc<AtomicI32>);
 
 impl Received {
-    /// The exit code of an interrupted run: 128 + the signal, 130 when unknown.
-    pub fn exit_code(&self) -> u8 {
+    /// How an interrupted run ends: by the signal received, if one was.
+    pub fn exit(&self) -> Exit {
         match self.0.load(Ordering::SeqCst) {
-            0 => 130,
-            signal => u8::try_from(128 + signal).unwrap_or(130),
+            0 => Exit::Interrupted(None),
+            signal => Exit::Interrupted(Some(signal)),
         }
     }
 }

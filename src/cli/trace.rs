@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::EXIT_BAD_INPUT;
+use super::{CliError, Exit};
 use crate::trace_view::{LoadedTrace, RunView, ViewOptions, load, printable, render_text};
 
 #[derive(Debug, Args)]
@@ -47,27 +47,23 @@ pub struct SummaryArgs {
     pub trace: PathBuf,
 }
 
-pub fn trace(args: TraceArgs) -> u8 {
+pub fn trace(args: TraceArgs) -> Result<Exit, CliError> {
     match args.command {
         TraceCommand::Show(args) => show(&args),
         TraceCommand::Summary(args) => summary(&args),
     }
 }
 
-fn show(args: &ShowArgs) -> u8 {
-    let Some(trace) = read(&args.trace) else {
-        return EXIT_BAD_INPUT;
-    };
+fn show(args: &ShowArgs) -> Result<Exit, CliError> {
+    let trace = read(&args.trace)?;
     let view = RunView::new(&trace, ViewOptions { full: args.full });
     let text = if args.json {
         match serde_json::to_string_pretty(&view) {
             Ok(json) => json + "\n",
             Err(e) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "error: cannot write the view as JSON: {e}"
-                );
-                return EXIT_BAD_INPUT;
+                return Err(CliError::input(format!(
+                    "cannot write the view as JSON: {e}"
+                )));
             }
         }
     } else {
@@ -76,41 +72,27 @@ fn show(args: &ShowArgs) -> u8 {
     print_and_exit(&text, &trace)
 }
 
-fn summary(args: &SummaryArgs) -> u8 {
-    let Some(trace) = read(&args.trace) else {
-        return EXIT_BAD_INPUT;
-    };
+fn summary(args: &SummaryArgs) -> Result<Exit, CliError> {
+    let trace = read(&args.trace)?;
     let markdown = printable(&crate::sink::step_summary(trace.events()));
     print_and_exit(&markdown, &trace)
 }
 
-fn read(path: &std::path::Path) -> Option<LoadedTrace> {
-    match load(path) {
-        Ok(trace) => Some(trace),
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            None
-        }
-    }
+fn read(path: &std::path::Path) -> Result<LoadedTrace, CliError> {
+    Ok(load(path)?)
 }
 
 /// Print `text`; a damaged line before the end is an error after it.
-fn print_and_exit(text: &str, trace: &LoadedTrace) -> u8 {
+fn print_and_exit(text: &str, trace: &LoadedTrace) -> Result<Exit, CliError> {
     let mut stdout = std::io::stdout();
     let _ = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush());
     match &trace.problem {
-        Some(problem) if !problem.is_cut_last_line() => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: trace line {}: {}; the {} lines after it were not read",
-                problem.line,
-                problem.message,
-                problem.lines_after
-            );
-            EXIT_BAD_INPUT
-        }
+        Some(problem) if !problem.is_cut_last_line() => Err(CliError::input(format!(
+            "trace line {}: {}; the {} lines after it were not read",
+            problem.line, problem.message, problem.lines_after
+        ))),
         Some(problem) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -118,8 +100,8 @@ fn print_and_exit(text: &str, trace: &LoadedTrace) -> u8 {
                 problem.line,
                 problem.message
             );
-            0
+            Ok(Exit::Success)
         }
-        None => 0,
+        None => Ok(Exit::Success),
     }
 }

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 
-use super::EXIT_BAD_INPUT;
 use super::args::ValidateArgs;
+use super::{CliError, Exit};
 use crate::eval::suite::{SuiteLoadOptions, load_suite};
 use crate::skills::discover::misnamed_skill_file;
 use crate::skills::git::{default_cache_dir, fetch_skill};
@@ -31,7 +31,7 @@ use crate::spec::{Diagnostic, JobSpec, LoadOptions, Severity, SkillRef, load_job
 /// Folders never searched for job files and skills.
 const SKIPPED_DIRS: &[&str] = &[".git", ".github", ".agentci", "target", "node_modules"];
 
-pub fn validate(args: ValidateArgs) -> u8 {
+pub fn validate(args: ValidateArgs) -> Result<Exit, CliError> {
     let stdout = std::io::stdout();
     let mut validation = Validation {
         out: stdout.lock(),
@@ -74,9 +74,9 @@ pub fn validate(args: ValidateArgs) -> u8 {
     );
     let _ = writeln!(std::io::stderr(), "{summary}");
     if validation.errors > 0 {
-        EXIT_BAD_INPUT
+        Err(CliError::Reported)
     } else {
-        0
+        Ok(Exit::Success)
     }
 }
 

@@ -334,8 +334,14 @@ fn prepare(
         job_flags: case_overrides(case),
         ..LoadOptions::default()
     };
-    runner::prepare(&suite.job, &options)
-        .map_err(|problems| format!("cannot load the job: {}", problems.join("; ")))
+    runner::prepare(&suite.job, &options).map_err(|e| {
+        let problems: Vec<String> = e
+            .diagnostics()
+            .iter()
+            .map(|d| d.with_severity().to_string())
+            .collect();
+        format!("cannot load the job: {}", problems.join("; "))
+    })
 }
 
 /// The case's goal and budget, written into the raw job before it is

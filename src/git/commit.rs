@@ -6,7 +6,7 @@ use std::path::Path;
 
 use git2::{BranchType, IndexAddOption, Signature};
 
-use super::GitWorkspace;
+use super::{GitError, GitWorkspace};
 
 /// What to commit as.
 pub struct CommitRequest<'a> {
@@ -25,15 +25,15 @@ impl GitWorkspace {
     /// Commit the workspace's changes on `request.branch`; returns the
     /// commit id, or `None` when there was nothing to commit (no branch is
     /// made then).
-    pub fn commit(&self, request: &CommitRequest<'_>) -> Result<Option<String>, String> {
-        let failed = |e: git2::Error| format!("cannot commit: {}", e.message());
+    pub fn commit(&self, request: &CommitRequest<'_>) -> Result<Option<String>, GitError> {
+        let failed = |e: git2::Error| GitError::Commit {
+            message: e.message().to_string(),
+        };
         if self.branch_exists(request.branch) {
-            return Err(format!(
-                "branch `{}` already exists in {}; choose another `outputs.commit.branch` or \
-                 delete it",
-                request.branch,
-                self.root.display()
-            ));
+            return Err(GitError::BranchExists {
+                branch: request.branch.to_string(),
+                root: self.root.clone(),
+            });
         }
         let parent = match self.repo.head() {
             Ok(head) => Some(head.peel_to_commit().map_err(failed)?),

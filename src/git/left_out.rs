@@ -6,7 +6,7 @@
 //! It only finds the files; [`GitWorkspace::in_scope`] then skips them and
 //! the runner reports them. Files deleted by the agent are never left out.
 
-use super::GitWorkspace;
+use super::{GitError, GitWorkspace};
 
 /// How git itself tells binary from text: a NUL byte in the first 8000 bytes.
 const BINARY_PROBE: usize = 8000;
@@ -35,7 +35,7 @@ pub struct LeftOut {
 impl GitWorkspace {
     /// Find the changed files `limits` keep out and leave them out of every
     /// later patch and commit; returns them in git's order.
-    pub fn leave_out(&mut self, limits: FileLimits) -> Result<Vec<LeftOut>, String> {
+    pub fn leave_out(&mut self, limits: FileLimits) -> Result<Vec<LeftOut>, GitError> {
         let mut found = Vec::new();
         for path in self.dirty_paths()? {
             let full = self.root.join(&path);
@@ -63,12 +63,15 @@ impl GitWorkspace {
     }
 }
 
-fn is_binary(path: &std::path::Path) -> Result<bool, String> {
+fn is_binary(path: &std::path::Path) -> Result<bool, GitError> {
     use std::io::Read;
     let mut head = Vec::with_capacity(BINARY_PROBE);
     std::fs::File::open(path)
         .and_then(|file| file.take(BINARY_PROBE as u64).read_to_end(&mut head))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|source| GitError::ReadFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
     Ok(head.contains(&0))
 }
 

@@ -7,9 +7,10 @@
 //! larger repository) and never the files agentci writes itself: `.agentci/`
 //! and the run's trace, JUnit, patch and run folder. It does not decide
 //! when to commit or push; the runner does, from the job and the run's
-//! status. Errors are lines for the user.
+//! status. Errors are [`GitError`]s, whose messages are lines for the user.
 
 pub mod commit;
+mod error;
 pub mod left_out;
 pub mod patch;
 pub mod push;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use git2::{ErrorCode, Repository};
 
 pub use commit::CommitRequest;
+pub use error::GitError;
 pub use left_out::{FileLimits, LeftOut, LeftOutReason};
 pub use patch::PatchStats;
 
@@ -64,23 +66,20 @@ impl GitWorkspace {
     /// The repository holding `workspace`, or `None` when there is none.
     /// `own_files` are absolute paths of files and folders agentci writes
     /// during the run; `.agentci/` is always left out.
-    pub fn open(workspace: &Path, own_files: &[PathBuf]) -> Result<Option<GitWorkspace>, String> {
+    pub fn open(workspace: &Path, own_files: &[PathBuf]) -> Result<Option<GitWorkspace>, GitError> {
         let repo = match Repository::discover(workspace) {
             Ok(repo) => repo,
             Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
             Err(e) if e.code() == ErrorCode::Owner => {
-                return Err(format!(
-                    "git refuses to open the repository of {} because another user owns it; \
-                     trust it with `git config --global --add safe.directory '*'` (or that path)",
-                    workspace.display()
-                ));
+                return Err(GitError::NotOwned {
+                    workspace: workspace.to_path_buf(),
+                });
             }
             Err(e) => {
-                return Err(format!(
-                    "cannot open the git repository of {}: {}",
-                    workspace.display(),
-                    e.message()
-                ));
+                return Err(GitError::Open {
+                    workspace: workspace.to_path_buf(),
+                    message: e.message().to_string(),
+                });
             }
         };
         let Some(workdir) = repo.workdir() else {

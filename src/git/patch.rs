@@ -5,7 +5,7 @@ use std::path::Path;
 
 use git2::{DiffOptions, Patch};
 
-use super::GitWorkspace;
+use super::{GitError, GitWorkspace};
 
 /// What a patch holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -18,8 +18,10 @@ pub struct PatchStats {
 impl GitWorkspace {
     /// The diff of the workspace against HEAD (against nothing before the
     /// first commit), with its numbers.
-    pub fn diff(&self) -> Result<(Vec<u8>, PatchStats), String> {
-        let failed = |e: git2::Error| format!("cannot diff the workspace: {}", e.message());
+    pub fn diff(&self) -> Result<(Vec<u8>, PatchStats), GitError> {
+        let failed = |e: git2::Error| GitError::Diff {
+            message: e.message().to_string(),
+        };
         let head_tree = match self.repo.head() {
             Ok(head) => Some(head.peel_to_tree().map_err(failed)?),
             // An unborn branch: everything is new.
@@ -67,14 +69,18 @@ impl GitWorkspace {
     }
 
     /// Write [`GitWorkspace::diff`] to `path` (its folder is created).
-    pub fn write_patch(&self, path: &Path) -> Result<PatchStats, String> {
+    pub fn write_patch(&self, path: &Path) -> Result<PatchStats, GitError> {
         let (text, stats) = self.diff()?;
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|source| GitError::CreateFolder {
+                folder: parent.to_path_buf(),
+                source,
+            })?;
         }
-        crate::safe_file::replace(path, &text, None)
-            .map_err(|e| format!("cannot write the patch {}: {e}", path.display()))?;
+        crate::safe_file::replace(path, &text, None).map_err(|source| GitError::WritePatch {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(stats)
     }
 }

@@ -7,27 +7,30 @@ use std::cell::{Cell, RefCell};
 
 use git2::{Cred, CredentialType, PushOptions, Remote, RemoteCallbacks};
 
-use super::GitWorkspace;
+use super::{GitError, GitWorkspace};
 
 impl GitWorkspace {
     /// The remote called `name`, or `name` itself when it is a URL or a path.
-    fn remote(&self, name: &str) -> Result<Remote<'_>, String> {
+    fn remote(&self, name: &str) -> Result<Remote<'_>, GitError> {
         match self.repo.find_remote(name) {
             Ok(remote) => Ok(remote),
-            Err(_) if looks_like_url(name) => self
-                .repo
-                .remote_anonymous(name)
-                .map_err(|e| format!("cannot use the remote `{name}`: {}", e.message())),
-            Err(_) => Err(format!(
-                "the repository {} has no remote `{name}`; add it (`git remote add {name} URL`) \
-                 or set `outputs.push.remote` to a remote name or URL",
-                self.root.display()
-            )),
+            Err(_) if looks_like_url(name) => {
+                self.repo
+                    .remote_anonymous(name)
+                    .map_err(|e| GitError::BadRemote {
+                        name: name.to_string(),
+                        message: e.message().to_string(),
+                    })
+            }
+            Err(_) => Err(GitError::NoRemote {
+                root: self.root.clone(),
+                name: name.to_string(),
+            }),
         }
     }
 
     /// Fails when `push` could not find `name`; checked before the run.
-    pub fn check_remote(&self, name: &str) -> Result<(), String> {
+    pub fn check_remote(&self, name: &str) -> Result<(), GitError> {
         self.remote(name).map(|_| ())
     }
 
@@ -39,7 +42,7 @@ impl GitWorkspace {
         branch: &str,
         token: Option<&str>,
         token_env: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), GitError> {
         super::ensure_network_timeouts();
         let mut remote = self.remote(name)?;
         let attempts = Cell::new(0);
@@ -77,13 +80,18 @@ impl GitWorkspace {
                 ),
                 (_, Some(_)) => format!("; the remote refused the token in ${token_env}"),
             };
-            return Err(format!(
-                "cannot push branch `{branch}` to `{name}`: {}{hint}",
-                e.message()
-            ));
+            return Err(GitError::Push {
+                branch: branch.to_string(),
+                remote: name.to_string(),
+                message: e.message().to_string(),
+                hint,
+            });
         }
         if let Some(why) = rejected.take() {
-            return Err(format!("the remote `{name}` rejected the push of {why}"));
+            return Err(GitError::Rejected {
+                remote: name.to_string(),
+                why,
+            });
         }
         Ok(())
     }

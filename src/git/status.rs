@@ -4,11 +4,11 @@
 
 use git2::{Status, StatusOptions};
 
-use super::GitWorkspace;
+use super::{GitError, GitWorkspace};
 
 impl GitWorkspace {
     /// Repository-relative paths with uncommitted changes, in the order git lists them.
-    pub fn dirty_paths(&self) -> Result<Vec<String>, String> {
+    pub fn dirty_paths(&self) -> Result<Vec<String>, GitError> {
         let mut options = StatusOptions::new();
         options
             .include_untracked(true)
@@ -18,13 +18,13 @@ impl GitWorkspace {
         if !self.prefix.is_empty() {
             options.pathspec(&self.prefix);
         }
-        let statuses = self.repo.statuses(Some(&mut options)).map_err(|e| {
-            format!(
-                "cannot read the git status of {}: {}",
-                self.root.display(),
-                e.message()
-            )
-        })?;
+        let statuses = self
+            .repo
+            .statuses(Some(&mut options))
+            .map_err(|e| GitError::Status {
+                root: self.root.clone(),
+                message: e.message().to_string(),
+            })?;
         Ok(statuses
             .iter()
             .filter(|entry| !entry.status().is_empty() && !entry.status().contains(Status::IGNORED))

@@ -12,11 +12,42 @@ use crate::agent::CancelSignal;
 use crate::event::{EventKind, GitPatch, RunStatus};
 use crate::git::left_out::human_size;
 use crate::git::{
-    CommitRequest, FileLimits, GitWorkspace, LeftOut, LeftOutReason, status::first_few,
+    CommitRequest, FileLimits, GitError, GitWorkspace, LeftOut, LeftOutReason, status::first_few,
 };
 use crate::provider::ModelInfo;
 use crate::sink::bus::EventBus;
 use crate::spec::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
+
+/// Why the job's git side refused to start the run, or stopped after the checks.
+#[derive(Debug, thiserror::Error)]
+pub enum GitStepError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(
+        "`outputs.patch` and `outputs.commit` need a git repository, and the workspace {} is \
+         not in one; run `git init` and commit, or remove those outputs",
+        .workspace.display()
+    )]
+    NotARepository { workspace: PathBuf },
+    /// `paths` names the first few changed files.
+    #[error(
+        "the workspace {} has uncommitted changes ({paths}); commit or stash them \
+         (`git stash --include-untracked`), or set `allow_dirty: true` in the job to run anyway",
+        .workspace.display()
+    )]
+    Dirty { workspace: PathBuf, paths: String },
+    #[error(
+        "branch `{branch}` already exists in {}; choose another `outputs.commit.branch` or \
+         delete the branch",
+        .root.display()
+    )]
+    BranchExists { branch: String, root: PathBuf },
+    /// A signal stopped the step before its next commit or push; the reason names it.
+    #[error("{0}")]
+    Stopped(String),
+    #[error("the git step stopped: {0}")]
+    Panicked(String),
+}
 
 /// What the run's git step needs, owned so it can run on a blocking thread.
 pub(super) struct GitStep {
@@ -73,8 +104,12 @@ impl GitStep {
         status: RunStatus,
         bus: &EventBus,
         cancel: &CancelSignal,
-    ) -> Result<(), String> {
-        let stopped = || cancel.reason().map_or(Ok(()), Err);
+    ) -> Result<(), GitStepError> {
+        let stopped = || {
+            cancel
+                .reason()
+                .map_or(Ok(()), |r| Err(GitStepError::Stopped(r)))
+        };
         let mut git = GitWorkspace::open(&self.workspace, &self.own_files)?
             .ok_or_else(|| not_a_repository(&self.workspace))?;
         let left_out = git.leave_out(self.limits)?;
@@ -158,7 +193,7 @@ pub(super) fn preflight(
     job: &JobSpec,
     workspace: &Path,
     own_files: &[PathBuf],
-) -> Result<(), String> {
+) -> Result<(), GitStepError> {
     let wants_git = job.outputs.patch.is_some() || job.outputs.commit.is_some();
     let Some(git) = GitWorkspace::open(workspace, own_files)? else {
         return match wants_git {
@@ -169,24 +204,19 @@ pub(super) fn preflight(
     if !job.allow_dirty {
         let dirty = git.dirty_paths()?;
         if !dirty.is_empty() {
-            return Err(format!(
-                "the workspace {} has uncommitted changes ({}); commit or stash them \
-                 (`git stash --include-untracked`), or set `allow_dirty: true` in the job to run \
-                 anyway",
-                workspace.display(),
-                first_few(&dirty)
-            ));
+            return Err(GitStepError::Dirty {
+                workspace: workspace.to_path_buf(),
+                paths: first_few(&dirty),
+            });
         }
     }
     if let Some(commit) = &job.outputs.commit
         && git.branch_exists(&commit.branch)
     {
-        return Err(format!(
-            "branch `{}` already exists in {}; choose another `outputs.commit.branch` or delete \
-             the branch",
-            commit.branch,
-            git.root().display()
-        ));
+        return Err(GitStepError::BranchExists {
+            branch: commit.branch.clone(),
+            root: git.root().to_path_buf(),
+        });
     }
     if let Some(push) = &job.outputs.push {
         git.check_remote(&push.remote)?;
@@ -215,12 +245,10 @@ fn left_out_message(files: &[LeftOut], limits: FileLimits) -> String {
     )
 }
 
-fn not_a_repository(workspace: &Path) -> String {
-    format!(
-        "`outputs.patch` and `outputs.commit` need a git repository, and the workspace {} is not \
-         in one; run `git init` and commit, or remove those outputs",
-        workspace.display()
-    )
+fn not_a_repository(workspace: &Path) -> GitStepError {
+    GitStepError::NotARepository {
+        workspace: workspace.to_path_buf(),
+    }
 }
 
 #[cfg(test)]
@@ -266,7 +294,10 @@ mod tests {
         let (trigger, cancel) = cancel_pair();
         trigger.cancel("interrupted by SIGTERM");
         let result = step("p1.diff").finish(RunStatus::Passed, &bus, &cancel);
-        assert_eq!(result, Err("interrupted by SIGTERM".to_string()));
+        assert!(
+            matches!(&result, Err(GitStepError::Stopped(r)) if r == "interrupted by SIGTERM"),
+            "{result:?}"
+        );
         assert!(
             repo.find_branch("agentci/b", git2::BranchType::Local)
                 .is_err()
@@ -274,7 +305,7 @@ mod tests {
 
         // Without a signal the same step commits.
         let result = step("p2.diff").finish(RunStatus::Passed, &bus, &CancelSignal::never());
-        assert_eq!(result, Ok(()));
+        assert!(result.is_ok(), "{result:?}");
         assert!(
             repo.find_branch("agentci/b", git2::BranchType::Local)
                 .is_ok()

@@ -22,7 +22,7 @@ mod start;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use prepare::{Prepared, prepare, prepare_for_event};
+pub use prepare::{PrepareError, Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
 pub use run::{AfterChecks, RunInput};
 pub use run_folder::{RunFolder, new_run_id};
@@ -77,13 +77,27 @@ pub struct RunReport {
 /// Why a run could not start at all.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("{0}")]
-    RunFolder(String),
+    #[error("cannot create the run folder {}: {source}", .folder.display())]
+    RunFolder {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot add .agentci/ to {}: {source}", .exclude.display())]
+    GitExclude {
+        exclude: PathBuf,
+        source: std::io::Error,
+    },
+    /// The run's kept outputs cannot be made readable to the tools.
+    #[error("{}: {source}", .folder.display())]
+    KeptOutputs {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
     #[error("failed to create the trace: {0}")]
     Trace(SinkError),
     /// A dirty workspace, or git outputs that cannot be made.
-    #[error("{0}")]
-    Git(String),
+    #[error(transparent)]
+    Git(git_step::GitStepError),
     #[error("cannot create the run's private temporary folder: {0}")]
     TempFolder(std::io::Error),
 }
@@ -126,9 +140,7 @@ pub async fn run_prepared(
         .cloned()
         .collect();
     git_step::preflight(job, workspace.root(), &own_files).map_err(StartError::Git)?;
-    folder
-        .create(workspace.root())
-        .map_err(StartError::RunFolder)?;
+    folder.create(workspace.root())?;
 
     // Secrets are read once, here: the bus masks them in every event, and
     // children get only the ones the job passes through `env:`.
@@ -194,7 +206,11 @@ pub async fn run_prepared(
         Box::new(move |status, bus| {
             // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
             tokio::task::spawn_blocking(move || step.finish(status, &bus, &cancel))
-                .map(|joined| joined.unwrap_or_else(|e| Err(format!("the git step stopped: {e}"))))
+                .map(|joined| {
+                    joined
+                        .unwrap_or_else(|e| Err(git_step::GitStepError::Panicked(e.to_string())))
+                        .map_err(|e| e.to_string())
+                })
                 .boxed()
         })
     });
@@ -222,8 +238,9 @@ pub async fn run_prepared(
         workspace: workspace
             .clone()
             .with_kept_outputs(&folder.kept_outputs)
-            .map_err(|e| {
-                StartError::RunFolder(format!("{}: {e}", folder.kept_outputs.display()))
+            .map_err(|source| StartError::KeptOutputs {
+                folder: folder.kept_outputs.clone(),
+                source,
             })?,
         outputs: OutputPaths {
             dir: folder.dir.display().to_string(),

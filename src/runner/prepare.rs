@@ -1,12 +1,14 @@
 //! Loading what a run needs before anything runs: the job (with flag
 //! overrides), its skill, the further skills it lists, its workspace and
-//! its untrusted input. Every problem is returned as a line for the user,
-//! with its severity and
-//! position where there is one.
+//! its untrusted input. Every problem is returned as a [`PrepareError`]
+//! that keeps each problem's file, line and column, so the CLI and the
+//! GitHub annotations place it without reading it back from text.
+
+use std::path::PathBuf;
 
 use crate::agent::memory::{Memory, load_memory};
 use crate::skills::{self, Skill, SkillError};
-use crate::spec::{self, JobSpec, LoadOptions, SkillRef};
+use crate::spec::{self, Diagnostic, JobSpec, LoadOptions, SkillRef};
 use crate::tools::Workspace;
 use crate::untrusted::{GithubEvent, UntrustedText, read_untrusted_files};
 
@@ -27,8 +29,56 @@ pub struct Prepared {
     pub memory: Option<Memory>,
 }
 
-/// Load `job_file` with `options`; `Err` holds every problem, one line each.
-pub fn prepare(job_file: &std::path::Path, options: &LoadOptions) -> Result<Prepared, Vec<String>> {
+/// Why a job could not be prepared for a run.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The job file, or the flags that shape the job.
+    #[error("{}", joined(.0))]
+    Job(Vec<Diagnostic>),
+    /// The job's skill or one of its further skills, placed where the job names it.
+    #[error("{}", joined(.0))]
+    Skill(Vec<Diagnostic>),
+    #[error(
+        "workspace {} cannot be used: {source}; create it or pass --workspace DIR",
+        .dir.display()
+    )]
+    Workspace {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The job's memory file (`memory:`).
+    #[error("{}: {problem}", .job.display())]
+    Memory { job: PathBuf, problem: String },
+}
+
+impl PrepareError {
+    /// Every problem as a diagnostic, placed at its file, line and column
+    /// where it has one, in the order they are printed.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            PrepareError::Job(diagnostics) | PrepareError::Skill(diagnostics) => {
+                diagnostics.clone()
+            }
+            other => vec![Diagnostic::unplaced(other.to_string())],
+        }
+    }
+}
+
+/// The problems as `agentci validate` prints them, on one line.
+fn joined(diagnostics: &[Diagnostic]) -> String {
+    let lines: Vec<String> = diagnostics
+        .iter()
+        .map(|d| d.with_severity().to_string())
+        .collect();
+    lines.join("; ")
+}
+
+/// Load `job_file` with `options`; `Err` holds every problem.
+pub fn prepare(
+    job_file: &std::path::Path,
+    options: &LoadOptions,
+) -> Result<Prepared, PrepareError> {
     prepare_for_event(job_file, options, None)
 }
 
@@ -39,13 +89,8 @@ pub fn prepare_for_event(
     job_file: &std::path::Path,
     options: &LoadOptions,
     event: Option<&GithubEvent>,
-) -> Result<Prepared, Vec<String>> {
-    let loaded = spec::load_job_detailed(job_file, options).map_err(|diagnostics| {
-        diagnostics
-            .iter()
-            .map(|d| d.with_severity().to_string())
-            .collect::<Vec<_>>()
-    })?;
+) -> Result<Prepared, PrepareError> {
+    let loaded = spec::load_job_detailed(job_file, options).map_err(PrepareError::Job)?;
     let (line, column) = loaded.skill_position;
     let skill_file = loaded.skill_file;
     let (job, load_warnings) = (loaded.job, loaded.warnings);
@@ -76,10 +121,15 @@ pub fn prepare_for_event(
             }
             _ => String::new(),
         };
-        e.diagnostics(&skill_file, line, column)
-            .iter()
-            .map(|d| format!("{}{hint}", d.with_severity()))
-            .collect::<Vec<_>>()
+        let placed = e.diagnostics(&skill_file, line, column).into_iter();
+        PrepareError::Skill(
+            placed
+                .map(|mut d| {
+                    d.message.push_str(&hint);
+                    d
+                })
+                .collect(),
+        )
     })?;
     let mut problems = Vec::new();
     let mut further_skills = Vec::new();
@@ -95,7 +145,7 @@ pub fn prepare_for_event(
         }
     }
     if !problems.is_empty() {
-        return Err(problems);
+        return Err(PrepareError::Skill(problems));
     }
     let workspace = Workspace::new(&job.workspace)
         .and_then(|ws| {
@@ -103,11 +153,9 @@ pub fn prepare_for_event(
                 .chain(&further_skills)
                 .try_fold(ws, |ws, s| ws.with_skill_folder(&s.dir))
         })
-        .map_err(|e| {
-            vec![format!(
-                "error: workspace {} cannot be used: {e}; create it or pass --workspace DIR",
-                job.workspace.display()
-            )]
+        .map_err(|source| PrepareError::Workspace {
+            dir: job.workspace.clone(),
+            source,
         })?;
     let mut warnings: Vec<String> = load_warnings.iter().map(ToString::to_string).collect();
     // A skill that alone leaves no tools already warns at its allowed-tools.
@@ -128,7 +176,10 @@ pub fn prepare_for_event(
         &workspace,
         untrusted_because.is_some(),
     )
-    .map_err(|problem| vec![format!("error: {}: {problem}", job.path.display())])?;
+    .map_err(|problem| PrepareError::Memory {
+        job: job.path.clone(),
+        problem,
+    })?;
     warnings.extend(memory_warnings);
     Ok(Prepared {
         memory,
@@ -160,10 +211,6 @@ fn further_skill_problems(
     job: &JobSpec,
     entry: &spec::FurtherSkill,
     error: &SkillError,
-) -> Vec<String> {
-    error
-        .diagnostics(&job.path, entry.line, entry.column)
-        .iter()
-        .map(|d| d.with_severity().to_string())
-        .collect()
+) -> Vec<Diagnostic> {
+    error.diagnostics(&job.path, entry.line, entry.column)
 }

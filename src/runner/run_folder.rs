@@ -62,18 +62,16 @@ impl RunFolder {
     }
 
     /// Create the folder and keep `.agentci/` out of the workspace's git status.
-    pub fn create(&self, workspace: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(&self.kept_outputs).map_err(|e| {
-            format!(
-                "cannot create the run folder {}: {e}",
-                self.kept_outputs.display()
-            )
+    pub fn create(&self, workspace: &Path) -> Result<(), super::StartError> {
+        std::fs::create_dir_all(&self.kept_outputs).map_err(|source| {
+            super::StartError::RunFolder {
+                folder: self.kept_outputs.clone(),
+                source,
+            }
         })?;
-        exclude_from_git(workspace).map_err(|e| {
-            format!(
-                "cannot add .agentci/ to {}: {e}",
-                workspace.join(".git/info/exclude").display()
-            )
+        exclude_from_git(workspace).map_err(|source| super::StartError::GitExclude {
+            exclude: workspace.join(".git/info/exclude"),
+            source,
         })
     }
 }

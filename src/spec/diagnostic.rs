@@ -71,6 +71,17 @@ impl Diagnostic {
         Diagnostic::error(flag, 0, 0, message)
     }
 
+    /// An error with no file or flag to point at (a folder that cannot be
+    /// used, the environment): printed as `error: message`.
+    pub fn unplaced(message: impl Into<String>) -> Self {
+        Diagnostic::error(PathBuf::new(), 0, 0, message)
+    }
+
+    /// True when the problem names a file or flag.
+    pub fn is_placed(&self) -> bool {
+        !self.file.as_os_str().is_empty()
+    }
+
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -80,12 +91,16 @@ impl Diagnostic {
         WithSeverity(self)
     }
 
+    /// `FILE:LINE:COLUMN: ` (or `FILE: `, or nothing for an unplaced problem).
     fn fmt_place(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.is_placed() {
+            return Ok(());
+        }
         write!(f, "{}", self.file.display())?;
         if self.line > 0 {
             write!(f, ":{}:{}", self.line, self.column)?;
         }
-        Ok(())
+        write!(f, ": ")
     }
 }
 
@@ -93,7 +108,7 @@ impl Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_place(f)?;
-        write!(f, ": {}", self.message)
+        write!(f, "{}", self.message)
     }
 }
 
@@ -102,7 +117,7 @@ struct WithSeverity<'a>(&'a Diagnostic);
 impl fmt::Display for WithSeverity<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt_place(f)?;
-        write!(f, ": {}: {}", self.0.severity.as_str(), self.0.message)
+        write!(f, "{}: {}", self.0.severity.as_str(), self.0.message)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Reading a trace file into events, as far as it is readable.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -65,11 +65,32 @@ impl LoadedTrace {
     }
 }
 
+/// Why a trace could not be shown at all.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceLoadError {
+    #[error("cannot read trace {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("trace {} holds no events", .path.display())]
+    Empty { path: PathBuf },
+    /// The first line is already damaged.
+    #[error("trace {} line {line}: {message}", .path.display())]
+    Damaged {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
 /// Read the trace at `path`; `Err` only when the file cannot be read or
 /// holds no event at all.
-pub fn load(path: &Path) -> Result<LoadedTrace, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+pub fn load(path: &Path) -> Result<LoadedTrace, TraceLoadError> {
+    let bytes = std::fs::read(path).map_err(|source| TraceLoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&bytes);
     let all: Vec<&str> = text.lines().collect();
     let mut trace = LoadedTrace::default();
@@ -90,14 +111,14 @@ pub fn load(path: &Path) -> Result<LoadedTrace, String> {
         }
     }
     if trace.lines.is_empty() {
-        return Err(match &trace.problem {
-            Some(problem) => format!(
-                "trace {} line {}: {}",
-                path.display(),
-                problem.line,
-                problem.message
-            ),
-            None => format!("trace {} holds no events", path.display()),
+        let path = path.to_path_buf();
+        return Err(match trace.problem {
+            Some(problem) => TraceLoadError::Damaged {
+                path,
+                line: problem.line,
+                message: problem.message,
+            },
+            None => TraceLoadError::Empty { path },
         });
     }
     match trace.lines.first() {
@@ -157,7 +178,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.jsonl");
         std::fs::write(&path, text).unwrap();
-        load(&path)
+        load(&path).map_err(|e| e.to_string())
     }
 
     const WARNING: &str =

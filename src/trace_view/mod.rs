@@ -15,7 +15,7 @@ mod rebuild;
 mod text;
 mod view;
 
-pub use load::{LoadedTrace, TraceLine, TraceProblem, load};
+pub use load::{LoadedTrace, TraceLine, TraceLoadError, TraceProblem, load};
 pub use rebuild::{Rebuilt, rebuild};
 pub use text::{printable, render_text};
 pub use view::{RunView, ViewOptions};

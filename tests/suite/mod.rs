@@ -14,6 +14,7 @@ mod eval_overrides;
 mod eval_report;
 mod eval_signals;
 mod examples;
+mod exit_codes;
 mod git_exclusions;
 mod git_output;
 mod git_skill;
