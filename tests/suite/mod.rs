@@ -9,6 +9,7 @@ mod cli_run;
 mod context;
 mod contract;
 mod eval;
+mod eval_github;
 mod eval_isolation;
 mod eval_report;
 mod eval_signals;
