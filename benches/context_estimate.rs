@@ -9,6 +9,10 @@
 //! 3. One compaction of that conversation (selection, digest, apply).
 //!
 //! Run with `cargo bench --bench context_estimate`. Prints figures; asserts nothing.
+#![expect(
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::time::Instant;
 
@@ -80,7 +84,7 @@ fn main() {
         fresh.estimate(&messages[..end], &[], 0);
         samples += 1;
     }
-    let uncached = started.elapsed().as_secs_f64() / samples as f64 * TURNS as f64;
+    let uncached = started.elapsed().as_secs_f64() / f64::from(samples) * TURNS as f64;
     println!(
         "the same without per-message counts kept (extrapolated): {:.0} ms in all",
         uncached * 1e3

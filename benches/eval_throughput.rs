@@ -6,9 +6,17 @@
 //! Records one scripted session against the test fake model server, then
 //! replays it for every case. Run with `cargo bench --bench eval_throughput`.
 //! Prints figures; asserts nothing beyond the runs succeeding.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 #[path = "../tests/suite/support/fake_model.rs"]
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "a bench uses only some of the test suite's fake model server"
+)]
 mod fake_model;
 
 use std::fmt::Write as _;

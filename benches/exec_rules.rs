@@ -7,6 +7,11 @@
 //! the `bash -c` that runs the line costs about a millisecond.
 //!
 //! Run with `cargo bench --bench exec_rules`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::hint::black_box;
 use std::time::Instant;

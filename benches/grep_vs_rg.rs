@@ -18,6 +18,11 @@
 //! Usage: `cargo bench --bench grep_vs_rg [-- TREE]`; TREE defaults to
 //! `$AGENTCI_BENCH_TREE`, then `~/.cargo/registry/src`. `AGENTCI_BENCH_RUNS`
 //! sets the number of timed runs (default 5, after one warm-up run).
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

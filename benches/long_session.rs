@@ -9,9 +9,17 @@
 //! streamed so far, which says what turn the run is at. Run with
 //! `cargo bench --bench long_session`. Prints figures; asserts nothing
 //! about them.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 #[path = "../tests/suite/support/fake_model.rs"]
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "a bench uses only some of the test suite's fake model server"
+)]
 mod fake_model;
 
 use std::io::{Read, Seek, SeekFrom};

@@ -5,6 +5,11 @@
 //! every turn would pay if it rewrote the whole state each time.
 //!
 //! Run with `cargo bench --bench loop_state`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::time::{Duration, Instant};
 

@@ -12,6 +12,11 @@
 //!    call is what the client adds on top of the server's own work.
 //!
 //! Run with `cargo bench --bench mcp_overhead`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

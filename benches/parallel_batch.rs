@@ -3,6 +3,11 @@
 //! against the same calls one by one (`max_parallel_tools: 1`).
 //!
 //! Run with `cargo bench --bench parallel_batch`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};

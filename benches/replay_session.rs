@@ -3,9 +3,17 @@
 //! Records a scripted 200-turn session against the test fake model server
 //! once, then replays it several times. Run with
 //! `cargo bench --bench replay_session`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 #[path = "../tests/suite/support/fake_model.rs"]
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "a bench uses only some of the test suite's fake model server"
+)]
 mod fake_model;
 
 use std::path::Path;

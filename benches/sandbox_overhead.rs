@@ -4,6 +4,11 @@
 //! call with `sandbox: off`, and the network namespace's share.
 //!
 //! Run with `cargo bench --bench sandbox_overhead`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::path::Path;
 use std::time::{Duration, Instant};

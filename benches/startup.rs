@@ -1,6 +1,11 @@
 //! Cold start: the median wall time of `agentci --version` over many runs.
 //!
 //! Run with `cargo bench --bench startup`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

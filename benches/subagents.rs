@@ -4,6 +4,11 @@
 //! 4`) against one by one (`max_parallel_tools: 1`).
 //!
 //! Run with `cargo bench --bench subagents`. Prints figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;

@@ -6,9 +6,17 @@
 //! `cargo bench --bench trace_size`; with `AGENTCI_BENCH_BASELINE=PATH` to an
 //! older `agentci` binary, replays alternate between the two. Prints
 //! figures; asserts nothing.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark prints its figures and stops at the first failure, with its message"
+)]
 
 #[path = "../tests/suite/support/fake_model.rs"]
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "a bench uses only some of the test suite's fake model server"
+)]
 mod fake_model;
 
 use std::path::{Path, PathBuf};

@@ -97,7 +97,7 @@ pub async fn run_batch(
                     tool,
                     args,
                     read_only,
-                })
+                });
             }
             Err(result) => results[index] = Some(result),
         }

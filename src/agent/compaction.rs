@@ -208,7 +208,7 @@ pub fn digest(removed: &[&Message]) -> String {
                 lines.push(format!("(from an earlier compaction) {}", earlier.trim()));
             }
             Message::User { content } => {
-                lines.push(format!("- instruction: {}", one_line(content, 120)))
+                lines.push(format!("- instruction: {}", one_line(content, 120)));
             }
             Message::Assistant {
                 content,

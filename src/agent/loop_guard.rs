@@ -115,7 +115,7 @@ impl LoopGuard {
 
     fn escalate(&mut self, what: String) -> Judgement {
         if self.warned {
-            let reason = format!("repeating itself: {what} after being warned", what = what);
+            let reason = format!("repeating itself: {what} after being warned");
             self.stuck = Some(reason.clone());
             return Judgement::Stop(reason);
         }

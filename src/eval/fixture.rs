@@ -88,7 +88,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
         let target = to.join(&entry.relative);
         match entry.kind {
             EntryKind::Dir => {
-                std::fs::create_dir_all(&target).map_err(|e| fail("create", &target, e))?
+                std::fs::create_dir_all(&target).map_err(|e| fail("create", &target, e))?;
             }
             EntryKind::File => {
                 std::fs::copy(&entry.path, &target).map_err(|e| fail("copy", &entry.path, e))?;

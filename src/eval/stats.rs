@@ -38,6 +38,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[expect(
+        clippy::float_cmp,
+        reason = "0 and 1 come out exact: no cases passed, or every draw holds a pass"
+    )]
     fn known_values() {
         assert_eq!(pass_at_k(5, 0, 5), 0.0);
         assert_eq!(pass_at_k(5, 1, 5), 1.0);

@@ -345,6 +345,10 @@ impl From<&ModelSpec> for Model {
                 match_mode: model.replay_match.as_str(),
             }),
             context_window: model.context.window,
+            #[expect(
+                clippy::float_cmp,
+                reason = "the default is a constant, never computed: only a value the job set differs"
+            )]
             compact_at: (model.context.high_water
                 != crate::spec::ContextSpec::default().high_water)
                 .then(|| format!("{}%", (model.context.high_water * 100.0).round())),

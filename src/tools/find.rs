@@ -155,12 +155,9 @@ fn find(
     let mut truncated = false;
     let mut unreadable = 0usize;
     for entry in walker(base).sort_by_file_name(|a, b| a.cmp(b)).build() {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(_) => {
-                unreadable += 1;
-                continue;
-            }
+        let Ok(entry) = entry else {
+            unreadable += 1;
+            continue;
         };
         if entry.depth() == 0 || !glob.is_match(workspace, base, entry.path()) {
             continue;

@@ -4,9 +4,8 @@
 //! environment; and the reusable action's command line, run as written in
 //! `.github/actions/agentci/action.yml`.
 //!
-//! The step summary and the workflow-command log are compared with snapshots
-//! in `tests/data/github/` after times and temporary paths are redacted;
-//! `AGENTCI_UPDATE_SNAPSHOTS=1` rewrites them after an intended change.
+//! The step summary and the workflow-command log are insta snapshots, taken
+//! after times and temporary paths are redacted.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -137,21 +136,6 @@ fn redact(text: &str, sb: &Sandbox) -> String {
     times.replace_all(&text, "<time>").into_owned()
 }
 
-/// Compare `actual` with `tests/data/github/NAME`; write it when missing or asked to.
-fn assert_snapshot(name: &str, actual: &str) {
-    let path = repo().join("tests/data/github").join(name);
-    if std::env::var_os("AGENTCI_UPDATE_SNAPSHOTS").is_some() || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        expected == actual,
-        "{} differs from the output (AGENTCI_UPDATE_SNAPSHOTS=1 rewrites it)\n--- expected\n{expected}\n--- actual\n{actual}",
-        path.display()
-    );
-}
-
 #[test]
 fn github_run_groups_steps_annotates_failures_and_writes_summary_and_outputs() {
     let model = FakeModel::start(fixing_script());
@@ -198,7 +182,7 @@ fn github_run_groups_steps_annotates_failures_and_writes_summary_and_outputs() {
         log.contains("::error file=ws/greeting.txt,line=1,col=7,title=check \"style\" failed::"),
         "{log}"
     );
-    assert_snapshot("failed-run.log", &redact(&log, &sb));
+    insta::assert_snapshot!("failed_run_log", redact(&log, &sb));
 
     let outputs = gh.outputs();
     assert_eq!(outputs["status"], "failed");
@@ -219,7 +203,7 @@ fn github_run_groups_steps_annotates_failures_and_writes_summary_and_outputs() {
         summary.contains("### Changed files\n\n- `greeting.txt`"),
         "{summary}"
     );
-    assert_snapshot("failed-run-summary.md", &redact(&summary, &sb));
+    insta::assert_snapshot!("failed_run_summary", redact(&summary, &sb));
 }
 
 #[test]

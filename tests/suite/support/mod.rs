@@ -1,5 +1,4 @@
 //! Shared test helpers: the fake model server, workspaces, running the binary.
-#![allow(dead_code)]
 
 pub mod fake_model;
 pub mod harness;

@@ -460,7 +460,7 @@ fn transcripts(results: &Results, results_dir: &Path, out: &mut String) {
                 match &attempt.trace {
                     Some(trace) => out.push_str(&transcript::render(&results_dir.join(trace))),
                     None => {
-                        out.push_str(r#"<p class="missing">No trace: the run never started.</p>"#)
+                        out.push_str(r#"<p class="missing">No trace: the run never started.</p>"#);
                     }
                 }
                 out.push_str("</div></details>");
