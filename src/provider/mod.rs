@@ -21,6 +21,7 @@ pub mod pricing;
 pub mod record;
 pub mod replay;
 pub mod replay_drift;
+mod replay_state;
 pub mod retry;
 pub mod sse;
 
