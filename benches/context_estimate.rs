@@ -1,7 +1,8 @@
 //! The cost of keeping the context under the mark: what estimating every
 //! request in tokens and compacting add to a long run.
 //!
-//! 1. Tokenizer load: the first count in a process (o200k and cl100k).
+//! 1. Tokenizer load: the first count in a process (o200k and cl100k),
+//!    its time and what it adds to the resident set.
 //! 2. A 1,000-turn conversation (an assistant call and a 2 KB tool result
 //!    a turn), estimated before every turn as a run does: the total and
 //!    the per-turn time, against tokenizing the whole conversation every
@@ -44,12 +45,14 @@ fn turn(i: usize) -> [Message; 2] {
 
 fn main() {
     for model in ["gpt-4o", "claude-sonnet-4-5"] {
+        let rss_before = vm_rss_kb();
         let started = Instant::now();
         let e = TokenEstimator::new(model);
         let n = e.count_text("warm up");
         println!(
-            "tokenizer load + first count ({model}): {:.1} ms ({n} tokens)",
-            started.elapsed().as_secs_f64() * 1e3
+            "tokenizer load + first count ({model}): {:.1} ms ({n} tokens), RSS {:+.1} MB",
+            started.elapsed().as_secs_f64() * 1e3,
+            (vm_rss_kb() as f64 - rss_before as f64) / 1024.0
         );
     }
 
@@ -107,4 +110,15 @@ fn main() {
         out.len(),
         started.elapsed().as_secs_f64() * 1e3
     );
+}
+
+/// This process's resident set now, in KiB (0 where /proc is missing).
+fn vm_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse().ok())
+        .unwrap_or(0)
 }

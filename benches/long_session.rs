@@ -6,8 +6,13 @@
 //! server once (the cassette is generated here, not shipped), then replays
 //! it while a small process samples the replay's `/proc/PID/status`
 //! (VmRSS, VmHWM) and counts the `model.response` lines the trace has
-//! streamed so far, which says what turn the run is at. Run with
-//! `cargo bench --bench long_session`. Prints figures; asserts nothing
+//! streamed so far, which says what turn the run is at. RSS at turn 300
+//! is shown too: the tokenizer (about 20 MB) loads once the conversation
+//! nears the compaction mark, between turn 100 and 300, so turn 300
+//! against 1,000 says whether anything grows with the turns after that.
+//! Run with `cargo bench --bench long_session`; `AGENTCI_BENCH_WINDOW=N`
+//! sets the job's `model.context_window` (a large one: no compaction, the
+//! conversation grows with the turns). Prints figures; asserts nothing
 //! about them.
 #![expect(
     clippy::expect_used,
@@ -34,6 +39,7 @@ const TURNS: usize = 1_000;
 const REPLAYS: usize = 3;
 /// The turns whose RSS is compared.
 const EARLY_TURN: u64 = 100;
+const MIDDLE_TURN: u64 = 300;
 
 /// Set in the child that measures the replays: the session folder to replay.
 const REPLAY_PHASE: &str = "AGENTCI_BENCH_REPLAY_PHASE";
@@ -113,8 +119,10 @@ struct Sampled {
     wall: Duration,
     /// Peak RSS (KiB) from the kernel's rusage.
     peak_kb: i64,
-    /// VmRSS (KiB) when the trace first showed turn [`EARLY_TURN`], and the last turn.
+    /// VmRSS (KiB) when the trace first showed turn [`EARLY_TURN`],
+    /// [`MIDDLE_TURN`], and the last turn.
     early_kb: u64,
+    middle_kb: u64,
     late_kb: u64,
     /// Turns seen in the trace while the run was going on.
     turns_seen_live: u64,
@@ -139,12 +147,16 @@ fn replay_phase(root: &Path) {
         peak as f64 / 1024.0,
     );
     for run in &runs {
+        let growth = |from: u64| (run.late_kb as f64 / from.max(1) as f64 - 1.0) * 100.0;
         println!(
-            "  RSS at turn {EARLY_TURN}: {:.1} MB, at turn {TURNS}: {:.1} MB ({:+.0}%; target: within 20%); \
+            "  RSS at turn {EARLY_TURN}: {:.1} MB, at turn {MIDDLE_TURN}: {:.1} MB, at turn {TURNS}: {:.1} MB \
+             ({:+.0}% from turn {EARLY_TURN}, target: within 20%; {:+.0}% from turn {MIDDLE_TURN}); \
              {} turns seen in the trace while the run went on",
             run.early_kb as f64 / 1024.0,
+            run.middle_kb as f64 / 1024.0,
             run.late_kb as f64 / 1024.0,
-            (run.late_kb as f64 / run.early_kb.max(1) as f64 - 1.0) * 100.0,
+            growth(run.early_kb),
+            growth(run.middle_kb),
             run.turns_seen_live,
         );
     }
@@ -171,7 +183,7 @@ fn replay(root: &Path) -> Sampled {
         .expect("spawn agentci");
     let pid = child.id() as i32;
     let mut turns = TraceTurns::default();
-    let (mut early_kb, mut late_kb) = (0, 0);
+    let (mut early_kb, mut middle_kb, mut late_kb) = (0, 0, 0);
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -180,6 +192,9 @@ fn replay(root: &Path) -> Sampled {
         let seen = turns.update(&trace);
         if seen >= EARLY_TURN && early_kb == 0 {
             early_kb = rss;
+        }
+        if seen >= MIDDLE_TURN && middle_kb == 0 {
+            middle_kb = rss;
         }
         // The last sample near the end stands for turn 1,000.
         if seen >= TURNS as u64 - 10 && rss > 0 {
@@ -202,6 +217,7 @@ fn replay(root: &Path) -> Sampled {
         wall,
         peak_kb: usage.ru_maxrss,
         early_kb,
+        middle_kb,
         late_kb,
         turns_seen_live: turns.count,
         trace_bytes: std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0),
@@ -250,6 +266,9 @@ fn vm_rss_kb(pid: i32) -> u64 {
 }
 
 fn setup(root: &Path) {
+    let window = std::env::var("AGENTCI_BENCH_WINDOW")
+        .map(|w| format!(", context_window: {w}"))
+        .unwrap_or_default();
     for i in 0..10 {
         let text: String = (0..200)
             .map(|l| format!("line {l} of file {i}\n"))
@@ -262,10 +281,12 @@ fn setup(root: &Path) {
     );
     write(
         &root.join("job.yaml"),
-        "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
-         model: {provider: openai, name: bench, base_url: BASE_URL}\n\
-         tools: [read, grep]\npermissions: {default: allow}\nbudget: {max_turns: 1100, max_tool_calls: 1100}\n\
-         workspace: ws\n",
+        &format!(
+            "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
+             model: {{provider: openai, name: bench, base_url: BASE_URL{window}}}\n\
+             tools: [read, grep]\npermissions: {{default: allow}}\nbudget: {{max_turns: 1100, max_tool_calls: 1100}}\n\
+             workspace: ws\n"
+        ),
     );
 }
 

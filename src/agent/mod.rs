@@ -149,6 +149,7 @@ impl<'a> Agent<'a> {
             subagents: subagent::SubagentConfig {
                 skill_patterns: skill.allowed_tools.clone(),
                 workspace: workspace_display.clone(),
+                context: job.model.context,
                 ..Default::default()
             },
             rules_reminder: (job.guidance.rules_reminder && !job.guidance.rules.is_empty())

@@ -7,6 +7,10 @@
 //! sandbox and tool context, and its own turn limit (`task.max_turns`). It
 //! calls tools until it answers with text only; that text is the `task`
 //! call's result. It has no plan protocol and cannot start sub-agents.
+//! Its conversation is kept under the high-water mark of the model's
+//! window as the parent's is (its own [`ContextKeeper`], the job's
+//! `model.context_window`, `compact_at` and `compact_with`); a summary call
+//! counts against the run's budget like its other calls.
 //!
 //! Its events go into the run's trace through a bus that stamps `agent:
 //! {id, parent_call}` on each, between `subagent.started` and
@@ -31,13 +35,15 @@ use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolChoice, ToolDefinition,
 };
 use crate::sink::bus::EventBus;
-use crate::spec::ToolLoopSpec;
+use crate::spec::{ContextSpec, ToolLoopSpec};
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
 use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult, catalog};
 
 use super::batch::{BatchEnv, run_batch};
 use super::budget::BudgetTracker;
+use super::compaction::SUMMARY_TOKENS;
 use super::context;
+use super::context_keeper::{ContextKeeper, SummaryCall, summary_call};
 use super::loop_guard::LoopGuard;
 use super::session::CallObserver;
 use super::toolset::ToolSet;
@@ -59,6 +65,8 @@ pub struct SubagentConfig {
     pub started: AtomicU64,
     /// The workspace as the system prompt shows it.
     pub workspace: String,
+    /// The job's context window settings, which keep a sub-agent's conversation too.
+    pub context: ContextSpec,
 }
 
 /// The run's sub-agents for one batch: everything borrowed from the session.
@@ -236,6 +244,7 @@ impl<'a> Subagents<'a> {
             tool_calls: 0,
             usage: Usage::default(),
         };
+        let mut keeper = ContextKeeper::new(self.model_name, &self.config.context);
         let max_turns = self.tool_loop.task_max_turns;
         while ending.turns < max_turns {
             if let Err(exceeded) = self.lock_budget().check_spend() {
@@ -244,6 +253,15 @@ impl<'a> Subagents<'a> {
             }
             ending.turns += 1;
             let call_id = format!("{id}/model-{}", ending.turns);
+            let turn = ending.turns;
+            self.keep_under_mark(
+                &mut keeper,
+                (id, bus, turn),
+                &mut messages,
+                &offered,
+                &mut ending.usage,
+            )
+            .await;
             bus.emit(EventKind::ModelRequest(ModelRequest {
                 call_id: call_id.clone(),
                 phase: Phase::Execute,
@@ -254,13 +272,17 @@ impl<'a> Subagents<'a> {
                 sent: Some(sent.record(&messages, &offered)),
             }));
             let started = Instant::now();
-            let response = match self.complete(bus, &call_id, &mut messages, &offered).await {
+            let response = match self
+                .complete(bus, &call_id, &mut messages, &offered, &mut keeper)
+                .await
+            {
                 Ok(response) => response,
                 Err(error) => {
                     ending.answer = Err(format!("its model call failed: {error}"));
                     return ending;
                 }
             };
+            keeper.estimator.calibrate(response.usage.input_tokens);
             let cost_usd = self.lock_budget().record_usage(&response.usage);
             add_usage(&mut ending.usage, &response.usage);
             bus.emit(super::session::response_event(
@@ -322,6 +344,7 @@ impl<'a> Subagents<'a> {
         call_id: &str,
         messages: &mut Vec<Message>,
         offered: &[ToolDefinition],
+        keeper: &mut ContextKeeper,
     ) -> Result<ChatResponse, ProviderError> {
         let observer = CallObserver { bus, call_id };
         let mut trimmed = false;
@@ -337,6 +360,7 @@ impl<'a> Subagents<'a> {
                     let Some(trim) = context::trim(messages) else {
                         return Err(ProviderError::ContextTooLong(reason));
                     };
+                    keeper.estimator.forget_counts();
                     bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
                         call_id: call_id.to_string(),
                         reason,
@@ -350,6 +374,44 @@ impl<'a> Subagents<'a> {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// Estimate the sub-agent's next request (model call `turn`); above the
+    /// mark, compact its older turns as the parent's are. The summary
+    /// call's tokens go to the sub-agent's `usage` and the run's budget.
+    async fn keep_under_mark(
+        &self,
+        keeper: &mut ContextKeeper,
+        (id, bus, turn): (&str, &EventBus, u32),
+        messages: &mut Vec<Message>,
+        offered: &[ToolDefinition],
+        usage: &mut Usage,
+    ) {
+        let summarize = async |request: ChatRequest, size: u64| {
+            if !self.lock_budget().room_for_extra_call(size, SUMMARY_TOKENS) {
+                return Err("the budget leaves no room for a summary call".to_string());
+            }
+            let call = SummaryCall {
+                provider: self.provider,
+                bus,
+                call_id: format!("{id}/summary-{turn}"),
+                phase: Phase::Execute,
+                turn,
+                step: None,
+            };
+            summary_call(call, request, |spent| {
+                add_usage(usage, spent);
+                self.lock_budget().record_usage(spent)
+            })
+            .await
+        };
+        let compacted = keeper
+            .keep_under_mark(messages, offered, self.model_name, "", summarize)
+            .await;
+        if let Some(mut event) = compacted {
+            event.call_id = format!("{id}/model-{turn}");
+            bus.emit(EventKind::ContextCompacted(event));
         }
     }
 

@@ -6,13 +6,18 @@
 //! whose tokenizer is not public), scaled by a running ratio learnt from the
 //! `usage.input_tokens` the server reported for earlier requests; characters
 //! divided by four only when no tokenizer loads. Loading a tokenizer takes
-//! a moment, so a request whose size in bytes already proves it is far
-//! below the mark (no token is shorter than a byte) is not tokenized at all.
+//! a moment and some 20 MB (its table of 100,000 to 200,000 tokens), so a
+//! request whose size in bytes already proves it is far below the mark (no
+//! token is shorter than a byte) is not tokenized at all: a short run never
+//! loads it. Once a request's size in bytes passes [`PREFETCH_SHARE`] of
+//! the mark, the tokenizer loads on a background thread, so the turn that
+//! first needs a count does not wait for it.
 //! Per-message counts are kept, so each message is tokenized once while the
 //! conversation only grows; whoever rewrites it says so ([`TokenEstimator::forget_counts`]).
 //! Deciding what to do with the estimate is [`super::compaction`]'s job.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tiktoken_rs::CoreBPE;
 
@@ -27,6 +32,11 @@ pub const DEFAULT_WINDOW: u64 = 32_000;
 /// server (or a proxy, or a fake) does not count the request it got.
 const MIN_RATIO: f64 = 0.5;
 const MAX_RATIO: f64 = 2.0;
+/// The share of the mark, in bytes, at which the tokenizer starts loading
+/// in the background. A conversation grows by a few hundred to a few
+/// thousand bytes a turn and the load takes about a tenth of a second, so
+/// half the mark leaves many turns for it.
+pub const PREFETCH_SHARE: f64 = 0.5;
 
 /// The context window of `model` in tokens, from a built-in table; `None`
 /// for a model it does not know. Input windows: where a model's output
@@ -82,14 +92,44 @@ impl Encoding {
     }
 
     /// The tokenizer, loaded once per process; `None` if it does not load.
+    /// A count that arrives while the background load is under way waits
+    /// for it (the lock does), never loads a second copy.
     fn bpe(self) -> Option<&'static CoreBPE> {
-        static O200K: OnceLock<Option<CoreBPE>> = OnceLock::new();
-        static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
-        match self {
-            Encoding::O200k => O200K.get_or_init(|| tiktoken_rs::o200k_base().ok()),
-            Encoding::Cl100k => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().ok()),
-        }
+        let (cell, _) = self.slot();
+        cell.get_or_init(|| match self {
+            Encoding::O200k => tiktoken_rs::o200k_base().ok(),
+            Encoding::Cl100k => tiktoken_rs::cl100k_base().ok(),
+        })
         .as_ref()
+    }
+
+    /// Whether the tokenizer is loaded (or known not to load).
+    pub fn is_loaded(self) -> bool {
+        self.slot().0.get().is_some()
+    }
+
+    /// Start loading the tokenizer on a background thread, once per process.
+    pub fn prefetch(self) {
+        let (cell, started) = self.slot();
+        if cell.get().is_some() || started.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        // Without a thread the first count loads it, as before.
+        let _ = std::thread::Builder::new()
+            .name("tokenizer".into())
+            .spawn(move || self.bpe());
+    }
+
+    fn slot(self) -> (&'static OnceLock<Option<CoreBPE>>, &'static AtomicBool) {
+        static O200K: (OnceLock<Option<CoreBPE>>, AtomicBool) =
+            (OnceLock::new(), AtomicBool::new(false));
+        static CL100K: (OnceLock<Option<CoreBPE>>, AtomicBool) =
+            (OnceLock::new(), AtomicBool::new(false));
+        let slot = match self {
+            Encoding::O200k => &O200K,
+            Encoding::Cl100k => &CL100K,
+        };
+        (&slot.0, &slot.1)
     }
 }
 
@@ -195,6 +235,9 @@ impl TokenEstimator {
         // No token is shorter than a byte, so this is an upper bound.
         let bound = (bound as f64 * self.ratio().max(1.0)).ceil() as u64;
         if bound < skip_below {
+            if near_mark(bound, skip_below) {
+                self.encoding.prefetch();
+            }
             self.pending = None;
             return Estimate {
                 tokens: bound,
@@ -279,6 +322,12 @@ impl TokenEstimator {
     }
 }
 
+/// Whether a request whose size in bytes is `bound`, not counted because
+/// it is below `skip_below`, is near enough to start loading the tokenizer.
+fn near_mark(bound: u64, skip_below: u64) -> bool {
+    bound as f64 >= skip_below as f64 * PREFETCH_SHARE
+}
+
 /// A message's size in bytes, the cache key of its count.
 fn bytes(message: &Message) -> usize {
     match message {
@@ -344,6 +393,24 @@ mod tests {
             real.tokens * 2 < text.len() as u64 && real.tokens * 6 > text.len() as u64,
             "{real:?}"
         );
+    }
+
+    #[test]
+    fn a_request_past_part_of_the_mark_loads_the_tokenizer_in_the_background() {
+        assert!(!near_mark(100, 1_000));
+        assert!(near_mark(600, 1_000));
+        assert!(!near_mark(u64::MAX / 4, u64::MAX));
+        let mut e = TokenEstimator::new("claude-prefetch-test");
+        let messages = vec![user(&"word ".repeat(200))];
+        let near = e.estimate(&messages, &[], 1_500);
+        assert!(!near.counted, "{near:?}");
+        for _ in 0..600 {
+            if Encoding::Cl100k.is_loaded() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(Encoding::Cl100k.is_loaded());
     }
 
     #[test]

@@ -80,7 +80,9 @@ pub struct StoredRequest {
     pub tool_choice: ToolChoice,
 }
 
-/// The previous request of a cassette, which the next stored one builds on.
+/// The previous request of a cassette being recorded, which the next
+/// stored one builds on. (A replay keeps references into the cassette
+/// instead: see `super::replay_state`.)
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Conversation {
     messages: Vec<Message>,
@@ -106,32 +108,6 @@ impl Conversation {
         self.messages = request.messages.clone();
         self.tools = request.tools.clone();
         stored
-    }
-
-    /// The full request `stored` stands for; does not move on (see [`Self::advance`]).
-    pub fn decode(&self, stored: &StoredRequest) -> Result<ChatRequest, String> {
-        let Some(kept) = self.messages.get(..stored.keep) else {
-            return Err(format!(
-                "keeps {} messages but the previous request has only {}",
-                stored.keep,
-                self.messages.len()
-            ));
-        };
-        let mut messages = Vec::with_capacity(stored.keep + stored.messages.len());
-        messages.extend_from_slice(kept);
-        messages.extend_from_slice(&stored.messages);
-        Ok(ChatRequest {
-            model: stored.model.clone(),
-            messages,
-            tools: stored.tools.clone().unwrap_or_else(|| self.tools.clone()),
-            tool_choice: stored.tool_choice,
-        })
-    }
-
-    /// Make `request` the previous request.
-    pub fn advance(&mut self, request: ChatRequest) {
-        self.messages = request.messages;
-        self.tools = request.tools;
     }
 }
 

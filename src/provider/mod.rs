@@ -19,6 +19,7 @@ pub mod pricing;
 pub mod record;
 pub mod replay;
 pub mod replay_drift;
+mod replay_state;
 pub mod retry;
 pub mod sse;
 mod usage;

@@ -6,7 +6,8 @@
 //! the cassette line and the first field that differs. It needs no key and no
 //! network. A recorded answer's text is handed to the observer in pieces
 //! first, as a live stream would, so a display behaves the same in replay.
-//! Reading the file and comparing live in [`super::cassette`].
+//! Reading the file and comparing live in [`super::cassette`]; what is kept
+//! between two requests to compare them in [`super::replay_state`].
 //!
 //! In `sequence` mode ([`ReplayMatch::Sequence`]) the recorded answers are
 //! served in order whatever the requests, and each request that differs
@@ -19,12 +20,10 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::cassette::{
-    Cassette, Conversation, RecordedExchange, WorkspacePaths, changed_part, comparable,
-    comparable_message, first_difference,
-};
+use super::cassette::{Cassette, WorkspacePaths, changed_part, comparable, first_difference};
 use super::replay_drift::{DriftCounter, differing_parts};
-use super::{ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver};
+use super::replay_state::{Fingerprints, RecordedState, SentState};
+use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::provider::ModelInfo;
 use crate::provider::replay_drift::ReplayDrift;
 use futures_util::future::BoxFuture;
@@ -63,9 +62,11 @@ impl ReplayMatch {
 pub struct ReplayProvider {
     cassette: Cassette,
     paths: WorkspacePaths,
-    /// Index of the next exchange to serve and the request before it; both
-    /// move only on a match (in `sequence` mode, on every request).
-    next: Mutex<(usize, Conversation, Comparables)>,
+    fingerprints: Fingerprints,
+    /// Index of the next exchange to serve, the recorded request before it
+    /// (which moves only on a match; in `sequence` mode, on every request)
+    /// and the last request the run sent.
+    next: Mutex<(usize, RecordedState, SentState)>,
     mode: ReplayMatch,
     drift: Mutex<DriftCounter>,
 }
@@ -79,7 +80,8 @@ impl ReplayProvider {
             drift: Mutex::new(DriftCounter::new(cassette.exchanges.len())),
             cassette,
             paths: WorkspacePaths::new(workspace_root),
-            next: Mutex::new((0, Conversation::default(), Comparables::default())),
+            fingerprints: Fingerprints::new(),
+            next: Mutex::new((0, RecordedState::default(), SentState::default())),
             mode: ReplayMatch::Strict,
         })
     }
@@ -119,8 +121,8 @@ impl ReplayProvider {
                 "cassette {shown}: an earlier replay call panicked"
             ))
         })?;
-        let (next, conversation, seen) = &mut *guard;
-        let Some(RecordedExchange { line, exchange }) = self.cassette.exchanges.get(*next) else {
+        let (next, previous, sent) = &mut *guard;
+        let Some(recorded_exchange) = self.cassette.exchanges.get(*next) else {
             let count = self.cassette.exchanges.len();
             return Err(ProviderError::ReplayDiverged(match self.mode {
                 ReplayMatch::Strict => {
@@ -134,27 +136,28 @@ impl ReplayProvider {
                 ),
             }));
         };
-        let recorded = conversation.decode(&exchange.request).map_err(|e| {
-            ProviderError::ReplayDiverged(format!("cassette {shown} line {line}: {e}"))
-        })?;
-        seen.update_sent(request, &self.paths);
-        let keep = exchange.request.keep;
-        let mut recorded_cmp = std::mem::take(&mut seen.recorded_cmp);
-        if recorded_cmp.len() < keep {
-            // After a divergence nothing was kept: convert the kept part again.
-            recorded_cmp = recorded.messages[..keep]
-                .iter()
-                .map(comparable_message)
-                .collect();
-        }
-        recorded_cmp.truncate(keep);
-        recorded_cmp.extend(recorded.messages[keep..].iter().map(comparable_message));
+        let line = recorded_exchange.line;
+        let exchange = &recorded_exchange.exchange;
+        let recorded = previous
+            .then(&self.cassette, *next, &self.fingerprints)
+            .map_err(|e| {
+                ProviderError::ReplayDiverged(format!("cassette {shown} line {line}: {e}"))
+            })?;
+        sent.update(request, &self.paths, &self.fingerprints);
         let sent_head = comparable(&self.paths.normalize_request(&without_messages(request)));
-        let recorded_head = comparable(&without_messages(&recorded));
-        let same = sent_head == recorded_head && seen.sent_cmp == recorded_cmp;
-        let whole = |head: &Value, messages: &[Value]| {
+        let recorded_head = comparable(&ChatRequest {
+            model: exchange.request.model.clone(),
+            messages: Vec::new(),
+            tools: recorded.tools(&self.cassette).to_vec(),
+            tool_choice: exchange.request.tool_choice,
+        });
+        let same = sent_head == recorded_head && sent.comparables() == recorded.comparables();
+        // The whole comparable requests are built only when they differ: a
+        // long session would otherwise keep (or rebuild) copies of its
+        // conversation on every turn.
+        let whole = |head: &Value, messages: Vec<Value>| {
             let mut whole = head.clone();
-            whole["messages"] = Value::Array(messages.to_vec());
+            whole["messages"] = Value::Array(messages);
             whole
         };
         if self.mode == ReplayMatch::Sequence {
@@ -162,44 +165,45 @@ impl ReplayProvider {
                 Default::default()
             } else {
                 differing_parts(
-                    &whole(&recorded_head, &recorded_cmp),
-                    &whole(&sent_head, &seen.sent_cmp),
+                    &whole(&recorded_head, recorded.comparable_messages(&self.cassette)),
+                    &whole(
+                        &sent_head,
+                        SentState::comparable_messages(request, &self.paths),
+                    ),
                 )
             };
             if let Ok(mut drift) = self.drift.lock() {
                 drift.served(&parts);
             }
             *next += 1;
-            conversation.advance(recorded);
-            seen.recorded_cmp = recorded_cmp;
+            *previous = recorded;
             return Ok(self.paths.expand_response(&exchange.response));
         }
-        if same {
-            *next += 1;
-            conversation.advance(recorded);
-            seen.recorded_cmp = recorded_cmp;
-            return Ok(self.paths.expand_response(&exchange.response));
+        if !same {
+            let recorded_value =
+                whole(&recorded_head, recorded.comparable_messages(&self.cassette));
+            let sent_value = whole(
+                &sent_head,
+                SentState::comparable_messages(request, &self.paths),
+            );
+            if let Some(diff) = first_difference(&recorded_value, &sent_value) {
+                return Err(ProviderError::ReplayDiverged(format!(
+                    "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; re-record with --record",
+                    *next + 1,
+                    changed_part(&recorded_value, &sent_value, &diff.path),
+                    if diff.path.is_empty() {
+                        "request"
+                    } else {
+                        &diff.path
+                    },
+                    diff.recorded,
+                    diff.actual
+                )));
+            }
+            // Equal after all (the head and messages compare as one value).
         }
-        let recorded_value = whole(&recorded_head, &recorded_cmp);
-        let sent = whole(&sent_head, &seen.sent_cmp);
-        if let Some(diff) = first_difference(&recorded_value, &sent) {
-            return Err(ProviderError::ReplayDiverged(format!(
-                "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; re-record with --record",
-                *next + 1,
-                changed_part(&recorded_value, &sent, &diff.path),
-                if diff.path.is_empty() {
-                    "request"
-                } else {
-                    &diff.path
-                },
-                diff.recorded,
-                diff.actual
-            )));
-        }
-        // Equal after all (the head and messages compare as one value).
         *next += 1;
-        conversation.advance(recorded);
-        seen.recorded_cmp = recorded_cmp;
+        *previous = recorded;
         Ok(self.paths.expand_response(&exchange.response))
     }
 }
@@ -211,40 +215,6 @@ fn without_messages(request: &ChatRequest) -> ChatRequest {
         messages: Vec::new(),
         tools: request.tools.clone(),
         tool_choice: request.tool_choice,
-    }
-}
-
-/// The [`comparable_message`] form of the last request sent and of the
-/// recorded request before the next exchange, message by message, so that
-/// a turn converts only the messages it adds: a long session would
-/// otherwise normalize and convert its whole conversation on every turn.
-#[derive(Debug, Default)]
-struct Comparables {
-    /// The last request's messages, as sent.
-    sent: Vec<Message>,
-    /// Their comparable form, normalized.
-    sent_cmp: Vec<Value>,
-    /// The comparable form of the previous recorded request's messages.
-    recorded_cmp: Vec<Value>,
-}
-
-impl Comparables {
-    /// Make `request` the last request sent, converting only the messages
-    /// that differ from the previous one's at the same place.
-    fn update_sent(&mut self, request: &ChatRequest, paths: &WorkspacePaths) {
-        let mut old = std::mem::take(&mut self.sent_cmp);
-        self.sent_cmp = request
-            .messages
-            .iter()
-            .enumerate()
-            .map(
-                |(index, message)| match (self.sent.get(index), old.get_mut(index)) {
-                    (Some(previous), Some(value)) if previous == message => std::mem::take(value),
-                    _ => comparable_message(&paths.normalize_message(message)),
-                },
-            )
-            .collect();
-        self.sent = request.messages.clone();
     }
 }
 

@@ -679,3 +679,97 @@ fn a_sub_agents_conversation_is_trimmed_when_too_long() {
     assert_eq!(trimmed[0]["agent"]["id"], "task-1");
     assert_eq!(trimmed[0]["call_id"], "task-1/model-3");
 }
+
+/// A long sub-agent session crosses the high-water mark of the job's
+/// context window and is compacted like the parent's (a summary by the
+/// model, recorded as `context.compacted` tagged with the sub-agent), so
+/// its requests stop growing and it goes on to its answer.
+#[test]
+fn a_long_sub_agent_session_is_compacted_and_answers() {
+    // About 7,000 tokens a file: two of them pass the mark of a 16,000-token window.
+    let big = |tag: &str| -> String {
+        (0..560)
+            .map(|i| format!("{tag} line {i}: the quick brown fox jumps over the lazy dog\n"))
+            .collect()
+    };
+    let read = |id: &str, path: &str| {
+        Reply::tool_calls(vec![(id, "read", json!({ "path": path }))]).in_lane(LANE_A)
+    };
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Delegate", "the files are known")]),
+        Reply::tool_calls(vec![task(
+            "t1",
+            json!({"prompt": format!("{LANE_A} Read f1, f2 and f3."), "kind": "explore"}),
+        )]),
+        read("r1", "f1.txt"),
+        read("r2", "f2.txt"),
+        // The summary calls carry the older turns, not the errand: they
+        // match no lane and take the next reply outside the lanes, while
+        // the parent waits for its task.
+        Reply::text("SUB-SUMMARY-ONE: f1.txt holds 560 fox lines."),
+        read("r3", "f3.txt"),
+        Reply::text("SUB-SUMMARY-TWO: f1 and f2 hold fox lines."),
+        Reply::text("All three files hold fox lines.").in_lane(LANE_A),
+        Reply::step_done("the files hold fox lines"),
+        Reply::text("Done."),
+    ]);
+    let sb = Sandbox::new();
+    for tag in ["f1", "f2", "f3"] {
+        sb.write(&format!("ws/{tag}.txt"), &big(tag));
+    }
+    sb.skill("helper", None);
+    sb.write(
+        "job.yaml",
+        &format!(
+            "version: 1\nname: subagents\nskill: helper\ngoal: Find what the files hold.\n\
+             model:\n  provider: openai\n  name: fake-model\n  base_url: {base}\n  context_window: 16000\n\
+             tools: [read, task]\nworkspace: ws\nskills_path: [skills]\n\
+             permissions:\n  default: deny\n  allow: [read, task]\n",
+            base = model.base_url(),
+        ),
+    );
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(model.remaining(), 0);
+    let requests = model.requests();
+    assert!(tool_message(&requests, "t1").ends_with("All three files hold fox lines."));
+
+    let compacted = events(&trace, "context.compacted");
+    assert_eq!(compacted.len(), 2, "{compacted:#?}");
+    for event in &compacted {
+        assert_eq!(event["agent"]["id"], "task-1");
+        assert_eq!(event["method"], "summary");
+        assert!(event["tokens_after"].as_u64() < event["high_water"].as_u64());
+        assert!(event["tokens_before"].as_u64() >= event["high_water"].as_u64());
+    }
+    assert_eq!(compacted[0]["call_id"], "task-1/model-3");
+    assert_eq!(compacted[0]["replaced_tool_calls"], json!(["r1"]));
+
+    // The sub-agent's requests: the errand and its system prompt are kept,
+    // the older reads are replaced by the summary, so they stop growing.
+    let sub = lane(&requests, LANE_A);
+    assert_eq!(sub.len(), 4);
+    let size = |r: &Value| r["messages"].to_string().len();
+    assert!(sub[1].to_string().contains("f1 line 7:"));
+    assert!(!sub[2].to_string().contains("f1 line 7:"));
+    assert!(sub[2].to_string().contains("SUB-SUMMARY-ONE"));
+    assert!(!sub[3].to_string().contains("f2 line 7:"));
+    assert!(size(&sub[3]) < size(&sub[1]) + 5_000);
+    for request in &sub {
+        let messages = request["messages"].as_array().unwrap();
+        assert!(
+            messages[0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("You are a sub-agent")
+        );
+        assert!(first_user(request).contains("Read f1, f2 and f3."));
+    }
+    // The summary calls are tagged with the sub-agent and count against the run.
+    let summary_calls: Vec<&Value> = events(&trace, "model.request")
+        .into_iter()
+        .filter(|e| e["agent"]["id"] == "task-1" && e["tools"] == json!([]))
+        .collect();
+    assert_eq!(summary_calls.len(), 2, "{summary_calls:#?}");
+    assert_eq!(compacted[0]["summary_call_id"], summary_calls[0]["call_id"]);
+}
