@@ -37,7 +37,7 @@ use crate::provider::{
 use crate::sink::bus::EventBus;
 use crate::spec::{ContextSpec, ToolLoopSpec};
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
-use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult, catalog};
+use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
 use super::budget::BudgetTracker;
@@ -94,9 +94,11 @@ struct Ending {
 impl TaskRunner for Subagents<'_> {
     fn read_only(&self, args: &Value) -> bool {
         self.tool_names(args).is_ok_and(|(_, names)| {
-            names
-                .iter()
-                .all(|n| catalog::spec(n).is_some_and(|s| s.read_only))
+            names.iter().all(|n| {
+                self.parent_tools
+                    .get(n, false)
+                    .is_ok_and(|tool| tool.spec().read_only)
+            })
         })
     }
 
@@ -224,7 +226,7 @@ impl<'a> Subagents<'a> {
 
     /// The sub-agent's loop: model, tools, model … until it answers with text.
     async fn converse(&self, id: &str, bus: &EventBus, names: &[String], prompt: &str) -> Ending {
-        let tools = ToolSet::new(Some(names), self.config.skill_patterns.as_deref());
+        let tools = self.parent_tools.subset(names);
         let offered = tools.definitions();
         let mut messages = vec![
             Message::System {

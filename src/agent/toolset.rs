@@ -17,7 +17,8 @@ use crate::tools::{BoxFuture, RuleArgument, Tool, catalog};
 
 pub struct ToolSet {
     /// The fixed tools, then the live ones (from `live_from` on).
-    tools: Vec<Box<dyn Tool>>,
+    /// Shared, so a sub-agent's set can hold the parent's own tools.
+    tools: Vec<Arc<dyn Tool>>,
     skill_patterns: Option<Vec<ToolPattern>>,
     live: Option<Arc<dyn LiveTools>>,
     live_from: usize,
@@ -79,6 +80,24 @@ impl ToolSet {
             .extend(skill_allowed(tools, self.skill_patterns.as_deref()));
         self.live = live;
         self
+    }
+
+    /// The tools of this set named in `names`, in the set's order, with the
+    /// same skill restriction: a sub-agent's set, holding the parent's own
+    /// tools (a job's MCP tools too), whose list does not change under it.
+    pub fn subset(&self, names: &[String]) -> ToolSet {
+        let tools: Vec<Arc<dyn Tool>> = self
+            .tools
+            .iter()
+            .filter(|t| names.contains(&t.spec().name))
+            .cloned()
+            .collect();
+        ToolSet {
+            live_from: tools.len(),
+            tools,
+            skill_patterns: self.skill_patterns.clone(),
+            live: None,
+        }
     }
 
     /// Asks the live tools what changed; `Ok(true)` when the set changed.
@@ -174,13 +193,14 @@ impl ToolSet {
 fn skill_allowed(
     tools: Vec<Box<dyn Tool>>,
     skill_patterns: Option<&[ToolPattern]>,
-) -> Vec<Box<dyn Tool>> {
+) -> Vec<Arc<dyn Tool>> {
     tools
         .into_iter()
         .filter(|tool| {
             let name = &tool.spec().name;
             skill_patterns.is_none_or(|ps| ps.iter().any(|p| p.matches_tool(name)))
         })
+        .map(Arc::from)
         .collect()
 }
 

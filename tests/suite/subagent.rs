@@ -773,3 +773,68 @@ fn a_long_sub_agent_session_is_compacted_and_answers() {
     assert_eq!(summary_calls.len(), 2, "{summary_calls:#?}");
     assert_eq!(compacted[0]["summary_call_id"], summary_calls[0]["call_id"]);
 }
+
+/// A `general` task gets the parent's tools, a job's MCP tools too: the
+/// sub-agent is offered the server's tool and its call reaches the server
+/// under the job's permission rules, which still deny what they deny.
+#[test]
+fn a_general_task_gets_the_jobs_mcp_tools_under_the_same_rules() {
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Add", "sum known")]),
+        Reply::tool_calls(vec![task(
+            "g1",
+            json!({"prompt": format!("{LANE_A} Add 2 and 3."), "kind": "general"}),
+        )]),
+        Reply::tool_calls(vec![
+            ("add1", "mcp__calc__add", json!({"a": 2, "b": 3})),
+            ("fail1", "mcp__calc__fail", json!({})),
+        ])
+        .in_lane(LANE_A),
+        Reply::text("the sum is 5").in_lane(LANE_A),
+        Reply::step_done("sum known"),
+        Reply::text("done"),
+    ]);
+    let sb = Sandbox::new();
+    let server = super::mcp::test_server(&[]);
+    job(
+        &sb,
+        &model,
+        "read, task",
+        None,
+        &format!(
+            "  deny: [mcp__calc__fail]\nmcp:\n  servers:\n    calc:\n      command: {:?}\n      \
+             args: [{:?}]\n",
+            server[0], server[1]
+        ),
+    );
+    // The parent's allow list must let the sub-agent call the server's `add`.
+    let yaml = sb.read("job.yaml").replace(
+        "allow: [read, find, grep, ls, write, edit, task]",
+        "allow: [read, task, mcp__calc__add]",
+    );
+    sb.write("job.yaml", &yaml);
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = model.requests();
+    let sub = lane(&requests, LANE_A);
+    let sub_tools = offered(&sub[0]);
+    assert!(
+        sub_tools.contains(&"mcp__calc__add".to_string()),
+        "{sub_tools:?}"
+    );
+    assert!(!sub_tools.contains(&"task".to_string()), "{sub_tools:?}");
+    assert_eq!(
+        tool_message(&requests, "add1"),
+        "`mcp__calc__add` answered\n5"
+    );
+    assert!(
+        tool_message(&requests, "fail1").contains("PERMISSION_DENIED"),
+        "{}",
+        tool_message(&requests, "fail1")
+    );
+    let added = events(&trace, "tool.call")
+        .into_iter()
+        .find(|e| e["call_id"] == "add1")
+        .expect("the sub-agent's call is in the trace");
+    assert_eq!(added["agent"]["id"], "task-1");
+}
