@@ -31,6 +31,7 @@ mod protocol;
 mod provider;
 mod providers_e2e;
 mod replay_sequence;
+mod resume;
 mod rounds;
 mod run;
 mod sandbox;

@@ -80,6 +80,7 @@ impl Session<'_> {
         }
         let after = estimator.estimate(&messages, offered, 0);
         self.state.conversation = messages;
+        self.state.rewrites += 1;
         let done = done.unwrap_or(Done {
             method: Method::Digest,
             summary_call_id: None,
