@@ -279,6 +279,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_resumed_tracker_keeps_what_was_spent_under_the_new_limits() {
+        let spec = |turns| BudgetSpec {
+            max_turns: Some(turns),
+            timeout: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        let mut b = BudgetTracker::new(&spec(2), None);
+        b.record_model_call(&Usage::default());
+        b.record_model_call(&Usage::default());
+        assert!(b.check_model_call().is_err());
+        b.earlier = Duration::from_secs(600);
+        b.fold_time();
+        let saved: BudgetTracker =
+            serde_json::from_value(serde_json::to_value(&b).unwrap()).unwrap();
+        assert!(
+            saved.elapsed() >= Duration::from_secs(600),
+            "the clock is saved"
+        );
+        let resumed = saved.with_limits_of(BudgetTracker::new(&spec(5), None));
+        assert_eq!(resumed.turns, 2);
+        assert!(resumed.check_model_call().is_ok());
+        assert_eq!(resumed.in_effect().max_turns, 5);
+        assert!(resumed.remaining_time().unwrap() <= Duration::from_secs(3000));
+    }
+
+    #[test]
     fn turns_run_out_before_the_next_call() {
         let mut b = BudgetTracker::new(
             &BudgetSpec {

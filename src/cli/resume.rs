@@ -54,7 +54,8 @@ pub fn job_fingerprint(job_file: &Path, args: &RunArgs, cwd: &Path) -> JobFinger
 /// cassette holds a run from its start.
 pub fn refuse_flags(args: &RunArgs) -> Result<(), String> {
     let refused = [
-        ("--trace", args.trace.is_some() || args.json),
+        ("--trace", args.trace.is_some()),
+        ("--json", args.json),
         ("--junit", args.junit.is_some()),
         ("--out", args.out.is_some()),
         ("--record", args.record.is_some()),

@@ -330,3 +330,135 @@ fn read_messages(path: &Path, count: usize, bytes: u64) -> Result<Vec<Message>, 
     }
     Ok(messages)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::budget::BudgetTracker;
+    use crate::agent::loop_guard::LoopGuard;
+    use crate::spec::BudgetSpec;
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            content: text.into(),
+        }
+    }
+
+    fn writer(dir: &Path) -> CheckpointWriter {
+        let origin = Origin {
+            agentci_version: env!("CARGO_PKG_VERSION").into(),
+            run_id: "r1".into(),
+            job_file: "job.yaml".into(),
+            job_sha256: "j".into(),
+            skill_file: "SKILL.md".into(),
+            skill_sha256: "s".into(),
+            workspace: dir.to_path_buf(),
+            trace: dir.join("trace.jsonl"),
+            junit: dir.join("junit.xml"),
+        };
+        CheckpointWriter::new(dir, origin, Box::new(|| 7))
+    }
+
+    fn state(messages: &[&str]) -> LoopState {
+        LoopState::new(
+            messages.iter().map(|m| user(m)).collect(),
+            BudgetTracker::new(&BudgetSpec::default(), None),
+            LoopGuard::new(3),
+        )
+    }
+
+    fn messages_files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir.join(CHECKPOINT_DIR))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("messages-"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn saves_append_the_new_messages_and_load_gives_the_state_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        let mut state = state(&["system", "goal"]);
+        writer.save(&mut state).unwrap();
+        state.conversation.push(user("turn 1"));
+        state.budget.record_tool_calls(2);
+        writer.save(&mut state).unwrap();
+        assert_eq!(
+            state.conversation.len(),
+            3,
+            "the saver gives the conversation back"
+        );
+        assert_eq!(
+            messages_files(dir.path()).len(),
+            1,
+            "appended, not rewritten"
+        );
+
+        let loaded = load(dir.path()).unwrap();
+        assert_eq!(loaded.state.conversation, state.conversation);
+        assert_eq!(loaded.state.budget.tool_calls, 2);
+        assert_eq!(loaded.next_seq, 7);
+        assert_eq!(loaded.origin.run_id, "r1");
+    }
+
+    #[test]
+    fn lines_the_record_does_not_count_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        let mut state = state(&["system", "goal"]);
+        writer.save(&mut state).unwrap();
+        // A kill while appending the next turn: a line and a half, no new record.
+        let file = dir
+            .path()
+            .join(CHECKPOINT_DIR)
+            .join(&messages_files(dir.path())[0]);
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str("{\"role\":\"user\",\"content\":\"turn 1\"}\n{\"role\":\"us");
+        std::fs::write(&file, text).unwrap();
+        let loaded = load(dir.path()).unwrap();
+        assert_eq!(
+            loaded.state.conversation,
+            vec![user("system"), user("goal")]
+        );
+    }
+
+    #[test]
+    fn a_rewritten_conversation_starts_a_new_messages_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        let mut state = state(&["system", "goal", "old 1", "old 2"]);
+        writer.save(&mut state).unwrap();
+        state.conversation = vec![user("system"), user("goal"), user("summary of the old")];
+        state.rewrites += 1;
+        writer.save(&mut state).unwrap();
+        assert_eq!(
+            messages_files(dir.path()).len(),
+            1,
+            "the old file is removed"
+        );
+        assert_eq!(
+            load(dir.path()).unwrap().state.conversation,
+            state.conversation
+        );
+    }
+
+    #[test]
+    fn another_version_is_refused_before_the_state_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        writer.save(&mut state(&["system"])).unwrap();
+        let path = record_path(dir.path());
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record["origin"]["agentci_version"] = "9.9.9".into();
+        record["state"] = "not a state".into();
+        std::fs::write(&path, record.to_string()).unwrap();
+        let error = load(dir.path()).unwrap_err();
+        assert!(error.contains("agentci 9.9.9"), "{error}");
+        assert!(error.contains("state.json"), "{error}");
+    }
+}

@@ -8,7 +8,7 @@
 //! the trace and the JUnit file are written whatever happens. The job's git
 //! outputs run inside the run, after the checks, so they are in the trace.
 
-mod checkpoint;
+pub mod checkpoint;
 mod checks;
 mod git_step;
 mod mcp;

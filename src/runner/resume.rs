@@ -266,3 +266,89 @@ fn cut_trace(bytes: &[u8], next_seq: u64, run_id: &str) -> Result<Cut, String> {
         torn_line_dropped,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventBus, RunCompleted, Totals};
+
+    /// A trace of `kinds` as the bus writes it, in memory.
+    fn trace(kinds: Vec<EventKind>) -> Vec<u8> {
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl crate::event::EventSink for Lines {
+            fn on_event(&mut self, event: &Event) -> Result<(), crate::event::SinkError> {
+                let mut lines = self.0.lock().unwrap();
+                serde_json::to_writer(&mut *lines, event).unwrap();
+                lines.push(b'\n');
+                Ok(())
+            }
+        }
+        let bus = EventBus::new("r1", vec![Box::new(Lines(lines.clone()))]);
+        for kind in kinds {
+            bus.emit(kind);
+        }
+        lines.lock().unwrap().clone()
+    }
+
+    fn warning(n: u32) -> EventKind {
+        EventKind::Warning {
+            source: "test".into(),
+            message: format!("event {n}"),
+        }
+    }
+
+    #[test]
+    fn the_trace_is_cut_at_the_checkpoint_and_a_torn_line_dropped() {
+        let mut bytes = trace(vec![warning(1), warning(2), warning(3)]);
+        bytes.extend_from_slice(b"{\"seq\":4,\"ts");
+        let cut = cut_trace(&bytes, 3, "r1").unwrap();
+        assert_eq!(cut.history.len(), 2);
+        assert_eq!(cut.events_dropped, 1);
+        assert!(cut.torn_line_dropped);
+        assert!(cut.previous.is_none());
+        let kept = String::from_utf8(bytes[..cut.kept_bytes].to_vec()).unwrap();
+        assert_eq!(kept.lines().count(), 2);
+        assert!(kept.ends_with('\n'));
+    }
+
+    #[test]
+    fn how_the_stopped_run_ended_is_kept_and_a_short_trace_refused() {
+        let done = EventKind::RunCompleted(RunCompleted {
+            status: RunStatus::Interrupted,
+            reason: "interrupted by SIGTERM".into(),
+            summary: None,
+            totals: Totals::default(),
+            checks_passed: 0,
+            checks_failed: 0,
+        });
+        let bytes = trace(vec![warning(1), warning(2), done]);
+        let cut = cut_trace(&bytes, 2, "r1").unwrap();
+        assert_eq!(
+            cut.previous,
+            Some((RunStatus::Interrupted, "interrupted by SIGTERM".into()))
+        );
+        assert_eq!(cut.events_dropped, 2);
+
+        let error = cut_trace(&bytes, 9, "r1").unwrap_err();
+        assert!(error.contains("not the whole trace"), "{error}");
+        let error = cut_trace(&bytes, 2, "other").unwrap_err();
+        assert!(error.contains("not of run other"), "{error}");
+    }
+
+    #[test]
+    fn only_the_limits_that_changed_are_named() {
+        let before = BudgetInEffect {
+            max_turns: 5,
+            max_cost_usd: Some(1.0),
+            ..Default::default()
+        };
+        let now = BudgetInEffect {
+            max_turns: 9,
+            max_cost_usd: Some(1.0),
+            timeout_secs: Some(60.0),
+            ..Default::default()
+        };
+        assert_eq!(changed_limits(&before, &now), ["max_turns", "timeout"]);
+    }
+}

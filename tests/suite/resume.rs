@@ -211,6 +211,29 @@ fn a_budget_stopped_run_goes_on_with_a_raised_budget() {
     insta::assert_json_snapshot!("run_resumed_after_budget", resumed);
 }
 
+#[test]
+fn a_run_stopped_by_a_failing_provider_goes_on_when_it_answers_again() {
+    let sb = sandbox("");
+    let mut script = whole_script();
+    // Not retried: a client error.
+    script.insert(3, Reply::status(403, "the key has no access"));
+    let model = FakeModel::start(script);
+    let out = run(&sb, &model, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+
+    let out = resume(&sb, &model, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_valid_trace(&run_dir(&sb).join("trace.jsonl"));
+    let trace = trace(&sb);
+    let resumed = events(&trace, "run.resumed")[0];
+    assert_eq!(resumed["previous_status"], "provider_unavailable");
+    assert_eq!(resumed["budget_changed"], json!([]));
+    assert_eq!(events(&trace, "run.completed")[0]["status"], "passed");
+    // The failed request was sent again, the same.
+    let requests = model.requests();
+    assert_eq!(messages(&requests[4]), messages(&requests[3]));
+}
+
 /// A run stopped by its budget, ready to be resumed.
 fn stopped_run() -> (Sandbox, FakeModel) {
     let sb = sandbox("budget: {max_turns: 2}\n");
