@@ -186,8 +186,37 @@ pub enum EventKind {
     /// Emitted once, before `run.completed`.
     #[serde(rename = "replay.drift")]
     ReplayDrift(ReplayDrift),
+    /// `agentci run --resume` went on with the run from its last
+    /// checkpoint; right after the events the interrupted run wrote.
+    #[serde(rename = "run.resumed")]
+    RunResumed(Box<RunResumed>),
     #[serde(rename = "run.completed")]
     RunCompleted(RunCompleted),
+}
+
+/// Where a resumed run goes on from, and what changed for it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunResumed {
+    /// Model turns taken before the checkpoint; the next one is `from_turn + 1`.
+    pub from_turn: u32,
+    /// The plan step the run goes on in (from 0); absent while planning.
+    pub from_step: Option<usize>,
+    /// The round of checks the agent works towards.
+    pub round: u32,
+    /// How the run had ended (its `run.completed`, dropped from the trace);
+    /// absent when it was killed before it could say.
+    pub previous_status: Option<RunStatus>,
+    pub previous_reason: Option<String>,
+    /// The budget before the resume, and the one in effect now.
+    pub budget_before: BudgetInEffect,
+    pub budget: BudgetInEffect,
+    /// The limits the resume raised (or lowered), by key (`max_turns`, …).
+    pub budget_changed: Vec<String>,
+    /// Events the stopped run wrote after the checkpoint (the turn under
+    /// way, its `run.completed`), dropped from the trace: that turn runs again.
+    pub events_dropped: u64,
+    /// The trace's last line was cut short by the kill and was dropped.
+    pub torn_line_dropped: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::BudgetLimit;
+use crate::event::{BudgetInEffect, BudgetLimit};
 use crate::provider::Usage;
 use crate::provider::pricing::Price;
 use crate::spec::BudgetSpec;
@@ -42,8 +42,9 @@ impl Exceeded {
 }
 
 /// Limits and what was spent against them. Serializable as part of the
-/// loop's state; the clock is not: a loaded tracker counts time from when it
-/// was loaded.
+/// loop's state; the running clock is not, but the time it had counted when
+/// it was saved is (see [`BudgetTracker::fold_time`]): a loaded tracker goes
+/// on from there, so `timeout` holds across a resume.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct BudgetTracker {
     max_turns: u32,
@@ -53,6 +54,9 @@ pub struct BudgetTracker {
     timeout: Option<Duration>,
     #[serde(skip, default = "Instant::now")]
     started: Instant,
+    /// Time counted before `started` (earlier parts of a resumed run).
+    #[serde(default)]
+    earlier: Duration,
     /// The model's price; `None`: cost unknown, and `max_cost_usd` cannot hold.
     price: Option<Price>,
     /// What the priced calls cost; a lower bound when some went unpriced.
@@ -77,6 +81,7 @@ impl BudgetTracker {
             max_cost_usd: spec.max_cost_usd,
             timeout: spec.timeout,
             started: Instant::now(),
+            earlier: Duration::ZERO,
             price: None,
             cost_usd: 0.0,
             calls_without_usage: 0,
@@ -105,13 +110,46 @@ impl BudgetTracker {
     }
 
     pub fn elapsed(&self) -> Duration {
-        self.started.elapsed()
+        self.earlier + self.started.elapsed()
+    }
+
+    /// Count the time so far into the saved part of the tracker, so that a
+    /// checkpoint taken now carries it.
+    pub fn fold_time(&mut self) {
+        let now = Instant::now();
+        self.earlier += now.duration_since(self.started);
+        self.started = now;
+    }
+
+    /// This tracker's spending under the limits and price of `fresh` (the
+    /// budget of the job as loaded for a resume, flags included).
+    pub fn with_limits_of(self, fresh: BudgetTracker) -> BudgetTracker {
+        BudgetTracker {
+            max_turns: fresh.max_turns,
+            max_tool_calls: fresh.max_tool_calls,
+            max_tokens: fresh.max_tokens,
+            max_cost_usd: fresh.max_cost_usd,
+            timeout: fresh.timeout,
+            price: fresh.price,
+            started: Instant::now(),
+            ..self
+        }
+    }
+
+    /// The limits, as the trace reports them.
+    pub fn in_effect(&self) -> BudgetInEffect {
+        BudgetInEffect {
+            max_turns: self.max_turns,
+            max_tool_calls: self.max_tool_calls,
+            max_tokens: self.max_tokens,
+            max_cost_usd: self.max_cost_usd,
+            timeout_secs: self.timeout.map(|t| t.as_secs_f64()),
+        }
     }
 
     /// Time left before `timeout`, if there is one.
     pub fn remaining_time(&self) -> Option<Duration> {
-        self.timeout
-            .map(|t| t.saturating_sub(self.started.elapsed()))
+        self.timeout.map(|t| t.saturating_sub(self.elapsed()))
     }
 
     /// The timeout as an [`Exceeded`], for when the deadline fires mid-call.
@@ -204,7 +242,7 @@ impl BudgetTracker {
 
     fn check_time(&self) -> Result<(), Exceeded> {
         match self.timeout {
-            Some(t) if self.started.elapsed() >= t => Err(self.timeout_exceeded()),
+            Some(t) if self.elapsed() >= t => Err(self.timeout_exceeded()),
             _ => Ok(()),
         }
     }
@@ -240,6 +278,32 @@ impl BudgetTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resumed_tracker_keeps_what_was_spent_under_the_new_limits() {
+        let spec = |turns| BudgetSpec {
+            max_turns: Some(turns),
+            timeout: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        let mut b = BudgetTracker::new(&spec(2), None);
+        b.record_model_call(&Usage::default());
+        b.record_model_call(&Usage::default());
+        assert!(b.check_model_call().is_err());
+        b.earlier = Duration::from_secs(600);
+        b.fold_time();
+        let saved: BudgetTracker =
+            serde_json::from_value(serde_json::to_value(&b).unwrap()).unwrap();
+        assert!(
+            saved.elapsed() >= Duration::from_secs(600),
+            "the clock is saved"
+        );
+        let resumed = saved.with_limits_of(BudgetTracker::new(&spec(5), None));
+        assert_eq!(resumed.turns, 2);
+        assert!(resumed.check_model_call().is_ok());
+        assert_eq!(resumed.in_effect().max_turns, 5);
+        assert!(resumed.remaining_time().unwrap() <= Duration::from_secs(3000));
+    }
 
     #[test]
     fn turns_run_out_before_the_next_call() {

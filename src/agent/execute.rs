@@ -12,17 +12,21 @@ use super::session::{Session, Stop};
 /// Run the plan's steps from the first one not finished yet.
 pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
     while let Some((index, step)) = session.state().next_step() {
-        session.bus().emit(EventKind::StepStarted {
-            index,
-            title: step.title.clone(),
-        });
-        session.tell(protocol::step_message(
-            index,
-            session.state().plan.len(),
-            &step,
-            &session.tool_names(),
-        ));
-        session.start_step();
+        // A resumed run may go on in a step it had begun: its start is in
+        // the trace and its message in the conversation already.
+        if !session.state().step_open {
+            session.bus().emit(EventKind::StepStarted {
+                index,
+                title: step.title.clone(),
+            });
+            session.tell(protocol::step_message(
+                index,
+                session.state().plan.len(),
+                &step,
+                &session.tool_names(),
+            ));
+            session.start_step();
+        }
         let (summary, status) = run_step(session, index).await?;
         end_sessions(session, &format!("step {}", index + 1));
         session.bus().emit(EventKind::StepCompleted {
@@ -39,6 +43,7 @@ pub async fn execute_plan(session: &mut Session<'_>) -> Result<(), Stop> {
 /// Run step `index` to completion; returns its summary and how it ended.
 async fn run_step(session: &mut Session<'_>, index: usize) -> Result<(String, StepStatus), Stop> {
     loop {
+        session.checkpoint();
         let response = session
             .call_model(Phase::Execute, Some(index), ToolChoice::Auto)
             .await?;

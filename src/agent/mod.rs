@@ -39,7 +39,7 @@ use crate::untrusted::UntrustedText;
 
 pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 pub use session::Stop;
-pub use state::LoopState;
+pub use state::{LoopState, StateSaver};
 
 use budget::BudgetTracker;
 use loop_guard::LoopGuard;
@@ -65,6 +65,18 @@ pub struct AgentInput<'a> {
     pub memory: Option<&'a memory::Memory>,
     /// The model's price, when known: cost is counted and `max_cost_usd` holds.
     pub price: Option<Price>,
+    /// Saves the loop's state before every model turn (the run's checkpoint).
+    pub saver: Option<Box<dyn StateSaver + 'a>>,
+    /// A checkpoint to go on from instead of the start of the conversation.
+    pub resume: Option<ResumeFrom>,
+}
+
+/// Where a resumed agent goes on from: the loop's state as last saved,
+/// and the last request its trace holds.
+pub struct ResumeFrom {
+    pub state: LoopState,
+    /// The messages and tools of the last request in the trace.
+    pub last_sent: (Vec<Message>, Option<Vec<crate::provider::ToolDefinition>>),
 }
 
 /// How the conversation ended: the final summary (if the model gave one),
@@ -95,6 +107,8 @@ impl<'a> Agent<'a> {
             untrusted,
             memory,
             price,
+            saver,
+            resume,
         } = input;
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
@@ -126,11 +140,22 @@ impl<'a> Agent<'a> {
                 content: protocol::goal_message(&job.goal, &tools.read_only_names(), untrusted),
             },
         ];
-        let state = LoopState::new(
-            opening,
-            BudgetTracker::new(&job.budget, skill.max_turns).with_price(price),
-            LoopGuard::new(job.tool_loop.loop_repeats),
-        );
+        let budget = BudgetTracker::new(&job.budget, skill.max_turns).with_price(price);
+        // A resumed run keeps what it spent, under the budget it is given now.
+        let (state, last_sent) = match resume {
+            Some(ResumeFrom {
+                mut state,
+                last_sent,
+            }) => {
+                state.budget = state.budget.with_limits_of(budget);
+                let (messages, offered) = last_sent;
+                (state, Some(sent::SentLog::continuing(messages, offered)))
+            }
+            None => (
+                LoopState::new(opening, budget, LoopGuard::new(job.tool_loop.loop_repeats)),
+                None,
+            ),
+        };
         let parts = SessionParts {
             provider,
             model_name: job.model.name.clone(),
@@ -155,6 +180,8 @@ impl<'a> Agent<'a> {
             rules_reminder: (job.guidance.rules_reminder && !job.guidance.rules.is_empty())
                 .then(|| protocol::rules_reminder(job.guidance.rules.len())),
             context: context_keeper::ContextKeeper::new(&job.model.name, &job.model.context),
+            saver,
+            last_sent,
         };
         Agent {
             session: Session::new(parts, state),
@@ -290,6 +317,8 @@ async fn agent_phase(
     if session.state().budget.check_model_call().is_err() {
         return Ok(fallback_summary(session));
     }
+    // Before the request is told: a resumed run asks for the summary again.
+    session.checkpoint();
     session.tell(protocol::SUMMARY_REQUEST.to_string());
     // The same tools as every other turn (the history holds tool calls, and
     // the prompt prefix stays cached), but none may be called.

@@ -12,6 +12,7 @@ pub async fn make_plan(
     max_plan_turns: u32,
 ) -> Result<Vec<PlanStep>, Stop> {
     while session.state().plan_turns < max_plan_turns {
+        session.checkpoint();
         let turn = session.next_plan_turn();
         let response = session
             .call_model(Phase::Plan, None, ToolChoice::Auto)

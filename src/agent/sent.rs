@@ -55,6 +55,13 @@ pub struct SentLog {
 }
 
 impl SentLog {
+    /// The log of a run whose last request, as its trace tells, held
+    /// `messages` and offered `offered`: a resumed run's next delta is
+    /// against what the trace already holds.
+    pub fn continuing(messages: Vec<Message>, offered: Option<Vec<ToolDefinition>>) -> SentLog {
+        SentLog { messages, offered }
+    }
+
     /// The delta of a request of `messages` offering `offered`, which
     /// becomes the request the next one is compared with.
     pub fn record(&mut self, messages: &[Message], offered: &[ToolDefinition]) -> SentDelta {

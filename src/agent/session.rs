@@ -28,7 +28,7 @@ use super::context;
 use super::context_keeper::ContextKeeper;
 use super::protocol::{self, CONTROL_TOOLS};
 use super::sent::SentLog;
-use super::state::{LoopState, StepRecord};
+use super::state::{LoopState, StateSaver, StepRecord};
 use super::subagent::{SubagentConfig, Subagents};
 use super::toolset::ToolSet;
 
@@ -72,6 +72,10 @@ pub struct Session<'a> {
     /// The context window, the high-water mark and the token estimate
     /// (a handle on the tokenizer, rebuilt from the job, not loop state).
     context: ContextKeeper,
+    /// Saves `state` before every model turn, when the run keeps a checkpoint.
+    saver: Option<Box<dyn StateSaver + 'a>>,
+    /// A checkpoint could not be written: said once, as a warning.
+    saver_failed: bool,
     state: LoopState,
 }
 
@@ -87,6 +91,10 @@ pub struct SessionParts<'a> {
     pub subagents: SubagentConfig,
     pub rules_reminder: Option<String>,
     pub context: ContextKeeper,
+    pub saver: Option<Box<dyn StateSaver + 'a>>,
+    /// What the trace says the last request sent (a resumed run's), so
+    /// the next request's delta is against it; `None` for a new run.
+    pub last_sent: Option<SentLog>,
 }
 
 /// A control call seen in a turn, applied by the phase that asked for it.
@@ -110,7 +118,13 @@ impl<'a> Session<'a> {
             subagents,
             rules_reminder,
             context,
+            saver,
+            last_sent,
         } = parts;
+        subagents.started.store(
+            state.subagents_started,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Session {
             provider,
             model_name,
@@ -122,9 +136,11 @@ impl<'a> Session<'a> {
             policy,
             tool_loop,
             subagents,
-            sent: SentLog::default(),
+            sent: last_sent.unwrap_or_default(),
             rules_reminder,
             context,
+            saver,
+            saver_failed: false,
             state,
         }
     }
@@ -198,11 +214,38 @@ impl<'a> Session<'a> {
     /// A step begins: the loop guard forgets the last one.
     pub fn start_step(&mut self) {
         self.state.guard.start_step();
+        self.state.step_open = true;
     }
 
     /// The step under way ended.
     pub fn finish_step(&mut self, summary: String, status: StepStatus) {
         self.state.steps.push(StepRecord { summary, status });
+        self.state.step_open = false;
+    }
+
+    /// Save the state as it stands (before a model turn) to the run's
+    /// checkpoint, if it keeps one. A failed save is a warning, once: the
+    /// run matters more than being able to resume it.
+    pub fn checkpoint(&mut self) {
+        let Some(saver) = self.saver.as_mut() else {
+            return;
+        };
+        self.state.budget.fold_time();
+        self.state.subagents_started = self
+            .subagents
+            .started
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if let Err(message) = saver.save(&mut self.state)
+            && !self.saver_failed
+        {
+            self.saver_failed = true;
+            self.bus.emit(EventKind::Warning {
+                source: "checkpoint".into(),
+                message: format!(
+                    "{message}; `agentci run --resume` may go on from an earlier turn"
+                ),
+            });
+        }
     }
 
     /// Why the current step must end, when the model keeps repeating itself.
@@ -315,6 +358,7 @@ impl<'a> Session<'a> {
                     let Some(trim) = context::trim(&mut self.state.conversation) else {
                         return Err(Stop::Provider(ProviderError::ContextTooLong(reason)));
                     };
+                    self.state.rewrites += 1;
                     self.context.estimator.forget_counts();
                     self.bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
                         call_id: call_id.to_string(),

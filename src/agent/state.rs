@@ -34,6 +34,25 @@ pub struct LoopState {
     pub guard: LoopGuard,
     /// Tool batches run so far (they are numbered from 1 in the trace).
     pub batches: AtomicU64,
+    /// The step at `steps.len()` has begun (its message is in the
+    /// conversation): a resumed run goes on in it rather than starting it again.
+    #[serde(default)]
+    pub step_open: bool,
+    /// Sub-agents started so far (`task-1`, `task-2`, … over the whole run).
+    #[serde(default)]
+    pub subagents_started: u64,
+    /// Times the conversation was rewritten (trimmed or compacted) rather
+    /// than added to: a checkpoint rewrites its saved messages when it changes.
+    #[serde(default)]
+    pub rewrites: u64,
+}
+
+/// Where the loop's state goes before every model turn: the run's
+/// checkpoint. The saver may take the conversation out of `state` while
+/// it writes, but gives it back; an `Err` is a line for the user (the run
+/// goes on without the checkpoint being current).
+pub trait StateSaver: Send {
+    fn save(&mut self, state: &mut LoopState) -> Result<(), String>;
 }
 
 /// How a finished step ended.
@@ -55,6 +74,9 @@ impl LoopState {
             budget,
             guard,
             batches: AtomicU64::new(0),
+            step_open: false,
+            subagents_started: 0,
+            rewrites: 0,
         }
     }
 

@@ -96,6 +96,11 @@ pub struct RunArgs {
     /// Progress output: `auto` (bars on a terminal), `plain` (log lines), `none`.
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub progress: ProgressMode,
+    /// Go on with a stopped run (interrupted, out of budget, provider down)
+    /// from the last checkpoint in its run folder; `--max-turns`,
+    /// `--max-cost`, `--timeout` (…) raise its budget.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
 }
 
 /// Flags that make or change the job; they go through the job file's checks.

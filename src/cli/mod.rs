@@ -11,6 +11,7 @@ mod json_stream;
 pub mod mcp;
 mod mcp_print;
 pub mod report;
+mod resume;
 pub mod run;
 pub mod signals;
 pub mod trace;

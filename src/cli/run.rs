@@ -20,12 +20,20 @@ use crate::untrusted::GithubEvent;
 
 use super::args::{JobFlagArgs, ProgressMode, RunArgs};
 use super::json_stream::JsonStdout;
+use super::resume;
 use super::signals;
 use super::{CliError, Exit};
 
-pub fn run(args: RunArgs) -> Result<Exit, CliError> {
+pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
+    let resume_dir = args.resume.as_ref().map(|dir| cwd.join(dir));
+    if let Some(dir) = &resume_dir {
+        let ready = resume::refuse_flags(&args).and_then(|()| resume::defaults(&mut args, dir));
+        if let Err(problem) = ready {
+            return did_not_start(&[problem], args.progress, &cwd);
+        }
+    }
     let job_flags = match job_flags(&args.job_flags) {
         Ok(flags) => flags,
         Err(problem) => return did_not_start(&[*problem], args.progress, &cwd),
@@ -65,10 +73,18 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         Ok(prepared) => prepared,
         Err(e) => return did_not_start(&e.diagnostics(), args.progress, &cwd),
     };
+    let job = resume::job_fingerprint(&job_file, &args, &cwd);
+    let resumption = match &resume_dir {
+        Some(dir) => match resume::resumption(dir, &prepared, &job) {
+            Ok(resumption) => Some(resumption),
+            Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
+        },
+        None => None,
+    };
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
     let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
-        out_dir: absolute(&args.out),
+        out_dir: resume_dir.clone().or_else(|| absolute(&args.out)),
         trace: absolute(&trace_file),
         junit: absolute(&args.junit),
         record: absolute(&args.record),
@@ -88,6 +104,8 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
                 .map(PathBuf::from),
         },
         extra_env: Vec::new(),
+        checkpoint: Some(job),
+        resume: resumption,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

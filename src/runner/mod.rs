@@ -8,11 +8,13 @@
 //! the trace and the JUnit file are written whatever happens. The job's git
 //! outputs run inside the run, after the checks, so they are in the trace.
 
+pub mod checkpoint;
 mod checks;
 mod git_step;
 mod mcp;
 mod prepare;
 mod provider_setup;
+pub mod resume;
 mod rounds;
 pub mod run;
 mod run_folder;
@@ -22,6 +24,7 @@ mod start;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use checkpoint::{CHECKPOINT_DIR, sha256_hex, skill_fingerprint};
 pub use prepare::{PrepareError, Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
 pub use run::{AfterChecks, RunInput};
@@ -61,6 +64,18 @@ pub struct RunOptions {
     /// (an eval attempt's own temp and build-output folders); empty for a
     /// plain run, which keeps the caller's values.
     pub extra_env: Vec<(String, String)>,
+    /// Save a checkpoint before every model turn, recording this job file
+    /// and the SHA-256 of what made the job (see [`checkpoint::Origin`]).
+    pub checkpoint: Option<JobFingerprint>,
+    /// Go on with a stopped run from its checkpoint (`agentci run --resume`).
+    pub resume: Option<resume::Resumption>,
+}
+
+/// The job file (or `<command line>`) and the SHA-256 of what made the job.
+#[derive(Clone, Debug)]
+pub struct JobFingerprint {
+    pub job_file: String,
+    pub sha256: String,
 }
 
 /// What a finished run left behind.
@@ -116,21 +131,34 @@ pub async fn run_prepared(
         untrusted,
         memory,
     } = prepared;
-    let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+    let mut resume = options.resume;
+    let run_id = match &resume {
+        Some(resumption) => resumption.origin().run_id.clone(),
+        None => options.run_id.clone().unwrap_or_else(new_run_id),
+    };
     let folder = RunFolder::resolve(
         &run_id,
         workspace.root(),
         options.out_dir.as_deref(),
         &job.outputs,
     );
-    let trace_path = options
-        .trace
-        .clone()
-        .unwrap_or_else(|| folder.trace.clone());
-    let junit_path = options
-        .junit
-        .clone()
-        .unwrap_or_else(|| folder.junit.clone());
+    // A resumed run writes where the run it goes on with wrote.
+    let (trace_path, junit_path) = match &resume {
+        Some(resumption) => (
+            resumption.origin().trace.clone(),
+            resumption.origin().junit.clone(),
+        ),
+        None => (
+            options
+                .trace
+                .clone()
+                .unwrap_or_else(|| folder.trace.clone()),
+            options
+                .junit
+                .clone()
+                .unwrap_or_else(|| folder.junit.clone()),
+        ),
+    };
     // Written only for a job with a result schema.
     let result_path = job.result_schema.as_ref().map(|_| folder.result.clone());
     let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
@@ -139,7 +167,10 @@ pub async fn run_prepared(
         .chain(result_path.as_ref())
         .cloned()
         .collect();
-    git_step::preflight(job, workspace.root(), &own_files).map_err(StartError::Git)?;
+    // A resumed run's workspace holds the run's own changes: it was checked when the run began.
+    if resume.is_none() {
+        git_step::preflight(job, workspace.root(), &own_files).map_err(StartError::Git)?;
+    }
     folder.create(workspace.root())?;
 
     // Secrets are read once, here: the bus masks them in every event, and
@@ -163,17 +194,53 @@ pub async fn run_prepared(
     })
     .map_err(StartError::TempFolder)?;
     let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
-    sinks.push(Box::new(
-        TraceWriter::create(&trace_path).map_err(StartError::Trace)?,
-    ));
-    sinks.push(Box::new(
-        JunitWriter::new(junit_path.clone()).with_file_base(options.junit_files.clone()),
-    ));
+    let mut junit =
+        JunitWriter::new(junit_path.clone()).with_file_base(options.junit_files.clone());
+    match resume.as_mut() {
+        // The trace goes on after the checkpoint; the JUnit file is rebuilt from all of it.
+        Some(resumption) => {
+            let kept = std::mem::take(&mut resumption.trace_kept);
+            sinks.push(Box::new(
+                TraceWriter::continue_from(&trace_path, &kept).map_err(StartError::Trace)?,
+            ));
+            for event in std::mem::take(&mut resumption.history) {
+                let _ = junit.on_event(&event);
+            }
+        }
+        None => sinks.push(Box::new(
+            TraceWriter::create(&trace_path).map_err(StartError::Trace)?,
+        )),
+    }
+    sinks.push(Box::new(junit));
     if let Some(path) = &result_path {
         sinks.push(Box::new(ResultWriter::new(path.clone())));
     }
     sinks.extend(options.sinks);
     let bus = EventBus::with_redactor(run_id.clone(), sinks, secrets);
+    let bus = match &resume {
+        Some(resumption) => bus.continuing_at(resumption.next_seq()),
+        None => bus,
+    };
+    let saver = options.checkpoint.map(|job_file| {
+        let (skill_file, skill_sha256) = skill_fingerprint(skill);
+        let origin = checkpoint::Origin {
+            agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: run_id.clone(),
+            job_file: job_file.job_file,
+            job_sha256: job_file.sha256,
+            skill_file,
+            skill_sha256,
+            workspace: workspace.root().to_path_buf(),
+            trace: trace_path.clone(),
+            junit: junit_path.clone(),
+        };
+        let seq = bus.clone();
+        Box::new(checkpoint::CheckpointWriter::new(
+            &folder.dir,
+            origin,
+            Box::new(move || seq.next_seq()),
+        )) as Box<dyn crate::agent::StateSaver>
+    });
     let mut warnings = warnings.clone();
     warnings.extend(missing.iter().map(|name| {
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
@@ -258,6 +325,8 @@ pub async fn run_prepared(
         memory: memory.as_ref(),
         cancel: options.cancel,
         after_checks,
+        saver,
+        resume,
     };
     let completed = run::run(input, bus.clone()).await;
     if let Some(servers) = servers {

@@ -13,9 +13,11 @@ use std::time::Instant;
 use futures_util::future::BoxFuture;
 
 use super::checks::{self, ChecksRan};
+use super::resume::Resumption;
 use super::{rounds, start};
 use crate::agent::memory::Memory;
-use crate::agent::{Agent, AgentInput, AgentOutcome, CancelSignal, Stop, ToolSet};
+use crate::agent::sent;
+use crate::agent::{Agent, AgentInput, AgentOutcome, CancelSignal, StateSaver, Stop, ToolSet};
 use crate::event::{CheckCompleted, EventKind, OutputPaths, RunCompleted, RunStatus, Totals};
 use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
@@ -50,6 +52,11 @@ pub struct RunInput<'a> {
     pub cancel: CancelSignal,
     /// Runs after the checks and before `run.completed`, unless the run was interrupted.
     pub after_checks: Option<AfterChecks<'a>>,
+    /// Saves the loop's state before every model turn (the run's checkpoint).
+    pub saver: Option<Box<dyn StateSaver + 'a>>,
+    /// The checkpoint to go on from (`agentci run --resume`): the run
+    /// says `run.resumed` instead of starting.
+    pub resume: Option<Resumption>,
 }
 
 /// A step after the checks (the runner's git outputs). It gets the status
@@ -60,7 +67,7 @@ pub type AfterChecks<'a> =
 
 /// Run the job to the end and return how it ended (also emitted as `run.completed`).
 pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
-    let started = Instant::now();
+    let mut started = Instant::now();
     let RunInput {
         job,
         skill,
@@ -76,9 +83,21 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         memory,
         cancel,
         after_checks,
+        saver,
+        resume,
     } = input;
     let model = provider.model_info();
     let price = start::model_price(job, &model.name);
+    // A resumed run counts its time from the start of the run it goes on with.
+    let (resumed, resume) = match resume {
+        Some(resumption) => {
+            started = started.checked_sub(resumption.elapsed()).unwrap_or(started);
+            let budget = sent::budget_in_effect(&job.budget, skill.max_turns);
+            let (event, from) = resumption.into_start(budget);
+            (Some(event), Some(from))
+        }
+        None => (None, None),
+    };
     let mut agent = Agent::new(
         AgentInput {
             job,
@@ -92,22 +111,31 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             untrusted,
             memory,
             price,
+            saver,
+            resume,
         },
         bus.clone(),
     );
-    start::announce(
-        start::Announcement {
-            job,
-            skill,
-            model: model.clone(),
-            workspace: workspace.root().display().to_string(),
-            tools: agent.tool_names(),
-            outputs,
-            processes: &processes,
-            warnings: &warnings,
-        },
-        &bus,
-    );
+    let resuming = resumed.is_some();
+    match resumed {
+        // The run's start is in the trace already.
+        Some(event) => {
+            bus.emit(EventKind::RunResumed(Box::new(event)));
+        }
+        None => start::announce(
+            start::Announcement {
+                job,
+                skill,
+                model: model.clone(),
+                workspace: workspace.root().display().to_string(),
+                tools: agent.tool_names(),
+                outputs,
+                processes: &processes,
+                warnings: &warnings,
+            },
+            &bus,
+        ),
+    }
     if let Some(reason) = start::report_degraded_sandbox(&processes, &bus) {
         checks::skip_checks(&job.checks, &reason, &bus);
         let completed = RunCompleted {
@@ -127,8 +155,9 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     start::warn_unpriced(job, &model.name, price, &bus);
 
     let rounds = job.checks_rounds.max(1);
-    let mut round = 1;
-    if rounds > 1 {
+    // A resumed run goes on in the round it was in, whose start is in the trace.
+    let mut round = agent.state().round;
+    if rounds > 1 && !resuming {
         bus.emit(EventKind::RoundStarted { round, of: rounds });
     }
     let verdict = loop {

@@ -113,6 +113,18 @@ impl EventBus {
         self.lock().run_id.clone()
     }
 
+    /// The same bus, numbering its next event `next_seq`: a resumed run
+    /// goes on with the trace it continues.
+    pub fn continuing_at(self, next_seq: u64) -> EventBus {
+        self.lock().next_seq = next_seq;
+        self
+    }
+
+    /// The `seq` the next event gets.
+    pub fn next_seq(&self) -> u64 {
+        self.lock().next_seq
+    }
+
     /// Delivers the events `hook` returns just before `run.completed`:
     /// what a part of the run that outlives the agent loop (a job's MCP
     /// servers) still has to report, while it still fits in the trace.

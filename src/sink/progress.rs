@@ -66,6 +66,14 @@ impl LogLines {
                 run.model.name,
                 run.tools.len()
             )),
+            EventKind::RunResumed(resumed) => lines.push(format!(
+                "resumed after turn {}{}",
+                resumed.from_turn,
+                match &resumed.previous_status {
+                    Some(status) => format!(" (the run had ended {})", status.as_str()),
+                    None => " (the run had been killed)".to_string(),
+                }
+            )),
             EventKind::SkillLoaded(skill) => {
                 lines.push(format!("skill {} loaded from {}", skill.name, skill.path));
                 for warning in &skill.warnings {

@@ -61,6 +61,17 @@ impl TraceWriter {
         })
     }
 
+    /// Create the trace file anew holding `kept` (the trace of a resumed
+    /// run up to its checkpoint), to go on writing after it. Made as
+    /// [`TraceWriter::create`] makes a file: whatever is at the path is
+    /// replaced, never written through.
+    pub fn continue_from(path: &Path, kept: &[u8]) -> Result<TraceWriter, SinkError> {
+        let mut writer = TraceWriter::create(path)?;
+        writer.file.write_all(kept).map_err(|e| writer.error(e))?;
+        writer.digest.update(kept);
+        Ok(writer)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

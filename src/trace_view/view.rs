@@ -260,6 +260,13 @@ impl Fold {
         }
         match &event.kind {
             EventKind::RunStarted(run) => self.view.started = Some(run.clone()),
+            EventKind::RunResumed(resumed) => timeline.push(Entry::Warning {
+                source: "resume".into(),
+                message: format!(
+                    "the run was resumed after turn {} ({} events of the stopped run dropped)",
+                    resumed.from_turn, resumed.events_dropped
+                ),
+            }),
             EventKind::SkillLoaded(skill) => {
                 for warning in &skill.warnings {
                     timeline.push(Entry::Warning {

@@ -37,6 +37,7 @@ mod provider;
 mod providers_e2e;
 mod replay_sequence;
 mod result_schema;
+mod resume;
 mod rounds;
 mod run;
 mod sandbox;

@@ -434,6 +434,24 @@ fn every_kind() -> Vec<EventKind> {
             parts: [("skill text".to_string(), 3)].into(),
             first_drifted_turn: Some(1),
         }),
+        EventKind::RunResumed(Box::new(agentci::event::RunResumed {
+            from_turn: 7,
+            from_step: Some(1),
+            round: 1,
+            previous_status: Some(RunStatus::BudgetExceeded),
+            previous_reason: Some("budget exceeded: max_turns is 7 and 7 were used".into()),
+            budget_before: agentci::event::BudgetInEffect {
+                max_turns: 7,
+                ..Default::default()
+            },
+            budget: agentci::event::BudgetInEffect {
+                max_turns: 20,
+                ..Default::default()
+            },
+            budget_changed: vec!["max_turns".into()],
+            events_dropped: 5,
+            torn_line_dropped: false,
+        })),
         run_completed(RunStatus::BudgetExceeded, "max_cost_usd exceeded", (1, 2)),
     ]
 }
@@ -473,6 +491,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::McpToolsRefreshed { .. } => "mcp.tools.refreshed",
         EventKind::McpServerRequest { .. } => "mcp.server.request",
         EventKind::ReplayDrift(_) => "replay.drift",
+        EventKind::RunResumed(_) => "run.resumed",
         EventKind::RunCompleted(_) => "run.completed",
     }
 }

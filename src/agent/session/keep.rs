@@ -47,6 +47,8 @@ impl Session<'_> {
             )
             .await;
         if let Some(mut event) = compacted {
+            // The conversation was rewritten, not added to: a checkpoint saves it anew.
+            self.state.rewrites += 1;
             event.call_id = format!("model-{}", self.state.budget.turns + 1);
             self.bus.emit(EventKind::ContextCompacted(event));
         }
