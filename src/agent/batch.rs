@@ -237,48 +237,81 @@ fn admit<'a>(
             Err(_) => serde_json::json!({ "_unparsed": call.arguments }),
         },
     });
-    let refuse = |result: ToolResult| {
-        record_result(env, call, &result, 0);
-        result
-    };
-    let args = match parsed {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(other) => {
-            return Err(refuse(ToolResult::failure(
-                ToolErrorCode::InvalidArgument,
-                format!(
-                    "arguments of `{}` must be a JSON object, got {}",
-                    call.name,
-                    json_kind(&other)
-                ),
-            )));
-        }
-        Err(e) => {
-            return Err(refuse(ToolResult::failure(
-                ToolErrorCode::InvalidArgument,
-                format!("arguments of `{}` are not valid JSON: {e}", call.name),
-            )));
-        }
-    };
+    check_call(env, call, parsed, guard, turn)
+        .inspect_err(|result| record_result(env, call, result, 0))
+}
+
+/// The checks a call passes before it runs, in order: its arguments are a
+/// JSON object, the tool is offered now, the arguments fit its schema, the
+/// loop guard lets it run, and the skill and the policy allow it. `Err` is
+/// the result the model gets; refusals by a rule are recorded as decisions.
+fn check_call<'a>(
+    env: &BatchEnv<'a>,
+    call: &ToolCall,
+    parsed: Result<Value, serde_json::Error>,
+    guard: &mut LoopGuard,
+    turn: &Judgement,
+) -> Result<(&'a dyn crate::tools::Tool, Value), ToolResult> {
+    let args = arguments_object(call, parsed)?;
+    let tool = offered_tool(env, call, &args)?;
+    if let Err(message) = schema::check_arguments(&tool.spec().parameters, &args) {
+        return Err(ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!("invalid arguments for `{}`: {message}", call.name),
+        ));
+    }
+    loop_verdict(env, call, &args, guard, turn)?;
+    permitted(env, call, tool, &args)?;
+    Ok((tool, args))
+}
+
+fn arguments_object(
+    call: &ToolCall,
+    parsed: Result<Value, serde_json::Error>,
+) -> Result<Value, ToolResult> {
+    match parsed {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!(
+                "arguments of `{}` must be a JSON object, got {}",
+                call.name,
+                json_kind(&other)
+            ),
+        )),
+        Err(e) => Err(ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!("arguments of `{}` are not valid JSON: {e}", call.name),
+        )),
+    }
+}
+
+/// The tool the call names, if this run offers it now: not `task` inside a
+/// task, and only read-only tools while planning.
+fn offered_tool<'a>(
+    env: &BatchEnv<'a>,
+    call: &ToolCall,
+    args: &Value,
+) -> Result<&'a dyn crate::tools::Tool, ToolResult> {
     if call.name == TASK && env.tasks.is_none() {
         decide(
             env,
             call,
             &refusal("sub-agent", RuleSource::ToolSet, Vec::new()),
         );
-        return Err(refuse(ToolResult::failure(
+        return Err(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             "sub-agents cannot start sub-agents: `task` is not available inside a task; do the \
              work with your own tools and answer with text",
-        )));
+        ));
     }
     // A task whose tools only look is read-only, so it may run while planning too.
-    let looks_only = call.name == TASK && env.tasks.is_some_and(|t| t.read_only(&args));
-    let tool = match env
+    let looks_only = call.name == TASK && env.tasks.is_some_and(|t| t.read_only(args));
+    match env
         .tools
         .get(&call.name, env.read_only_phase && !looks_only)
     {
-        Ok(tool) => tool,
+        Ok(tool) => Ok(tool),
         Err(NotOffered { available }) => {
             // A tool of the run called while planning is refused by the
             // phase, not by the tool set; the trace says which.
@@ -289,7 +322,7 @@ fn admit<'a>(
                 refusal("tool set", RuleSource::ToolSet, Vec::new())
             };
             decide(env, call, &verdict);
-            return Err(refuse(ToolResult::failure(
+            Err(ToolResult::failure(
                 ToolErrorCode::UnknownTool,
                 format!(
                     "tool `{}` is not available {}; available: {}",
@@ -301,54 +334,64 @@ fn admit<'a>(
                     },
                     available.join(", ")
                 ),
-            )));
+            ))
         }
-    };
-    if let Err(message) = schema::check_arguments(&tool.spec().parameters, &args) {
-        return Err(refuse(ToolResult::failure(
-            ToolErrorCode::InvalidArgument,
-            format!("invalid arguments for `{}`: {message}", call.name),
-        )));
     }
+}
+
+/// The loop guard's word on the call (or the turn's, when the whole turn
+/// repeats); a warning is also emitted as an event.
+fn loop_verdict(
+    env: &BatchEnv<'_>,
+    call: &ToolCall,
+    args: &Value,
+    guard: &mut LoopGuard,
+    turn: &Judgement,
+) -> Result<(), ToolResult> {
     let judgement = match turn {
-        Judgement::Run => guard.observe_call(&call.name, &args),
+        Judgement::Run => guard.observe_call(&call.name, args),
         repeated => repeated.clone(),
     };
     match judgement {
-        Judgement::Run => {}
+        Judgement::Run => Ok(()),
         Judgement::Warn(message) => {
             env.bus.emit(EventKind::Warning {
                 source: "loop_guard".into(),
                 message: format!("call {} (`{}`) not run: {message}", call.id, call.name),
             });
-            return Err(refuse(ToolResult::failure(
-                ToolErrorCode::LoopDetected,
-                message,
-            )));
+            Err(ToolResult::failure(ToolErrorCode::LoopDetected, message))
         }
-        Judgement::Stop(reason) => {
-            return Err(refuse(ToolResult::failure(
-                ToolErrorCode::LoopDetected,
-                format!("not run: the step is ended, {reason}"),
-            )));
-        }
+        Judgement::Stop(reason) => Err(ToolResult::failure(
+            ToolErrorCode::LoopDetected,
+            format!("not run: the step is ended, {reason}"),
+        )),
     }
-    if let Err(SkillRefusal { allowed }) = env.tools.skill_permits(&call.name, &args) {
+}
+
+/// The skill's `allowed-tools`, then the job's permission policy; both
+/// decisions are recorded.
+fn permitted(
+    env: &BatchEnv<'_>,
+    call: &ToolCall,
+    tool: &dyn crate::tools::Tool,
+    args: &Value,
+) -> Result<(), ToolResult> {
+    if let Err(SkillRefusal { allowed }) = env.tools.skill_permits(&call.name, args) {
         let verdict = refusal("skill allowed-tools", RuleSource::Skill, allowed.clone());
         decide(env, call, &verdict);
-        return Err(refuse(ToolResult::failure(
+        return Err(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             format!(
                 "the skill allows `{}` only as {}",
                 call.name,
                 allowed.join(", ")
             ),
-        )));
+        ));
     }
-    let verdict = decide_through_links(env, tool.spec(), &args);
+    let verdict = decide_through_links(env, tool.spec(), args);
     decide(env, call, &verdict);
     if verdict.decision == Decision::Deny {
-        return Err(refuse(ToolResult::failure(
+        return Err(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             format!(
                 "`{}` call denied by the job's permission policy ({}); {}",
@@ -356,9 +399,9 @@ fn admit<'a>(
                 verdict.rule,
                 what_is_allowed(env.policy, &call.name)
             ),
-        )));
+        ));
     }
-    Ok((tool, args))
+    Ok(())
 }
 
 /// The allow rules that exist for `tool`, so a model whose call was denied

@@ -146,6 +146,19 @@ struct Job {
     label: String,
 }
 
+/// One case under one compared model (`None`: the usual single model),
+/// as indices into the suites.
+type Slot = ((usize, usize), Option<String>);
+
+/// What is left to run, next to what an earlier run already finished.
+struct Planned {
+    slots: Vec<Slot>,
+    /// Per slot, the attempts kept from an earlier run into the same folder.
+    done: Vec<Vec<AttemptResult>>,
+    /// The attempts to run, each with its slot.
+    jobs: Vec<(usize, Job)>,
+}
+
 /// Run the selected cases of `suites` and summarize them. Results files are
 /// written by the caller ([`super::report::write_all`]).
 pub async fn run_eval(
@@ -153,15 +166,66 @@ pub async fn run_eval(
     options: &EvalOptions,
     observer: Arc<dyn EvalObserver>,
 ) -> Results {
-    let selected = select_cases(&suites, options.filter.as_ref(), options.shard);
     let repeat = options.repeat.max(1);
+    let Planned {
+        slots,
+        mut done,
+        jobs,
+    } = plan(&suites, options, repeat);
+    let kept = done.iter().map(Vec::len).sum();
+    observer.planned(jobs.len(), kept);
+
+    let permits = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+    let handles: Vec<_> = jobs
+        .into_iter()
+        .map(|(slot, job)| {
+            let plan = job.plan.clone();
+            let handle = spawn_attempt(&suites, &permits, &observer, job);
+            (slot, plan, handle)
+        })
+        .collect();
+    let (mut stopped, mut not_started) = (0, 0);
+    for (slot, plan, handle) in handles {
+        let result = match handle.await {
+            Ok(Some(result)) => result,
+            Ok(None) => {
+                not_started += 1;
+                continue;
+            }
+            Err(e) => save(&plan, crashed(&plan, &e.to_string())),
+        };
+        if result.interrupted {
+            stopped += 1;
+        }
+        let ((s, c), model) = &slots[slot];
+        let (suite, case) = (&suites[*s], &suites[*s].cases[*c]);
+        observer.finished(&suite.name, &label(&case.name, model.as_deref()), &result);
+        done[slot].push(result);
+    }
+
+    let suite_results = summarize(&suites, &slots, done, options);
+    let mut results = Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results);
+    results.interrupted = options.settings.cancel.reason().map(|reason| {
+        format!(
+            "{reason}: {stopped} attempts stopped (errors), {not_started} not started (left \
+             out); run again with the same --out to finish them"
+        )
+    });
+    results
+}
+
+/// The selected cases times the compared models times `repeat`, split into
+/// attempts an earlier run already finished (with the same fingerprint) and
+/// attempts to run.
+fn plan(suites: &[SuiteSpec], options: &EvalOptions, repeat: u32) -> Planned {
+    let selected = select_cases(suites, options.filter.as_ref(), options.shard);
     // One slot per case and compared model; `None`: the usual single model.
     let models: Vec<Option<String>> = if options.models.len() > 1 {
         options.models.iter().cloned().map(Some).collect()
     } else {
         vec![None]
     };
-    let slots: Vec<((usize, usize), Option<String>)> = selected
+    let slots: Vec<Slot> = selected
         .iter()
         .flat_map(|&at| models.iter().map(move |m| (at, m.clone())))
         .collect();
@@ -203,60 +267,53 @@ pub async fn run_eval(
             }
         }
     }
-    let kept = done.iter().map(Vec::len).sum();
-    observer.planned(jobs.len(), kept);
+    Planned { slots, done, jobs }
+}
 
-    let permits = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
-    let mut handles = Vec::new();
-    for (slot, job) in jobs {
-        let (suites, permits, settings, observer) = (
-            Arc::clone(&suites),
-            Arc::clone(&permits),
-            Arc::clone(&job.settings),
-            Arc::clone(&observer),
-        );
-        let plan = job.plan.clone();
-        let cancel = settings.cancel.clone();
-        let handle = tokio::spawn(async move {
-            // `None`: a signal came first, the attempt never started.
-            let _permit = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return None,
-                permit = permits.acquire_owned() => permit.ok(),
-            };
-            let suite = &suites[job.suite];
-            let case = &suite.cases[job.case];
-            observer.started(&suite.name, &job.label, job.plan.attempt);
-            // A result left from an earlier try must not survive a crash of this one.
-            let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
-            let result = run_attempt(suite, case, &job.plan, &settings).await;
-            Some(if result.interrupted {
-                result
-            } else {
-                save(&job.plan, result)
-            })
-        });
-        handles.push((slot, plan, handle));
-    }
-    let (mut stopped, mut not_started) = (0, 0);
-    for (slot, plan, handle) in handles {
-        let result = match handle.await {
-            Ok(Some(result)) => result,
-            Ok(None) => {
-                not_started += 1;
-                continue;
-            }
-            Err(e) => save(&plan, crashed(&plan, &e.to_string())),
+/// Runs one attempt on the runtime once a `--jobs` permit is free; `None`
+/// when a signal came first and the attempt never started.
+fn spawn_attempt(
+    suites: &Arc<Vec<SuiteSpec>>,
+    permits: &Arc<tokio::sync::Semaphore>,
+    observer: &Arc<dyn EvalObserver>,
+    job: Job,
+) -> tokio::task::JoinHandle<Option<AttemptResult>> {
+    let (suites, permits, settings, observer) = (
+        Arc::clone(suites),
+        Arc::clone(permits),
+        Arc::clone(&job.settings),
+        Arc::clone(observer),
+    );
+    let cancel = settings.cancel.clone();
+    tokio::spawn(async move {
+        // `None`: a signal came first, the attempt never started.
+        let _permit = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return None,
+            permit = permits.acquire_owned() => permit.ok(),
         };
-        if result.interrupted {
-            stopped += 1;
-        }
-        let ((s, c), model) = &slots[slot];
-        let (suite, case) = (&suites[*s], &suites[*s].cases[*c]);
-        observer.finished(&suite.name, &label(&case.name, model.as_deref()), &result);
-        done[slot].push(result);
-    }
+        let suite = &suites[job.suite];
+        let case = &suite.cases[job.case];
+        observer.started(&suite.name, &job.label, job.plan.attempt);
+        // A result left from an earlier try must not survive a crash of this one.
+        let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
+        let result = run_attempt(suite, case, &job.plan, &settings).await;
+        Some(if result.interrupted {
+            result
+        } else {
+            save(&job.plan, result)
+        })
+    })
+}
 
+/// Each slot's attempts as a case result, grouped by suite under its gate;
+/// suites none of whose cases ran are left out.
+fn summarize(
+    suites: &[SuiteSpec],
+    slots: &[Slot],
+    done: Vec<Vec<AttemptResult>>,
+    options: &EvalOptions,
+) -> Vec<SuiteResult> {
     let mut per_suite: Vec<Vec<CaseResult>> = vec![Vec::new(); suites.len()];
     for (slot, attempts) in done.into_iter().enumerate() {
         // Only after a signal: none of the case's attempts ran.
@@ -275,7 +332,7 @@ pub async fn run_eval(
             .for_model(model.clone()),
         );
     }
-    let suite_results = suites
+    suites
         .iter()
         .zip(per_suite)
         .filter(|(_, cases)| !cases.is_empty())
@@ -283,15 +340,7 @@ pub async fn run_eval(
             let gate = options.min_pass_rate.or(suite.min_pass_rate).unwrap_or(1.0);
             SuiteResult::new(&suite.name, &suite.path.display().to_string(), gate, cases)
         })
-        .collect();
-    let mut results = Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results);
-    results.interrupted = options.settings.cancel.reason().map(|reason| {
-        format!(
-            "{reason}: {stopped} attempts stopped (errors), {not_started} not started (left \
-             out); run again with the same --out to finish them"
-        )
-    });
-    results
+        .collect()
 }
 
 fn label(case: &str, model: Option<&str>) -> String {

@@ -8,14 +8,14 @@
 //! format lets every tool add its own. Positions are lines of SKILL.md,
 //! not of the frontmatter alone.
 
+mod raw;
+
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 
-use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
+use self::raw::{AllowedTools, KNOWN_KEYS, RawFrontmatter};
 use super::Skill;
 use super::placeholders::expand_folder_placeholders;
 use super::tool_names::{missing_tool, split_allowed_tools, to_canonical};
@@ -26,16 +26,6 @@ use crate::spec::raw::Scalar;
 const MAX_NAME_CHARS: usize = 64;
 const MAX_DESCRIPTION_CHARS: usize = 1024;
 const MAX_COMPATIBILITY_CHARS: usize = 500;
-const KNOWN_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "license",
-    "compatibility",
-    "metadata",
-    "allowed-tools",
-    "model",
-    "max-turns",
-];
 
 /// Parses `text`, the content of `file` (a SKILL.md in folder `dir`).
 /// On success returns the skill and its warnings (also copied, as text,
@@ -129,55 +119,19 @@ fn build(
     dir: &Path,
 ) -> Option<Skill> {
     let body = parts.body;
-    for key in &raw.unknown {
-        let pos = r.pos(&key.referenced);
-        r.warning(
-            pos,
-            format!(
-                "unknown key `{}` in SKILL.md frontmatter (ignored); agentci reads: {}",
-                key.value,
-                KNOWN_KEYS.join(", ")
-            ),
-        );
-    }
+    warn_unknown_keys(r, &raw.unknown);
     let name = check_name(r, raw.name.as_ref(), dir);
     let description = check_description(r, raw.description.as_ref());
-    let compatibility = raw.compatibility.as_ref().and_then(|c| {
-        let pos = r.pos(&c.referenced);
-        let text = c.value.as_deref().unwrap_or_default();
-        let chars = text.chars().count();
-        if chars == 0 || chars > MAX_COMPATIBILITY_CHARS {
-            r.error(
-                pos,
-                format!(
-                    "`compatibility` has {chars} characters; it takes 1 to \
-                     {MAX_COMPATIBILITY_CHARS} (what the skill needs to run), or leave the key out"
-                ),
-            );
-        }
-        c.value.clone()
-    });
+    let compatibility = raw
+        .compatibility
+        .as_ref()
+        .and_then(|c| check_compatibility(r, c));
     let tools = raw.allowed_tools.as_ref().map(|t| allowed_tools(r, t, dir));
     let (allowed_tools, unmapped_tools) = match tools {
         Some((patterns, unmapped)) => (Some(patterns), unmapped),
         None => (None, Vec::new()),
     };
-    let max_turns = raw.max_turns.as_ref().and_then(|m| match m.value {
-        Scalar::Int(n) if n >= 1 && n <= i128::from(u32::MAX) => u32::try_from(n).ok(),
-        _ => {
-            let pos = r.pos(&m.referenced);
-            r.error(
-                pos,
-                format!(
-                    "`max-turns` must be a whole number from 1 to {}, found {} `{}`",
-                    u32::MAX,
-                    m.value.kind(),
-                    m.value.text()
-                ),
-            );
-            None
-        }
-    });
+    let max_turns = raw.max_turns.as_ref().and_then(|m| check_max_turns(r, m));
     if body.trim().is_empty() {
         let pos = (parts.body_line, 1);
         r.warning(
@@ -215,6 +169,62 @@ fn build(
         r.warning(pos, message);
     }
     Some(skill)
+}
+
+/// Keys other tools add are warnings, not errors: the format lets every
+/// tool add its own.
+fn warn_unknown_keys(r: &mut Reporter<'_>, unknown: &[Spanned<String>]) {
+    for key in unknown {
+        let pos = r.pos(&key.referenced);
+        r.warning(
+            pos,
+            format!(
+                "unknown key `{}` in SKILL.md frontmatter (ignored); agentci reads: {}",
+                key.value,
+                KNOWN_KEYS.join(", ")
+            ),
+        );
+    }
+}
+
+/// `compatibility:`, 1 to 500 characters; an error (but the value kept) otherwise.
+fn check_compatibility(
+    r: &mut Reporter<'_>,
+    compatibility: &Spanned<Option<String>>,
+) -> Option<String> {
+    let pos = r.pos(&compatibility.referenced);
+    let text = compatibility.value.as_deref().unwrap_or_default();
+    let chars = text.chars().count();
+    if chars == 0 || chars > MAX_COMPATIBILITY_CHARS {
+        r.error(
+            pos,
+            format!(
+                "`compatibility` has {chars} characters; it takes 1 to \
+                 {MAX_COMPATIBILITY_CHARS} (what the skill needs to run), or leave the key out"
+            ),
+        );
+    }
+    compatibility.value.clone()
+}
+
+/// `max-turns:`, a whole number from 1 to `u32::MAX`.
+fn check_max_turns(r: &mut Reporter<'_>, max_turns: &Spanned<Scalar>) -> Option<u32> {
+    match max_turns.value {
+        Scalar::Int(n) if n >= 1 && n <= i128::from(u32::MAX) => u32::try_from(n).ok(),
+        _ => {
+            let pos = r.pos(&max_turns.referenced);
+            r.error(
+                pos,
+                format!(
+                    "`max-turns` must be a whole number from 1 to {}, found {} `{}`",
+                    u32::MAX,
+                    max_turns.value.kind(),
+                    max_turns.value.text()
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn check_name(
@@ -432,103 +442,6 @@ fn allowed_tools(
         }
     }
     (patterns, unmapped)
-}
-
-/// The frontmatter as written. Deserialized by hand so unknown keys can be
-/// collected (with their positions) instead of rejected.
-#[derive(Default)]
-struct RawFrontmatter {
-    // `Spanned<Option<_>>`: a key written with no value (`description:`)
-    // is present and empty, at its own line, not missing.
-    name: Option<Spanned<Option<String>>>,
-    description: Option<Spanned<Option<String>>>,
-    license: Option<Spanned<Option<String>>>,
-    compatibility: Option<Spanned<Option<String>>>,
-    metadata: Option<BTreeMap<String, Scalar>>,
-    allowed_tools: Option<Spanned<AllowedTools>>,
-    model: Option<Spanned<Option<String>>>,
-    max_turns: Option<Spanned<Scalar>>,
-    unknown: Vec<Spanned<String>>,
-}
-
-impl<'de> Deserialize<'de> for RawFrontmatter {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(FrontmatterVisitor)
-    }
-}
-
-struct FrontmatterVisitor;
-
-impl<'de> Visitor<'de> for FrontmatterVisitor {
-    type Value = RawFrontmatter;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a mapping of frontmatter keys (name, description, …)")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFrontmatter, A::Error> {
-        let mut raw = RawFrontmatter::default();
-        while let Some(key) = map.next_key::<Spanned<String>>()? {
-            match key.value.as_str() {
-                "name" => raw.name = Some(map.next_value()?),
-                "description" => raw.description = Some(map.next_value()?),
-                "license" => raw.license = Some(map.next_value()?),
-                "compatibility" => raw.compatibility = Some(map.next_value()?),
-                "metadata" => raw.metadata = map.next_value()?,
-                "allowed-tools" => raw.allowed_tools = map.next_value()?,
-                "model" => raw.model = Some(map.next_value()?),
-                "max-turns" => raw.max_turns = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                    raw.unknown.push(key);
-                }
-            }
-        }
-        Ok(raw)
-    }
-}
-
-/// `allowed-tools: Read Grep Bash(git diff:*)` or a YAML list; `allowed-tools:`
-/// with no value is the empty string (it allows nothing, as `""` does).
-enum AllowedTools {
-    Text(String),
-    List(Vec<Spanned<String>>),
-}
-
-impl<'de> Deserialize<'de> for AllowedTools {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(AllowedToolsVisitor)
-    }
-}
-
-struct AllowedToolsVisitor;
-
-impl<'de> Visitor<'de> for AllowedToolsVisitor {
-    type Value = AllowedTools;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("space-separated tool names or a list of them")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<AllowedTools, E> {
-        Ok(AllowedTools::Text(v.to_string()))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<AllowedTools, E> {
-        Ok(AllowedTools::Text(String::new()))
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<AllowedTools, E> {
-        Ok(AllowedTools::Text(String::new()))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AllowedTools, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Spanned<String>>()? {
-            items.push(item);
-        }
-        Ok(AllowedTools::List(items))
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,10 @@
 //! same output. This module does not decide what the model may search: it
 //! asks [`FileAccess`] about every file it would open, so a file the job's
 //! `read` rules deny (or one with other hard links, unless the job allows
-//! them) is skipped, and the summary says how many were.
+//! them) is skipped, and the summary says how many were. How the result
+//! reads (lines, summary, what was left out) is in `output`.
+
+mod output;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -25,6 +28,7 @@ use grep_searcher::{
 use ignore::WalkState;
 use serde_json::{Value, json};
 
+use self::output::render;
 use super::find::{PathGlob, walker};
 use super::support::{
     blocking, bool_arg, hard_link_refusal, io_failure, outside, str_arg, usize_arg,
@@ -409,131 +413,6 @@ fn open_to_search(path: &Path, access: &FileAccess) -> Result<File, Skip> {
 
 fn lock(collected: &Mutex<Collected>) -> std::sync::MutexGuard<'_, Collected> {
     collected.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn render(
-    workspace: &Workspace,
-    query: &GrepQuery,
-    shown_base: &str,
-    collected: Collected,
-) -> ToolResult {
-    let mut lines: Vec<String> = Vec::new();
-    let mut chars = 0usize;
-    let mut shown = 0usize;
-    let mut cut_by_size = false;
-    'files: for (path, file) in &collected.files {
-        let name = workspace.relative(path);
-        if query.context > 0 && !lines.is_empty() {
-            lines.push("--".to_string());
-        }
-        for hit in &file.hits {
-            if shown == query.max_results && hit.kind != LineKind::After {
-                break 'files;
-            }
-            let line = match hit.kind {
-                LineKind::Match => format!("{name}:{}:{}", hit.number, hit.text),
-                LineKind::Before | LineKind::After => format!("{name}-{}-{}", hit.number, hit.text),
-                LineKind::Break => "--".to_string(),
-            };
-            if chars + line.len() + 1 > query.max_chars {
-                cut_by_size = true;
-                break 'files;
-            }
-            chars += line.len() + 1;
-            lines.push(line);
-            if hit.kind == LineKind::Match {
-                shown += 1;
-            }
-        }
-    }
-    while lines.last().is_some_and(|l| l == "--") {
-        lines.pop();
-    }
-    let mut out = lines.join("\n");
-    let total = collected.total_matches;
-    let truncated = shown < total;
-    let summary = if total == 0 {
-        format!("no matches for `{}` in `{shown_base}`", query.pattern)
-    } else if !truncated {
-        format!(
-            "{total} matching lines in {} files for `{}` in `{shown_base}`",
-            collected.matching_files, query.pattern
-        )
-    } else {
-        let why = if cut_by_size {
-            format!(
-                "the output limit of {} characters was reached",
-                query.max_chars
-            )
-        } else {
-            format!("max_results is {}", query.max_results)
-        };
-        format!(
-            "showing the first {shown} of {total} matching lines in {} files for `{}` in \
-             `{shown_base}` ({why}); narrow the search with `path` or `glob`",
-            collected.matching_files, query.pattern
-        )
-    };
-    if truncated {
-        out.push_str(&format!(
-            "\n[{} more matching lines not shown]",
-            total - shown
-        ));
-    }
-    let summary = summary + &skipped_note(&collected);
-    ToolResult::success(
-        summary,
-        out,
-        json!({
-            "pattern": query.pattern,
-            "path": shown_base,
-            "matches": total,
-            "files": collected.matching_files,
-            "shown": shown,
-            "truncated": truncated,
-            "binary_files_skipped": collected.binary_skipped,
-            "unreadable": collected.unreadable,
-            "denied_skipped": collected.denied_skipped,
-            "hard_links_skipped": collected.hard_links_skipped,
-        }),
-    )
-}
-
-/// What the summary says about files left out on purpose, so the model
-/// knows the search was not complete and why; empty when none were.
-fn skipped_note(collected: &Collected) -> String {
-    let mut notes = Vec::new();
-    if collected.denied_skipped > 0 {
-        let rules: Vec<&str> = collected.denying_rules.iter().map(String::as_str).collect();
-        notes.push(format!(
-            "{} {} not searched: reading {} is denied by the job's permission policy ({})",
-            collected.denied_skipped,
-            files(collected.denied_skipped),
-            if collected.denied_skipped == 1 {
-                "it"
-            } else {
-                "them"
-            },
-            rules.join("; ")
-        ));
-    }
-    if collected.hard_links_skipped > 0 {
-        notes.push(format!(
-            "{} {} with other hard links not searched (they may be files outside the \
-             workspace; `permissions.allow_hard_links: true` allows them)",
-            collected.hard_links_skipped,
-            files(collected.hard_links_skipped)
-        ));
-    }
-    if notes.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", notes.join("; "))
-    }
-}
-
-fn files(n: usize) -> &'static str {
-    if n == 1 { "file" } else { "files" }
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! sent. Writing traces is [`crate::sink::TraceWriter`]'s job; the Markdown
 //! step summary is the GitHub sink's ([`crate::sink::step_summary`]).
 
+mod entries;
+mod fold;
 mod load;
 mod rebuild;
 mod text;

@@ -8,6 +8,7 @@ use serde_saphyr::Spanned;
 
 use super::{Checker, DEFAULT_REQUEST_TIMEOUT};
 use crate::provider::replay::ReplayMatch;
+use crate::spec::diagnostic::Pos;
 use crate::spec::load::{Overrides, check_base_url, pos_of};
 use crate::spec::raw::RawModel;
 use crate::spec::{ModelSpec, ProviderKind};
@@ -22,25 +23,7 @@ impl Checker<'_> {
         let pos = raw.map_or_else(|| self.r.start(), |m| pos_of(&self.r, m));
         let raw = raw.map(|m| &m.value);
         let field = |f: fn(&RawModel) -> &Option<Spanned<String>>| raw.and_then(|m| f(m).as_ref());
-        let mut provider = match field(|m| &m.provider) {
-            None => Some(ProviderKind::OpenAi),
-            Some(p) => match p.value.as_str() {
-                "openai" => Some(ProviderKind::OpenAi),
-                "anthropic" => Some(ProviderKind::Anthropic),
-                "replay" => Some(ProviderKind::Replay),
-                other => {
-                    let at = pos_of(&self.r, p);
-                    self.r.error(
-                        at,
-                        format!(
-                            "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
-                             server), `anthropic` or `replay`"
-                        ),
-                    );
-                    None
-                }
-            },
-        };
+        let mut provider = self.provider_kind(field(|m| &m.provider));
         let mut name = field(|m| &m.name).map(|n| n.value.trim().to_string());
         let options = self.model_options(raw);
         let mut price = options.price;
@@ -66,14 +49,7 @@ impl Checker<'_> {
         let base_url = match &overrides.base_url {
             Some(url) => Some(url.clone()),
             None if !same_provider => None,
-            None => field(|m| &m.base_url).and_then(|url| match check_base_url(&url.value) {
-                Ok(()) => Some(url.value.clone()),
-                Err(message) => {
-                    let at = pos_of(&self.r, url);
-                    self.r.error(at, message);
-                    None
-                }
-            }),
+            None => field(|m| &m.base_url).and_then(|url| self.base_url(url)),
         };
         let request_timeout = raw
             .and_then(|m| m.request_timeout.as_ref())
@@ -83,58 +59,109 @@ impl Checker<'_> {
         let api_key_env = field(|m| &m.api_key_env)
             .filter(|_| same_provider)
             .map(|e| e.value.clone());
-        match provider? {
-            kind @ (ProviderKind::OpenAi | ProviderKind::Anthropic) => {
-                let Some(name) = name.filter(|n| !n.is_empty()) else {
-                    let p = kind.as_str();
-                    self.r.error(
-                        pos,
-                        format!(
-                            "missing model name: add `model: {{provider: {p}, name: MODEL}}` or \
-                             pass --model {p}:MODEL"
-                        ),
-                    );
-                    return None;
-                };
-                Some(ModelSpec {
-                    provider: kind,
-                    name,
-                    base_url,
-                    api_key_env: api_key_env
-                        .or_else(|| kind.default_api_key_env().map(str::to_string)),
-                    cassette: None,
-                    request_timeout,
-                    stream: options.stream,
-                    retry: options.retry,
-                    price,
-                    replay_match,
-                    context,
-                })
-            }
+        let kind = provider?;
+        // What differs between a served model and a replayed one: the
+        // name (required, or `replay`), the key's variable and the cassette.
+        let (name, api_key_env, cassette) = match kind {
             ProviderKind::Replay => {
-                let Some(cassette) = cassette else {
-                    if field(|m| &m.cassette).is_none() {
-                        self.r.error(
-                            pos,
-                            "the replay provider needs a cassette: add `cassette: FILE` or pass \
-                             --replay FILE",
-                        );
-                    }
-                    return None;
-                };
-                Some(ModelSpec {
-                    provider: ProviderKind::Replay,
-                    name: name.unwrap_or_else(|| "replay".to_string()),
-                    base_url,
-                    api_key_env,
-                    cassette: Some(cassette),
-                    request_timeout,
-                    stream: options.stream,
-                    retry: options.retry,
-                    price,
-                    replay_match,
-                    context,
-                })
+                let written = field(|m| &m.cassette).is_some();
+                let cassette = self.replay_cassette(cassette, written, pos)?;
+                let name = name.unwrap_or_else(|| "replay".to_string());
+                (name, api_key_env, Some(cassette))
+            }
+            served => {
+                let name = self.served_name(served, name, pos)?;
+                let api_key_env =
+                    api_key_env.or_else(|| served.default_api_key_env().map(str::to_string));
+                (name, api_key_env, None)
+            }
+        };
+        Some(ModelSpec {
+            provider: kind,
+            name,
+            base_url,
+            api_key_env,
+            cassette,
+            request_timeout,
+            stream: options.stream,
+            retry: options.retry,
+            price,
+            replay_match,
+            context,
+        })
+    }
+
+    /// A served model's name; `None` (with an error) when neither the job
+    /// nor `--model` names one.
+    fn served_name(
+        &mut self,
+        kind: ProviderKind,
+        name: Option<String>,
+        pos: Pos,
+    ) -> Option<String> {
+        let name = name.filter(|n| !n.is_empty());
+        if name.is_none() {
+            let p = kind.as_str();
+            self.r.error(
+                pos,
+                format!(
+                    "missing model name: add `model: {{provider: {p}, name: MODEL}}` or \
+                     pass --model {p}:MODEL"
+                ),
+            );
+        }
+        name
+    }
+
+    /// The replay provider's cassette; `None` when there is none. A cassette
+    /// that was written but does not exist has had its error already.
+    fn replay_cassette(
+        &mut self,
+        cassette: Option<PathBuf>,
+        written: bool,
+        pos: Pos,
+    ) -> Option<PathBuf> {
+        if cassette.is_none() && !written {
+            self.r.error(
+                pos,
+                "the replay provider needs a cassette: add `cassette: FILE` or pass \
+                 --replay FILE",
+            );
+        }
+        cassette
+    }
+
+    /// `provider:`, `openai` when left out; `None` (with an error) for an unknown one.
+    fn provider_kind(&mut self, written: Option<&Spanned<String>>) -> Option<ProviderKind> {
+        let Some(p) = written else {
+            return Some(ProviderKind::OpenAi);
+        };
+        match p.value.as_str() {
+            "openai" => Some(ProviderKind::OpenAi),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "replay" => Some(ProviderKind::Replay),
+            other => {
+                let at = pos_of(&self.r, p);
+                self.r.error(
+                    at,
+                    format!(
+                        "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
+                         server), `anthropic` or `replay`"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The job file's `base_url:`, if it is one agentci can send to.
+    fn base_url(&mut self, url: &Spanned<String>) -> Option<String> {
+        match check_base_url(&url.value) {
+            Ok(()) => Some(url.value.clone()),
+            Err(message) => {
+                let at = pos_of(&self.r, url);
+                self.r.error(at, message);
+                None
             }
         }
     }
