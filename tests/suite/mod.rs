@@ -38,6 +38,7 @@ mod providers_e2e;
 mod replay_sequence;
 mod result_schema;
 mod resume;
+mod resume_views;
 mod rounds;
 mod run;
 mod sandbox;
