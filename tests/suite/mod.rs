@@ -13,6 +13,7 @@ mod eval_github;
 mod eval_isolation;
 mod eval_overrides;
 mod eval_report;
+mod eval_result_schema;
 mod eval_signals;
 mod examples;
 mod exit_codes;
