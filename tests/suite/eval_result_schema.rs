@@ -1,7 +1,7 @@
 //! `agentci eval --result-schema FILE`: every case's job gets the schema
 //! before it is validated (as a case's goal and budget do), each attempt's
 //! structured result lands in results.json, a model that never submits a
-//! valid one fails its attempt, and a schema file that cannot be used stops
+//! valid one fails its attempt (its final text still the run's summary), and a schema file that cannot be used stops
 //! the evaluation before any case reaches the model. The real binary
 //! against the fake model server.
 
@@ -99,6 +99,22 @@ fn every_cases_job_gets_the_schema_and_each_attempt_keeps_its_result() {
     assert_eq!(never["run_status"], "failed", "{never}");
     assert_eq!(never["outcome"], "failed", "{never}");
     assert!(never.get("result").is_none(), "{never}");
+    // Without a valid result the run's summary is still the model's own words.
+    let trace = never["trace"].as_str().unwrap();
+    let trace = std::fs::read_to_string(sb.path().join("out").join(trace)).unwrap();
+    let done: Value = trace
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "run.completed")
+        .unwrap();
+    assert_eq!(done["summary"], "Set the status to fixed.", "{done}");
+    assert!(
+        done["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("the result did not match result_schema after 3 tries"),
+        "{done}"
+    );
 
     // The schema was offered in every case's final turn.
     let requests = model.captured();
