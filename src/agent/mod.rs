@@ -89,6 +89,9 @@ pub struct Agent<'a> {
     job: &'a JobSpec,
     /// The structured result of the latest final turn (with `result_schema`).
     result: Option<serde_json::Value>,
+    /// What the model wrote on this round's result turn, kept when no valid
+    /// result came: the run's summary is then the model's own words.
+    final_text: Option<String>,
 }
 
 impl<'a> Agent<'a> {
@@ -187,6 +190,7 @@ impl<'a> Agent<'a> {
             session: Session::new(parts, state),
             job,
             result: None,
+            final_text: None,
         }
     }
 
@@ -204,7 +208,18 @@ impl<'a> Agent<'a> {
     /// Dropping the future stops the model call in flight and kills the
     /// process groups of running tools.
     pub async fn work(&mut self) -> AgentOutcome {
-        timed_agent_phase(&mut self.session, self.job, &mut self.result).await
+        self.final_text = None;
+        let ended = FinalTurn {
+            result: &mut self.result,
+            text: &mut self.final_text,
+        };
+        timed_agent_phase(&mut self.session, self.job, ended).await
+    }
+
+    /// The model's text on the last result turn, also when it never
+    /// submitted a valid result (then [`Agent::work`] ends with a `Stop`).
+    pub fn final_text(&self) -> Option<&str> {
+        self.final_text.as_deref()
     }
 
     /// The structured result the model submitted, valid against the job's
@@ -250,18 +265,24 @@ impl<'a> Agent<'a> {
     }
 }
 
+/// Where the final turn leaves the structured result and the model's text.
+struct FinalTurn<'a> {
+    result: &'a mut Option<serde_json::Value>,
+    text: &'a mut Option<String>,
+}
+
 /// The agent phase, cut at the budget's `timeout`.
 async fn timed_agent_phase(
     session: &mut Session<'_>,
     job: &JobSpec,
-    result: &mut Option<serde_json::Value>,
+    ended: FinalTurn<'_>,
 ) -> Result<Option<String>, Stop> {
     match session.state().budget.remaining_time() {
-        Some(left) => match tokio::time::timeout(left, agent_phase(session, job, result)).await {
+        Some(left) => match tokio::time::timeout(left, agent_phase(session, job, ended)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(Stop::Budget(session.state().budget.timeout_exceeded())),
         },
-        None => agent_phase(session, job, result).await,
+        None => agent_phase(session, job, ended).await,
     }
 }
 
@@ -298,7 +319,7 @@ fn file_access(policy: &PermissionPolicy, job: &JobSpec) -> FileAccess {
 async fn agent_phase(
     session: &mut Session<'_>,
     job: &JobSpec,
-    result: &mut Option<serde_json::Value>,
+    ended: FinalTurn<'_>,
 ) -> Result<Option<String>, Stop> {
     if session.state().plan.is_empty() {
         let steps = plan::make_plan(session, job.max_plan_turns).await?;
@@ -307,10 +328,10 @@ async fn agent_phase(
     execute::execute_plan(session).await?;
     if let Some(schema) = &job.result_schema {
         // A round's result replaces the one before: the last round's work is what it describes.
-        *result = None;
+        *ended.result = None;
         let schema = result::ResultSchema::new(schema).map_err(Stop::Failed)?;
-        let submitted = result::result_turn(session, &schema).await?;
-        *result = Some(submitted.result);
+        let submitted = result::result_turn(session, &schema, ended.text).await?;
+        *ended.result = Some(submitted.result);
         return Ok(submitted.summary.or_else(|| fallback_summary(session)));
     }
     // The work is done; a budget too small for the summary turn does not fail the run.

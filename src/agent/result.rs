@@ -160,23 +160,26 @@ fn describe(error: jsonschema::ValidationError<'_>) -> String {
 /// that answers in text only is reminded once. `Stop::Failed` when no valid
 /// result came; budget and provider stops end the run as they would
 /// anywhere else (the result is part of the job, not a courtesy).
+///
+/// `text` is the model's latest text on these turns, left there also when
+/// no valid result came.
 pub async fn result_turn(
     session: &mut Session<'_>,
     schema: &ResultSchema,
+    text: &mut Option<String>,
 ) -> Result<Submitted, Stop> {
     session.offer_final_tool(schema.tool());
     session.tell(RESULT_REQUEST.to_string());
-    let mut summary = None;
     let mut reminded = false;
     let mut last_problem = String::new();
     for tries in 1..=MAX_TRIES {
         let response = session
             .call_model(Phase::Summary, None, ToolChoice::Auto)
             .await?;
-        if let Some(text) = response.text.as_deref().map(str::trim)
-            && !text.is_empty()
+        if let Some(said) = response.text.as_deref().map(str::trim)
+            && !said.is_empty()
         {
-            summary = Some(text.to_string());
+            *text = Some(said.to_string());
         }
         if response.tool_calls.is_empty() {
             last_problem = "the model answered in text and did not call submit_result".into();
@@ -188,7 +191,12 @@ pub async fn result_turn(
             continue;
         }
         match answer_calls(session, schema, &response.tool_calls) {
-            Ok(result) => return Ok(Submitted { summary, result }),
+            Ok(result) => {
+                return Ok(Submitted {
+                    summary: text.clone(),
+                    result,
+                });
+            }
             Err(problem) => last_problem = problem,
         }
     }

@@ -220,6 +220,10 @@ pub struct EvalArgs {
     /// Extra folder to look for skills in (repeatable).
     #[arg(long = "skills-path", value_name = "DIR")]
     pub skills_path: Vec<PathBuf>,
+    /// A JSON Schema file every case's structured result must match
+    /// (replaces the job's `result_schema`).
+    #[arg(long, value_name = "FILE")]
+    pub result_schema: Option<PathBuf>,
     /// Progress output: `auto` (a bar on a terminal), `plain` (log lines), `none`.
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub progress: ProgressMode,

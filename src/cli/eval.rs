@@ -122,6 +122,13 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             "error: --replay-match: unknown replay match `{mode}`; expected `strict` or `sequence`"
         ));
     }
+    if let Some(problem) = args
+        .result_schema
+        .as_ref()
+        .and_then(|file| crate::spec::schema_file_problem(&cwd.join(file)))
+    {
+        problems.push(format!("error: --result-schema: {problem}"));
+    }
     if let Some(Err(e)) = args.base_url.as_deref().map(check_base_url) {
         problems.push(format!("error: --base-url: {e}"));
     }
@@ -154,6 +161,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             record: args.record,
             replay_match: args.replay_match.clone(),
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
+            result_schema: args.result_schema.as_ref().map(|p| cwd.join(p)),
             cancel: crate::agent::CancelSignal::never(),
         },
         out_dir: cwd.join(&args.out),

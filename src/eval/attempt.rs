@@ -45,6 +45,8 @@ pub struct AttemptSettings {
     pub replay_match: Option<String>,
     /// `--skills-path`.
     pub skills_path: Vec<PathBuf>,
+    /// `--result-schema FILE` (absolute): every case's job gets this schema.
+    pub result_schema: Option<PathBuf>,
     /// Fired by SIGINT/SIGTERM: running attempts stop, no new one starts.
     pub cancel: CancelSignal,
 }
@@ -107,6 +109,7 @@ impl AttemptResult {
             fingerprint: plan.fingerprint.clone(),
             interrupted: false,
             replay_drift: None,
+            result: None,
         }
     }
 }
@@ -191,6 +194,7 @@ async fn run_into(
     result.cost_usd = totals.cost_usd;
     result.run_ms = totals.duration_ms;
     result.replay_drift = drift.lock().unwrap_or_else(|p| p.into_inner()).take();
+    result.result = completed.result.clone();
     if completed.status == RunStatus::Interrupted {
         interrupted(result, &completed.reason);
         workspace.remove_now().await;
@@ -331,7 +335,7 @@ fn prepare(
             .flatten(),
         replay: replay_cassette(case, settings, plan.attempt),
         replay_match: settings.replay_match.clone(),
-        job_flags: case_overrides(case),
+        job_flags: case_overrides(case, settings),
         ..LoadOptions::default()
     };
     runner::prepare(&suite.job, &options).map_err(|e| {
@@ -344,10 +348,10 @@ fn prepare(
     })
 }
 
-/// The case's goal and budget, written into the raw job before it is
-/// validated (as `--goal` and the budget flags are), so the job a case runs
-/// passed every check; a problem names the case and its key.
-fn case_overrides(case: &CaseSpec) -> JobFlags {
+/// The case's goal and budget, and `--result-schema`, written into the raw
+/// job before it is validated (as `--goal` and the budget flags are), so the
+/// job a case runs passed every check; a problem names the case and its key.
+fn case_overrides(case: &CaseSpec, settings: &AttemptSettings) -> JobFlags {
     let budget = &case.budget;
     let text = |n: Option<u64>| n.map(|n| n.to_string());
     JobFlags {
@@ -359,6 +363,7 @@ fn case_overrides(case: &CaseSpec) -> JobFlags {
         max_cost: budget.max_cost_usd.map(|usd| usd.to_string()),
         timeout: budget.timeout.map(|t| format!("{}ms", t.as_millis())),
         case: Some(case.name.clone()),
+        result_schema: settings.result_schema.clone(),
         ..JobFlags::default()
     }
 }

@@ -88,7 +88,7 @@ pub fn select_cases(
 pub fn fingerprint(suite: &SuiteSpec, case: &CaseSpec, settings: &AttemptSettings) -> String {
     let assertions: Vec<String> = case.assertions.iter().map(|a| a.label()).collect();
     let text = format!(
-        "{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
+        "{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}{}",
         suite.job.display(),
         case.name,
         case.fixture,
@@ -101,9 +101,22 @@ pub fn fingerprint(suite: &SuiteSpec, case: &CaseSpec, settings: &AttemptSetting
         assertions,
         settings.model,
         settings.record,
+        schema_text(settings),
     );
     let digest = Sha256::digest(text.as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// `--result-schema`'s file as it is now: a changed schema runs the cases
+/// again. Nothing without the flag, so earlier fingerprints stay valid.
+fn schema_text(settings: &AttemptSettings) -> String {
+    settings
+        .result_schema
+        .as_ref()
+        .map_or_else(String::new, |path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            format!("\nresult_schema\n{text}")
+        })
 }
 
 fn attempt_dir(out: &Path, suite: &str, case: &str, model: Option<&str>, n: u32) -> PathBuf {

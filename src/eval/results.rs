@@ -87,6 +87,10 @@ pub struct AttemptResult {
     /// absent for live runs and strict replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_drift: Option<ReplayDrift>,
+    /// The run's structured result (with a `result_schema` or
+    /// `--result-schema`), as in its `run.completed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
 }
 
 fn is_false(value: &bool) -> bool {

@@ -203,8 +203,8 @@ pub async fn run_prepared(
             sinks.push(Box::new(
                 TraceWriter::continue_from(&trace_path, &kept).map_err(StartError::Trace)?,
             ));
-            for event in std::mem::take(&mut resumption.history) {
-                let _ = junit.on_event(&event);
+            for event in &resumption.history {
+                let _ = junit.on_event(event);
             }
         }
         None => sinks.push(Box::new(
@@ -215,7 +215,16 @@ pub async fn run_prepared(
     if let Some(path) = &result_path {
         sinks.push(Box::new(ResultWriter::new(path.clone())));
     }
-    sinks.extend(options.sinks);
+    let mut caller_sinks = options.sinks;
+    // The caller's sinks (GitHub summary and outputs) cover the whole run too.
+    if let Some(resumption) = resume.as_mut() {
+        for event in std::mem::take(&mut resumption.history) {
+            for sink in &mut caller_sinks {
+                sink.on_history(&event);
+            }
+        }
+    }
+    sinks.extend(caller_sinks);
     let bus = EventBus::with_redactor(run_id.clone(), sinks, secrets);
     let bus = match &resume {
         Some(resumption) => bus.continuing_at(resumption.next_seq()),

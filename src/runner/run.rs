@@ -215,7 +215,8 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     let completed = RunCompleted {
         status,
         reason,
-        summary,
+        // A model that never submitted a valid result still said what it did.
+        summary: summary.or_else(|| agent.final_text().map(str::to_string)),
         totals: Totals {
             duration_ms: started.elapsed().as_millis() as u64,
             ..agent.totals()

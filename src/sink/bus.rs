@@ -26,6 +26,10 @@ pub trait EventSink: Send {
     /// is, in `model.response`). A `model.retry` for the same call means the
     /// text so far was thrown away.
     fn on_partial_text(&mut self, _call_id: &str, _delta: &str) {}
+    /// An event a resumed run's trace already holds from before the resume:
+    /// taken into what the sink builds up over the whole run (a summary, a
+    /// report), not shown or written again. Given before the first event.
+    fn on_history(&mut self, _event: &Event) {}
 }
 
 /// A sink that could not write what it was given.

@@ -22,8 +22,8 @@ use serde_json::Value;
 
 use super::progress::{LogLines, PREFIX, one_line};
 use crate::event::{
-    CheckCompleted, CheckOutcome, Event, EventKind, Phase, PlanStep, RunCompleted, RunStarted,
-    RunStatus, StepStatus,
+    CheckCompleted, CheckOutcome, Event, EventKind, Phase, PlanStep, RunCompleted, RunResumed,
+    RunStarted, RunStatus, StepStatus,
 };
 use crate::sink::bus::{EventSink, SinkError};
 
@@ -73,6 +73,8 @@ pub(crate) struct RunReport {
     /// The agent's `todo` list as its last successful call left it.
     todo: Option<Value>,
     completed: Option<RunCompleted>,
+    /// Each time `agentci run --resume` went on with the run.
+    resumed: Vec<RunResumed>,
     /// The events end without `run.completed` (a trace read back from a
     /// run that was killed), rather than a run that is still writing them.
     cut_short: bool,
@@ -113,6 +115,7 @@ impl RunReport {
             EventKind::RoundStarted { .. } => self.checks.clear(),
             EventKind::CheckCompleted(check) => self.checks.push(check.clone()),
             EventKind::RunCompleted(done) => self.completed = Some(done.clone()),
+            EventKind::RunResumed(resumed) => self.resumed.push((**resumed).clone()),
             _ => {}
         }
     }
@@ -378,6 +381,12 @@ impl EventSink for GithubActions {
             self.write_files()?;
         }
         logged
+    }
+
+    // The step summary and outputs describe the whole run, resumed or not;
+    // the log and annotations were the stopped run's to write.
+    fn on_history(&mut self, event: &Event) {
+        self.report.record(event);
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {

@@ -17,6 +17,7 @@ mod github;
 mod junit;
 pub(crate) mod progress;
 mod result_file;
+mod resumed;
 mod trace;
 
 pub use github::{
@@ -26,4 +27,5 @@ pub use github::{
 pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};
 pub use result_file::ResultWriter;
+pub use resumed::describe_resume;
 pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};

@@ -26,6 +26,7 @@ pub(crate) mod recover;
 pub mod suggest;
 pub mod vars;
 
+pub(crate) use check::schema_file_problem;
 pub use diagnostic::{Diagnostic, Severity};
 pub use flags::JobFlags;
 pub use load::{

@@ -22,13 +22,10 @@ pub(super) fn timeline_entries(event: &Event) -> Vec<Entry> {
             })
             .collect(),
         EventKind::Warning { source, message } => warning(source.clone(), message.clone()),
-        EventKind::RunResumed(resumed) => warning(
-            "resume".into(),
-            format!(
-                "the run was resumed after turn {} ({} events of the stopped run dropped)",
-                resumed.from_turn, resumed.events_dropped
-            ),
-        ),
+        EventKind::RunResumed(resumed) => vec![Entry::Resumed {
+            line: crate::sink::describe_resume(resumed),
+            events_dropped: resumed.events_dropped,
+        }],
         EventKind::SandboxDegraded(report) => warning(
             "sandbox".into(),
             format!("not enforced here: {}", report.missing.join(", ")),

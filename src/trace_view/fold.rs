@@ -26,6 +26,8 @@ impl RunView {
                 totals: Totals::default(),
                 phases_ms: BTreeMap::new(),
                 summary: None,
+                result: None,
+                resumed: Vec::new(),
                 notes: trace.notes.clone(),
             },
             options,
@@ -169,8 +171,11 @@ impl Fold {
             | EventKind::SubagentCompleted(_)
             | EventKind::RoundStarted { .. }
             | EventKind::RoundCompleted { .. }
-            | EventKind::McpToolsRefreshed { .. }
-            | EventKind::RunResumed(_) => {
+            | EventKind::McpToolsRefreshed { .. } => {
+                self.view.timeline.extend(timeline_entries(event));
+            }
+            EventKind::RunResumed(resumed) => {
+                self.view.resumed.push((**resumed).clone());
                 self.view.timeline.extend(timeline_entries(event));
             }
             EventKind::RunCompleted(done) => {
@@ -180,6 +185,7 @@ impl Fold {
                 self.view.cut_short = false;
                 self.view.totals = done.totals.clone();
                 self.view.summary = done.summary.clone();
+                self.view.result = done.result.clone();
             }
         }
     }

@@ -39,6 +39,7 @@ pub fn render_text(view: &RunView, full: bool) -> String {
             let _ = writeln!(out, "  {line}");
         }
     }
+    result(&mut out, view);
     if !view.notes.is_empty() {
         out.push_str("\nNotes\n");
         for note in &view.notes {
@@ -55,6 +56,13 @@ fn header(out: &mut String, view: &RunView) {
         .map_or_else(String::new, |code| format!(" (exit {code})"));
     let _ = writeln!(out, "run {name}: {}{exit}", view.status);
     let _ = writeln!(out, "  {}", view.reason);
+    for resumed in &view.resumed {
+        let _ = writeln!(
+            out,
+            "  {}",
+            one_line(&crate::sink::describe_resume(resumed), 300)
+        );
+    }
     let Some(run) = &view.started else {
         return;
     };
@@ -189,6 +197,19 @@ fn timeline(out: &mut String, view: &RunView, full: bool) {
             }
             Entry::Git { line } => {
                 let _ = writeln!(out, "  git: {line}");
+            }
+            Entry::Resumed {
+                line,
+                events_dropped,
+            } => {
+                let _ = writeln!(out, "  ══ {}", one_line(line, 300));
+                if *events_dropped > 0 {
+                    let _ = writeln!(
+                        out,
+                        "    {} of the stopped run after its checkpoint dropped: that turn ran again",
+                        plural(*events_dropped, "event")
+                    );
+                }
             }
             Entry::Other { event, fields } => other_line(out, event, fields),
         }
@@ -394,6 +415,24 @@ fn checks(out: &mut String, view: &RunView, full: bool) {
                 let _ = writeln!(out, "      | {line}");
             }
         }
+    }
+}
+
+/// The structured result, pretty JSON cut at 40 lines (the whole of it is
+/// in `run.completed` and the run's `result.json`).
+fn result(out: &mut String, view: &RunView) {
+    const MAX_LINES: usize = 40;
+    let Some(result) = &view.result else {
+        return;
+    };
+    let text = serde_json::to_string_pretty(result).unwrap_or_else(|_| result.to_string());
+    let lines: Vec<&str> = text.lines().collect();
+    out.push_str("\nResult\n");
+    for line in &lines[..lines.len().min(MAX_LINES)] {
+        let _ = writeln!(out, "  {line}");
+    }
+    if lines.len() > MAX_LINES {
+        let _ = writeln!(out, "  … {} more lines", lines.len() - MAX_LINES);
     }
 }
 

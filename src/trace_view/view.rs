@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::event::{
-    BudgetLimit, CheckCompleted, ContextTrimmed, Decision, ModelRetry, Phase, RunStarted,
-    SentDelta, StepStatus, Totals,
+    BudgetLimit, CheckCompleted, ContextTrimmed, Decision, ModelRetry, Phase, RunResumed,
+    RunStarted, SentDelta, StepStatus, Totals,
 };
 
 /// What to include beyond the outline.
@@ -42,6 +42,14 @@ pub struct RunView {
     /// Wall time spent in each phase, in milliseconds, from the events' times.
     pub phases_ms: BTreeMap<String, u64>,
     pub summary: Option<String>,
+    /// The structured result from `run.completed` (valid against the job's
+    /// `result_schema`); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Each `agentci run --resume` the run went through, in order: from
+    /// which turn, how the stopped run had ended, the budget it was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<RunResumed>,
     /// Problems reading the trace and notes about it.
     pub notes: Vec<String>,
 }
@@ -86,6 +94,13 @@ pub enum Entry {
     },
     Git {
         line: String,
+    },
+    /// `agentci run --resume` went on with the run here; the full event
+    /// is in the view's `resumed`.
+    Resumed {
+        line: String,
+        /// Events the stopped run wrote after its checkpoint, dropped.
+        events_dropped: u64,
     },
     /// An event shown as written: rounds, sub-agents, tool refreshes, and
     /// events this version does not know.

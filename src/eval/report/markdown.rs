@@ -230,6 +230,7 @@ mod tests {
             fingerprint: String::new(),
             interrupted: false,
             replay_drift: None,
+            result: None,
         }
     }
 

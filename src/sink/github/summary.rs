@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use super::RunReport;
 use crate::event::{CheckOutcome, RunStatus, StepStatus};
+use crate::sink::describe_resume;
 use crate::sink::progress::{one_line, plural, secs, thousands};
 
 /// The Markdown step summary of one run.
@@ -32,6 +33,9 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
     };
     let _ = writeln!(md, "## {icon} agentci: {} — {status}\n", cell(name));
     let _ = writeln!(md, "{}\n", cell(reason));
+    for resumed in &report.resumed {
+        let _ = writeln!(md, "↩️ {}\n", cell(&describe_resume(resumed)));
+    }
 
     md.push_str("| | |\n|---|---|\n");
     if let Some(started) = &report.started {

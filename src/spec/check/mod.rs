@@ -27,6 +27,7 @@ mod tool_loop;
 mod untrusted;
 
 pub(crate) use env::is_env_name;
+pub(crate) use result::schema_file_problem;
 
 use crate::policy::{DefaultDecision, ToolPattern};
 use crate::spec::diagnostic::{Pos, Reporter};

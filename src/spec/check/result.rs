@@ -85,6 +85,20 @@ enum SchemaFileProblem {
     At(Diagnostic),
 }
 
+/// What is wrong with a `--result-schema` file given to `agentci eval`,
+/// checked once before any case runs rather than failing every attempt.
+pub(crate) fn schema_file_problem(path: &Path) -> Option<String> {
+    match read_schema(path) {
+        Ok(_) => None,
+        Err(SchemaFileProblem::Unreadable(problem)) => Some(format!(
+            "cannot read {}: {problem}; give the path of a JSON Schema file, relative to \
+             the current directory",
+            path.display()
+        )),
+        Err(SchemaFileProblem::At(diagnostic)) => Some(diagnostic.to_string()),
+    }
+}
+
 /// The schema in the file at `path`, parsed and checked to compile.
 fn read_schema(path: &Path) -> Result<Value, SchemaFileProblem> {
     let file =
