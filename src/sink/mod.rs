@@ -26,4 +26,4 @@ pub use github::{
 pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};
 pub use result_file::ResultWriter;
-pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};
+pub use trace::{PartialTrace, TraceReadError, TraceWriter, read_trace, read_trace_partial};
