@@ -66,7 +66,11 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
         match GithubEvent::from_env(|name| std::env::var(name).ok().filter(|v| !v.is_empty())) {
             Ok(event) => event,
             Err(problem) => {
-                return did_not_start(&[Diagnostic::unplaced(problem)], args.progress, &cwd);
+                return did_not_start(
+                    &[Diagnostic::unplaced(problem.to_string())],
+                    args.progress,
+                    &cwd,
+                );
             }
         };
     let prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {

@@ -23,7 +23,7 @@ use super::args::ValidateArgs;
 use super::{CliError, Exit};
 use crate::eval::suite::{SuiteLoadOptions, load_suite};
 use crate::skills::discover::misnamed_skill_file;
-use crate::skills::git::{default_cache_dir, fetch_skill};
+use crate::skills::git::{GitSkillError, default_cache_dir, fetch_skill};
 use crate::skills::tools_left::{no_tools_warning, tools_left};
 use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
 use crate::spec::{Diagnostic, JobSpec, LoadOptions, Severity, SkillRef, load_job_with_problems};
@@ -189,11 +189,8 @@ impl<W: Write> Validation<W> {
             SkillRef::Git(source) => match default_cache_dir() {
                 Some(cache) => fetch_skill(source, &cache)
                     .map(|(dir, _)| dir)
-                    .map_err(|message| SkillError::Git { message }),
-                None => Err(SkillError::Git {
-                    message: "no cache folder for skills from git: set AGENTCI_CACHE (or HOME)"
-                        .to_string(),
-                }),
+                    .map_err(SkillError::Git),
+                None => Err(SkillError::Git(GitSkillError::NoCache)),
             },
         };
         let dir = match dir {

@@ -26,6 +26,6 @@ mod walk;
 pub use attempt::AttemptSettings;
 pub use baseline::{Thresholds, regressions};
 pub use engine::{EvalObserver, EvalOptions, run_eval, select_cases};
-pub use results::Results;
+pub use results::{Results, ResultsError};
 pub use shard::Shard;
 pub use suite::{SuiteLoadOptions, SuiteSpec, load_suite};

@@ -6,16 +6,57 @@
 //! [`SuiteResult::new`]), so merged shards give the same figures as one run.
 //! Running attempts and writing JUnit or Markdown happen elsewhere.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::baseline::Regression;
+use super::shard::Shard;
 use super::stats::{pass_at_k, pass_pow_k};
 use crate::event::RunStatus;
 use crate::provider::replay_drift::ReplayDrift;
 
 pub const RESULTS_VERSION: u32 = 1;
+
+/// Why a `results.json` could not be read, written or merged; each names
+/// the file or the case.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("cannot read results {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not an agentci results.json: {source}", path.display())]
+    NotResults {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{} has results version {version}; this agentci reads version {RESULTS_VERSION}",
+        path.display()
+    )]
+    Version { path: PathBuf, version: u32 },
+    #[error("cannot serialize results: {0}")]
+    Serialize(serde_json::Error),
+    #[error("cannot write {}: {source}", path.display())]
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "shards {first} and {other} come from different splits; merge the shards of one \
+         --shard I/N matrix"
+    )]
+    MixedSplits { first: Shard, other: Shard },
+    #[error("shard {0} is given more than once; give each shard's results once")]
+    ShardTwice(Shard),
+    /// `missing` lists them as `I/N, I/N`.
+    #[error("shard {missing} is missing; give the results folder of every shard")]
+    ShardsMissing { missing: String },
+    #[error("case `{suite}/{case}` is in more than one of the results; give each shard once")]
+    Duplicate { suite: String, case: String },
+}
 
 /// An attempt's result: `error` is an infrastructure failure (the provider
 /// was down, a cassette diverged, the workspace could not be made), not a
@@ -385,31 +426,38 @@ impl Results {
         }
     }
 
-    pub fn read(path: &Path) -> Result<Results, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read results {}: {e}", path.display()))?;
-        let results: Results = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not an agentci results.json: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Results, ResultsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let results: Results =
+            serde_json::from_str(&text).map_err(|source| ResultsError::NotResults {
+                path: path.to_path_buf(),
+                source,
+            })?;
         if results.version != RESULTS_VERSION {
-            return Err(format!(
-                "{} has results version {}; this agentci reads version {RESULTS_VERSION}",
-                path.display(),
-                results.version
-            ));
+            return Err(ResultsError::Version {
+                path: path.to_path_buf(),
+                version: results.version,
+            });
         }
         Ok(results)
     }
 
-    pub fn write(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| format!("cannot serialize results: {e}"))?;
-        crate::safe_file::replace(path, (text + "\n").as_bytes(), None)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    pub fn write(&self, path: &Path) -> Result<(), ResultsError> {
+        let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
+        crate::safe_file::replace(path, (text + "\n").as_bytes(), None).map_err(|source| {
+            ResultsError::Unwritable {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
     }
 
     /// Join shard results: suites by name, cases by name; the same case in
     /// two inputs is a mistake (overlapping shards or one folder given twice).
-    pub fn merge(parts: Vec<Results>) -> Result<Results, String> {
+    pub fn merge(parts: Vec<Results>) -> Result<Results, ResultsError> {
         check_shards(&parts)?;
         // An interrupted shard stays visible in the merged report.
         let interrupted: Vec<String> = parts
@@ -444,10 +492,10 @@ impl Results {
                         .iter()
                         .any(|c| c.name == case.name && c.model == case.model)
                     {
-                        return Err(format!(
-                            "case `{}/{}` is in more than one of the results; give each shard once",
-                            suite.name, case.name
-                        ));
+                        return Err(ResultsError::Duplicate {
+                            suite: suite.name,
+                            case: case.name,
+                        });
                     }
                     let case =
                         CaseResult::new(&case.name, case.index, case.min_pass_rate, case.attempts)
@@ -468,8 +516,8 @@ impl Results {
 
 /// Shard results must come as a full set: a missing shard would merge into
 /// a smaller suite that may well pass its gate.
-fn check_shards(parts: &[Results]) -> Result<(), String> {
-    let shards: Vec<super::shard::Shard> = parts
+fn check_shards(parts: &[Results]) -> Result<(), ResultsError> {
+    let shards: Vec<Shard> = parts
         .iter()
         .filter_map(|p| p.shard.as_deref()?.parse().ok())
         .collect();
@@ -477,16 +525,14 @@ fn check_shards(parts: &[Results]) -> Result<(), String> {
         return Ok(());
     };
     if let Some(other) = shards.iter().find(|s| s.count != first.count) {
-        return Err(format!(
-            "shards {first} and {other} come from different splits; merge the shards of one \
-             --shard I/N matrix"
-        ));
+        return Err(ResultsError::MixedSplits {
+            first: *first,
+            other: *other,
+        });
     }
     for (i, shard) in shards.iter().enumerate() {
         if shards[..i].contains(shard) {
-            return Err(format!(
-                "shard {shard} is given more than once; give each shard's results once"
-            ));
+            return Err(ResultsError::ShardTwice(*shard));
         }
     }
     let missing: Vec<String> = (1..=first.count)
@@ -496,9 +542,8 @@ fn check_shards(parts: &[Results]) -> Result<(), String> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "shard {} is missing; give the results folder of every shard",
-            missing.join(", ")
-        ))
+        Err(ResultsError::ShardsMissing {
+            missing: missing.join(", "),
+        })
     }
 }

@@ -30,11 +30,20 @@ impl fmt::Display for Shard {
     }
 }
 
-impl FromStr for Shard {
-    type Err = String;
+/// A `--shard` value that is not `I/N` with `1 <= I <= N`.
+#[derive(Debug, thiserror::Error)]
+#[error("`{text}` is not a shard; expected I/N with 1 <= I <= N, e.g. 2/3")]
+pub struct NotAShard {
+    pub text: String,
+}
 
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let bad = || format!("`{text}` is not a shard; expected I/N with 1 <= I <= N, e.g. 2/3");
+impl FromStr for Shard {
+    type Err = NotAShard;
+
+    fn from_str(text: &str) -> Result<Shard, NotAShard> {
+        let bad = || NotAShard {
+            text: text.to_string(),
+        };
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let index: usize = i.trim().parse().map_err(|_| bad())?;
         let count: usize = n.trim().parse().map_err(|_| bad())?;

@@ -27,6 +27,23 @@ pub struct StdioLaunch {
     pub cwd: std::path::PathBuf,
 }
 
+/// Why a stdio server's process could not be started; each names the
+/// command (or the `env:` entry) and what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("environment variable `{variable}` (for `env.{name}`) is not set")]
+    MissingEnv { variable: String, name: String },
+    #[error("cannot start `{command}`: command not found (is it installed and on PATH?)")]
+    NotFound { command: String },
+    #[error("cannot start `{command}`: {source}")]
+    Start {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start `{command}`: its pipes are missing")]
+    NoPipes { command: String },
+}
+
 impl StdioLaunch {
     /// Resolves the `env` templates of a server; `Err` names the variable
     /// that is not set.
@@ -36,12 +53,15 @@ impl StdioLaunch {
         env: &[(String, EnvTemplate)],
         cwd: &Path,
         lookup: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, LaunchError> {
         let mut resolved = Vec::new();
         for (name, template) in env {
-            let value = template.resolve(lookup).map_err(|missing| {
-                format!("environment variable `{missing}` (for `env.{name}`) is not set")
-            })?;
+            let value = template
+                .resolve(lookup)
+                .map_err(|missing| LaunchError::MissingEnv {
+                    variable: missing,
+                    name: name.clone(),
+                })?;
             resolved.push((name.clone(), value));
         }
         Ok(StdioLaunch {

@@ -507,7 +507,8 @@ async fn connect(
             cwd,
         } => {
             let cwd = cwd.as_deref().unwrap_or(cx.workspace);
-            let launch = StdioLaunch::resolve(command, args, env, cwd, cx.env)?;
+            let launch =
+                StdioLaunch::resolve(command, args, env, cwd, cx.env).map_err(|e| e.to_string())?;
             let unsandboxed;
             let runner = match cx.runner {
                 Some(runner) => runner,
@@ -516,7 +517,8 @@ async fn connect(
                     &unsandboxed
                 }
             };
-            let (process, pipes) = stdio::spawn(&launch, runner, state)?;
+            let (process, pipes) =
+                stdio::spawn(&launch, runner, state).map_err(|e| e.to_string())?;
             *child = Some(process);
             let client = AgentciClient {
                 state: Arc::clone(state),

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::process::{Child, ChildStdin};
 
-use super::command::{StdioLaunch, server_command};
+use super::command::{LaunchError, StdioLaunch, server_command};
 use super::state::ServerState;
 use crate::process::{ProcessRunner, ProcessTree};
 
@@ -46,25 +46,22 @@ pub(super) fn spawn(
     launch: &StdioLaunch,
     runner: &ProcessRunner,
     state: &Arc<ServerState>,
-) -> Result<(StdioChild, StdioPipes), String> {
+) -> Result<(StdioChild, StdioPipes), LaunchError> {
     let started = server_command(launch, runner).and_then(|mut c| ProcessTree::spawn(&mut c));
-    let (mut child, tree) = started.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "cannot start `{}`: command not found (is it installed and on PATH?)",
-                launch.command
-            )
+    let command = launch.command.clone();
+    let (mut child, tree) = started.map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            LaunchError::NotFound { command }
         } else {
-            format!("cannot start `{}`: {e}", launch.command)
+            LaunchError::Start { command, source }
         }
     })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err(format!(
-            "cannot start `{}`: its pipes are missing",
-            launch.command
-        ));
+        return Err(LaunchError::NoPipes {
+            command: launch.command.clone(),
+        });
     };
     let (to_rmcp, for_rmcp) = tokio::io::duplex(PIPE_BUFFER);
     tokio::spawn(watch_stdout(stdout, to_rmcp, Arc::clone(state)));

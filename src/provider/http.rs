@@ -14,6 +14,7 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use super::answer_error::AnswerError;
 use super::sse::{self, SseError, SseEvent};
 use super::{ChatResponse, ProviderError, ProviderObserver};
 
@@ -232,7 +233,7 @@ impl HttpTarget {
         &self,
         response: reqwest::Response,
         decoder: D,
-        parse: impl FnOnce(&str) -> Result<ChatResponse, String>,
+        parse: impl FnOnce(&str) -> Result<ChatResponse, AnswerError>,
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
         if is_event_stream(&response) {
@@ -242,7 +243,7 @@ impl HttpTarget {
             .text()
             .await
             .map_err(|err| self.transport_error(&err))?;
-        parse(&text).map_err(|reason| self.bad_body("", &reason, &text))
+        parse(&text).map_err(|reason| self.bad_body("", &reason.to_string(), &text))
     }
 
     /// Reads a streamed body through `decoder`. A stream that ends before
@@ -283,9 +284,13 @@ fn is_event_stream(response: &reqwest::Response) -> bool {
 pub trait StreamDecoder {
     /// Takes one event; returns `true` when it was the format's last one.
     /// Text deltas go to `observer` as they are read.
-    fn event(&mut self, event: &SseEvent, observer: &dyn ProviderObserver) -> Result<bool, String>;
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        observer: &dyn ProviderObserver,
+    ) -> Result<bool, AnswerError>;
     /// The answer, once the last event was seen.
-    fn finish(self) -> Result<ChatResponse, String>;
+    fn finish(self) -> Result<ChatResponse, AnswerError>;
 }
 
 /// Why a stream did not give an answer.
@@ -335,9 +340,11 @@ where
         seen += 1;
         if decoder
             .event(&event, observer)
-            .map_err(StreamFailure::Malformed)?
+            .map_err(|e| StreamFailure::Malformed(e.to_string()))?
         {
-            return decoder.finish().map_err(StreamFailure::Malformed);
+            return decoder
+                .finish()
+                .map_err(|e| StreamFailure::Malformed(e.to_string()));
         }
     }
     Err(StreamFailure::Incomplete { events: seen })

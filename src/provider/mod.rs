@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod answer_error;
 pub mod anthropic;
 pub mod cassette;
 mod http;

@@ -283,9 +283,7 @@ pub async fn run_prepared(
             // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
             tokio::task::spawn_blocking(move || step.finish(status, &bus, &cancel))
                 .map(|joined| {
-                    joined
-                        .unwrap_or_else(|e| Err(git_step::GitStepError::Panicked(e.to_string())))
-                        .map_err(|e| e.to_string())
+                    joined.unwrap_or_else(|e| Err(git_step::GitStepError::Panicked(e.to_string())))
                 })
                 .boxed()
         })

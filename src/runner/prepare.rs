@@ -107,10 +107,7 @@ pub fn prepare_for_event(
         }),
         SkillRef::Git(source) => match skills::git::default_cache_dir() {
             Some(cache) => skills::git::load_git_skill(source, &cache),
-            None => Err(skills::SkillError::Git {
-                message: "no cache folder for skills from git: set AGENTCI_CACHE (or HOME)"
-                    .to_string(),
-            }),
+            None => Err(skills::SkillError::Git(skills::git::GitSkillError::NoCache)),
         },
     }
     // Where the skill was named, as `agentci validate` says it.

@@ -13,6 +13,7 @@ use std::time::Instant;
 use futures_util::future::BoxFuture;
 
 use super::checks::{self, ChecksRan};
+use super::git_step::GitStepError;
 use super::resume::Resumption;
 use super::{rounds, start};
 use crate::agent::memory::Memory;
@@ -63,7 +64,7 @@ pub struct RunInput<'a> {
 /// so far and the bus for its own events; an `Err` is a line for the user
 /// and makes a passing run fail.
 pub type AfterChecks<'a> =
-    Box<dyn FnOnce(RunStatus, EventBus) -> BoxFuture<'a, Result<(), String>> + Send + 'a>;
+    Box<dyn FnOnce(RunStatus, EventBus) -> BoxFuture<'a, Result<(), GitStepError>> + Send + 'a>;
 
 /// Run the job to the end and return how it ended (also emitted as `run.completed`).
 pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
@@ -356,8 +357,8 @@ async fn run_after_checks(
     match outcome {
         Ok(Ok(())) => (status, reason),
         // Outputs the job asked for and did not get: a passing run fails.
-        Ok(Err(message)) if status == RunStatus::Passed => (RunStatus::Failed, message),
-        Ok(Err(message)) => (status, format!("{reason}; {message}")),
+        Ok(Err(error)) if status == RunStatus::Passed => (RunStatus::Failed, error.to_string()),
+        Ok(Err(error)) => (status, format!("{reason}; {error}")),
         Err(why) => (RunStatus::Interrupted, why),
     }
 }

@@ -28,4 +28,4 @@ pub use junit::{FileBase, JunitWriter};
 pub use progress::{PlainLog, ProgressBars};
 pub use result_file::ResultWriter;
 pub use resumed::describe_resume;
-pub use trace::{PartialTrace, TraceWriter, read_trace, read_trace_partial};
+pub use trace::{PartialTrace, TraceReadError, TraceWriter, read_trace, read_trace_partial};

@@ -142,11 +142,28 @@ impl EventSink for TraceWriter {
 pub struct PartialTrace {
     pub events: Vec<Event>,
     /// Why reading stopped early, naming the file and 1-based line number.
-    pub error: Option<String>,
+    pub error: Option<TraceReadError>,
+}
+
+/// Why a trace could not be read back, naming the file (and the line).
+#[derive(Debug, thiserror::Error)]
+pub enum TraceReadError {
+    #[error("cannot read trace {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("trace {} line {line}: not a valid event: {source}", path.display())]
+    Malformed {
+        path: PathBuf,
+        /// 1-based.
+        line: usize,
+        source: serde_json::Error,
+    },
 }
 
 /// Read a whole trace; fails on the first malformed line, naming it.
-pub fn read_trace(path: &Path) -> Result<Vec<Event>, String> {
+pub fn read_trace(path: &Path) -> Result<Vec<Event>, TraceReadError> {
     let partial = read_trace_partial(path)?;
     match partial.error {
         Some(error) => Err(error),
@@ -157,9 +174,11 @@ pub fn read_trace(path: &Path) -> Result<Vec<Event>, String> {
 /// Read a trace as far as it is intact: the events before the first
 /// malformed line (a run killed mid-write leaves half a line at the end),
 /// plus what was wrong with that line. Fails only if the file cannot be read.
-pub fn read_trace_partial(path: &Path) -> Result<PartialTrace, String> {
-    let text =
-        std::fs::read(path).map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+pub fn read_trace_partial(path: &Path) -> Result<PartialTrace, TraceReadError> {
+    let text = std::fs::read(path).map_err(|source| TraceReadError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut trace = PartialTrace::default();
     let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
     let last = lines.len().saturating_sub(1);
@@ -171,11 +190,12 @@ pub fn read_trace_partial(path: &Path) -> Result<PartialTrace, String> {
         }
         match serde_json::from_slice::<Event>(line) {
             Ok(event) => trace.events.push(event),
-            Err(e) => {
-                trace.error = Some(format!(
-                    "trace {} line {number}: not a valid event: {e}",
-                    path.display()
-                ));
+            Err(source) => {
+                trace.error = Some(TraceReadError::Malformed {
+                    path: path.to_path_buf(),
+                    line: number,
+                    source,
+                });
                 break;
             }
         }

@@ -30,7 +30,7 @@ pub enum SkillError {
     /// The skill exists but is invalid; every problem, with its position.
     Invalid { diagnostics: Vec<Diagnostic> },
     /// A skill from git could not be fetched (clone, revision, folder).
-    Git { message: String },
+    Git(super::git::GitSkillError),
     /// The skill lies inside a workspace the run does not trust.
     Untrusted {
         name: String,
@@ -72,7 +72,7 @@ impl fmt::Display for SkillError {
             SkillError::BadName { name, reason } => {
                 write!(f, "`{name}` is not a valid skill name: {reason}")
             }
-            SkillError::Git { message } => f.write_str(message),
+            SkillError::Git(error) => write!(f, "{error}"),
             SkillError::Untrusted { name, dir, reason } => write!(
                 f,
                 "skill `{name}` is in the workspace ({}), and this run does not trust the \

@@ -21,6 +21,66 @@ use super::discover::{SkillError, load_skill_dir};
 use crate::event::SkillSource;
 use crate::spec::GitSkillRef;
 
+/// Why a skill from git could not be fetched; each names the repository,
+/// revision or cache folder, and what to change.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GitSkillError {
+    #[error("no cache folder for skills from git: set AGENTCI_CACHE (or HOME)")]
+    NoCache,
+    #[error(
+        "the cached clone of {url} at {} cannot be opened: {message}; delete that folder to \
+         clone again",
+        path.display()
+    )]
+    CachedClone {
+        url: String,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("cannot create the skill cache {}: {message}", path.display())]
+    CreateCache { path: PathBuf, message: String },
+    #[error(
+        "cannot clone the skill repository {url}: {message}; check the `git` URL and that it is \
+         reachable"
+    )]
+    Clone { url: String, message: String },
+    #[error("cannot open the clone of {url}: {message}")]
+    OpenClone { url: String, message: String },
+    #[error(
+        "revision `{rev}` is not in the cached clone of {url} and fetching it failed: {message}"
+    )]
+    Fetch {
+        url: String,
+        rev: String,
+        message: String,
+    },
+    #[error(
+        "revision `{rev}` does not exist in {url} (looked at its commits, branches and tags); set \
+         `rev` to a commit id or tag of that repository"
+    )]
+    NoRevision { url: String, rev: String },
+    #[error("cannot lock the skill cache {}: {message}", path.display())]
+    Lock { path: PathBuf, message: String },
+    #[error("cannot read commit {commit}: {message}")]
+    Commit { commit: String, message: String },
+    #[error(
+        "no folder `{path}` in {url} at `{rev}` ({commit}); set `path` to the folder holding \
+         SKILL.md"
+    )]
+    NoFolder {
+        url: String,
+        rev: String,
+        commit: String,
+        path: String,
+    },
+    #[error("cannot read `{path}`: {message}")]
+    ReadFolder { path: String, message: String },
+    #[error("cannot write the skill to the cache {}: {message}", dir.display())]
+    Export { dir: PathBuf, message: String },
+    #[error("cannot move the skill into the cache at {}", dir.display())]
+    Move { dir: PathBuf },
+}
+
 /// The cache folder: `$AGENTCI_CACHE`, else `$XDG_CACHE_HOME/agentci`, else
 /// `~/.cache/agentci`; `None` when none of them is set.
 pub fn default_cache_dir() -> Option<PathBuf> {
@@ -37,14 +97,17 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// Fetch (or reuse) the skill `source` names and load it; the skill's
 /// [`Skill::source`] records the commit it resolved to.
 pub fn load_git_skill(source: &GitSkillRef, cache: &Path) -> Result<Skill, SkillError> {
-    let (dir, lock) = fetch_skill(source, cache).map_err(|message| SkillError::Git { message })?;
+    let (dir, lock) = fetch_skill(source, cache).map_err(SkillError::Git)?;
     let mut skill = load_skill_dir(&dir)?;
     skill.source = Some(lock);
     Ok(skill)
 }
 
 /// The exported skill folder for `source`, and its lock.
-pub fn fetch_skill(source: &GitSkillRef, cache: &Path) -> Result<(PathBuf, SkillSource), String> {
+pub fn fetch_skill(
+    source: &GitSkillRef,
+    cache: &Path,
+) -> Result<(PathBuf, SkillSource), GitSkillError> {
     let home = cache.join("git").join(short_hash(&source.url));
     let repo = open_or_clone(&source.url, &home)?;
     let commit = resolve(&repo, source, &home)?;
@@ -69,20 +132,19 @@ pub fn fetch_skill(source: &GitSkillRef, cache: &Path) -> Result<(PathBuf, Skill
 }
 
 /// The cached bare clone, cloned first when missing.
-fn open_or_clone(url: &str, home: &Path) -> Result<Repository, String> {
+fn open_or_clone(url: &str, home: &Path) -> Result<Repository, GitSkillError> {
     let path = home.join("repo");
     if path.is_dir() {
-        return Repository::open_bare(&path).map_err(|e| {
-            format!(
-                "the cached clone of {url} at {} cannot be opened: {}; delete that folder to \
-                 clone again",
-                path.display(),
-                e.message()
-            )
+        return Repository::open_bare(&path).map_err(|e| GitSkillError::CachedClone {
+            url: url.to_string(),
+            path: path.clone(),
+            message: e.message().to_string(),
         });
     }
-    std::fs::create_dir_all(home)
-        .map_err(|e| format!("cannot create the skill cache {}: {e}", home.display()))?;
+    std::fs::create_dir_all(home).map_err(|e| GitSkillError::CreateCache {
+        path: home.to_path_buf(),
+        message: e.to_string(),
+    })?;
     let staging = home.join(format!(".clone-{}", uuid::Uuid::new_v4().simple()));
     let cloned = RepoBuilder::new()
         .bare(true)
@@ -90,22 +152,23 @@ fn open_or_clone(url: &str, home: &Path) -> Result<Repository, String> {
         .clone(url, &staging);
     if let Err(e) = cloned {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "cannot clone the skill repository {url}: {}; check the `git` URL and that it is \
-             reachable",
-            e.message()
-        ));
+        return Err(GitSkillError::Clone {
+            url: url.to_string(),
+            message: e.message().to_string(),
+        });
     }
     // Another run may have finished its clone first; then keep that one.
     if std::fs::rename(&staging, &path).is_err() {
         let _ = std::fs::remove_dir_all(&staging);
     }
-    Repository::open_bare(&path)
-        .map_err(|e| format!("cannot open the clone of {url}: {}", e.message()))
+    Repository::open_bare(&path).map_err(|e| GitSkillError::OpenClone {
+        url: url.to_string(),
+        message: e.message().to_string(),
+    })
 }
 
 /// The commit `rev` names, fetching only when the clone does not have it.
-fn resolve(repo: &Repository, source: &GitSkillRef, home: &Path) -> Result<Oid, String> {
+fn resolve(repo: &Repository, source: &GitSkillRef, home: &Path) -> Result<Oid, GitSkillError> {
     if let Some(oid) = find_commit(repo, &source.rev) {
         return Ok(oid);
     }
@@ -122,25 +185,19 @@ fn resolve(repo: &Repository, source: &GitSkillRef, home: &Path) -> Result<Oid, 
         repo.remote_anonymous(&source.url)
             .and_then(|mut remote| remote.fetch(refspecs, Some(&mut fetch_options()), None))
     };
-    fetch(&refspecs).map_err(|e| {
-        format!(
-            "revision `{}` is not in the cached clone of {} and fetching it failed: {}",
-            source.rev,
-            source.url,
-            e.message()
-        )
+    fetch(&refspecs).map_err(|e| GitSkillError::Fetch {
+        url: source.url.clone(),
+        rev: source.rev.clone(),
+        message: e.message().to_string(),
     })?;
     if find_commit(repo, &source.rev).is_none() && is_hex(&source.rev) && source.rev.len() == 40 {
         // A commit on no branch or tag; servers that allow it send it by id.
         refspecs = vec![source.rev.clone()];
         let _ = fetch(&refspecs);
     }
-    find_commit(repo, &source.rev).ok_or_else(|| {
-        format!(
-            "revision `{}` does not exist in {} (looked at its commits, branches and tags); set \
-             `rev` to a commit id or tag of that repository",
-            source.rev, source.url
-        )
+    find_commit(repo, &source.rev).ok_or_else(|| GitSkillError::NoRevision {
+        url: source.url.clone(),
+        rev: source.rev.clone(),
     })
 }
 
@@ -149,10 +206,13 @@ fn resolve(repo: &Repository, source: &GitSkillRef, home: &Path) -> Result<Oid, 
 /// so fetches take turns (an advisory `flock` on `<home>/fetch.lock`).
 struct FetchLock(#[expect(dead_code, reason = "held for its file descriptor")] std::fs::File);
 
-fn lock_fetches(home: &Path) -> Result<FetchLock, String> {
+fn lock_fetches(home: &Path) -> Result<FetchLock, GitSkillError> {
     use std::os::fd::AsRawFd;
     let path = home.join("fetch.lock");
-    let failed = |e: std::io::Error| format!("cannot lock the skill cache {}: {e}", path.display());
+    let failed = |e: std::io::Error| GitSkillError::Lock {
+        path: path.clone(),
+        message: e.to_string(),
+    };
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -184,25 +244,31 @@ fn skill_tree<'r>(
     repo: &'r Repository,
     commit: Oid,
     source: &GitSkillRef,
-) -> Result<Tree<'r>, String> {
+) -> Result<Tree<'r>, GitSkillError> {
     let root = repo
         .find_commit(commit)
         .and_then(|c| c.tree())
-        .map_err(|e| format!("cannot read commit {commit}: {}", e.message()))?;
+        .map_err(|e| GitSkillError::Commit {
+            commit: commit.to_string(),
+            message: e.message().to_string(),
+        })?;
     if source.path.is_empty() {
         return Ok(root);
     }
-    let missing = || {
-        format!(
-            "no folder `{}` in {} at `{}` ({commit}); set `path` to the folder holding SKILL.md",
-            source.path, source.url, source.rev
-        )
+    let missing = || GitSkillError::NoFolder {
+        url: source.url.clone(),
+        rev: source.rev.clone(),
+        commit: commit.to_string(),
+        path: source.path.clone(),
     };
     let entry = root.get_path(Path::new(&source.path)).map_err(|e| {
         if e.code() == ErrorCode::NotFound {
             missing()
         } else {
-            format!("cannot read `{}`: {}", source.path, e.message())
+            GitSkillError::ReadFolder {
+                path: source.path.clone(),
+                message: e.message().to_string(),
+            }
         }
     })?;
     entry
@@ -218,7 +284,7 @@ fn export_atomically(
     tree: &Tree<'_>,
     export: &Path,
     folder: &str,
-) -> Result<(), String> {
+) -> Result<(), GitSkillError> {
     let parent = export.parent().unwrap_or(export);
     let staging = parent.join(format!(".export-{}", uuid::Uuid::new_v4().simple()));
     let written = std::fs::create_dir_all(staging.join(folder))
@@ -226,19 +292,18 @@ fn export_atomically(
         .and_then(|()| write_tree(repo, tree, &staging.join(folder)));
     if let Err(e) = written {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "cannot write the skill to the cache {}: {e}",
-            parent.display()
-        ));
+        return Err(GitSkillError::Export {
+            dir: parent.to_path_buf(),
+            message: e,
+        });
     }
     // When another run renamed its copy first, that copy is complete too.
     if std::fs::rename(&staging, export).is_err() {
         let _ = std::fs::remove_dir_all(&staging);
         if !export.join(folder).is_dir() {
-            return Err(format!(
-                "cannot move the skill into the cache at {}",
-                export.display()
-            ));
+            return Err(GitSkillError::Move {
+                dir: export.to_path_buf(),
+            });
         }
     }
     Ok(())

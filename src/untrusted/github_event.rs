@@ -8,7 +8,7 @@
 //! trusted by default. The payload's shape is GitHub's "Webhook events and
 //! payloads" documentation; fields this module does not know are ignored.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -45,13 +45,41 @@ const FREE_TEXT: &[(&str, &str, &str)] = &[
     ("comment", "body", "comment body"),
 ];
 
+/// Why the payload of the event that started the run cannot be used; it
+/// names the file, the variable that pointed there and the event.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot read the GitHub event payload {} (GITHUB_EVENT_PATH, event `{name}`): {problem}",
+    path.display()
+)]
+pub struct GithubEventError {
+    pub name: String,
+    pub path: PathBuf,
+    pub problem: PayloadProblem,
+}
+
+/// What is wrong with the payload file.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadProblem {
+    #[error("{0}")]
+    Unreadable(std::io::Error),
+    #[error("it has {size} bytes, more than GitHub sends")]
+    TooLarge { size: u64 },
+    #[error("it is not JSON ({0})")]
+    NotJson(serde_json::Error),
+    #[error("it is not a JSON object")]
+    NotObject,
+}
+
 impl GithubEvent {
     /// The event described by `GITHUB_EVENT_NAME` and `GITHUB_EVENT_PATH`
     /// as `env` gives them; `Ok(None)` when either is unset (not on
     /// GitHub Actions). `Err` is a message for the user: a payload that
     /// cannot be read must not silently turn a pull request run into a
     /// trusted one.
-    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Option<GithubEvent>, String> {
+    pub fn from_env(
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<GithubEvent>, GithubEventError> {
         let (Some(name), Some(path)) = (env("GITHUB_EVENT_NAME"), env("GITHUB_EVENT_PATH")) else {
             return Ok(None);
         };
@@ -59,27 +87,24 @@ impl GithubEvent {
     }
 
     /// The event `name` with the payload in the file at `path`.
-    pub fn read(name: &str, path: &Path) -> Result<GithubEvent, String> {
-        let problem = |what: String| {
-            format!(
-                "cannot read the GitHub event payload {} (GITHUB_EVENT_PATH, event `{name}`): \
-                 {what}",
-                path.display()
-            )
+    pub fn read(name: &str, path: &Path) -> Result<GithubEvent, GithubEventError> {
+        let problem = |problem: PayloadProblem| GithubEventError {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            problem,
         };
         let size = std::fs::metadata(path)
-            .map_err(|e| problem(e.to_string()))?
+            .map_err(|e| problem(PayloadProblem::Unreadable(e)))?
             .len();
         if size > MAX_PAYLOAD_BYTES {
-            return Err(problem(format!(
-                "it has {size} bytes, more than GitHub sends"
-            )));
+            return Err(problem(PayloadProblem::TooLarge { size }));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| problem(e.to_string()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| problem(PayloadProblem::Unreadable(e)))?;
         let payload: Value =
-            serde_json::from_str(&text).map_err(|e| problem(format!("it is not JSON ({e})")))?;
+            serde_json::from_str(&text).map_err(|e| problem(PayloadProblem::NotJson(e)))?;
         if !payload.is_object() {
-            return Err(problem("it is not a JSON object".to_string()));
+            return Err(problem(PayloadProblem::NotObject));
         }
         Ok(GithubEvent {
             name: name.to_string(),

@@ -17,7 +17,7 @@ pub mod github_event;
 
 pub use clean::{Cleaned, clean};
 pub use files::read_untrusted_files;
-pub use github_event::GithubEvent;
+pub use github_event::{GithubEvent, GithubEventError, PayloadProblem};
 
 /// One piece of untrusted text, cleaned, with where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

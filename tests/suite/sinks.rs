@@ -682,11 +682,19 @@ fn a_trace_cut_mid_line_keeps_every_earlier_line() {
     drop(file);
 
     let error = read_trace(&path).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            agentci::sink::TraceReadError::Malformed { line: 6, .. }
+        ),
+        "{error}"
+    );
+    let error = error.to_string();
     assert!(error.contains("line 6"), "{error}");
     assert!(error.contains("trace.jsonl"), "{error}");
     let partial = read_trace_partial(&path).unwrap();
     assert_eq!(partial.events, events[..5].to_vec());
-    assert!(partial.error.unwrap().contains("line 6"));
+    assert!(partial.error.unwrap().to_string().contains("line 6"));
 }
 
 /// The writing half of `a_killed_run_leaves_every_written_line_intact`, run in

@@ -16,7 +16,9 @@ use super::results::Results;
 /// Write `results.json`, `junit.xml` and `summary.md` into `dir`.
 pub fn write_all(results: &Results, dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    results.write(&dir.join("results.json"))?;
+    results
+        .write(&dir.join("results.json"))
+        .map_err(|e| e.to_string())?;
     let xml = junit::to_xml(results)?;
     let junit_path = dir.join("junit.xml");
     crate::safe_file::replace(&junit_path, xml.as_bytes(), None)

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::Usage;
+use crate::provider::answer_error::AnswerError;
 use crate::provider::{ChatResponse, ToolCall};
 
 #[derive(Deserialize)]
@@ -83,9 +84,12 @@ pub(super) fn arguments_text(input: Value) -> String {
     }
 }
 
-pub(super) fn parse_response(body: &str) -> Result<ChatResponse, String> {
-    let wire: WireResponse = serde_json::from_str(body)
-        .map_err(|err| format!("a body that is not Messages JSON ({err})"))?;
+pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
+    let wire: WireResponse = serde_json::from_str(body).map_err(|source| AnswerError::NotJson {
+        what: "a body",
+        format: "Messages",
+        source,
+    })?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for block in wire.content {

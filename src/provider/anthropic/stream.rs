@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::response::{WireBlock, WireUsage, arguments_text};
+use crate::provider::answer_error::AnswerError;
 use crate::provider::http::StreamDecoder;
 use crate::provider::sse::SseEvent;
 use crate::provider::{ChatResponse, ProviderObserver, ToolCall};
@@ -91,12 +92,20 @@ pub(super) struct EventDecoder {
 }
 
 impl StreamDecoder for EventDecoder {
-    fn event(&mut self, event: &SseEvent, observer: &dyn ProviderObserver) -> Result<bool, String> {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        observer: &dyn ProviderObserver,
+    ) -> Result<bool, AnswerError> {
         if event.data.trim().is_empty() {
             return Ok(false);
         }
-        let wire: WireEvent = serde_json::from_str(&event.data)
-            .map_err(|err| format!("an event that is not Messages JSON ({err})"))?;
+        let wire: WireEvent =
+            serde_json::from_str(&event.data).map_err(|source| AnswerError::NotJson {
+                what: "an event",
+                format: "Messages",
+                source,
+            })?;
         match wire {
             WireEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {
@@ -135,9 +144,7 @@ impl StreamDecoder for EventDecoder {
                         WireDelta::InputJsonDelta { partial_json },
                     ) => json.push_str(&partial_json),
                     (None, _) => {
-                        return Err(format!(
-                            "a delta for content block {index}, which never started"
-                        ));
+                        return Err(AnswerError::UnstartedBlock { index });
                     }
                     _ => {}
                 }
@@ -156,14 +163,14 @@ impl StreamDecoder for EventDecoder {
                     .get("message")
                     .and_then(Value::as_str)
                     .map_or_else(|| error.to_string(), str::to_string);
-                return Err(format!("the server reported an error: {message}"));
+                return Err(AnswerError::Reported { message });
             }
             WireEvent::ContentBlockStop {} | WireEvent::Ping {} | WireEvent::Unknown => {}
         }
         Ok(false)
     }
 
-    fn finish(self) -> Result<ChatResponse, String> {
+    fn finish(self) -> Result<ChatResponse, AnswerError> {
         let mut text = String::new();
         let mut tool_calls = Vec::new();
         for block in self.blocks.into_values() {

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::Usage;
+use crate::provider::answer_error::AnswerError;
 use crate::provider::{ChatResponse, ToolCall};
 
 #[derive(Deserialize)]
@@ -78,11 +79,14 @@ struct WirePromptDetails {
 }
 
 /// Parses a success body; the error says what was wrong with it.
-pub(super) fn parse_response(body: &str) -> Result<ChatResponse, String> {
-    let wire: WireResponse = serde_json::from_str(body)
-        .map_err(|err| format!("a body that is not Chat Completions JSON ({err})"))?;
+pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
+    let wire: WireResponse = serde_json::from_str(body).map_err(|source| AnswerError::NotJson {
+        what: "a body",
+        format: "Chat Completions",
+        source,
+    })?;
     let Some(choice) = wire.choices.into_iter().next() else {
-        return Err("no choices".to_string());
+        return Err(AnswerError::NoChoices);
     };
     let tool_calls = choice
         .message
@@ -127,7 +131,7 @@ mod tests {
         assert_eq!(response.tool_calls[0].arguments, r#"{"path":"."}"#);
         assert_eq!(response.usage, Usage::default());
         assert_eq!(
-            parse_response(r#"{"choices":[]}"#).unwrap_err(),
+            parse_response(r#"{"choices":[]}"#).unwrap_err().to_string(),
             "no choices"
         );
     }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::response::WireUsage;
 use crate::provider::Usage;
+use crate::provider::answer_error::AnswerError;
 use crate::provider::http::StreamDecoder;
 use crate::provider::sse::SseEvent;
 use crate::provider::{ChatResponse, ProviderObserver, ToolCall};
@@ -78,7 +79,11 @@ pub(super) struct ChunkDecoder {
 }
 
 impl StreamDecoder for ChunkDecoder {
-    fn event(&mut self, event: &SseEvent, observer: &dyn ProviderObserver) -> Result<bool, String> {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        observer: &dyn ProviderObserver,
+    ) -> Result<bool, AnswerError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             return Ok(true);
@@ -86,14 +91,18 @@ impl StreamDecoder for ChunkDecoder {
         if data.is_empty() {
             return Ok(false);
         }
-        let chunk: WireChunk = serde_json::from_str(data)
-            .map_err(|err| format!("a chunk that is not Chat Completions JSON ({err})"))?;
+        let chunk: WireChunk =
+            serde_json::from_str(data).map_err(|source| AnswerError::NotJson {
+                what: "a chunk",
+                format: "Chat Completions",
+                source,
+            })?;
         if let Some(error) = chunk.error {
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
                 .map_or_else(|| error.to_string(), str::to_string);
-            return Err(format!("the server reported an error: {message}"));
+            return Err(AnswerError::Reported { message });
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.neutral());
@@ -130,7 +139,7 @@ impl StreamDecoder for ChunkDecoder {
         Ok(false)
     }
 
-    fn finish(self) -> Result<ChatResponse, String> {
+    fn finish(self) -> Result<ChatResponse, AnswerError> {
         let tool_calls = self
             .calls
             .into_values()
