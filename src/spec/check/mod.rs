@@ -103,16 +103,7 @@ impl Checker<'_> {
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);
-        let max_plan_turns = raw
-            .max_plan_turns
-            .as_ref()
-            .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
-            .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
-        let checks_rounds = raw
-            .checks_rounds
-            .as_ref()
-            .and_then(|v| self.positive(v, "checks_rounds", MAX_CHECKS_ROUNDS))
-            .map_or(1, |n| n as u32);
+        let (max_plan_turns, checks_rounds) = self.turn_limits(&raw);
         let tool_loop = self.tool_loop(&raw);
         let guidance = self.guidance(&raw, workspace.as_deref());
         let result_schema = raw
@@ -154,6 +145,21 @@ impl Checker<'_> {
             _ => None,
         };
         (job, skill_position, self.r.diagnostics)
+    }
+
+    /// `max_plan_turns` (5 when not given) and `checks_rounds` (1).
+    fn turn_limits(&mut self, raw: &RawJob) -> (u32, u32) {
+        let max_plan_turns = raw
+            .max_plan_turns
+            .as_ref()
+            .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
+            .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
+        let checks_rounds = raw
+            .checks_rounds
+            .as_ref()
+            .and_then(|v| self.positive(v, "checks_rounds", MAX_CHECKS_ROUNDS))
+            .map_or(1, |n| n as u32);
+        (max_plan_turns, checks_rounds)
     }
 
     fn version(&mut self, version: Option<&Spanned<Scalar>>) {
