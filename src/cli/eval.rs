@@ -97,24 +97,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             "error: --min-pass-rate: {rate} is not a share from 0 to 1, e.g. 0.8"
         ));
     }
-    // The same rules as `agentci run --model` / `--base-url`, checked before any case runs.
-    for (i, model) in args.model.iter().enumerate() {
-        if let Err(e) = parse_model_flag(model) {
-            problems.push(format!("error: --model {model}: {e}"));
-        }
-        if args.model[..i].contains(model) {
-            problems.push(format!(
-                "error: --model {model} is given twice; give each model to compare once"
-            ));
-        }
-    }
-    if args.record && args.model.len() > 1 {
-        problems.push(
-            "error: --record with several --model: a case records one cassette; record with \
-             one model at a time"
-                .to_string(),
-        );
-    }
+    model_problems(args, &mut problems);
     if let Some(mode) = &args.replay_match
         && crate::provider::replay::ReplayMatch::parse(mode).is_none()
     {
@@ -173,6 +156,28 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         min_pass_rate: args.min_pass_rate,
         models: args.model.clone(),
     })
+}
+
+/// What is wrong with the `--model` flags: each checked by the same rules as
+/// `agentci run --model`, before any case runs; none twice; one with `--record`.
+fn model_problems(args: &EvalArgs, problems: &mut Vec<String>) {
+    for (i, model) in args.model.iter().enumerate() {
+        if let Err(e) = parse_model_flag(model) {
+            problems.push(format!("error: --model {model}: {e}"));
+        }
+        if args.model[..i].contains(model) {
+            problems.push(format!(
+                "error: --model {model} is given twice; give each model to compare once"
+            ));
+        }
+    }
+    if args.record && args.model.len() > 1 {
+        problems.push(
+            "error: --record with several --model: a case records one cassette; record with \
+             one model at a time"
+                .to_string(),
+        );
+    }
 }
 
 pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>> {

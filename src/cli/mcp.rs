@@ -280,6 +280,21 @@ async fn run_call(args: CallArgs, started: &Started) -> Result<Exit, CliError> {
 fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<String>), String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    if let Some(selection) = flag_server(source, &cwd)? {
+        return Ok((selection, words.to_vec()));
+    }
+    let Some((job_file, rest)) = words.split_first() else {
+        return Err(
+            "expected a job file, --url URL, or -- COMMAND ARGS... (see `agentci mcp --help`)"
+                .to_string(),
+        );
+    };
+    Ok((job_servers(source, &cwd, job_file)?, rest.to_vec()))
+}
+
+/// The one server `--url` or `-- COMMAND ARGS...` names, with the flags'
+/// timeouts; `None` when neither is given.
+fn flag_server(source: &SourceArgs, cwd: &Path) -> Result<Option<Selection>, String> {
     let given = [source.url.is_some(), !source.command.is_empty()];
     if given.iter().all(|g| *g) {
         return Err("give either --url URL or -- COMMAND ARGS..., not both".to_string());
@@ -293,7 +308,7 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
     let workspace = source
         .workspace
         .as_ref()
-        .map_or_else(|| cwd.clone(), |w| cwd.join(w));
+        .map_or_else(|| cwd.to_path_buf(), |w| cwd.join(w));
     let one = |name: String, transport: McpTransport| McpServerSpec {
         name,
         transport,
@@ -317,14 +332,11 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
             headers,
         };
         let servers = vec![one("remote".to_string(), transport)];
-        return Ok((
-            Selection {
-                servers,
-                workspace,
-                runner: None,
-            },
-            words.to_vec(),
-        ));
+        return Ok(Some(Selection {
+            servers,
+            workspace,
+            runner: None,
+        }));
     }
     if let Some((program, args)) = source.command.split_first() {
         let transport = McpTransport::Stdio {
@@ -334,21 +346,17 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
             cwd: None,
         };
         let servers = vec![one(name_for_command(program), transport)];
-        return Ok((
-            Selection {
-                servers,
-                workspace,
-                runner: None,
-            },
-            words.to_vec(),
-        ));
+        return Ok(Some(Selection {
+            servers,
+            workspace,
+            runner: None,
+        }));
     }
-    let Some((job_file, rest)) = words.split_first() else {
-        return Err(
-            "expected a job file, --url URL, or -- COMMAND ARGS... (see `agentci mcp --help`)"
-                .to_string(),
-        );
-    };
+    Ok(None)
+}
+
+/// The servers of a job file's `mcp.servers`, run as the job would run them.
+fn job_servers(source: &SourceArgs, cwd: &Path, job_file: &str) -> Result<Selection, String> {
     if source.timeout.is_some() || source.startup_timeout.is_some() {
         return Err(
             "--timeout and --startup-timeout are for --url and -- servers; a job sets \
@@ -357,7 +365,7 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
         );
     }
     let options = LoadOptions {
-        cwd: cwd.clone(),
+        cwd: cwd.to_path_buf(),
         vars: source.vars.clone(),
         workspace: source.workspace.clone(),
         ..LoadOptions::default()
@@ -373,12 +381,11 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
         return Err(format!("{job_file} has no `mcp.servers`"));
     }
     let runner = job_runner(&job)?;
-    let selection = Selection {
+    Ok(Selection {
         servers: job.mcp.servers,
         workspace: job.workspace,
         runner: Some(runner),
-    };
-    Ok((selection, rest.to_vec()))
+    })
 }
 
 /// The process runner a run of `job` would have: its sandbox profile, its

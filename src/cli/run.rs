@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::cancel_pair;
+use crate::agent::{CancelTrigger, cancel_pair};
 use crate::event::RunStatus;
 use crate::runner::{self, RunOptions};
 use crate::sink::bus::EventSink;
@@ -25,7 +25,6 @@ use super::signals;
 use super::{CliError, Exit};
 
 pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
-    let mut stderr = std::io::stderr();
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let resume_dir = args.resume.as_ref().map(|dir| cwd.join(dir));
     if let Some(dir) = &resume_dir {
@@ -38,18 +37,7 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
         Ok(flags) => flags,
         Err(problem) => return did_not_start(&[*problem], args.progress, &cwd),
     };
-    let options = LoadOptions {
-        cwd: cwd.clone(),
-        vars: args.vars.clone(),
-        workspace: args.workspace.clone(),
-        skills_path: args.skills_path.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        replay: args.replay.clone(),
-        replay_match: args.replay_match.clone(),
-        job_flags,
-        reject_unused_vars: true,
-    };
+    let options = load_options(&args, &cwd, job_flags);
     let job_file = args
         .job
         .clone()
@@ -111,28 +99,73 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
         checkpoint: Some(job),
         resume: resumption,
     };
+    let (report, received) = match execute(&prepared, run_options, trigger)? {
+        (Ok(report), received) => (report, received),
+        (Err(e), _) => {
+            return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
+        }
+    };
+    Ok(finish(&args, &cwd, &report, &received, trace_to_stdout))
+}
+
+/// Runs the prepared job on its own runtime, SIGINT and SIGTERM cancelling
+/// it; which signal came, if one did, decides an interrupted run's exit code.
+fn execute(
+    prepared: &runner::Prepared,
+    options: RunOptions,
+    trigger: CancelTrigger,
+) -> Result<
+    (
+        Result<runner::RunReport, runner::StartError>,
+        signals::Received,
+    ),
+    CliError,
+> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?;
     let outcome = runtime.block_on(async {
         let received = signals::install(trigger)?;
-        Ok::<_, std::io::Error>((runner::run_prepared(&prepared, run_options).await, received))
+        Ok::<_, std::io::Error>((runner::run_prepared(prepared, options).await, received))
     });
     // Tasks left behind by a cancelled run must not hold up the exit.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    let (report, received) = match outcome {
-        Ok((Ok(report), received)) => (report, received),
-        Ok((Err(e), _)) => {
-            return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
-        }
-        Err(e) => return Err(CliError::Signals(e)),
-    };
+    outcome.map_err(CliError::Signals)
+}
+
+/// How the job's flags and the command line's options shape loading the job.
+fn load_options(args: &RunArgs, cwd: &Path, job_flags: JobFlags) -> LoadOptions {
+    LoadOptions {
+        cwd: cwd.to_path_buf(),
+        vars: args.vars.clone(),
+        workspace: args.workspace.clone(),
+        skills_path: args.skills_path.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        replay: args.replay.clone(),
+        replay_match: args.replay_match.clone(),
+        job_flags,
+        reject_unused_vars: true,
+    }
+}
+
+/// After the run: the errors of sinks that could not write, the agent's
+/// summary (on stdout unless stdout holds the event stream), the
+/// `--output-last-message` file, the status line, and the exit code.
+fn finish(
+    args: &RunArgs,
+    cwd: &Path,
+    report: &runner::RunReport,
+    received: &signals::Received,
+    trace_to_stdout: bool,
+) -> Exit {
+    let mut stderr = std::io::stderr();
     for e in &report.sink_errors {
         let _ = writeln!(stderr, "error: failed to write {e}");
     }
     let completed = &report.completed;
-    let github = github_config(args.progress, &cwd).is_some();
+    let github = github_config(args.progress, cwd).is_some();
     if let Some(summary) = &completed.summary {
         if trace_to_stdout {
             // stdout holds only the event stream; the summary is in it too.
@@ -153,19 +186,19 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
         "agentci: {} — {} (trace: {}, junit: {})",
         completed.status.as_str(),
         completed.reason,
-        shown(&report.trace, &cwd),
-        shown(&report.junit, &cwd),
+        shown(&report.trace, cwd),
+        shown(&report.junit, cwd),
     );
     print_model_text(&mut stderr, &status_line, github);
     if (failed_to_write || !report.sink_errors.is_empty()) && completed.status == RunStatus::Passed
     {
         // A passing run whose results could not be written is not a pass CI can trust.
-        return Ok(Exit::Error);
+        return Exit::Error;
     }
     if completed.status == RunStatus::Interrupted {
-        return Ok(received.exit());
+        return received.exit();
     }
-    Ok(Exit::from(completed.status))
+    Exit::from(completed.status)
 }
 
 /// The job-shaping flags, with `--goal -` read from stdin.

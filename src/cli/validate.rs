@@ -172,43 +172,8 @@ impl<W: Write> Validation<W> {
         let Some(loaded) = loaded else { return };
         let job = &loaded.job;
         let (line, column) = loaded.skill_position;
-        let dir = match &job.skill {
-            SkillRef::Name(name) => {
-                find_skill_dir(name, &skill_search_paths(job, &self.skills_path))
-            }
-            SkillRef::Path(dir) if dir.join("SKILL.md").is_file() => Ok(dir.clone()),
-            SkillRef::Path(dir) => {
-                let message = format!(
-                    "skill folder {} has no SKILL.md (relative paths start at the job file's folder)",
-                    self.shown(dir).display()
-                );
-                self.report(vec![Diagnostic::error(file, line, column, message)]);
-                return;
-            }
-            // Resolving fills the cache, so the run that follows needs no network.
-            SkillRef::Git(source) => match default_cache_dir() {
-                Some(cache) => fetch_skill(source, &cache)
-                    .map(|(dir, _)| dir)
-                    .map_err(SkillError::Git),
-                None => Err(SkillError::Git(GitSkillError::NoCache)),
-            },
-        };
-        let dir = match dir {
-            Ok(dir) => dir,
-            Err(e) => {
-                let hint = match &e {
-                    SkillError::NotFound { name, searched } => {
-                        crate::spec::suggest::similar_skill(name, searched)
-                    }
-                    _ => String::new(),
-                };
-                let mut diagnostics = e.diagnostics(file, line, column);
-                diagnostics
-                    .iter_mut()
-                    .for_each(|d| d.message.push_str(&hint));
-                self.report(diagnostics);
-                return;
-            }
+        let Some(dir) = self.skill_dir(file, job, (line, column)) else {
+            return;
         };
         let skill = self.skill(&dir);
         let further_ok = self.further_skills(file, job);
@@ -235,6 +200,55 @@ impl<W: Write> Validation<W> {
                 self.skill_label(&job.skill)
             );
             self.report(vec![Diagnostic::error(file, line, column, message)]);
+        }
+    }
+
+    /// The folder of the job's main skill: found by name, given as a path,
+    /// or fetched from git into the cache. `None` when it cannot be had,
+    /// after reporting why at the job's `skill:`.
+    fn skill_dir(
+        &mut self,
+        file: &Path,
+        job: &JobSpec,
+        (line, column): (u32, u32),
+    ) -> Option<PathBuf> {
+        let dir = match &job.skill {
+            SkillRef::Name(name) => {
+                find_skill_dir(name, &skill_search_paths(job, &self.skills_path))
+            }
+            SkillRef::Path(dir) if dir.join("SKILL.md").is_file() => Ok(dir.clone()),
+            SkillRef::Path(dir) => {
+                let message = format!(
+                    "skill folder {} has no SKILL.md (relative paths start at the job file's folder)",
+                    self.shown(dir).display()
+                );
+                self.report(vec![Diagnostic::error(file, line, column, message)]);
+                return None;
+            }
+            // Resolving fills the cache, so the run that follows needs no network.
+            SkillRef::Git(source) => match default_cache_dir() {
+                Some(cache) => fetch_skill(source, &cache)
+                    .map(|(dir, _)| dir)
+                    .map_err(SkillError::Git),
+                None => Err(SkillError::Git(GitSkillError::NoCache)),
+            },
+        };
+        match dir {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                let hint = match &e {
+                    SkillError::NotFound { name, searched } => {
+                        crate::spec::suggest::similar_skill(name, searched)
+                    }
+                    _ => String::new(),
+                };
+                let mut diagnostics = e.diagnostics(file, line, column);
+                diagnostics
+                    .iter_mut()
+                    .for_each(|d| d.message.push_str(&hint));
+                self.report(diagnostics);
+                None
+            }
         }
     }
 

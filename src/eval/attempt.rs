@@ -18,12 +18,12 @@ use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
-use crate::event::{Event, EventKind, RunStatus};
+use crate::event::{Event, EventKind, RunCompleted, RunStatus};
 use crate::process::{ProcessRunner, RunnerConfig};
 use crate::provider::replay_drift::ReplayDrift;
 use crate::redact::Redactor;
 use crate::runner::secrets::secret_values;
-use crate::runner::{self, Prepared, RunOptions};
+use crate::runner::{self, Prepared, RunOptions, RunReport};
 use crate::sink::FileBase;
 use crate::sink::bus::{EventSink, SinkError};
 use crate::spec::{JobFlags, LoadOptions};
@@ -140,16 +140,7 @@ async fn run_into(
     settings: &AttemptSettings,
 ) -> Result<(), String> {
     let setup = Instant::now();
-    let fixture = case.fixture.clone();
-    let temp_dir = settings.temp_dir.clone();
-    let (workspace, private, before) = tokio::task::spawn_blocking(move || {
-        let workspace = materialize(&fixture, &temp_dir)?;
-        let private = PrivateArea::create(&temp_dir)?;
-        let before = Snapshot::take(workspace.path())?;
-        Ok::<(TempWorkspace, PrivateArea, Snapshot), String>((workspace, private, before))
-    })
-    .await
-    .map_err(|e| format!("making the workspace crashed: {e}"))??;
+    let (workspace, private, before) = make_workspace(case, settings).await?;
     result.setup_ms = millis(setup.elapsed());
 
     let prepared = prepare(suite, case, plan, settings, workspace.path())?;
@@ -159,46 +150,22 @@ async fn run_into(
     let own_env = private.env(|name| std::env::var_os(name), &job_env);
     let tool_calls = Arc::new(Mutex::new(Vec::new()));
     let drift = Arc::new(Mutex::new(None));
-    let options = RunOptions {
-        out_dir: Some(plan.dir.clone()),
-        record: settings.record.then(|| record_cassette(case, plan.attempt)),
-        sinks: vec![
-            Box::new(ToolCallLog(Arc::clone(&tool_calls))),
-            Box::new(DriftLog(Arc::clone(&drift))),
-        ],
-        cancel: settings.cancel.clone(),
-        junit_files: FileBase {
-            cwd: settings.cwd.clone(),
-            root: None,
-        },
-        extra_env: own_env.clone(),
-        ..RunOptions::default()
-    };
+    let sinks: Vec<Box<dyn EventSink>> = vec![
+        Box::new(ToolCallLog(Arc::clone(&tool_calls))),
+        Box::new(DriftLog(Arc::clone(&drift))),
+    ];
+    let options = run_options(case, plan, settings, sinks, own_env.clone());
     let report = runner::run_prepared(&prepared, options)
         .await
         .map_err(|e| format!("the run could not start: {e}"))?;
     let completed = report.completed.clone();
     result.trace = Some(shown(&report.trace, &plan.out_root));
-    result.run_status = Some(completed.status);
-    result.reason = completed.reason.clone();
-    result.model = Some(format!(
-        "{}:{}",
-        prepared.job.model.provider.as_str(),
-        prepared.job.model.name
-    ));
-    let totals = &completed.totals;
-    result.turns = totals.turns;
-    result.tool_calls = totals.tool_calls;
-    result.input_tokens = totals.input_tokens;
-    result.output_tokens = totals.output_tokens;
-    result.cost_usd = totals.cost_usd;
-    result.run_ms = totals.duration_ms;
+    take_run(result, &prepared, &completed);
     result.replay_drift = drift.lock().unwrap_or_else(|p| p.into_inner()).take();
     result.result = completed.result.clone();
     if completed.status == RunStatus::Interrupted {
         interrupted(result, &completed.reason);
-        workspace.remove_now().await;
-        drop_now(private).await;
+        clean_up_now(workspace, private).await;
         return Ok(());
     }
 
@@ -229,19 +196,80 @@ async fn run_into(
         Ok(assertions) => assertions,
         Err(reason) => {
             interrupted(result, &reason);
-            workspace.remove_now().await;
-            drop_now(private).await;
+            clean_up_now(workspace, private).await;
             return Ok(());
         }
     };
     result.assertions = assertions;
     workspace.remove_in_background();
-    // Build output can be large: removed off the runtime, like the workspace.
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(private))),
-        Err(_) => drop(private),
-    }
+    remove_in_background(private);
 
+    decide(result, &completed, &report);
+    Ok(())
+}
+
+/// Where the attempt's run writes, what observes it, and the environment its
+/// commands get on top of the job's.
+fn run_options(
+    case: &CaseSpec,
+    plan: &AttemptPlan,
+    settings: &AttemptSettings,
+    sinks: Vec<Box<dyn EventSink>>,
+    extra_env: Vec<(String, String)>,
+) -> RunOptions {
+    RunOptions {
+        out_dir: Some(plan.dir.clone()),
+        record: settings.record.then(|| record_cassette(case, plan.attempt)),
+        sinks,
+        cancel: settings.cancel.clone(),
+        junit_files: FileBase {
+            cwd: settings.cwd.clone(),
+            root: None,
+        },
+        extra_env,
+        ..RunOptions::default()
+    }
+}
+
+/// The case's fixture copied into a fresh workspace, the attempt's private
+/// area, and the workspace as it was before the run (to tell what changed).
+async fn make_workspace(
+    case: &CaseSpec,
+    settings: &AttemptSettings,
+) -> Result<(TempWorkspace, PrivateArea, Snapshot), String> {
+    let fixture = case.fixture.clone();
+    let temp_dir = settings.temp_dir.clone();
+    tokio::task::spawn_blocking(move || {
+        let workspace = materialize(&fixture, &temp_dir)?;
+        let private = PrivateArea::create(&temp_dir)?;
+        let before = Snapshot::take(workspace.path())?;
+        Ok::<(TempWorkspace, PrivateArea, Snapshot), String>((workspace, private, before))
+    })
+    .await
+    .map_err(|e| format!("making the workspace crashed: {e}"))?
+}
+
+/// What the run reported, as the attempt's: status, reason, model and totals.
+fn take_run(result: &mut AttemptResult, prepared: &Prepared, completed: &RunCompleted) {
+    result.run_status = Some(completed.status);
+    result.reason = completed.reason.clone();
+    result.model = Some(format!(
+        "{}:{}",
+        prepared.job.model.provider.as_str(),
+        prepared.job.model.name
+    ));
+    let totals = &completed.totals;
+    result.turns = totals.turns;
+    result.tool_calls = totals.tool_calls;
+    result.input_tokens = totals.input_tokens;
+    result.output_tokens = totals.output_tokens;
+    result.cost_usd = totals.cost_usd;
+    result.run_ms = totals.duration_ms;
+}
+
+/// The attempt's outcome from how the run ended and what the assertions
+/// found; results that could not be written make it an error.
+fn decide(result: &mut AttemptResult, completed: &RunCompleted, report: &RunReport) {
     // The provider or agentci failed: nothing the case asserts can be trusted.
     let infrastructure = matches!(
         completed.status,
@@ -265,12 +293,22 @@ async fn run_into(
         result.outcome = Outcome::Error;
         result.reason = format!("cannot write the run's results: {error}");
     }
-    Ok(())
 }
 
-/// Remove the private area on a blocking thread and wait for it.
-async fn drop_now(private: PrivateArea) {
+/// Remove the workspace and the private area, and wait for it: an
+/// interrupted attempt leaves nothing behind when the process exits.
+async fn clean_up_now(workspace: TempWorkspace, private: PrivateArea) {
+    workspace.remove_now().await;
     let _ = tokio::task::spawn_blocking(move || drop(private)).await;
+}
+
+/// Build output can be large: the private area is removed off the runtime,
+/// like the workspace.
+fn remove_in_background(private: PrivateArea) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(private))),
+        Err(_) => drop(private),
+    }
 }
 
 /// The process runner for a case's `run:` assertions: the job's sandbox,

@@ -54,9 +54,14 @@ pub struct GithubActions {
     written: bool,
 }
 
+mod commands;
+mod outputs;
 mod start_failure;
 mod summary;
 
+pub use commands::{annotation, escape_data, escape_property};
+pub use outputs::output_line;
+use outputs::outputs_text;
 pub use start_failure::report_start_failure;
 use summary::summary_markdown;
 
@@ -440,107 +445,6 @@ fn append(path: &Path, text: &str, what: &'static str) -> Result<(), SinkError> 
         })
 }
 
-/// `::KIND file=F,line=L,title=T::MESSAGE`, escaped as the runner expects.
-pub fn annotation(
-    kind: &str,
-    file: &str,
-    line: usize,
-    title: Option<&str>,
-    message: &str,
-) -> String {
-    let mut properties = Vec::new();
-    if !file.is_empty() {
-        properties.push(format!("file={}", escape_property(file)));
-        properties.push(format!("line={line}"));
-    }
-    if let Some(title) = title {
-        properties.push(format!("title={}", escape_property(title)));
-    }
-    let properties = if properties.is_empty() {
-        String::new()
-    } else {
-        format!(" {}", properties.join(","))
-    };
-    format!("::{kind}{properties}::{}", escape_data(message))
-}
-
-/// The message part of a workflow command.
-pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A `key=value` property of a workflow command.
-pub fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// The step outputs: `name=value` lines, or `name<<DELIM` blocks for values
-/// with a line break.
-fn outputs_text(report: &RunReport, delimiter: &str) -> String {
-    let status = report
-        .completed
-        .as_ref()
-        .map_or(RunStatus::Error, |done| done.status);
-    let outputs = report.started.as_ref().map(|s| &s.outputs);
-    let path = |key: &str| {
-        outputs
-            .and_then(|o| serde_json::to_value(o).ok())
-            .and_then(|o| o.get(key).and_then(Value::as_str).map(str::to_string))
-            .unwrap_or_default()
-    };
-    let cost = report
-        .completed
-        .as_ref()
-        .and_then(|done| done.totals.cost_usd)
-        .map(|c| format!("{c:.6}"))
-        .unwrap_or_default();
-    let mut pairs = vec![
-        ("status", status.as_str().to_string()),
-        (
-            "exit-code",
-            report
-                .completed
-                .as_ref()
-                .map_or(status.exit_code(), RunCompleted::exit_code)
-                .to_string(),
-        ),
-        ("trace", path("trace")),
-        ("junit", path("junit")),
-        // The patch path, once the run writes one (`outputs.patch`).
-        ("patch", path("patch")),
-        ("cost-usd", cost),
-    ];
-    // Only a run with a result schema has this output.
-    if let Some(result) = result_output(report) {
-        pairs.push(("result", result));
-    }
-    pairs
-        .iter()
-        .map(|(name, value)| output_line(name, value, delimiter))
-        .collect()
-}
-
-/// The structured result as compact JSON (one line: JSON escapes line
-/// breaks in strings).
-fn result_output(report: &RunReport) -> Option<String> {
-    report
-        .completed
-        .as_ref()
-        .and_then(|done| done.result.as_ref())
-        .map(|result| result.to_string())
-}
-
-/// `name=value`, or a `name<<DELIM` block when the value has a line break.
-pub fn output_line(name: &str, value: &str, delimiter: &str) -> String {
-    if value.contains('\n') || value.contains('\r') {
-        format!("{name}<<{delimiter}\n{value}\n{delimiter}\n")
-    } else {
-        format!("{name}={value}\n")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,35 +466,5 @@ mod tests {
             Some("error: could not compile `demo`")
         );
         assert_eq!(telling_line(&["all fine"]), None);
-    }
-
-    #[test]
-    fn workflow_command_values_are_escaped() {
-        assert_eq!(escape_data("50%\nnext\r"), "50%25%0Anext%0D");
-        assert_eq!(escape_property("a:b,c"), "a%3Ab%2Cc");
-        assert_eq!(
-            annotation("error", "src/x.rs", 3, Some("t: 1"), "bad\nthing"),
-            "::error file=src/x.rs,line=3,title=t%3A 1::bad%0Athing"
-        );
-    }
-
-    #[test]
-    fn multiline_outputs_use_a_delimiter() {
-        let report = RunReport {
-            completed: Some(RunCompleted {
-                status: RunStatus::Failed,
-                reason: String::new(),
-                summary: None,
-                totals: Default::default(),
-                checks_passed: 0,
-                checks_failed: 1,
-                result: None,
-            }),
-            ..RunReport::default()
-        };
-        let text = outputs_text(&report, "EOF_X");
-        assert!(text.starts_with("status=failed\nexit-code=1\n"), "{text}");
-        assert!(text.contains("cost-usd=\n"), "{text}");
-        assert_eq!(output_line("a", "x\ny", "EOF_X"), "a<<EOF_X\nx\ny\nEOF_X\n");
     }
 }

@@ -50,6 +50,23 @@ pub fn summary(results: &Results) -> String {
     if let Some(note) = &results.interrupted {
         let _ = writeln!(out, "> ⚠️ **Interrupted**: {}.\n", cell(note));
     }
+    suite_lines(results, &mut out);
+    let any_error = cases_table(results, &mut out);
+    out.push_str(
+        "\npass@k: at least one of the k attempts that reached a verdict passed; pass^k: all \
+         of them did. Turns, tokens, cost and time are means per attempt.\n",
+    );
+    if any_error {
+        let _ = writeln!(out, "\n{ERROR_MEANING}");
+    }
+    drift_notes(results, &mut out);
+    regressions(results, &mut out);
+    attempts_not_passed(results, &mut out);
+    out
+}
+
+/// One line per suite: its cases' results, the gate, and the pass metrics.
+fn suite_lines(results: &Results, out: &mut String) {
     for suite in &results.suites {
         let _ = writeln!(
             out,
@@ -73,6 +90,11 @@ pub fn summary(results: &Results) -> String {
             suite.pass_pow_k,
         );
     }
+}
+
+/// The table of cases (with a model column when models are compared);
+/// true when a case errored, which the note under it then explains.
+fn cases_table(results: &Results, out: &mut String) -> bool {
     let compared = !results.compared_models().is_empty();
     out.push_str(if compared {
         "| suite | case | model | result | attempts passed | pass@1 | pass@k | pass^k | turns | tokens | cost | time |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -102,14 +124,11 @@ pub fn summary(results: &Results) -> String {
             );
         }
     }
-    out.push_str(
-        "\npass@k: at least one of the k attempts that reached a verdict passed; pass^k: all \
-         of them did. Turns, tokens, cost and time are means per attempt.\n",
-    );
-    if any_error {
-        let _ = writeln!(out, "\n{ERROR_MEANING}");
-    }
-    drift_notes(results, &mut out);
+    any_error
+}
+
+/// The regressions against the baseline, when there are any.
+fn regressions(results: &Results, out: &mut String) {
     if !results.regressions.is_empty() {
         out.push_str(
             "\n### Regressions against the baseline\n\n| what | before | after |\n|---|---|---|\n",
@@ -124,6 +143,10 @@ pub fn summary(results: &Results) -> String {
             );
         }
     }
+}
+
+/// Each attempt that did not pass, with its outcome and reason.
+fn attempts_not_passed(results: &Results, out: &mut String) {
     let mut problems = String::new();
     for suite in &results.suites {
         for case in &suite.cases {
@@ -153,7 +176,6 @@ pub fn summary(results: &Results) -> String {
         out.push_str("\n### Attempts that did not pass\n\n");
         out.push_str(&problems);
     }
-    out
 }
 
 fn verdict(case: &CaseResult) -> &'static str {

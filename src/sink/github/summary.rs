@@ -14,6 +14,21 @@ use crate::sink::progress::{one_line, plural, secs, thousands};
 /// The Markdown step summary of one run.
 pub(super) fn summary_markdown(report: &RunReport) -> String {
     let mut md = String::new();
+    heading_and_numbers(&mut md, report);
+    plan_section(&mut md, report);
+    checks_section(&mut md, report);
+    checklist_section(&mut md, report);
+    changed_files_section(&mut md, report);
+    if let Some(summary) = report.completed.as_ref().and_then(|d| d.summary.as_deref()) {
+        let _ = writeln!(md, "### Summary\n\n{}\n", summary.trim());
+    }
+    result_section(&mut md, report);
+    footer(&mut md, report);
+    md
+}
+
+/// The status line with the reason, and the table of the run's numbers.
+fn heading_and_numbers(md: &mut String, report: &RunReport) {
     let name = report
         .started
         .as_ref()
@@ -65,7 +80,10 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         let _ = writeln!(md, "| Cost | {cost} |");
     }
     md.push('\n');
+}
 
+/// The plan, each step marked with how it ended or that it was not reached.
+fn plan_section(md: &mut String, report: &RunReport) {
     if !report.plan.is_empty() {
         md.push_str("### Plan\n\n");
         for (i, step) in report.plan.iter().enumerate() {
@@ -88,7 +106,10 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         }
         md.push('\n');
     }
+}
 
+/// The checks' table, then the last lines of output of each that failed.
+fn checks_section(md: &mut String, report: &RunReport) {
     if !report.checks.is_empty() {
         md.push_str("### Checks\n\n| Check | Result | Exit code | Duration |\n|---|---|---|---|\n");
         for check in &report.checks {
@@ -122,7 +143,10 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
             }
         }
     }
+}
 
+/// The agent's `todo` checklist as it last stood, when it kept one.
+fn checklist_section(md: &mut String, report: &RunReport) {
     if let Some(items) = report
         .todo
         .as_ref()
@@ -141,7 +165,10 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         }
         md.push('\n');
     }
+}
 
+/// The files the run changed.
+fn changed_files_section(md: &mut String, report: &RunReport) {
     md.push_str("### Changed files\n\n");
     if report.changed_files.is_empty() {
         md.push_str("None.\n\n");
@@ -151,11 +178,10 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
         }
         md.push('\n');
     }
+}
 
-    if let Some(summary) = report.completed.as_ref().and_then(|d| d.summary.as_deref()) {
-        let _ = writeln!(md, "### Summary\n\n{}\n", summary.trim());
-    }
-    result_section(&mut md, report);
+/// Where the trace and the JUnit report were written.
+fn footer(md: &mut String, report: &RunReport) {
     if let Some(started) = &report.started {
         let outputs = &started.outputs;
         let _ = writeln!(
@@ -166,7 +192,6 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
             outputs.junit.as_deref().unwrap_or("-")
         );
     }
-    md
 }
 
 /// The structured result, pretty-printed in a JSON block (cut when long:

@@ -15,7 +15,7 @@ use super::lines::{
     todo_line, trim_line,
 };
 use super::text::{one_line, plural};
-use crate::event::{Decision, Event, EventKind, RunStatus};
+use crate::event::{Decision, Event, EventKind, RunCompleted, RunStatus};
 use crate::sink::bus::{EventSink, SinkError};
 
 /// A live progress bar on stderr for a terminal: the plan's steps as a bar,
@@ -146,19 +146,10 @@ impl ProgressBars {
         self.bar.set_length(len as u64);
         self.bar.set_position(done.min(len) as u64);
     }
-}
 
-impl EventSink for ProgressBars {
-    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
-        match &event.kind {
-            EventKind::RunStarted(run) => {
-                self.bar.println(format!("{PREFIX} run {}", run.job_name));
-                self.refresh_message();
-            }
-            EventKind::Warning { source, message } => {
-                self.bar
-                    .println(format!("{PREFIX} warning: {source}: {message}"));
-            }
+    /// The plan's events: the bar's length and position, the current step.
+    fn on_plan_event(&mut self, kind: &EventKind) {
+        match kind {
             EventKind::PlanCreated { steps } => {
                 self.titles = steps.iter().map(|s| s.title.clone()).collect();
                 self.outcomes.clear();
@@ -188,6 +179,14 @@ impl EventSink for ProgressBars {
                     self.bar.set_position((index + 1).min(len) as u64);
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// The tool calls' events: the call shown beside the bar, denials and
+    /// the `todo` checklist printed above it.
+    fn on_tool_event(&mut self, kind: &EventKind) {
+        match kind {
             EventKind::ToolCall {
                 call_id,
                 tool,
@@ -219,6 +218,44 @@ impl EventSink for ProgressBars {
                 self.tool = None;
                 self.refresh_message();
             }
+            _ => {}
+        }
+    }
+
+    /// The run ended: the bar gives way to the plan, the checks and the totals.
+    fn on_run_completed(&mut self, done: &RunCompleted) {
+        // The bar's lines vanish with it; the picture a reader wants
+        // afterwards is what the plain log shows: plan, checks, totals.
+        for line in self.final_picture() {
+            self.bar.println(format!("{PREFIX} {line}"));
+        }
+        self.bar.set_style(style("{msg}"));
+        let mut message = format!("{PREFIX} {}", run_line(done));
+        if done.status != RunStatus::Passed {
+            message.push_str(&format!("\n{PREFIX}   reason: {}", done.reason));
+        }
+        self.bar.finish_with_message(message);
+    }
+}
+
+impl EventSink for ProgressBars {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        match &event.kind {
+            EventKind::RunStarted(run) => {
+                self.bar.println(format!("{PREFIX} run {}", run.job_name));
+                self.refresh_message();
+            }
+            EventKind::Warning { source, message } => {
+                self.bar
+                    .println(format!("{PREFIX} warning: {source}: {message}"));
+            }
+            EventKind::PlanCreated { .. }
+            | EventKind::PlanUpdated { .. }
+            | EventKind::StepStarted { .. }
+            | EventKind::StepCompleted { .. } => self.on_plan_event(&event.kind),
+            EventKind::ToolCall { .. }
+            | EventKind::PermissionDecision { .. }
+            | EventKind::ToolResult(_) => self.on_tool_event(&event.kind),
             EventKind::BudgetExceeded { limit, .. } => {
                 self.bar
                     .println(format!("{PREFIX} budget exceeded: {}", limit.key()));
@@ -248,19 +285,7 @@ impl EventSink for ProgressBars {
                     self.check_results.push(first.clone());
                 }
             }
-            EventKind::RunCompleted(done) => {
-                // The bar's lines vanish with it; the picture a reader wants
-                // afterwards is what the plain log shows: plan, checks, totals.
-                for line in self.final_picture() {
-                    self.bar.println(format!("{PREFIX} {line}"));
-                }
-                self.bar.set_style(style("{msg}"));
-                let mut message = format!("{PREFIX} {}", run_line(done));
-                if done.status != RunStatus::Passed {
-                    message.push_str(&format!("\n{PREFIX}   reason: {}", done.reason));
-                }
-                self.bar.finish_with_message(message);
-            }
+            EventKind::RunCompleted(done) => self.on_run_completed(done),
             EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
                 if let Some(line) = git_line(&event.kind) {
                     self.bar.println(format!("{PREFIX} {line}"));

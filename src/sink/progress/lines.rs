@@ -27,11 +27,6 @@ impl LogLines {
     /// The lines `event` is shown as; empty for events a log reader does not need.
     pub(in crate::sink) fn lines(&mut self, event: &Event) -> Vec<String> {
         let mut lines = Vec::new();
-        // A sub-agent's call ids are its model's, and may repeat the parent's.
-        let scoped = |id: &str| match &event.agent {
-            Some(agent) => format!("{}/{id}", agent.id),
-            None => id.to_string(),
-        };
         match &event.kind {
             EventKind::RunStarted(run) => lines.push(format!(
                 "run {}: skill {}, model {}:{}, {} tools",
@@ -58,6 +53,57 @@ impl LogLines {
                     None => " (the run had been killed)".to_string(),
                 }
             )),
+            EventKind::PlanCreated { .. }
+            | EventKind::PlanUpdated { .. }
+            | EventKind::StepStarted { .. }
+            | EventKind::StepCompleted { .. } => lines.extend(self.plan_event_lines(&event.kind)),
+            // The calls' own lines say what ran; the grouping is for the trace.
+            EventKind::ModelRequest(_)
+            | EventKind::ModelResponse(_)
+            | EventKind::ToolBatchStarted(_)
+            | EventKind::ToolBatchCompleted(_) => {}
+            // Its warning, emitted with it, is the line.
+            EventKind::SandboxDegraded(_) => {}
+            EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
+            EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
+            EventKind::ReplayDrift(drift) => lines.push(format!("replay: {}", drift.summary())),
+            EventKind::ContextCompacted(c) => lines.push(compacted_line(c)),
+            EventKind::ToolCall { .. }
+            | EventKind::PermissionDecision { .. }
+            | EventKind::ToolResult(_)
+            | EventKind::SubagentStarted(_)
+            | EventKind::SubagentCompleted(_) => lines.extend(self.tool_lines(event)),
+            EventKind::BudgetExceeded { limit, used, max } => {
+                lines.push(format!(
+                    "budget exceeded: {} {} of {}",
+                    limit.key(),
+                    budget_amount(*limit, *used),
+                    budget_amount(*limit, *max)
+                ));
+            }
+            EventKind::CheckCompleted(_)
+            | EventKind::RoundStarted { .. }
+            | EventKind::RoundCompleted { .. } => lines.extend(checks_lines(&event.kind)),
+            EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
+                lines.extend(git_line(&event.kind));
+            }
+            EventKind::McpServerDown { .. }
+            | EventKind::McpServerRequest { .. }
+            | EventKind::McpToolsRefreshed { .. } => lines.extend(mcp_lines(&event.kind)),
+            EventKind::RunCompleted(done) => {
+                lines.push(run_line(done));
+                if done.status != RunStatus::Passed {
+                    lines.push(format!("  reason: {}", done.reason));
+                }
+            }
+        }
+        lines
+    }
+
+    /// The plan's lines: the steps when planned or replanned, each step's start and end.
+    fn plan_event_lines(&mut self, kind: &EventKind) -> Vec<String> {
+        let mut lines = Vec::new();
+        match kind {
             EventKind::PlanCreated { steps } => {
                 self.plan_len = Some(steps.len());
                 lines.extend(plan_lines("plan".to_string(), steps));
@@ -85,17 +131,21 @@ impl LogLines {
                 status.as_str(),
                 one_line(summary, 160)
             )),
-            // The calls' own lines say what ran; the grouping is for the trace.
-            EventKind::ModelRequest(_)
-            | EventKind::ModelResponse(_)
-            | EventKind::ToolBatchStarted(_)
-            | EventKind::ToolBatchCompleted(_) => {}
-            // Its warning, emitted with it, is the line.
-            EventKind::SandboxDegraded(_) => {}
-            EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
-            EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
-            EventKind::ReplayDrift(drift) => lines.push(format!("replay: {}", drift.summary())),
-            EventKind::ContextCompacted(c) => lines.push(compacted_line(c)),
+            _ => {}
+        }
+        lines
+    }
+
+    /// The tool calls' lines: denials, finished calls and sub-agents (a
+    /// call's line waits for its result).
+    fn tool_lines(&mut self, event: &Event) -> Vec<String> {
+        let mut lines = Vec::new();
+        // A sub-agent's call ids are its model's, and may repeat the parent's.
+        let scoped = |id: &str| match &event.agent {
+            Some(agent) => format!("{}/{id}", agent.id),
+            None => id.to_string(),
+        };
+        match &event.kind {
             EventKind::ToolCall {
                 call_id,
                 tool,
@@ -118,38 +168,7 @@ impl LogLines {
             EventKind::SubagentStarted(_) | EventKind::SubagentCompleted(_) => {
                 lines.extend(subagent_line(event));
             }
-            EventKind::BudgetExceeded { limit, used, max } => {
-                lines.push(format!(
-                    "budget exceeded: {} {} of {}",
-                    limit.key(),
-                    budget_amount(*limit, *used),
-                    budget_amount(*limit, *max)
-                ));
-            }
-            EventKind::CheckCompleted(check) => lines.extend(check_lines(check)),
-            EventKind::RoundStarted { round, of } => {
-                lines.push(format!("round {round} of {of}"));
-            }
-            EventKind::RoundCompleted {
-                round,
-                of,
-                checks_passed,
-                checks_failed,
-            } => lines.push(format!(
-                "round {round} of {of}: {checks_passed} checks passed, {checks_failed} failed"
-            )),
-            EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
-                lines.extend(git_line(&event.kind));
-            }
-            EventKind::McpServerDown { .. }
-            | EventKind::McpServerRequest { .. }
-            | EventKind::McpToolsRefreshed { .. } => lines.extend(mcp_lines(&event.kind)),
-            EventKind::RunCompleted(done) => {
-                lines.push(run_line(done));
-                if done.status != RunStatus::Passed {
-                    lines.push(format!("  reason: {}", done.reason));
-                }
-            }
+            _ => {}
         }
         lines
     }
@@ -175,6 +194,27 @@ impl LogLines {
         }
         lines
     }
+}
+
+/// The checks' lines: each check's result, and the rounds they ran in.
+fn checks_lines(kind: &EventKind) -> Vec<String> {
+    let mut lines = Vec::new();
+    match kind {
+        EventKind::CheckCompleted(check) => lines.extend(check_lines(check)),
+        EventKind::RoundStarted { round, of } => {
+            lines.push(format!("round {round} of {of}"));
+        }
+        EventKind::RoundCompleted {
+            round,
+            of,
+            checks_passed,
+            checks_failed,
+        } => lines.push(format!(
+            "round {round} of {of}: {checks_passed} checks passed, {checks_failed} failed"
+        )),
+        _ => {}
+    }
+    lines
 }
 
 /// The line a sub-agent's start or end reads as, named by its id.

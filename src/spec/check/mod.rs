@@ -1,19 +1,22 @@
 //! Semantic validation of a parsed job: turns a [`RawJob`] into a
 //! [`JobSpec`], reporting every problem at its own line and column.
 //!
-//! Defaults live here (provider `openai`, permission default `deny`, check
-//! timeout 10m, `max_plan_turns` 5). Reading files and flags is
+//! Defaults live here or in the submodule of their key (provider `openai`,
+//! permission default `deny`, check timeout 10m, `max_plan_turns` 5). This
+//! module walks the job's keys in order and builds the spec; the larger
+//! keys are checked in submodules. Reading files and flags is
 //! [`super::load`]'s job.
 
 /// The largest `outputs.max_file_size` (1 TB): anything larger is a typo.
 const MAX_FILE_SIZE_LIMIT: u64 = 1_000_000_000_000;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_saphyr::Spanned;
 
+mod checks;
 mod env;
 mod git;
 mod guidance;
@@ -21,6 +24,7 @@ pub(crate) mod mcp;
 mod model;
 mod model_options;
 mod numbers;
+mod permissions;
 mod result;
 mod sandbox;
 mod tool_loop;
@@ -29,18 +33,13 @@ mod untrusted;
 pub(crate) use env::is_env_name;
 pub(crate) use result::schema_file_problem;
 
-use crate::policy::{DefaultDecision, ToolPattern};
 use crate::spec::diagnostic::{Pos, Reporter};
 use crate::spec::load::{Overrides, existing_dir, pos_of};
-use crate::spec::raw::{RawCheck, RawJob, RawOutputs, RawPermissions, RawSkill, Scalar};
+use crate::spec::raw::{RawJob, RawOutputs, RawSkill, Scalar};
 use crate::spec::vars::{is_valid_name, substitute};
-use crate::spec::{
-    CheckSpec, Diagnostic, FurtherSkill, JobSpec, OutputsSpec, PermissionsSpec, SkillRef,
-};
-use crate::tools::catalog;
+use crate::spec::{Diagnostic, FurtherSkill, JobSpec, OutputsSpec, SkillRef};
 use crate::tools::workspace::normalize;
 
-const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_PLAN_TURNS: u32 = 5;
 /// More rounds than this is a loop nobody meant: the budget is the real limit.
@@ -105,16 +104,7 @@ impl Checker<'_> {
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());
         let env = self.env(&raw.env, &secrets, &vars);
-        let max_plan_turns = raw
-            .max_plan_turns
-            .as_ref()
-            .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
-            .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
-        let checks_rounds = raw
-            .checks_rounds
-            .as_ref()
-            .and_then(|v| self.positive(v, "checks_rounds", MAX_CHECKS_ROUNDS))
-            .map_or(1, |n| n as u32);
+        let (max_plan_turns, checks_rounds) = self.turn_limits(&raw);
         let tool_loop = self.tool_loop(&raw);
         let guidance = self.guidance(&raw, workspace.as_deref());
         let result_schema = raw
@@ -156,6 +146,21 @@ impl Checker<'_> {
             _ => None,
         };
         (job, skill_position, self.r.diagnostics)
+    }
+
+    /// `max_plan_turns` (5 when not given) and `checks_rounds` (1).
+    fn turn_limits(&mut self, raw: &RawJob) -> (u32, u32) {
+        let max_plan_turns = raw
+            .max_plan_turns
+            .as_ref()
+            .and_then(|v| self.positive(v, "max_plan_turns", u32::MAX.into()))
+            .map_or(DEFAULT_MAX_PLAN_TURNS, |n| n as u32);
+        let checks_rounds = raw
+            .checks_rounds
+            .as_ref()
+            .and_then(|v| self.positive(v, "checks_rounds", MAX_CHECKS_ROUNDS))
+            .map_or(1, |n| n as u32);
+        (max_plan_turns, checks_rounds)
     }
 
     fn version(&mut self, version: Option<&Spanned<Scalar>>) {
@@ -303,89 +308,6 @@ impl Checker<'_> {
         out
     }
 
-    fn tools(&mut self, tools: &[Spanned<String>]) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for tool in tools {
-            let pos = pos_of(&self.r, tool);
-            let name = tool.value.trim();
-            if !catalog::is_builtin(name) {
-                let hint = crate::spec::suggest::did_you_mean(name, catalog::names());
-                self.r.error(
-                    pos,
-                    format!(
-                        "unknown tool `{name}`{hint}; expected one of: {}",
-                        catalog::names().join(", ")
-                    ),
-                );
-            } else if out.iter().any(|t| t == name) {
-                self.r
-                    .warning(pos, format!("tool `{name}` is listed more than once"));
-            } else {
-                out.push(name.to_string());
-            }
-        }
-        out
-    }
-
-    fn permissions(&mut self, raw: Option<&RawPermissions>) -> PermissionsSpec {
-        let default = match raw.and_then(|p| p.default.as_ref()) {
-            None => DefaultDecision::Deny,
-            Some(d) => match d.value.as_str() {
-                "allow" => DefaultDecision::Allow,
-                "deny" => DefaultDecision::Deny,
-                other => {
-                    let pos = pos_of(&self.r, d);
-                    self.r.error(
-                        pos,
-                        format!("unknown permission default `{other}`; expected `allow` or `deny`"),
-                    );
-                    DefaultDecision::Deny
-                }
-            },
-        };
-        let (allow, deny) = match raw {
-            Some(p) => (self.patterns(&p.allow), self.patterns(&p.deny)),
-            None => (Vec::new(), Vec::new()),
-        };
-        let allow_hard_links = self.optional_boolean(
-            raw.and_then(|p| p.allow_hard_links.as_ref()),
-            "permissions.allow_hard_links",
-        );
-        PermissionsSpec {
-            default,
-            allow,
-            deny,
-            allow_hard_links,
-        }
-    }
-
-    fn patterns(&mut self, raw: &[Spanned<String>]) -> Vec<ToolPattern> {
-        let mut out = Vec::new();
-        for text in raw {
-            let pos = pos_of(&self.r, text);
-            match ToolPattern::parse(&text.value) {
-                Ok(pattern) => {
-                    if let Some(tool) = pattern.tool_name()
-                        && !is_known_tool(tool)
-                    {
-                        self.r.warning(
-                            pos,
-                            format!(
-                                "permission pattern `{}` names no known tool; tools are {} \
-                                 and mcp__SERVER__TOOL",
-                                text.value,
-                                catalog::names().join(", ")
-                            ),
-                        );
-                    }
-                    out.push(pattern);
-                }
-                Err(e) => self.r.error(pos, e.to_string()),
-            }
-        }
-        out
-    }
-
     fn workspace(
         &mut self,
         raw: Option<&Spanned<String>>,
@@ -419,77 +341,6 @@ impl Checker<'_> {
                 None
             }
         }
-    }
-
-    fn checks(
-        &mut self,
-        raw: &[Spanned<RawCheck>],
-        vars: &BTreeMap<String, String>,
-    ) -> Vec<CheckSpec> {
-        let mut out = Vec::new();
-        let mut seen: HashMap<String, Pos> = HashMap::new();
-        for check in raw {
-            let at = pos_of(&self.r, check);
-            let name = match &check.value.name {
-                None => {
-                    self.r.error(
-                        at,
-                        "check without a `name`; every check needs a unique name",
-                    );
-                    None
-                }
-                Some(n) => {
-                    let text = self.substitute(n, vars);
-                    let pos = pos_of(&self.r, n);
-                    match text {
-                        Some(t) if t.trim().is_empty() => {
-                            self.r.error(pos, "check `name` is empty");
-                            None
-                        }
-                        Some(t) => {
-                            if let Some(first) = seen.get(&t) {
-                                self.r.error(
-                                    pos,
-                                    format!(
-                                        "duplicate check name `{t}` (first used at line {}); \
-                                         check names must be unique",
-                                        first.0
-                                    ),
-                                );
-                            } else {
-                                seen.insert(t.clone(), pos);
-                            }
-                            Some(t)
-                        }
-                        None => None,
-                    }
-                }
-            };
-            let run = match &check.value.run {
-                None => {
-                    self.r
-                        .error(at, "check without `run`; expected a shell command");
-                    None
-                }
-                Some(r) => match self.substitute(r, vars) {
-                    Some(t) if t.trim().is_empty() => {
-                        let pos = pos_of(&self.r, r);
-                        self.r
-                            .error(pos, "check `run` is empty; expected a shell command");
-                        None
-                    }
-                    other => other,
-                },
-            };
-            let timeout = match &check.value.timeout {
-                None => Some(DEFAULT_CHECK_TIMEOUT),
-                Some(t) => self.duration(t, "timeout"),
-            };
-            if let (Some(name), Some(run), Some(timeout)) = (name, run, timeout) {
-                out.push(CheckSpec { name, run, timeout });
-            }
-        }
-        out
     }
 
     fn outputs(
@@ -550,14 +401,4 @@ impl Checker<'_> {
         }
         out
     }
-}
-
-fn is_known_tool(name: &str) -> bool {
-    catalog::is_builtin(name)
-        || name.starts_with("mcp__")
-        || [
-            crate::spec::mcp::LIST_RESOURCES,
-            crate::spec::mcp::READ_RESOURCE,
-        ]
-        .contains(&name)
 }

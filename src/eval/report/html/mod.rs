@@ -173,12 +173,41 @@ fn charts(
     out: &mut String,
 ) {
     let (names, classes) = series(runs, baseline.is_some());
-    let (run_names, run_classes) = series(runs, false);
     let percent: fn(f64) -> String = |v| format!("{:.0}%", v * 100.0);
     out.push_str(r#"<section id="charts"><h2>Pass rates</h2>"#);
     out.push_str(&chart::legend(&names, &classes));
-    // Per suite; with several models, a suite's rate is over that model's cases.
-    let suite_rows = results
+    let _ = write!(
+        out,
+        r#"<figure id="chart-suites"><figcaption>Cases passed, per suite</figcaption>{}</figure>"#,
+        chart::svg(&Chart {
+            title: "Cases passed, per suite",
+            series: &names,
+            classes: &classes,
+            rows: suite_rows(results, baseline, runs),
+            max: Some(1.0),
+            format: percent,
+        })
+    );
+    let rows = case_rows(results);
+    let _ = write!(
+        out,
+        r#"<figure id="chart-cases"><figcaption>Attempts passed, per case (errored attempts left out)</figcaption>{}</figure></section>"#,
+        chart::svg(&Chart {
+            title: "Attempts passed, per case",
+            series: &names,
+            classes: &classes,
+            rows: case_chart(&rows, runs, baseline, &|c| (c.k > 0).then_some(c.pass_rate)),
+            max: Some(1.0),
+            format: percent,
+        })
+    );
+    cost_charts(&rows, runs, out);
+}
+
+/// The pass-rate rows per suite; with several models, a suite's rate is
+/// over that model's cases. The baseline's rate comes last when there is one.
+fn suite_rows(results: &Results, baseline: Option<&Results>, runs: &[Option<String>]) -> Vec<Row> {
+    results
         .suites
         .iter()
         .map(|suite| {
@@ -212,55 +241,44 @@ fn charts(
                 values,
             }
         })
-        .collect();
-    let _ = write!(
-        out,
-        r#"<figure id="chart-suites"><figcaption>Cases passed, per suite</figcaption>{}</figure>"#,
-        chart::svg(&Chart {
-            title: "Cases passed, per suite",
-            series: &names,
-            classes: &classes,
-            rows: suite_rows,
-            max: Some(1.0),
-            format: percent,
+        .collect()
+}
+
+/// One row per case of what `pick` reads from it, for each run, then from
+/// the baseline when one is given.
+fn case_chart(
+    rows: &[(&SuiteResult, &str)],
+    runs: &[Option<String>],
+    baseline: Option<&Results>,
+    pick: &dyn Fn(&CaseResult) -> Option<f64>,
+) -> Vec<Row> {
+    rows.iter()
+        .map(|(suite, name)| {
+            let mut values: Vec<Option<f64>> = runs
+                .iter()
+                .map(|m| find(suite, name, m).and_then(pick))
+                .collect();
+            if let Some(base) = baseline {
+                values.push(
+                    base.suites
+                        .iter()
+                        .find(|s| s.name == suite.name)
+                        .and_then(|s| s.cases.iter().find(|c| c.name == *name))
+                        .and_then(pick),
+                );
+            }
+            Row {
+                label: format!("{}/{name}", suite.name),
+                values,
+            }
         })
-    );
-    let rows = case_rows(results);
-    let case_chart = |pick: &dyn Fn(&CaseResult) -> Option<f64>, with_base: bool| -> Vec<Row> {
-        rows.iter()
-            .map(|(suite, name)| {
-                let mut values: Vec<Option<f64>> = runs
-                    .iter()
-                    .map(|m| find(suite, name, m).and_then(pick))
-                    .collect();
-                if with_base && let Some(base) = baseline {
-                    values.push(
-                        base.suites
-                            .iter()
-                            .find(|s| s.name == suite.name)
-                            .and_then(|s| s.cases.iter().find(|c| c.name == *name))
-                            .and_then(pick),
-                    );
-                }
-                Row {
-                    label: format!("{}/{name}", suite.name),
-                    values,
-                }
-            })
-            .collect()
-    };
-    let _ = write!(
-        out,
-        r#"<figure id="chart-cases"><figcaption>Attempts passed, per case (errored attempts left out)</figcaption>{}</figure></section>"#,
-        chart::svg(&Chart {
-            title: "Attempts passed, per case",
-            series: &names,
-            classes: &classes,
-            rows: case_chart(&|c| (c.k > 0).then_some(c.pass_rate), true),
-            max: Some(1.0),
-            format: percent,
-        })
-    );
+        .collect()
+}
+
+/// The cost, tokens and time charts per case (means per attempt); a chart
+/// whose figures are all unknown says so instead.
+fn cost_charts(rows: &[(&SuiteResult, &str)], runs: &[Option<String>], out: &mut String) {
+    let (run_names, run_classes) = series(runs, false);
     out.push_str(r#"<section id="costs"><h2>Cost, tokens and time per case</h2><p class="dim">Means per attempt.</p>"#);
     out.push_str(&chart::legend(&run_names, &run_classes));
     let plots: [Plot; 3] = [
@@ -284,7 +302,7 @@ fn charts(
         ),
     ];
     for (id, title, pick, format) in plots {
-        let rows = case_chart(&pick, false);
+        let rows = case_chart(rows, runs, None, &pick);
         if rows.iter().all(|r| r.values.iter().all(Option::is_none)) {
             let _ = write!(
                 out,

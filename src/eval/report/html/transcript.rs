@@ -53,6 +53,72 @@ fn event_html(event: &Value, out: &mut String) {
                 text(s("goal"))
             );
         }
+        "plan.created" | "plan.updated" | "step.started" | "step.completed" => {
+            plan_html(event, out);
+        }
+        "model.response" => {
+            if let Some(said) = event.get("text").and_then(Value::as_str)
+                && !said.trim().is_empty()
+            {
+                let _ = write!(
+                    out,
+                    r#"<div class="ev model"><b>Model</b><pre>{}</pre></div>"#,
+                    text(&cut(said))
+                );
+            }
+        }
+        "tool.call" | "permission.decision" | "tool.result" => tool_html(event, out),
+        "check.completed" => {
+            let outcome = s("outcome");
+            let _ = write!(
+                out,
+                r#"<div class="ev check {}"><b>Check {}</b> {} <code>{}</code><pre>{}</pre></div>"#,
+                if outcome == "passed" { "ok" } else { "bad" },
+                text(s("name")),
+                text(outcome),
+                text(s("command")),
+                text(&cut(s("output")))
+            );
+        }
+        "budget.exceeded" => {
+            let _ = write!(
+                out,
+                r#"<div class="ev bad"><b>Budget exceeded</b> {}</div>"#,
+                text(&event.get("limit").map(Value::to_string).unwrap_or_default())
+            );
+        }
+        "warning" => {
+            let _ = write!(
+                out,
+                r#"<div class="ev warn"><b>Warning</b> {}</div>"#,
+                text(s("message"))
+            );
+        }
+        "run.completed" => {
+            let _ = write!(
+                out,
+                r#"<div class="ev final"><b>Run {}</b> {}"#,
+                text(s("status")),
+                text(s("reason"))
+            );
+            if let Some(summary) = event.get("summary").and_then(Value::as_str) {
+                let _ = write!(
+                    out,
+                    r#"<div class="answer"><b>Final answer</b><pre>{}</pre></div>"#,
+                    text(&cut(summary))
+                );
+            }
+            out.push_str("</div>");
+        }
+        _ => {}
+    }
+}
+
+/// The plan as made or updated (each step with its expected outcome), and
+/// each step's start and end.
+fn plan_html(event: &Value, out: &mut String) {
+    let s = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
+    match s("type") {
         "plan.created" | "plan.updated" => {
             let title = if s("type") == "plan.created" {
                 "Plan"
@@ -98,17 +164,14 @@ fn event_html(event: &Value, out: &mut String) {
                 text(s("summary"))
             );
         }
-        "model.response" => {
-            if let Some(said) = event.get("text").and_then(Value::as_str)
-                && !said.trim().is_empty()
-            {
-                let _ = write!(
-                    out,
-                    r#"<div class="ev model"><b>Model</b><pre>{}</pre></div>"#,
-                    text(&cut(said))
-                );
-            }
-        }
+        _ => {}
+    }
+}
+
+/// A tool call with its arguments, a denial, and the call's result.
+fn tool_html(event: &Value, out: &mut String) {
+    let s = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
+    match s("type") {
         "tool.call" => {
             let args = event
                 .get("arguments")
@@ -144,48 +207,6 @@ fn event_html(event: &Value, out: &mut String) {
                 text(s("summary")),
                 text(&cut(&data))
             );
-        }
-        "check.completed" => {
-            let outcome = s("outcome");
-            let _ = write!(
-                out,
-                r#"<div class="ev check {}"><b>Check {}</b> {} <code>{}</code><pre>{}</pre></div>"#,
-                if outcome == "passed" { "ok" } else { "bad" },
-                text(s("name")),
-                text(outcome),
-                text(s("command")),
-                text(&cut(s("output")))
-            );
-        }
-        "budget.exceeded" => {
-            let _ = write!(
-                out,
-                r#"<div class="ev bad"><b>Budget exceeded</b> {}</div>"#,
-                text(&event.get("limit").map(Value::to_string).unwrap_or_default())
-            );
-        }
-        "warning" => {
-            let _ = write!(
-                out,
-                r#"<div class="ev warn"><b>Warning</b> {}</div>"#,
-                text(s("message"))
-            );
-        }
-        "run.completed" => {
-            let _ = write!(
-                out,
-                r#"<div class="ev final"><b>Run {}</b> {}"#,
-                text(s("status")),
-                text(s("reason"))
-            );
-            if let Some(summary) = event.get("summary").and_then(Value::as_str) {
-                let _ = write!(
-                    out,
-                    r#"<div class="answer"><b>Final answer</b><pre>{}</pre></div>"#,
-                    text(&cut(summary))
-                );
-            }
-            out.push_str("</div>");
         }
         _ => {}
     }
