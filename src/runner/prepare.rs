@@ -183,7 +183,7 @@ fn find_skill(
             }
             _ => String::new(),
         };
-        let placed = e.diagnostics(&skill_file, line, column).into_iter();
+        let placed = e.diagnostics(skill_file, line, column).into_iter();
         PrepareError::Skill(
             placed
                 .map(|mut d| {
@@ -211,7 +211,7 @@ fn find_further_skills(
             untrusted_because,
         ) {
             Ok(found) => further_skills.push(found),
-            Err(e) => problems.extend(further_skill_problems(&job, entry, &e)),
+            Err(e) => problems.extend(further_skill_problems(job, entry, &e)),
         }
     }
     if !problems.is_empty() {
