@@ -59,38 +59,7 @@ pub fn trim(messages: &mut Vec<Message>) -> Option<Trimmed> {
         .position(|m| matches!(m, Message::User { .. }))
         .map_or(messages.len(), |i| i + 1);
     let groups = turn_groups(messages, head);
-    let plan_group = groups.iter().rposition(|g| submits_plan(&messages[g.0]));
-    let step_group = groups
-        .iter()
-        .rposition(|g| matches!(messages[g.0], Message::User { .. }));
-    let pinned = |i: usize| Some(i) == plan_group || Some(i) == step_group;
-
-    // Keep the most recent unpinned turns, newest first, while they stay
-    // within a quarter of what the unpinned turns weigh; always the last one.
-    let size = |g: &(usize, usize)| messages[g.0..g.1].iter().map(chars).sum::<usize>();
-    let droppable: usize = (0..groups.len())
-        .filter(|&i| !pinned(i))
-        .map(|i| size(&groups[i]))
-        .sum();
-    let allowance = (droppable as f64 * KEEP_RECENT_SHARE) as usize;
-    let mut keep = vec![false; groups.len()];
-    let mut kept = 0;
-    for i in (0..groups.len()).rev() {
-        if pinned(i) {
-            keep[i] = true;
-            continue;
-        }
-        let weight = size(&groups[i]);
-        if i + 1 == groups.len() || kept + weight <= allowance {
-            keep[i] = true;
-            kept += weight;
-        } else {
-            break;
-        }
-    }
-    for (i, pinned_group) in keep.iter_mut().enumerate() {
-        *pinned_group |= pinned(i);
-    }
+    let keep = turns_to_keep(messages, &groups);
 
     let removed: usize = groups
         .iter()
@@ -137,6 +106,44 @@ pub fn trim(messages: &mut Vec<Message>) -> Option<Trimmed> {
         estimated_tokens_before,
         estimated_tokens_after: estimate_tokens(messages),
     })
+}
+
+/// Which of the turn `groups` a trim keeps: the latest plan and the latest
+/// step's opening (pinned), and the most recent other turns.
+fn turns_to_keep(messages: &[Message], groups: &[(usize, usize)]) -> Vec<bool> {
+    let plan_group = groups.iter().rposition(|g| submits_plan(&messages[g.0]));
+    let step_group = groups
+        .iter()
+        .rposition(|g| matches!(messages[g.0], Message::User { .. }));
+    let pinned = |i: usize| Some(i) == plan_group || Some(i) == step_group;
+
+    // Keep the most recent unpinned turns, newest first, while they stay
+    // within a quarter of what the unpinned turns weigh; always the last one.
+    let size = |g: &(usize, usize)| messages[g.0..g.1].iter().map(chars).sum::<usize>();
+    let droppable: usize = (0..groups.len())
+        .filter(|&i| !pinned(i))
+        .map(|i| size(&groups[i]))
+        .sum();
+    let allowance = (droppable as f64 * KEEP_RECENT_SHARE) as usize;
+    let mut keep = vec![false; groups.len()];
+    let mut kept = 0;
+    for i in (0..groups.len()).rev() {
+        if pinned(i) {
+            keep[i] = true;
+            continue;
+        }
+        let weight = size(&groups[i]);
+        if i + 1 == groups.len() || kept + weight <= allowance {
+            keep[i] = true;
+            kept += weight;
+        } else {
+            break;
+        }
+    }
+    for (i, pinned_group) in keep.iter_mut().enumerate() {
+        *pinned_group |= pinned(i);
+    }
+    keep
 }
 
 /// `(start, end)` of each turn after `head`: a user or assistant message

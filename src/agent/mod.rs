@@ -143,22 +143,7 @@ impl<'a> Agent<'a> {
                 content: protocol::goal_message(&job.goal, &tools.read_only_names(), untrusted),
             },
         ];
-        let budget = BudgetTracker::new(&job.budget, skill.max_turns).with_price(price);
-        // A resumed run keeps what it spent, under the budget it is given now.
-        let (state, last_sent) = match resume {
-            Some(ResumeFrom {
-                mut state,
-                last_sent,
-            }) => {
-                state.budget = state.budget.with_limits_of(budget);
-                let (messages, offered) = last_sent;
-                (state, Some(sent::SentLog::continuing(messages, offered)))
-            }
-            None => (
-                LoopState::new(opening, budget, LoopGuard::new(job.tool_loop.loop_repeats)),
-                None,
-            ),
-        };
+        let (state, last_sent) = starting_state(job, skill, price, opening, resume);
         let parts = SessionParts {
             provider,
             model_name: job.model.name.clone(),
@@ -283,6 +268,33 @@ async fn timed_agent_phase(
             Err(_) => Err(Stop::Budget(session.state().budget.timeout_exceeded())),
         },
         None => agent_phase(session, job, ended).await,
+    }
+}
+
+/// The loop's state at the start: fresh, or a resumed run's, which keeps
+/// what it spent; and, when resumed, the last request sent.
+fn starting_state(
+    job: &JobSpec,
+    skill: &Skill,
+    price: Option<Price>,
+    opening: Vec<Message>,
+    resume: Option<ResumeFrom>,
+) -> (LoopState, Option<sent::SentLog>) {
+    let budget = BudgetTracker::new(&job.budget, skill.max_turns).with_price(price);
+    // A resumed run keeps what it spent, under the budget it is given now.
+    match resume {
+        Some(ResumeFrom {
+            mut state,
+            last_sent,
+        }) => {
+            state.budget = state.budget.with_limits_of(budget);
+            let (messages, offered) = last_sent;
+            (state, Some(sent::SentLog::continuing(messages, offered)))
+        }
+        None => (
+            LoopState::new(opening, budget, LoopGuard::new(job.tool_loop.loop_repeats)),
+            None,
+        ),
     }
 }
 

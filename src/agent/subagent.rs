@@ -32,7 +32,8 @@ use crate::event::{
 use crate::policy::{PermissionPolicy, ToolPattern};
 use crate::provider::Usage;
 use crate::provider::{
-    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolChoice, ToolDefinition,
+    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolChoice,
+    ToolDefinition,
 };
 use crate::sink::bus::EventBus;
 use crate::spec::{ContextSpec, ToolLoopSpec};
@@ -254,46 +255,23 @@ impl<'a> Subagents<'a> {
                 return ending;
             }
             ending.turns += 1;
-            let call_id = format!("{id}/model-{}", ending.turns);
-            let turn = ending.turns;
-            self.keep_under_mark(
-                &mut keeper,
-                (id, bus, turn),
-                &mut messages,
-                &offered,
-                &mut ending.usage,
-            )
-            .await;
-            bus.emit(EventKind::ModelRequest(ModelRequest {
-                call_id: call_id.clone(),
-                phase: Phase::Execute,
-                turn: ending.turns,
-                step: None,
-                messages: messages.len(),
-                tools: offered.iter().map(|t| t.name.clone()).collect(),
-                sent: Some(sent.record(&messages, &offered)),
-            }));
-            let started = Instant::now();
             let response = match self
-                .complete(bus, &call_id, &mut messages, &offered, &mut keeper)
+                .model_turn(
+                    (id, bus, ending.turns),
+                    &mut keeper,
+                    &mut messages,
+                    &offered,
+                    &mut sent,
+                    &mut ending.usage,
+                )
                 .await
             {
                 Ok(response) => response,
-                Err(error) => {
-                    ending.answer = Err(format!("its model call failed: {error}"));
+                Err(answer) => {
+                    ending.answer = Err(answer);
                     return ending;
                 }
             };
-            keeper.estimator.calibrate(response.usage.input_tokens);
-            let cost_usd = self.lock_budget().record_usage(&response.usage);
-            add_usage(&mut ending.usage, &response.usage);
-            bus.emit(super::session::response_event(
-                call_id, &response, started, cost_usd,
-            ));
-            messages.push(Message::Assistant {
-                content: response.text.clone(),
-                tool_calls: response.tool_calls.clone(),
-            });
             if response.tool_calls.is_empty() {
                 let text = response.text.unwrap_or_default().trim().to_string();
                 ending.answer = if text.is_empty() {
@@ -308,25 +286,11 @@ impl<'a> Subagents<'a> {
                 ending.answer = Err(format!("the run's budget is spent ({})", exceeded.reason()));
                 return ending;
             }
-            let env = BatchEnv {
-                tools: &tools,
-                policy: self.policy,
-                ctx: self.ctx,
-                bus,
-                read_only_phase: false,
-                tool_loop: self.tool_loop,
-                batches: &batches,
-                tasks: None,
-            };
-            let results = run_batch(&env, &response.tool_calls, &mut guard).await;
+            let calls = &response.tool_calls;
+            self.run_tools(&tools, bus, &batches, &mut guard, calls, &mut messages)
+                .await;
             self.lock_budget().record_tool_calls(count);
             ending.tool_calls += count;
-            for (call, result) in response.tool_calls.iter().zip(results) {
-                messages.push(Message::Tool {
-                    tool_call_id: call.id.clone(),
-                    content: bus.redact(&result.model_text()),
-                });
-            }
             if let Some(reason) = guard.stuck() {
                 ending.answer = Err(format!("it was {reason}"));
                 return ending;
@@ -336,6 +300,78 @@ impl<'a> Subagents<'a> {
             "it used its {max_turns} turns (task.max_turns) without a final answer"
         ));
         ending
+    }
+
+    /// One model turn of the sub-agent: the context kept under the mark,
+    /// the request and response events, the usage counted, the reply added
+    /// to its conversation. An `Err` is why the task ended.
+    async fn model_turn(
+        &self,
+        (id, bus, turn): (&str, &EventBus, u32),
+        keeper: &mut ContextKeeper,
+        messages: &mut Vec<Message>,
+        offered: &[ToolDefinition],
+        sent: &mut super::sent::SentLog,
+        usage: &mut Usage,
+    ) -> Result<ChatResponse, String> {
+        let call_id = format!("{id}/model-{turn}");
+        self.keep_under_mark(keeper, (id, bus, turn), messages, offered, usage)
+            .await;
+        bus.emit(EventKind::ModelRequest(ModelRequest {
+            call_id: call_id.clone(),
+            phase: Phase::Execute,
+            turn,
+            step: None,
+            messages: messages.len(),
+            tools: offered.iter().map(|t| t.name.clone()).collect(),
+            sent: Some(sent.record(messages, offered)),
+        }));
+        let started = Instant::now();
+        let response = self
+            .complete(bus, &call_id, messages, offered, keeper)
+            .await
+            .map_err(|error| format!("its model call failed: {error}"))?;
+        keeper.estimator.calibrate(response.usage.input_tokens);
+        let cost_usd = self.lock_budget().record_usage(&response.usage);
+        add_usage(usage, &response.usage);
+        bus.emit(super::session::response_event(
+            call_id, &response, started, cost_usd,
+        ));
+        messages.push(Message::Assistant {
+            content: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        Ok(response)
+    }
+
+    /// Run one turn's tool calls of the sub-agent as a batch (it starts no
+    /// tasks) and add their results, masked, to its conversation.
+    async fn run_tools(
+        &self,
+        tools: &ToolSet,
+        bus: &EventBus,
+        batches: &AtomicU64,
+        guard: &mut LoopGuard,
+        calls: &[ToolCall],
+        messages: &mut Vec<Message>,
+    ) {
+        let env = BatchEnv {
+            tools,
+            policy: self.policy,
+            ctx: self.ctx,
+            bus,
+            read_only_phase: false,
+            tool_loop: self.tool_loop,
+            batches,
+            tasks: None,
+        };
+        let results = run_batch(&env, calls, guard).await;
+        for (call, result) in calls.iter().zip(results) {
+            messages.push(Message::Tool {
+                tool_call_id: call.id.clone(),
+                content: bus.redact(&result.model_text()),
+            });
+        }
     }
 
     /// One model call; a conversation too long for the model is trimmed

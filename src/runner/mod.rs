@@ -17,11 +17,12 @@ mod provider_setup;
 pub mod resume;
 mod rounds;
 pub mod run;
+mod run_files;
 mod run_folder;
 pub mod secrets;
 mod start;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use checkpoint::{CHECKPOINT_DIR, sha256_hex, skill_fingerprint};
@@ -33,12 +34,16 @@ pub use run_folder::{RunFolder, new_run_id};
 use futures_util::FutureExt;
 
 use crate::agent::{CancelSignal, ToolSet};
-use crate::event::{OutputPaths, RunCompleted};
+use crate::event::RunCompleted;
 use crate::process::{ProcessRunner, RunnerConfig};
+use crate::provider::ModelInfo;
 use crate::redact::Redactor;
+use crate::sink::FileBase;
 use crate::sink::bus::{EventBus, EventSink, SinkError};
-use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
+use crate::skills::Skill;
+use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, catalog};
+use run_files::{RunPaths, checkpoint_saver, open_bus};
 use secrets::secret_values;
 
 /// Where one run's files go and what else observes it.
@@ -131,177 +136,39 @@ pub async fn run_prepared(
         untrusted,
         memory,
     } = prepared;
+    let paths = RunPaths::resolve(job, workspace.root(), &options);
     let mut resume = options.resume;
-    let run_id = match &resume {
-        Some(resumption) => resumption.origin().run_id.clone(),
-        None => options.run_id.clone().unwrap_or_else(new_run_id),
-    };
-    let folder = RunFolder::resolve(
-        &run_id,
-        workspace.root(),
-        options.out_dir.as_deref(),
-        &job.outputs,
-    );
-    // A resumed run writes where the run it goes on with wrote.
-    let (trace_path, junit_path) = match &resume {
-        Some(resumption) => (
-            resumption.origin().trace.clone(),
-            resumption.origin().junit.clone(),
-        ),
-        None => (
-            options
-                .trace
-                .clone()
-                .unwrap_or_else(|| folder.trace.clone()),
-            options
-                .junit
-                .clone()
-                .unwrap_or_else(|| folder.junit.clone()),
-        ),
-    };
-    // Written only for a job with a result schema.
-    let result_path = job.result_schema.as_ref().map(|_| folder.result.clone());
-    let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
-        .into_iter()
-        .chain(job.outputs.patch.as_ref())
-        .chain(result_path.as_ref())
-        .cloned()
-        .collect();
     // A resumed run's workspace holds the run's own changes: it was checked when the run began.
     if resume.is_none() {
-        git_step::preflight(job, workspace.root(), &own_files).map_err(StartError::Git)?;
+        git_step::preflight(job, workspace.root(), &paths.own_files).map_err(StartError::Git)?;
     }
-    folder.create(workspace.root())?;
+    paths.folder.create(workspace.root())?;
 
-    // Secrets are read once, here: the bus masks them in every event, and
-    // children get only the ones the job passes through `env:`.
-    let lookup = |name: &str| std::env::var(name).ok();
-    let secrets = Redactor::new(
-        secret_values(job, lookup)
-            .into_iter()
-            .chain(mcp::secret_values(job, lookup)),
-    );
-    let (mut exec_env, missing) = job.resolve_env(lookup);
-    // Later entries win when the command is spawned (eval's per-attempt folders).
-    exec_env.extend(options.extra_env.iter().cloned());
-    let processes = ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox,
-        workspace: workspace.root().to_path_buf(),
-        run_id: run_id.clone(),
-        protected: own_files.clone(),
-        extra_env: exec_env,
-        secrets: secrets.clone(),
-    })
-    .map_err(StartError::TempFolder)?;
-    let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
-    let mut junit =
-        JunitWriter::new(junit_path.clone()).with_file_base(options.junit_files.clone());
-    match resume.as_mut() {
-        // The trace goes on after the checkpoint; the JUnit file is rebuilt from all of it.
-        Some(resumption) => {
-            let kept = std::mem::take(&mut resumption.trace_kept);
-            sinks.push(Box::new(
-                TraceWriter::continue_from(&trace_path, &kept).map_err(StartError::Trace)?,
-            ));
-            for event in &resumption.history {
-                let _ = junit.on_event(event);
-            }
-        }
-        None => sinks.push(Box::new(
-            TraceWriter::create(&trace_path).map_err(StartError::Trace)?,
-        )),
-    }
-    sinks.push(Box::new(junit));
-    if let Some(path) = &result_path {
-        sinks.push(Box::new(ResultWriter::new(path.clone())));
-    }
-    let mut caller_sinks = options.sinks;
-    // The caller's sinks (GitHub summary and outputs) cover the whole run too.
-    if let Some(resumption) = resume.as_mut() {
-        for event in std::mem::take(&mut resumption.history) {
-            for sink in &mut caller_sinks {
-                sink.on_history(&event);
-            }
-        }
-    }
-    sinks.extend(caller_sinks);
-    let bus = EventBus::with_redactor(run_id.clone(), sinks, secrets);
-    let bus = match &resume {
-        Some(resumption) => bus.continuing_at(resumption.next_seq()),
-        None => bus,
-    };
-    let saver = options.checkpoint.map(|job_file| {
-        let (skill_file, skill_sha256) = skill_fingerprint(skill);
-        let origin = checkpoint::Origin {
-            agentci_version: env!("CARGO_PKG_VERSION").to_string(),
-            run_id: run_id.clone(),
-            job_file: job_file.job_file,
-            job_sha256: job_file.sha256,
-            skill_file,
-            skill_sha256,
-            workspace: workspace.root().to_path_buf(),
-            trace: trace_path.clone(),
-            junit: junit_path.clone(),
-        };
-        let seq = bus.clone();
-        Box::new(checkpoint::CheckpointWriter::new(
-            &folder.dir,
-            origin,
-            Box::new(move || seq.next_seq()),
-        )) as Box<dyn crate::agent::StateSaver>
-    });
+    let (processes, secrets, unset_secrets) =
+        start_processes(job, workspace.root(), &paths, &options.extra_env)?;
+    let bus = open_bus(
+        &paths,
+        resume.as_mut(),
+        options.junit_files.clone(),
+        options.sinks,
+        secrets,
+    )?;
+    let saver = options
+        .checkpoint
+        .map(|job_file| checkpoint_saver(job_file, skill, workspace.root(), &paths, &bus));
     let mut warnings = warnings.clone();
-    warnings.extend(missing.iter().map(|name| {
-        format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
-    }));
+    warnings.extend(unset_secrets);
 
-    let skill_folders: Vec<(String, PathBuf)> = std::iter::once(skill)
-        .chain(further_skills)
-        .map(|s| (s.name.clone(), s.dir.clone()))
-        .collect();
-    let provider = build_provider(
+    let provider = provider_for(prepared, options.record.as_deref());
+    let after_checks = git_after_checks(
         job,
         workspace.root(),
-        &skill_folders,
-        options.record.as_deref(),
-    );
-    let skill_label = match &skill.source {
-        Some(source) => format!("{} ({}@{})", skill.name, source.git, source.commit),
-        None => skill.name.clone(),
-    };
-    let after_checks = git_step::GitStep::new(
-        job,
-        workspace.root(),
-        own_files,
-        skill_label,
+        &paths,
+        skill,
         &provider.model_info(),
-        &run_id,
-    )
-    .map(|step| -> AfterChecks<'_> {
-        let cancel = options.cancel.clone();
-        Box::new(move |status, bus| {
-            // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
-            tokio::task::spawn_blocking(move || step.finish(status, &bus, &cancel))
-                .map(|joined| {
-                    joined.unwrap_or_else(|e| Err(git_step::GitStepError::Panicked(e.to_string())))
-                })
-                .boxed()
-        })
-    });
-    let servers = match job.mcp.servers.is_empty() {
-        true => None,
-        false => Some(Arc::new(
-            mcp::RunServers::start(job, workspace.root(), &processes, bus.clone()).await,
-        )),
-    };
-    let tools = ToolSet::from_tools(
-        catalog::for_job(job.tools.as_deref()),
-        skill.allowed_tools.as_deref(),
+        options.cancel.clone(),
     );
-    let tools = match &servers {
-        Some(servers) => tools.with_live(servers.tools(), Some(servers.live())),
-        None => tools,
-    };
+    let (servers, tools) = start_tools(job, skill, workspace.root(), &processes, &bus).await;
     let input = RunInput {
         job,
         skill,
@@ -311,20 +178,15 @@ pub async fn run_prepared(
         // The kept outputs are read where they are, never written by a tool.
         workspace: workspace
             .clone()
-            .with_kept_outputs(&folder.kept_outputs)
+            .with_kept_outputs(&paths.folder.kept_outputs)
             .map_err(|source| StartError::KeptOutputs {
-                folder: folder.kept_outputs.clone(),
+                folder: paths.folder.kept_outputs.clone(),
                 source,
             })?,
-        outputs: OutputPaths {
-            dir: folder.dir.display().to_string(),
-            trace: Some(trace_path.display().to_string()),
-            junit: Some(junit_path.display().to_string()),
-            patch: job.outputs.patch.as_ref().map(|p| p.display().to_string()),
-        },
+        outputs: paths.outputs(job),
         warnings,
         limits: ToolLimits {
-            kept_outputs: Some(folder.kept_outputs.clone()),
+            kept_outputs: Some(paths.folder.kept_outputs.clone()),
             ..ToolLimits::default()
         },
         processes,
@@ -342,9 +204,121 @@ pub async fn run_prepared(
     let sink_errors = bus.finish();
     Ok(RunReport {
         completed,
-        run_dir: folder.dir,
-        trace: trace_path,
-        junit: junit_path,
+        run_dir: paths.folder.dir,
+        trace: paths.trace_path,
+        junit: paths.junit_path,
         sink_errors,
     })
+}
+
+/// The process runner for `exec` and the checks, the secrets the bus masks,
+/// and a warning for each secret the job passes through `env:` that is not set.
+fn start_processes(
+    job: &JobSpec,
+    workspace: &Path,
+    paths: &RunPaths,
+    extra_env: &[(String, String)],
+) -> Result<(ProcessRunner, Redactor, Vec<String>), StartError> {
+    // Secrets are read once, here: the bus masks them in every event, and
+    // children get only the ones the job passes through `env:`.
+    let lookup = |name: &str| std::env::var(name).ok();
+    let secrets = Redactor::new(
+        secret_values(job, lookup)
+            .into_iter()
+            .chain(mcp::secret_values(job, lookup)),
+    );
+    let (mut exec_env, missing) = job.resolve_env(lookup);
+    // Later entries win when the command is spawned (eval's per-attempt folders).
+    exec_env.extend(extra_env.iter().cloned());
+    let processes = ProcessRunner::new(RunnerConfig {
+        sandbox: job.sandbox,
+        workspace: workspace.to_path_buf(),
+        run_id: paths.run_id.clone(),
+        protected: paths.own_files.clone(),
+        extra_env: exec_env,
+        secrets: secrets.clone(),
+    })
+    .map_err(StartError::TempFolder)?;
+    let missing = missing.iter().map(|name| {
+        format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
+    });
+    Ok((processes, secrets, missing.collect()))
+}
+
+/// The job's model, which may read every skill's folder.
+fn provider_for(
+    prepared: &Prepared,
+    record: Option<&Path>,
+) -> Box<dyn crate::provider::ModelProvider> {
+    let Prepared {
+        job,
+        skill,
+        further_skills,
+        workspace,
+        ..
+    } = prepared;
+    let skill_folders: Vec<(String, PathBuf)> = std::iter::once(skill)
+        .chain(further_skills)
+        .map(|s| (s.name.clone(), s.dir.clone()))
+        .collect();
+    build_provider(job, workspace.root(), &skill_folders, record)
+}
+
+/// The job's git outputs as the step after the checks; `None` when it asks for none.
+fn git_after_checks<'a>(
+    job: &JobSpec,
+    workspace: &Path,
+    paths: &RunPaths,
+    skill: &Skill,
+    model: &ModelInfo,
+    cancel: CancelSignal,
+) -> Option<AfterChecks<'a>> {
+    let skill_label = match &skill.source {
+        Some(source) => format!("{} ({}@{})", skill.name, source.git, source.commit),
+        None => skill.name.clone(),
+    };
+    git_step::GitStep::new(
+        job,
+        workspace,
+        paths.own_files.clone(),
+        skill_label,
+        model,
+        &paths.run_id,
+    )
+    .map(|step| -> AfterChecks<'_> {
+        Box::new(move |status, bus| {
+            // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
+            tokio::task::spawn_blocking(move || step.finish(status, &bus, &cancel))
+                .map(|joined| {
+                    joined.unwrap_or_else(|e| Err(git_step::GitStepError::Panicked(e.to_string())))
+                })
+                .boxed()
+        })
+    })
+}
+
+/// The tools the model may call: the job's built-in ones and those of its
+/// MCP servers, which start here (`None` when the job has none).
+async fn start_tools(
+    job: &JobSpec,
+    skill: &Skill,
+    workspace: &Path,
+    processes: &ProcessRunner,
+    bus: &EventBus,
+) -> (Option<Arc<mcp::RunServers>>, ToolSet) {
+    let servers = match job.mcp.servers.is_empty() {
+        true => None,
+        false => Some(Arc::new(
+            mcp::RunServers::start(job, workspace, processes, bus.clone()).await,
+        )),
+    };
+    let tools = ToolSet::from_tools(
+        catalog::for_job(job.tools.as_deref()),
+        skill.allowed_tools.as_deref(),
+    );
+    let tools = match &servers {
+        Some(servers) => tools.with_live(servers.tools(), Some(servers.live())),
+        None => tools,
+    };
+    (servers, tools)
 }

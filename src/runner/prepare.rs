@@ -97,53 +97,14 @@ pub fn prepare_for_event(
     let untrusted_because = untrusted_because(&job, event);
     let untrusted_because = untrusted_because.as_deref();
     let search_paths = skills::skill_search_paths(&job, &options.skills_path);
-    let skill = match &job.skill {
-        SkillRef::Name(name) => {
-            skills::find_skill_in_trusted(name, &search_paths, &job.workspace, untrusted_because)
-        }
-        SkillRef::Path(dir) => skills::load_skill_dir(dir).and_then(|skill| {
-            skills::check_workspace_trust(&skill.name, dir, &job.workspace, untrusted_because)
-                .map(|()| skill)
-        }),
-        SkillRef::Git(source) => match skills::git::default_cache_dir() {
-            Some(cache) => skills::git::load_git_skill(source, &cache),
-            None => Err(skills::SkillError::Git(skills::git::GitSkillError::NoCache)),
-        },
-    }
-    // Where the skill was named, as `agentci validate` says it.
-    .map_err(|e| {
-        let hint = match &e {
-            skills::SkillError::NotFound { name, searched } => {
-                spec::suggest::similar_skill(name, searched)
-            }
-            _ => String::new(),
-        };
-        let placed = e.diagnostics(&skill_file, line, column).into_iter();
-        PrepareError::Skill(
-            placed
-                .map(|mut d| {
-                    d.message.push_str(&hint);
-                    d
-                })
-                .collect(),
-        )
-    })?;
-    let mut problems = Vec::new();
-    let mut further_skills = Vec::new();
-    for entry in &job.skills {
-        match skills::find_skill_in_trusted(
-            &entry.name,
-            &search_paths,
-            &job.workspace,
-            untrusted_because,
-        ) {
-            Ok(found) => further_skills.push(found),
-            Err(e) => problems.extend(further_skill_problems(&job, entry, &e)),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(PrepareError::Skill(problems));
-    }
+    let skill = find_skill(
+        &job,
+        &search_paths,
+        untrusted_because,
+        &skill_file,
+        (line, column),
+    )?;
+    let further_skills = find_further_skills(&job, &search_paths, untrusted_because)?;
     let workspace = Workspace::new(&job.workspace)
         .and_then(|ws| {
             std::iter::once(&skill)
@@ -187,6 +148,73 @@ pub fn prepare_for_event(
         workspace,
         untrusted,
     })
+}
+
+/// The job's skill, found where the job names it; an error is placed where
+/// the job file names the skill, as `agentci validate` places it.
+fn find_skill(
+    job: &JobSpec,
+    search_paths: &[PathBuf],
+    untrusted_because: Option<&str>,
+    skill_file: &std::path::Path,
+    (line, column): (u32, u32),
+) -> Result<Skill, PrepareError> {
+    match &job.skill {
+        SkillRef::Name(name) => {
+            skills::find_skill_in_trusted(name, search_paths, &job.workspace, untrusted_because)
+        }
+        SkillRef::Path(dir) => skills::load_skill_dir(dir).and_then(|skill| {
+            skills::check_workspace_trust(&skill.name, dir, &job.workspace, untrusted_because)
+                .map(|()| skill)
+        }),
+        SkillRef::Git(source) => match skills::git::default_cache_dir() {
+            Some(cache) => skills::git::load_git_skill(source, &cache),
+            None => Err(skills::SkillError::Git(skills::git::GitSkillError::NoCache)),
+        },
+    }
+    // Where the skill was named, as `agentci validate` says it.
+    .map_err(|e| {
+        let hint = match &e {
+            skills::SkillError::NotFound { name, searched } => {
+                spec::suggest::similar_skill(name, searched)
+            }
+            _ => String::new(),
+        };
+        let placed = e.diagnostics(skill_file, line, column).into_iter();
+        PrepareError::Skill(
+            placed
+                .map(|mut d| {
+                    d.message.push_str(&hint);
+                    d
+                })
+                .collect(),
+        )
+    })
+}
+
+/// The job's `skills`, each found like the main one by name.
+fn find_further_skills(
+    job: &JobSpec,
+    search_paths: &[PathBuf],
+    untrusted_because: Option<&str>,
+) -> Result<Vec<Skill>, PrepareError> {
+    let mut problems = Vec::new();
+    let mut further_skills = Vec::new();
+    for entry in &job.skills {
+        match skills::find_skill_in_trusted(
+            &entry.name,
+            search_paths,
+            &job.workspace,
+            untrusted_because,
+        ) {
+            Ok(found) => further_skills.push(found),
+            Err(e) => problems.extend(further_skill_problems(job, entry, &e)),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(PrepareError::Skill(problems));
+    }
+    Ok(further_skills)
 }
 
 /// Why the run does not trust the workspace, or `None` when it does.

@@ -18,8 +18,12 @@ use super::resume::Resumption;
 use super::{rounds, start};
 use crate::agent::memory::Memory;
 use crate::agent::sent;
-use crate::agent::{Agent, AgentInput, AgentOutcome, CancelSignal, StateSaver, Stop, ToolSet};
-use crate::event::{CheckCompleted, EventKind, OutputPaths, RunCompleted, RunStatus, Totals};
+use crate::agent::{
+    Agent, AgentInput, AgentOutcome, CancelSignal, ResumeFrom, StateSaver, Stop, ToolSet,
+};
+use crate::event::{
+    CheckCompleted, EventKind, OutputPaths, RunCompleted, RunResumed, RunStatus, Totals,
+};
 use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
 use crate::sink::bus::EventBus;
@@ -89,16 +93,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     } = input;
     let model = provider.model_info();
     let price = start::model_price(job, &model.name);
-    // A resumed run counts its time from the start of the run it goes on with.
-    let (resumed, resume) = match resume {
-        Some(resumption) => {
-            started = started.checked_sub(resumption.elapsed()).unwrap_or(started);
-            let budget = sent::budget_in_effect(&job.budget, skill.max_turns);
-            let (event, from) = resumption.into_start(budget);
-            (Some(event), Some(from))
-        }
-        None => (None, None),
-    };
+    let (resumed, resume) = resume_start(resume, job, skill, &mut started);
     let mut agent = Agent::new(
         AgentInput {
             job,
@@ -138,30 +133,128 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         ),
     }
     if let Some(reason) = start::report_degraded_sandbox(&processes, &bus) {
-        checks::skip_checks(&job.checks, &reason, &bus);
-        let completed = RunCompleted {
-            status: RunStatus::Error,
-            reason,
-            summary: None,
-            totals: Totals {
-                duration_ms: started.elapsed().as_millis() as u64,
-                ..Totals::default()
-            },
-            checks_passed: 0,
-            checks_failed: 0,
-            result: None,
-        };
-        return complete(completed, &bus);
+        return complete(refused(job, reason, started, &bus), &bus);
     }
     start::warn_unpriced(job, &model.name, price, &bus);
 
+    let verdict = work_in_rounds(
+        &mut agent, job, &workspace, &processes, &bus, &cancel, resuming,
+    )
+    .await;
+    let completed = conclude(
+        &mut agent,
+        verdict,
+        after_checks,
+        provider,
+        started,
+        &cancel,
+        &bus,
+    )
+    .await;
+    complete(completed, &bus)
+}
+
+/// After the last round: the caller's step after the checks (unless the run
+/// was interrupted), the replay's drift, and how the run ended.
+async fn conclude(
+    // `&mut`: the agent is `Send` but not `Sync`, and this future crosses threads.
+    agent: &mut Agent<'_>,
+    verdict: Verdict,
+    after_checks: Option<AfterChecks<'_>>,
+    provider: &dyn ModelProvider,
+    started: Instant,
+    cancel: &CancelSignal,
+    bus: &EventBus,
+) -> RunCompleted {
+    let Verdict {
+        mut status,
+        mut reason,
+        summary,
+        checks_passed,
+        checks_failed,
+        ..
+    } = verdict;
+
+    if let Some(after) = after_checks
+        && status != RunStatus::Interrupted
+    {
+        (status, reason) = run_after_checks(after, status, reason, cancel, bus).await;
+    }
+    if let Some(drift) = provider.replay_drift() {
+        bus.emit(EventKind::ReplayDrift(drift));
+    }
+
+    RunCompleted {
+        status,
+        reason,
+        // A model that never submitted a valid result still said what it did.
+        summary: summary.or_else(|| agent.final_text().map(str::to_string)),
+        totals: Totals {
+            duration_ms: started.elapsed().as_millis() as u64,
+            ..agent.totals()
+        },
+        checks_passed,
+        checks_failed,
+        result: agent.result().cloned(),
+    }
+}
+
+/// A run that cannot go on (its sandbox is degraded): an error, with every check skipped.
+fn refused(job: &JobSpec, reason: String, started: Instant, bus: &EventBus) -> RunCompleted {
+    checks::skip_checks(&job.checks, &reason, bus);
+    RunCompleted {
+        status: RunStatus::Error,
+        reason,
+        summary: None,
+        totals: Totals {
+            duration_ms: started.elapsed().as_millis() as u64,
+            ..Totals::default()
+        },
+        checks_passed: 0,
+        checks_failed: 0,
+        result: None,
+    }
+}
+
+/// A resumed run's `run.resumed` event and where its agent goes on from.
+fn resume_start(
+    resume: Option<Resumption>,
+    job: &JobSpec,
+    skill: &Skill,
+    started: &mut Instant,
+) -> (Option<RunResumed>, Option<ResumeFrom>) {
+    // A resumed run counts its time from the start of the run it goes on with.
+    match resume {
+        Some(resumption) => {
+            *started = started
+                .checked_sub(resumption.elapsed())
+                .unwrap_or(*started);
+            let budget = sent::budget_in_effect(&job.budget, skill.max_turns);
+            let (event, from) = resumption.into_start(budget);
+            (Some(event), Some(from))
+        }
+        None => (None, None),
+    }
+}
+
+/// The agent works and the checks judge, in up to `checks_rounds` rounds;
+/// the last round's verdict is the run's.
+async fn work_in_rounds(
+    agent: &mut Agent<'_>,
+    job: &JobSpec,
+    workspace: &Workspace,
+    processes: &ProcessRunner,
+    bus: &EventBus,
+    cancel: &CancelSignal,
+    resuming: bool,
+) -> Verdict {
     let rounds = job.checks_rounds.max(1);
     // A resumed run goes on in the round it was in, whose start is in the trace.
     let mut round = agent.state().round;
     if rounds > 1 && !resuming {
         bus.emit(EventKind::RoundStarted { round, of: rounds });
     }
-    let verdict = loop {
+    loop {
         // Dropping the agent's work on a signal stops the model call in
         // flight and kills the process groups of running tools.
         let outcome: AgentOutcome = tokio::select! {
@@ -172,7 +265,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         // Background sessions end with the agent's work, also on a signal:
         // the checks judge the workspace, not a server the model left running.
         agent.end_sessions();
-        let verdict = judge(outcome, job, &workspace, &processes, &bus, &cancel).await;
+        let verdict = judge(outcome, job, workspace, processes, bus, cancel).await;
         if rounds > 1 {
             bus.emit(EventKind::RoundCompleted {
                 round,
@@ -194,39 +287,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             continue;
         }
         break verdict;
-    };
-    let Verdict {
-        mut status,
-        mut reason,
-        summary,
-        checks_passed,
-        checks_failed,
-        ..
-    } = verdict;
-
-    if let Some(after) = after_checks
-        && status != RunStatus::Interrupted
-    {
-        (status, reason) = run_after_checks(after, status, reason, &cancel, &bus).await;
     }
-    if let Some(drift) = provider.replay_drift() {
-        bus.emit(EventKind::ReplayDrift(drift));
-    }
-
-    let completed = RunCompleted {
-        status,
-        reason,
-        // A model that never submitted a valid result still said what it did.
-        summary: summary.or_else(|| agent.final_text().map(str::to_string)),
-        totals: Totals {
-            duration_ms: started.elapsed().as_millis() as u64,
-            ..agent.totals()
-        },
-        checks_passed,
-        checks_failed,
-        result: agent.result().cloned(),
-    };
-    complete(completed, &bus)
 }
 
 /// How one round ended: the agent's outcome, then the checks (run, or

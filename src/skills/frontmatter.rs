@@ -9,6 +9,7 @@
 //! not of the frontmatter alone.
 
 mod raw;
+mod yaml_error;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +17,7 @@ use std::path::Path;
 use serde_saphyr::Spanned;
 
 use self::raw::{AllowedTools, KNOWN_KEYS, RawFrontmatter};
+use self::yaml_error::explain_yaml_error;
 use super::Skill;
 use super::placeholders::expand_folder_placeholders;
 use super::tool_names::{missing_tool, split_allowed_tools, to_canonical};
@@ -266,74 +268,6 @@ fn check_name(
         );
     }
     Some(value.to_string())
-}
-
-/// Makes a YAML library error point a person the right way: a type error
-/// names its key, and a syntax error on a `key: value` line whose value
-/// holds `: ` says to quote the value (the usual cause in descriptions
-/// such as `description: Use when: tests fail`).
-fn explain_yaml_error(diagnostics: &mut [Diagnostic], yaml: &str, error: &serde_saphyr::Error) {
-    use serde_saphyr::Error as E;
-    let Some(d) = diagnostics.last_mut() else {
-        return;
-    };
-    // Diagnostics count SKILL.md lines; the YAML starts on line 2.
-    let Some(yaml_line) = usize::try_from(d.line).ok().and_then(|l| l.checked_sub(2)) else {
-        return;
-    };
-    let type_error = matches!(
-        error.without_snippet(),
-        E::SerdeInvalidType { .. } | E::Unexpected { .. }
-    );
-    if d.message.contains("tab") {
-        // The library places a tab one column past it; point at the tab itself.
-        if let Some(tab) = yaml.lines().nth(yaml_line).and_then(|line| line.find('\t')) {
-            d.column = u32::try_from(tab + 1).unwrap_or(u32::MAX);
-            d.message = "a tab in the indentation; YAML indents with spaces only, so replace \
-                         the tab with spaces"
-                .to_string();
-        }
-        return;
-    }
-    if type_error {
-        if let Some(key) = key_of_line(yaml, yaml_line) {
-            d.message = format!("`{key}`: {}", d.message);
-        }
-        return;
-    }
-    if let Some(line) = yaml.lines().nth(yaml_line)
-        && let Some((key, value)) = unquoted_value_with_colon(line)
-    {
-        d.message = format!(
-            "{}; the value of `{key}` holds `: `, which YAML reads as a new key: quote it, \
-             e.g. {key}: \"{value}\"",
-            d.message
-        );
-    }
-}
-
-/// The top-level key whose value holds line `index` (0-based) of `yaml`.
-fn key_of_line(yaml: &str, index: usize) -> Option<&str> {
-    yaml.lines()
-        .take(index + 1)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .find_map(|line| {
-            let starts_key = line.starts_with(|c: char| c.is_alphanumeric() || c == '_');
-            let key = line.split_once(':')?.0.trim();
-            (starts_key && !key.is_empty()).then_some(key)
-        })
-}
-
-/// `key: some text: more` (a plain, unquoted value holding `: `) → (key, value).
-fn unquoted_value_with_colon(line: &str) -> Option<(&str, &str)> {
-    let (key, value) = line.split_once(": ")?;
-    let key = key.trim();
-    let value = value.trim();
-    let plain = !value.starts_with(['"', '\'', '[', '{', '|', '>']);
-    (plain && !key.contains(' ') && (value.contains(": ") || value.ends_with(':')))
-        .then_some((key, value))
 }
 
 /// The Agent Skills naming rule: 1–64 lowercase letters, digits and

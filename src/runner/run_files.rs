@@ -1,0 +1,157 @@
+//! The files one run writes and the sinks that write them: where the trace,
+//! the JUnit file and the result go (a resumed run's go where the run it goes
+//! on with wrote), the event bus over those sinks, and the checkpoint saver.
+//!
+//! It does not start anything the run executes (processes, MCP servers, the
+//! provider) and does not sequence the run; [`super::run_prepared`] does.
+
+use std::path::{Path, PathBuf};
+
+use crate::agent::StateSaver;
+use crate::event::OutputPaths;
+use crate::sink::bus::{EventBus, EventSink};
+use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
+use crate::skills::Skill;
+use crate::spec::JobSpec;
+
+use super::resume::Resumption;
+use super::skill_fingerprint;
+use super::{JobFingerprint, RunFolder, RunOptions, StartError, checkpoint, new_run_id};
+
+/// The run's id and the paths of what it writes.
+pub(super) struct RunPaths {
+    pub run_id: String,
+    pub folder: RunFolder,
+    pub trace_path: PathBuf,
+    pub junit_path: PathBuf,
+    /// Written only for a job with a result schema.
+    pub result_path: Option<PathBuf>,
+    /// The files the run makes itself, which the workspace checks and the tools leave alone.
+    pub own_files: Vec<PathBuf>,
+}
+
+impl RunPaths {
+    pub(super) fn resolve(job: &JobSpec, workspace: &Path, options: &RunOptions) -> RunPaths {
+        let resume = &options.resume;
+        let run_id = match resume {
+            Some(resumption) => resumption.origin().run_id.clone(),
+            None => options.run_id.clone().unwrap_or_else(new_run_id),
+        };
+        let folder =
+            RunFolder::resolve(&run_id, workspace, options.out_dir.as_deref(), &job.outputs);
+        // A resumed run writes where the run it goes on with wrote.
+        let (trace_path, junit_path) = match resume {
+            Some(resumption) => (
+                resumption.origin().trace.clone(),
+                resumption.origin().junit.clone(),
+            ),
+            None => (
+                options
+                    .trace
+                    .clone()
+                    .unwrap_or_else(|| folder.trace.clone()),
+                options
+                    .junit
+                    .clone()
+                    .unwrap_or_else(|| folder.junit.clone()),
+            ),
+        };
+        // Written only for a job with a result schema.
+        let result_path = job.result_schema.as_ref().map(|_| folder.result.clone());
+        let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
+            .into_iter()
+            .chain(job.outputs.patch.as_ref())
+            .chain(result_path.as_ref())
+            .cloned()
+            .collect();
+        RunPaths {
+            run_id,
+            folder,
+            trace_path,
+            junit_path,
+            result_path,
+            own_files,
+        }
+    }
+
+    /// The paths as `run.started` reports them.
+    pub(super) fn outputs(&self, job: &JobSpec) -> OutputPaths {
+        OutputPaths {
+            dir: self.folder.dir.display().to_string(),
+            trace: Some(self.trace_path.display().to_string()),
+            junit: Some(self.junit_path.display().to_string()),
+            patch: job.outputs.patch.as_ref().map(|p| p.display().to_string()),
+        }
+    }
+}
+
+/// The bus over the trace, JUnit and result writers and the caller's sinks.
+pub(super) fn open_bus(
+    paths: &RunPaths,
+    resume: Option<&mut Resumption>,
+    junit_files: FileBase,
+    mut extra_sinks: Vec<Box<dyn EventSink>>,
+    secrets: crate::redact::Redactor,
+) -> Result<EventBus, StartError> {
+    let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
+    let mut junit = JunitWriter::new(paths.junit_path.clone()).with_file_base(junit_files);
+    let next_seq = resume.as_ref().map(|resumption| resumption.next_seq());
+    match resume {
+        // The trace goes on after the checkpoint; the JUnit file is rebuilt from all of it.
+        Some(resumption) => {
+            let kept = std::mem::take(&mut resumption.trace_kept);
+            sinks.push(Box::new(
+                TraceWriter::continue_from(&paths.trace_path, &kept).map_err(StartError::Trace)?,
+            ));
+            let history = std::mem::take(&mut resumption.history);
+            for event in &history {
+                let _ = junit.on_event(event);
+                // The caller's sinks (GitHub summary and outputs) cover the whole run too.
+                for sink in &mut extra_sinks {
+                    sink.on_history(event);
+                }
+            }
+        }
+        None => sinks.push(Box::new(
+            TraceWriter::create(&paths.trace_path).map_err(StartError::Trace)?,
+        )),
+    }
+    sinks.push(Box::new(junit));
+    if let Some(path) = &paths.result_path {
+        sinks.push(Box::new(ResultWriter::new(path.clone())));
+    }
+    sinks.extend(extra_sinks);
+    let bus = EventBus::with_redactor(paths.run_id.clone(), sinks, secrets);
+    Ok(match next_seq {
+        Some(next_seq) => bus.continuing_at(next_seq),
+        None => bus,
+    })
+}
+
+/// Saves a checkpoint before every model turn, recording the job file and what made the job.
+pub(super) fn checkpoint_saver(
+    job_file: JobFingerprint,
+    skill: &Skill,
+    workspace: &Path,
+    paths: &RunPaths,
+    bus: &EventBus,
+) -> Box<dyn StateSaver> {
+    let (skill_file, skill_sha256) = skill_fingerprint(skill);
+    let origin = checkpoint::Origin {
+        agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: paths.run_id.clone(),
+        job_file: job_file.job_file,
+        job_sha256: job_file.sha256,
+        skill_file,
+        skill_sha256,
+        workspace: workspace.to_path_buf(),
+        trace: paths.trace_path.clone(),
+        junit: paths.junit_path.clone(),
+    };
+    let seq = bus.clone();
+    Box::new(checkpoint::CheckpointWriter::new(
+        &paths.folder.dir,
+        origin,
+        Box::new(move || seq.next_seq()),
+    ))
+}
