@@ -39,7 +39,10 @@ use crate::spec::{McpServerSpec, McpTransport};
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// How long to wait for a server's exit code after its connection closed.
-const EXIT_WAIT: Duration = Duration::from_millis(500);
+/// Only a server that is gone waits, and its exit code is what the user is
+/// told: on a loaded CI machine the sandbox's init process can take more
+/// than half a second to report it.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
 
 /// What starting a server needs from the caller.
 pub struct StartContext<'a> {
