@@ -1,0 +1,188 @@
+//! The cassette format shared by recording and replay.
+//!
+//! A cassette is JSONL: a header line
+//! `{"cassette": 3, "provider": …, "model": …, "agentci_version": …}`, then one
+//! `{"request": …, "response": …}` line per model exchange. A conversation
+//! only grows, so each stored request holds just what is new: `keep` messages
+//! of the previous request, then its own `messages`, and `tools` only when
+//! they changed. That keeps a long session's cassette (and a replay's memory)
+//! linear in its length instead of quadratic. This module owns
+//! the line types and reading a cassette back; the workspace-path
+//! normalization applied on both sides is [`paths`]'s, and what replay
+//! compares of a request and the "first difference" report a diverged replay
+//! shows are [`compare`]'s. It does not decide when to record or how to
+//! serve (see [`super::record`] and [`super::replay`]).
+
+mod compare;
+mod paths;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolChoice, ToolDefinition};
+
+pub use compare::{Difference, changed_part, comparable, comparable_message, first_difference};
+pub use paths::WorkspacePaths;
+
+/// The format version this build reads and writes. Version 3: every
+/// request of a run offers one tool list and the summary turn records
+/// `tool_choice` (what the model is sent changed, so older cassettes could
+/// not replay anyway; the version says so up front).
+pub const CASSETTE_VERSION: u64 = 3;
+
+/// What the workspace's absolute path becomes inside a cassette.
+pub const WORKSPACE_PLACEHOLDER: &str = "${WORKSPACE}";
+
+/// The first line of a cassette.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CassetteHeader {
+    pub cassette: u64,
+    pub provider: String,
+    pub model: String,
+    pub agentci_version: String,
+}
+
+impl CassetteHeader {
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            cassette: CASSETTE_VERSION,
+            provider: provider.into(),
+            model: model.into(),
+            agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// One model exchange as stored, with the workspace path already normalized.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exchange {
+    pub request: StoredRequest,
+    pub response: ChatResponse,
+}
+
+/// A request stored as what it adds to the previous one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredRequest {
+    pub model: String,
+    /// How many messages of the previous request this one starts with.
+    #[serde(default)]
+    pub keep: usize,
+    /// The messages after those.
+    pub messages: Vec<Message>,
+    /// The tools, when they differ from the previous request's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolDefinition>>,
+    /// Whether tools could be called; left out when they could.
+    #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
+}
+
+/// The previous request of a cassette being recorded, which the next
+/// stored one builds on. (A replay keeps references into the cassette
+/// instead: see `super::replay_state`.)
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Conversation {
+    messages: Vec<Message>,
+    tools: Vec<ToolDefinition>,
+}
+
+impl Conversation {
+    /// Store `request` as a delta on the previous one, and remember it.
+    pub fn encode(&mut self, request: &ChatRequest) -> StoredRequest {
+        let keep = self
+            .messages
+            .iter()
+            .zip(&request.messages)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let stored = StoredRequest {
+            model: request.model.clone(),
+            keep,
+            messages: request.messages[keep..].to_vec(),
+            tools: (request.tools != self.tools).then(|| request.tools.clone()),
+            tool_choice: request.tool_choice,
+        };
+        self.messages = request.messages.clone();
+        self.tools = request.tools.clone();
+        stored
+    }
+}
+
+/// An exchange and the 1-based line it was read from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedExchange {
+    pub line: usize,
+    pub exchange: Exchange,
+}
+
+/// A cassette read into memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cassette {
+    pub path: PathBuf,
+    pub header: CassetteHeader,
+    pub exchanges: Vec<RecordedExchange>,
+}
+
+impl Cassette {
+    /// Reads and checks a whole cassette; errors name the file and line.
+    pub fn read(path: &Path) -> Result<Self, ProviderError> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path).map_err(|err| {
+            if err.kind() == std::io::ErrorKind::NotFound {
+                ProviderError::Config(format!(
+                    "cassette {shown} does not exist; record one with --record {shown}"
+                ))
+            } else {
+                ProviderError::Config(format!("cannot read cassette {shown}: {err}"))
+            }
+        })?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(index, line)| (index + 1, line))
+            .filter(|(_, line)| !line.trim().is_empty());
+        let Some((header_line, header_text)) = lines.next() else {
+            return Err(ProviderError::Config(format!(
+                "cassette {shown} is empty; expected a header line like {{\"cassette\": {CASSETTE_VERSION}, \"provider\": \"openai\", \"model\": \"…\", \"agentci_version\": \"…\"}}"
+            )));
+        };
+        let header: CassetteHeader = serde_json::from_str(header_text).map_err(|err| {
+            ProviderError::Config(format!(
+                "cassette {shown} line {header_line} is not a cassette header: {err}"
+            ))
+        })?;
+        if header.cassette != CASSETTE_VERSION {
+            return Err(ProviderError::Config(format!(
+                "cassette {shown} line {header_line} has format version {}, but this agentci reads version {CASSETTE_VERSION}; re-record it with --record",
+                header.cassette
+            )));
+        }
+        let mut previous_len = 0;
+        let exchanges = lines
+            .map(|(line, text)| {
+                let exchange: Exchange = serde_json::from_str(text).map_err(|err| {
+                    ProviderError::Config(format!(
+                        "cassette {shown} line {line} is not a valid exchange: {err}"
+                    ))
+                })?;
+                if exchange.request.keep > previous_len {
+                    return Err(ProviderError::Config(format!(
+                        "cassette {shown} line {line} keeps {} messages but the previous request has only {previous_len}; re-record it with --record",
+                        exchange.request.keep
+                    )));
+                }
+                previous_len = exchange.request.keep + exchange.request.messages.len();
+                Ok(RecordedExchange { line, exchange })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            header,
+            exchanges,
+        })
+    }
+}
