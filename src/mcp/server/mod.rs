@@ -8,8 +8,13 @@
 //! lines; a JSON-RPC error or `isError: true` answered to a call is a
 //! [`ToolOutput`] with `is_error`, not a failure. Nothing here panics on
 //! what a server sends.
+//!
+//! This module is the handle to a started server ([`McpServer`]) and what
+//! is done through it; spawning or reaching the server and initializing the
+//! connection are [`connect`]'s.
 
-use std::collections::HashMap;
+mod connect;
+
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,23 +22,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
-use rmcp::service::{
-    ClientCacheConfig, Peer, RoleClient, RunningService, ServiceError, serve_client,
-};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::service::{ClientCacheConfig, Peer, RoleClient, RunningService, ServiceError};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::command::StdioLaunch;
 use super::handler::AgentciClient;
 use super::result::{McpResource, McpTool, ToolOutput};
 use super::sampling::Sampler;
 use super::state::{ServerRequestRecord, ServerState};
-use super::stdio::{self, StdioChild, shorten};
+use super::stdio::StdioChild;
 use crate::process::ProcessRunner;
-use crate::redact::Redactor;
-use crate::spec::{McpServerSpec, McpTransport};
+use crate::spec::McpServerSpec;
+use connect::connect;
 
 /// How long a server may take to exit after its stdin is closed before it is killed.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -490,117 +490,6 @@ impl McpServer {
 
 fn resources(values: Vec<Value>) -> Vec<McpResource> {
     values.iter().filter_map(McpResource::from_json).collect()
-}
-
-/// Spawns or connects, and initializes. `child` is filled as soon as a
-/// process exists, so a timeout can still stop it.
-async fn connect(
-    spec: &McpServerSpec,
-    cx: &StartContext<'_>,
-    state: &Arc<ServerState>,
-    child: &mut Option<StdioChild>,
-) -> Result<RunningService<RoleClient, AgentciClient>, String> {
-    let root = spec.roots.then(|| file_uri(cx.workspace));
-    let sampler = cx.sampler.clone().filter(|_| spec.sampling);
-    match &spec.transport {
-        McpTransport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let cwd = cwd.as_deref().unwrap_or(cx.workspace);
-            let launch =
-                StdioLaunch::resolve(command, args, env, cwd, cx.env).map_err(|e| e.to_string())?;
-            let unsandboxed;
-            let runner = match cx.runner {
-                Some(runner) => runner,
-                None => {
-                    unsandboxed = ProcessRunner::unsandboxed(&[], Redactor::default());
-                    &unsandboxed
-                }
-            };
-            let (process, pipes) =
-                stdio::spawn(&launch, runner, state).map_err(|e| e.to_string())?;
-            *child = Some(process);
-            let client = AgentciClient {
-                state: Arc::clone(state),
-                root,
-                counts_list_changed: false,
-                server: spec.name.clone(),
-                sampler: sampler.clone(),
-                sampling_allowed: spec.sampling,
-            };
-            match serve_client(client, pipes).await {
-                Ok(service) => Ok(service),
-                Err(e) => {
-                    let exit = match child.as_mut() {
-                        Some(process) => process.exit_within(EXIT_WAIT).await,
-                        None => None,
-                    };
-                    Err(match (state.broken(), exit) {
-                        (Some(broken), _) => broken,
-                        (None, Some(exit)) => format!("{exit} before it was initialized"),
-                        (None, None) => format!("could not be initialized: {e}"),
-                    })
-                }
-            }
-        }
-        McpTransport::Http { url, headers } => {
-            let mut map = HashMap::new();
-            for (name, template) in headers {
-                let value = template.resolve(cx.env).map_err(|missing| {
-                    format!("environment variable `{missing}` (for header `{name}`) is not set")
-                })?;
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|e| format!("header `{name}`: {e}"))?;
-                let value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
-                    format!("header `{name}` has a value that is not allowed in HTTP")
-                })?;
-                map.insert(name, value);
-            }
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let client = AgentciClient {
-                state: Arc::clone(state),
-                root,
-                counts_list_changed: true,
-                server: spec.name.clone(),
-                sampler: sampler.clone(),
-                sampling_allowed: spec.sampling,
-            };
-            serve_client(client, transport).await.map_err(|e| {
-                format!(
-                    "could not be reached at {url}: {}",
-                    shorten(&root_cause(&e), 300)
-                )
-            })
-        }
-    }
-}
-
-/// The innermost error: rmcp's outer messages name its internal types
-/// (`Transport [rmcp::transport::worker::…] error: …`); the cause is what
-/// users need.
-fn root_cause(error: &dyn std::error::Error) -> String {
-    let mut current = error;
-    while let Some(source) = current.source() {
-        current = source;
-    }
-    let text = current.to_string();
-    match text.rfind("] error: ") {
-        Some(at) => text[at + "] error: ".len()..].to_string(),
-        None => text,
-    }
-}
-
-/// `file://` URI of a folder, with the characters URIs reserve escaped.
-fn file_uri(path: &Path) -> String {
-    match reqwest::Url::from_directory_path(path) {
-        Ok(url) => url.to_string(),
-        Err(()) => format!("file://{}", path.display()),
-    }
 }
 
 /// `30s`, `1m30s`, `500ms`.
