@@ -26,6 +26,10 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "support/reading_session.rs"]
+mod reading_session;
+
+use reading_session::ms;
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -53,7 +57,10 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kept = std::env::var_os("AGENTCI_BENCH_DIR").map(std::path::PathBuf::from);
     let root = kept.as_deref().unwrap_or(dir.path());
-    setup(root);
+    let window = std::env::var("AGENTCI_BENCH_WINDOW")
+        .map(|w| format!(", context_window: {w}"))
+        .unwrap_or_default();
+    reading_session::setup(root, &window, "{max_turns: 1100, max_tool_calls: 1100}");
 
     // plan + (TURNS - 3) tool turns + step_done + summary = TURNS model calls.
     // Small reads and narrow greps: a long session of many short turns, so
@@ -263,38 +270,4 @@ fn vm_rss_kb(pid: i32) -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kb| kb.parse().ok())
         .unwrap_or(0)
-}
-
-fn setup(root: &Path) {
-    let window = std::env::var("AGENTCI_BENCH_WINDOW")
-        .map(|w| format!(", context_window: {w}"))
-        .unwrap_or_default();
-    for i in 0..10 {
-        let text: String = (0..200)
-            .map(|l| format!("line {l} of file {i}\n"))
-            .collect();
-        write(&root.join(format!("ws/src/file{i}.txt")), &text);
-    }
-    write(
-        &root.join("skills/reader/SKILL.md"),
-        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
-    );
-    write(
-        &root.join("job.yaml"),
-        &format!(
-            "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
-             model: {{provider: openai, name: bench, base_url: BASE_URL{window}}}\n\
-             tools: [read, grep]\npermissions: {{default: allow}}\nbudget: {{max_turns: 1100, max_tool_calls: 1100}}\n\
-             workspace: ws\n"
-        ),
-    );
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -15,6 +15,10 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "support/reading_session.rs"]
+mod reading_session;
+
+use reading_session::ms;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -38,7 +42,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kept = std::env::var_os("AGENTCI_BENCH_DIR").map(std::path::PathBuf::from);
     let root = kept.as_deref().unwrap_or(dir.path());
-    setup(root);
+    reading_session::setup(root, "", "{max_turns: 250}");
 
     // plan + (TURNS - 3) tool turns + step_done + summary = TURNS model calls.
     let mut script = vec![Reply::plan(&[("Read everything", "all files read")])];
@@ -106,30 +110,6 @@ fn replay_phase(root: &Path) {
     );
 }
 
-fn setup(root: &Path) {
-    for i in 0..10 {
-        let text: String = (0..200)
-            .map(|l| format!("line {l} of file {i}\n"))
-            .collect();
-        write(&root.join(format!("ws/src/file{i}.txt")), &text);
-    }
-    write(
-        &root.join("skills/reader/SKILL.md"),
-        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
-    );
-    write(
-        &root.join("job.yaml"),
-        "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
-         model: {provider: openai, name: bench, base_url: BASE_URL}\n\
-         tools: [read, grep]\npermissions: {default: allow}\nbudget: {max_turns: 250}\nworkspace: ws\n",
-    );
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
-
 /// Run agentci in `root`; returns exit code, wall time and peak RSS in KiB.
 fn run(root: &Path, extra: &[&str]) -> (i32, Duration, i64) {
     let started = Instant::now();
@@ -153,8 +133,4 @@ fn run(root: &Path, extra: &[&str]) -> (i32, Duration, i64) {
     unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     let wall = started.elapsed();
     (libc::WEXITSTATUS(status), wall, usage.ru_maxrss)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

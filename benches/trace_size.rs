@@ -18,6 +18,10 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "support/reading_session.rs"]
+mod reading_session;
+
+use reading_session::ms;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,7 +40,7 @@ const WRITES: usize = 20;
 fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    setup(root);
+    reading_session::setup(root, "", "{max_turns: 250}");
     let model = FakeModel::start(script());
     let job = std::fs::read_to_string(root.join("job.yaml"))
         .expect("job")
@@ -172,30 +176,6 @@ fn script() -> Vec<Reply> {
     script
 }
 
-fn setup(root: &Path) {
-    for i in 0..10 {
-        let text: String = (0..200)
-            .map(|l| format!("line {l} of file {i}\n"))
-            .collect();
-        write(&root.join(format!("ws/src/file{i}.txt")), &text);
-    }
-    write(
-        &root.join("skills/reader/SKILL.md"),
-        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
-    );
-    write(
-        &root.join("job.yaml"),
-        "name: bench\nskill: reader\nskills_path: [skills]\ngoal: Read every file.\n\
-         model: {provider: openai, name: bench, base_url: BASE_URL}\n\
-         tools: [read, grep]\npermissions: {default: allow}\nbudget: {max_turns: 250}\nworkspace: ws\n",
-    );
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
-
 /// Run `bin` in `root` with the run folder `out-NAME`; exit code and wall time.
 fn run(bin: &Path, root: &Path, extra: &[&str], name: &str) -> (i32, Duration) {
     let out = format!("out-{name}");
@@ -221,8 +201,4 @@ fn len(path: &Path) -> usize {
 
 fn mb(bytes: usize) -> String {
     format!("{:.2} MB", bytes as f64 / 1e6)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
