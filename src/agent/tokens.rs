@@ -104,7 +104,8 @@ impl Encoding {
     }
 
     /// Whether the tokenizer is loaded (or known not to load).
-    pub fn is_loaded(self) -> bool {
+    #[cfg(test)]
+    fn is_loaded(self) -> bool {
         self.slot().0.get().is_some()
     }
 
