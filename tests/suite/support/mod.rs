@@ -4,3 +4,4 @@ pub mod fake_model;
 pub mod harness;
 pub mod junit_schema;
 pub mod trace_schema;
+pub mod users;

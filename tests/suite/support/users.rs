@@ -1,0 +1,119 @@
+//! Running the real binary as root and as an unprivileged user.
+//!
+//! Root is the usual CI user (containers, self-hosted runners), and GitHub's
+//! hosted runners are not root: an attack is tried as both and judged by its
+//! side effect each time. Switching users needs root, so a suite run by a
+//! normal user tries each attack once, as that user.
+
+// The attack tests of the security work use these; until they land nothing does.
+#![expect(
+    dead_code,
+    reason = "used by the attack tests being written against it"
+)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use super::harness::{Sandbox, outside_github};
+
+/// The uid and gid the unprivileged runs use (`nobody`).
+pub const NOBODY: u32 = 65534;
+
+/// Who runs `agentci` in a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunAs {
+    /// The user running the tests (root in CI containers).
+    Current,
+    /// `nobody`, switched to with `setpriv` (needs root).
+    Unprivileged,
+}
+
+impl RunAs {
+    /// Every user an attack is tried as: the current one, and `nobody`
+    /// too when the tests run as root.
+    pub fn each() -> Vec<RunAs> {
+        if is_root() {
+            vec![RunAs::Current, RunAs::Unprivileged]
+        } else {
+            eprintln!(
+                "note: the tests do not run as root, so attacks run as the current user only"
+            );
+            vec![RunAs::Current]
+        }
+    }
+
+    /// How the test's output names this user.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunAs::Current if is_root() => "root",
+            RunAs::Current => "the current user",
+            RunAs::Unprivileged => "an unprivileged user",
+        }
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid only reads the calling process's effective user id.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A copy of the binary every user can run: the build folder may sit in a
+/// folder only root can enter.
+fn shared_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("agentci-bin-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = dir.join("agentci");
+        std::fs::copy(env!("CARGO_BIN_EXE_agentci"), &binary).unwrap();
+        binary
+    })
+}
+
+/// Give `path` and everything below it to `nobody`.
+pub fn give_to_nobody(path: &Path) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "chown -R {}", path.display());
+}
+
+impl Sandbox {
+    /// Run `agentci` with `args` in the sandbox root as `user`. For
+    /// [`RunAs::Unprivileged`] the whole sandbox is handed to `nobody`
+    /// first, and `HOME` is a folder of its own inside it.
+    pub fn agentci_as(&self, user: RunAs, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = match user {
+            RunAs::Current => Command::new(env!("CARGO_BIN_EXE_agentci")),
+            RunAs::Unprivileged => {
+                let home = self.path().join("home");
+                std::fs::create_dir_all(&home).unwrap();
+                give_to_nobody(self.path());
+                // The temporary folder itself is root's and 0700.
+                std::fs::set_permissions(self.path(), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+                let mut cmd = Command::new("setpriv");
+                cmd.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+                    .arg(shared_binary())
+                    .env("HOME", &home);
+                cmd
+            }
+        };
+        outside_github(&mut cmd);
+        cmd.args(args)
+            .current_dir(self.path())
+            .env_remove("OPENAI_API_KEY");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+}
