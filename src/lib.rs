@@ -13,7 +13,8 @@
 //! there is no circle between top-level modules (`tests/suite/module_graph.rs`
 //! fails naming the circle when one comes back; unit tests may reach anywhere):
 //!
-//! 1. leaves, using no other module: [`safe_file`], [`redact`];
+//! 1. leaves, using no other module: [`safe_file`], [`redact`], [`inert`]
+//!    (text from the run made safe to show);
 //!    [`git`] uses only `safe_file`.
 //! 2. [`provider`]: model clients and the provider-neutral types (messages,
 //!    [`provider::Usage`], [`provider::ModelInfo`]).
@@ -33,6 +34,7 @@ pub mod cli;
 pub mod eval;
 pub mod event;
 pub mod git;
+pub mod inert;
 pub mod mcp;
 pub mod policy;
 pub mod process;

@@ -326,7 +326,11 @@ pub(super) fn finish(
     crate::eval::report::write_all(&results, out_dir).map_err(CliError::input)?;
     let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
     let summary = crate::eval::report::markdown::summary(&results);
-    let _ = write!(std::io::stdout().lock(), "{summary}");
+    let _ = write!(
+        std::io::stdout().lock(),
+        "{}",
+        crate::inert::terminal(&summary)
+    );
     github(&results, &summary, &out_dir.join("results.json"));
     let mut exit = Exit::Success;
     for suite in &results.suites {
@@ -350,7 +354,7 @@ pub(super) fn finish(
     }
     if baseline.is_some() {
         for r in &results.regressions {
-            let _ = writeln!(stderr, "regression: {}", r.message);
+            let _ = writeln!(stderr, "regression: {}", crate::inert::line(&r.message));
         }
         if results.regressions.is_empty() {
             let _ = writeln!(stderr, "agentci: no regression against the baseline");

@@ -23,7 +23,8 @@ fn line(suite: &str, case: &str, result: &AttemptResult) -> String {
         text.push_str(" — ");
         text.push_str(&result.reason);
     }
-    text
+    // The reason can quote the model or a check: one inert line.
+    crate::inert::line(&text)
 }
 
 pub struct PlainProgress;
@@ -81,7 +82,8 @@ impl EvalObserver for SuiteBar {
     }
 
     fn started(&self, suite: &str, case: &str, attempt: u32) {
-        self.bar.set_message(format!("{suite}/{case} #{attempt}"));
+        self.bar
+            .set_message(crate::inert::line(&format!("{suite}/{case} #{attempt}")));
     }
 
     fn finished(&self, suite: &str, case: &str, result: &AttemptResult) {

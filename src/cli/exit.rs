@@ -117,13 +117,18 @@ pub fn print(error: &CliError) {
     let mut stderr = std::io::stderr();
     match error {
         CliError::Reported => {}
+        // Messages quote files and what the model wrote: shown inert.
         CliError::Input(lines) => {
             for line in lines {
-                let _ = writeln!(stderr, "{line}");
+                let _ = writeln!(stderr, "{}", crate::inert::terminal(line));
             }
         }
         other => {
-            let _ = writeln!(stderr, "error: {other}");
+            let _ = writeln!(
+                stderr,
+                "error: {}",
+                crate::inert::terminal(&other.to_string())
+            );
         }
     }
 }

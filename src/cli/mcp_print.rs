@@ -98,7 +98,13 @@ pub fn print_list(reports: &[ServerReport], as_json: bool) {
             let _ = writeln!(out);
         }
         match report {
-            ServerReport::Up(up) => print_up(&mut out, up),
+            ServerReport::Up(up) => {
+                // Names and descriptions are the server's: shown inert.
+                let mut text = Vec::new();
+                print_up(&mut text, up);
+                let text = crate::inert::terminal(&String::from_utf8_lossy(&text));
+                let _ = out.write_all(text.as_bytes());
+            }
             ServerReport::Down(down) => print_down(down),
         }
     }
@@ -169,11 +175,11 @@ fn print_up(out: &mut impl Write, up: &UpServer) {
 
 fn print_down(down: &ServerDown) {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: {down}");
+    let _ = writeln!(err, "error: {}", crate::inert::terminal(&down.to_string()));
     if !down.stderr.is_empty() {
         let _ = writeln!(err, "  last lines of its stderr:");
         for line in &down.stderr {
-            let _ = writeln!(err, "  | {line}");
+            let _ = writeln!(err, "  | {}", crate::inert::line(line));
         }
     }
 }
@@ -255,7 +261,7 @@ pub fn print_call(report: &CallReport, as_json: bool) {
     }
     let Some(output) = &report.output else { return };
     if !output.text.is_empty() {
-        let _ = writeln!(out, "{}", output.text);
+        let _ = writeln!(out, "{}", crate::inert::terminal(&output.text));
     }
     if let Some(structured) = &output.structured {
         let _ = writeln!(out, "structured content:\n{structured:#}");
@@ -264,9 +270,9 @@ pub fn print_call(report: &CallReport, as_json: bool) {
         let _ = writeln!(
             std::io::stderr(),
             "note: the server sent `{}`: {} {}",
-            request.method,
+            crate::inert::line(&request.method),
             request.outcome,
-            request.detail
+            crate::inert::line(&request.detail)
         );
     }
     if output.is_error {

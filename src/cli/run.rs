@@ -345,6 +345,9 @@ fn progress_sinks(mode: ProgressMode, cwd: &Path) -> Vec<Box<dyn EventSink>> {
 /// annotation, `::stop-commands::`), so such text is printed between
 /// `::stop-commands::TOKEN` and `::TOKEN::`, which the runner shows as is.
 fn print_model_text(out: &mut impl Write, text: &str, github: bool) {
+    // Inert first: escape sequences gone, and a lone `\r` (a line break to
+    // the runner) written out, so `lines` sees every line the runner would.
+    let text = &crate::inert::terminal(text);
     let commands = github && text.lines().any(|l| l.trim_start().starts_with("::"));
     if !commands {
         let _ = writeln!(out, "{text}");

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::{CliError, Exit};
-use crate::trace_view::{LoadedTrace, RunView, ViewOptions, load, printable, render_text};
+use crate::inert::terminal as printable;
+use crate::trace_view::{LoadedTrace, RunView, ViewOptions, load, render_text};
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {

@@ -144,7 +144,7 @@ impl<W: Write> Validation<W> {
                     suite.cases.len(),
                     plural(suite.cases.len())
                 );
-                let _ = writeln!(self.out, "{line}");
+                let _ = writeln!(self.out, "{}", crate::inert::terminal(&line));
                 self.job(&suite.job);
             }
             Err(diagnostics) => self.report(diagnostics),
@@ -193,7 +193,7 @@ impl<W: Write> Validation<W> {
                 job.name,
                 skill.name
             );
-            let _ = writeln!(self.out, "{line}");
+            let _ = writeln!(self.out, "{}", crate::inert::terminal(&line));
         } else {
             let message = format!(
                 "skill {} is invalid (see above)",
@@ -311,7 +311,12 @@ impl<W: Write> Validation<W> {
                 Severity::Warning => self.warnings += 1,
             }
             d.file = self.shown(&d.file);
-            let _ = writeln!(self.out, "{}", d.with_severity());
+            // A diagnostic quotes the file: shown inert.
+            let _ = writeln!(
+                self.out,
+                "{}",
+                crate::inert::terminal(&d.with_severity().to_string())
+            );
         }
     }
 

@@ -10,8 +10,10 @@
 //!
 //! It only renders events: the CLI reads the environment and passes the
 //! paths in a [`GithubConfig`]. Secrets are already masked by the event bus.
-//! Every log line starts with `[agentci]`, so nothing the model or a check
-//! prints can start a line with `::` and pass for a workflow command.
+//! Every log line starts with `[agentci]` and is made inert (a lone `\r`,
+//! which the runner also splits lines on, is written out), and values in
+//! workflow commands are escaped, so nothing the model or a check prints
+//! can start a line with `::` and pass for a workflow command.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -20,7 +22,7 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use serde_json::Value;
 
-use super::progress::{LogLines, PREFIX, one_line};
+use super::progress::{LogLines, PREFIX, one_line, push_log_line};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, Phase, PlanStep, RunCompleted, RunResumed,
     RunStarted, RunStatus, StepStatus,
@@ -339,8 +341,10 @@ impl GithubActions {
         if self.broken || lines.is_empty() {
             return Ok(());
         }
-        let mut text = lines.join("\n");
-        text.push('\n');
+        let mut text = String::new();
+        for line in lines {
+            push_log_line(&mut text, line);
+        }
         log.write_all(text.as_bytes())
             .and_then(|()| log.flush())
             .map_err(|source| {

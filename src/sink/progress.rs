@@ -9,7 +9,8 @@
 //!
 //! This module holds the plain log itself; what each event reads as is in
 //! [`lines`], the terminal bar in [`bars`], and the number and text
-//! shortening every display shares in [`text`].
+//! shortening every display shares in [`text`]. Every line is made inert
+//! ([`crate::inert`]) on its way out.
 
 mod bars;
 mod lines;
@@ -26,6 +27,23 @@ pub(crate) use lines::describe_call;
 pub(crate) use text::{one_line, plural, secs, thousands};
 
 pub(super) const PREFIX: &str = "[agentci]";
+
+/// Append `line` and a newline to a log's `text`, made inert: escape
+/// sequences gone, a lone `\r` and other controls written out, and each
+/// line break inside it (a value of several lines) continued on a line
+/// that starts with the prefix too. So nothing from the run starts a line
+/// of the log, where a reader (the GitHub runner) could take it for a
+/// command.
+pub(super) fn push_log_line(text: &mut String, line: &str) {
+    for (i, piece) in crate::inert::terminal(line).split('\n').enumerate() {
+        if i > 0 {
+            text.push_str(PREFIX);
+            text.push(' ');
+        }
+        text.push_str(piece);
+        text.push('\n');
+    }
+}
 
 /// One line per meaningful event, for logs.
 pub struct PlainLog {
@@ -53,10 +71,7 @@ impl EventSink for PlainLog {
         }
         let mut text = String::new();
         for line in lines {
-            text.push_str(PREFIX);
-            text.push(' ');
-            text.push_str(&line);
-            text.push('\n');
+            push_log_line(&mut text, &format!("{PREFIX} {line}"));
         }
         let written = self
             .out

@@ -19,5 +19,5 @@ mod view;
 
 pub use load::{LoadedTrace, TraceLine, TraceLoadError, TraceProblem, load};
 pub use rebuild::{Rebuilt, rebuild};
-pub use text::{printable, render_text};
+pub use text::render_text;
 pub use view::{RunView, ViewOptions};

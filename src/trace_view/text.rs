@@ -1,5 +1,8 @@
 //! `agentci trace show` for people: a [`RunView`] as plain text, one line
 //! per turn, tool call and step, and with `--full` what the model was sent.
+//! Lines that show text from the run start with agentci's own marks (`│`,
+//! `|`), never with the text, and the CLI makes the whole inert
+//! ([`crate::inert::terminal`]) before printing it.
 
 use std::fmt::Write as _;
 
@@ -7,23 +10,6 @@ use super::view::{CallView, Entry, RunView, TurnView};
 use crate::event::{CheckOutcome, Decision, Phase, SentDelta, StepStatus};
 use crate::provider::Message;
 use crate::sink::progress::{describe_call, one_line, plural, secs, thousands};
-
-/// `text` safe to print on a terminal: what the model wrote or a tool
-/// printed may hold escape sequences (to rewrite the screen, hide lines or
-/// set the window title) and bidirectional overrides (to show text in
-/// another order than it is); each is written out as `\u{…}` instead.
-pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if (c.is_control() && c != '\n' && c != '\t') || bidi {
-            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// The run as text; `full` adds what the model was sent and whole check outputs.
 pub fn render_text(view: &RunView, full: bool) -> String {
@@ -36,7 +22,7 @@ pub fn render_text(view: &RunView, full: bool) -> String {
     if let Some(summary) = view.summary.as_deref().filter(|s| !s.trim().is_empty()) {
         out.push_str("\nSummary\n");
         for line in summary.trim().lines() {
-            let _ = writeln!(out, "  {line}");
+            let _ = writeln!(out, "  │ {line}");
         }
     }
     result(&mut out, view);
@@ -55,7 +41,7 @@ fn header(out: &mut String, view: &RunView) {
         .exit_code
         .map_or_else(String::new, |code| format!(" (exit {code})"));
     let _ = writeln!(out, "run {name}: {}{exit}", view.status);
-    let _ = writeln!(out, "  {}", view.reason);
+    let _ = writeln!(out, "  {}", crate::inert::line(&view.reason));
     for resumed in &view.resumed {
         let _ = writeln!(
             out,
@@ -462,19 +448,5 @@ fn numbers(out: &mut String, view: &RunView) {
         .collect();
     if !phases.is_empty() {
         let _ = writeln!(out, "Time per phase: {}", phases.join(", "));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // A hostile model's answer must not drive the reader's terminal.
-    #[test]
-    fn escape_sequences_and_bidi_overrides_are_written_out() {
-        assert_eq!(
-            printable("ok\u{1b}]0;pwned\u{7}\tx\n\u{202e}abc"),
-            "ok\\u{1b}]0;pwned\\u{7}\tx\n\\u{202e}abc"
-        );
     }
 }

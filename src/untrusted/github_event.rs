@@ -25,12 +25,24 @@ pub struct GithubEvent {
     pub payload: Value,
 }
 
-/// Events whose workflow runs on a pull request's code (or next to it).
+/// Events whose workflow runs on a pull request's code (or next to it),
+/// whatever their payload says: the merge queue's `merge_group` tests the
+/// pull request merged into its base.
 const PULL_REQUEST_EVENTS: &[&str] = &[
     "pull_request",
     "pull_request_target",
     "pull_request_review",
     "pull_request_review_comment",
+    "merge_group",
+];
+
+/// Objects of a payload that list the pull requests a run is about
+/// (`workflow_run.pull_requests[]`, `check_suite.pull_requests[]`, …).
+const PULL_REQUEST_LISTS: &[&[&str]] = &[
+    &["workflow_run", "pull_requests"],
+    &["check_suite", "pull_requests"],
+    &["check_run", "pull_requests"],
+    &["check_run", "check_suite", "pull_requests"],
 ];
 
 /// Where free text lives in a payload, and what to call it.
@@ -112,21 +124,14 @@ impl GithubEvent {
         })
     }
 
-    /// Does the run work on a pull request: a pull request event, a comment
-    /// on a pull request (`issue_comment` whose issue is one), or a
-    /// `workflow_run` that a pull request's workflow triggered.
+    /// Does the run work on a pull request: a pull request or merge queue
+    /// event, or any event whose payload carries a pull request (a comment
+    /// on one, a `workflow_run`, `check_suite` or `check_run` that lists
+    /// one, a `workflow_run` a pull request's workflow triggered or that ran
+    /// on a fork's code). Unknown events count too: what decides is the
+    /// payload, not a list of names that GitHub grows.
     pub fn is_pull_request(&self) -> bool {
-        let payload = &self.payload;
-        match self.name.as_str() {
-            name if PULL_REQUEST_EVENTS.contains(&name) => true,
-            "issue_comment" => payload["issue"]
-                .get("pull_request")
-                .is_some_and(|pr| !pr.is_null()),
-            "workflow_run" => payload["workflow_run"]["event"]
-                .as_str()
-                .is_some_and(|event| PULL_REQUEST_EVENTS.contains(&event)),
-            _ => false,
-        }
+        PULL_REQUEST_EVENTS.contains(&self.name.as_str()) || carries_pull_request(&self.payload)
     }
 
     /// The payload's free text, cleaned, in a fixed order; empty fields are left out.
@@ -141,6 +146,35 @@ impl GithubEvent {
             })
             .collect()
     }
+}
+
+/// Does `payload` carry a pull request anywhere GitHub puts one?
+fn carries_pull_request(payload: &Value) -> bool {
+    let present = |value: Option<&Value>| value.is_some_and(|v| !v.is_null());
+    let listed = |path: &[&str]| {
+        path.iter()
+            .try_fold(payload, |value, key| value.get(key))
+            .and_then(Value::as_array)
+            .is_some_and(|prs| !prs.is_empty())
+    };
+    let run = &payload["workflow_run"];
+    let triggered_by_pull_request = run["event"]
+        .as_str()
+        .is_some_and(|event| PULL_REQUEST_EVENTS.contains(&event));
+    // A fork's pull request is not listed in `pull_requests`; its run's
+    // code comes from another repository.
+    let fork = match (
+        run["head_repository"]["full_name"].as_str(),
+        payload["repository"]["full_name"].as_str(),
+    ) {
+        (Some(head), Some(base)) => head != base,
+        _ => false,
+    };
+    present(payload.get("pull_request"))
+        || present(payload["issue"].get("pull_request"))
+        || PULL_REQUEST_LISTS.iter().any(|path| listed(path))
+        || triggered_by_pull_request
+        || fork
 }
 
 #[cfg(test)]
@@ -165,6 +199,74 @@ mod tests {
         let run = json!({"workflow_run": {"event": "pull_request"}});
         assert!(event("workflow_run", run).is_pull_request());
         assert!(!event("push", json!({})).is_pull_request());
+    }
+
+    #[test]
+    fn events_that_carry_a_pull_request_are_pull_request_runs() {
+        let pr = json!([{"number": 7}]);
+        let cases = [
+            ("merge_group", json!({"merge_group": {}}), true),
+            (
+                "workflow_run",
+                json!({"workflow_run": {"event": "push", "pull_requests": pr}}),
+                true,
+            ),
+            (
+                "workflow_run",
+                json!({"workflow_run": {"event": "push", "pull_requests": []}}),
+                false,
+            ),
+            (
+                "workflow_run",
+                json!({"workflow_run": {"event": "merge_group"}}),
+                true,
+            ),
+            (
+                "workflow_run",
+                json!({"workflow_run": {"event": "push", "head_repository": {"full_name": "fork/r"}},
+                       "repository": {"full_name": "o/r"}}),
+                true,
+            ),
+            (
+                "workflow_run",
+                json!({"workflow_run": {"event": "push", "head_repository": {"full_name": "o/r"}},
+                       "repository": {"full_name": "o/r"}}),
+                false,
+            ),
+            (
+                "check_suite",
+                json!({"check_suite": {"pull_requests": pr}}),
+                true,
+            ),
+            (
+                "check_suite",
+                json!({"check_suite": {"pull_requests": []}}),
+                false,
+            ),
+            (
+                "check_run",
+                json!({"check_run": {"pull_requests": pr}}),
+                true,
+            ),
+            (
+                "check_run",
+                json!({"check_run": {"check_suite": {"pull_requests": pr}}}),
+                true,
+            ),
+            (
+                "some_new_event",
+                json!({"pull_request": {"number": 7}}),
+                true,
+            ),
+            ("some_new_event", json!({"pull_request": null}), false),
+        ];
+        for (name, payload, want) in cases {
+            assert_eq!(
+                event(name, payload.clone()).is_pull_request(),
+                want,
+                "{name} {payload}"
+            );
+        }
     }
 
     #[test]

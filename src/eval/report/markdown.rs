@@ -20,16 +20,11 @@ fn drift_notes(results: &Results, out: &mut String) {
     for suite in &results.suites {
         for case in &suite.cases {
             if let Some(drift) = &case.replay_drift {
-                let model = case
-                    .model
-                    .as_deref()
-                    .map_or_else(String::new, |m| format!(" [{m}]"));
                 let _ = writeln!(
                     lines,
-                    "- `{}/{}`{}: {}",
-                    suite.name.replace('`', "'"),
-                    case.name.replace('`', "'"),
-                    cell(&model),
+                    "- {}{}: {}",
+                    case_code(&suite.name, &case.name),
+                    model_note(case.model.as_deref()),
                     cell(&drift.summary())
                 );
             }
@@ -150,10 +145,7 @@ fn attempts_not_passed(results: &Results, out: &mut String) {
     let mut problems = String::new();
     for suite in &results.suites {
         for case in &suite.cases {
-            let model = case
-                .model
-                .as_deref()
-                .map_or_else(String::new, |m| format!(" [{m}]"));
+            let model = model_note(case.model.as_deref());
             for attempt in case
                 .attempts
                 .iter()
@@ -161,10 +153,9 @@ fn attempts_not_passed(results: &Results, out: &mut String) {
             {
                 let _ = writeln!(
                     problems,
-                    "- `{}/{}`{} attempt {}: {} — {}",
-                    suite.name.replace('`', "'"),
-                    case.name.replace('`', "'"),
-                    cell(&model),
+                    "- {}{} attempt {}: {} — {}",
+                    case_code(&suite.name, &case.name),
+                    model,
                     attempt.attempt,
                     attempt.outcome.as_str(),
                     cell(&attempt.reason)
@@ -216,13 +207,20 @@ fn means(case: &CaseResult) -> String {
 }
 
 /// Text for a table cell or a list line: one line, no `|` to split the row,
-/// and no HTML a renderer (GitHub's summary page) would act on, since names
-/// and reasons can come from the model.
+/// and no Markdown or HTML a renderer (GitHub's summary page) would act on,
+/// since names and reasons can come from the model.
 fn cell(text: &str) -> String {
-    text.replace(['\n', '\r'], " ")
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    crate::inert::markdown::inline(text)
+}
+
+/// `suite/case` as inline code (backticks in the names read as quotes).
+fn case_code(suite: &str, case: &str) -> String {
+    crate::inert::markdown::code(&format!("{suite}/{case}").replace('`', "'"))
+}
+
+/// ` [model]` after a case compared across models, or nothing.
+fn model_note(model: Option<&str>) -> String {
+    model.map_or_else(String::new, |m| format!(" \\[{}\\]", cell(m)))
 }
 
 #[cfg(test)]
@@ -272,10 +270,10 @@ mod tests {
         let row = md.lines().find(|l| l.starts_with("| s |")).unwrap();
         assert_eq!(
             row,
-            "| s | a\\|b&lt;img src=x&gt; | ✅ passed (flaky) | 1/2 | 0.50 | 1.00 | 0.00 | 3.0 | 150 | $0.0100 | 2.0s |"
+            "| s | a\\|b\\<img src=x\\> | ✅ passed (flaky) | 1/2 | 0.50 | 1.00 | 0.00 | 3.0 | 150 | $0.0100 | 2.0s |"
         );
         assert!(
-            md.contains("bad \\| worse &lt;script&gt;x&lt;/script&gt;"),
+            md.contains("bad \\| worse\\\\n\\<script\\>x\\</script\\>"),
             "{md}"
         );
         assert!(

@@ -35,7 +35,11 @@ pub fn report_start_failure(
         let mut md = String::from("## ❌ agentci: error\n\nThe job did not start:\n\n");
         for problem in problems {
             let line = problem.with_severity().to_string();
-            let _ = writeln!(md, "- `{}`", line.replace('`', "'"));
+            let _ = writeln!(
+                md,
+                "- {}",
+                crate::inert::markdown::code(&line.replace('`', "'"))
+            );
         }
         md.push('\n');
         append(path, &md, "append the step summary to")?;

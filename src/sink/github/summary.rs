@@ -1,13 +1,17 @@
 //! The Markdown step summary of one run, appended to `$GITHUB_STEP_SUMMARY`:
 //! status, the numbers of the run, the plan with each step's outcome, the
 //! checks (with the output of failed ones), the changed files and the
-//! agent's summary. Text from the run is escaped for the table cell or code
-//! fence it lands in; it is already free of secrets.
+//! agent's summary. Text from the run is made inert for the place it lands
+//! in ([`crate::inert::markdown`]): escaped in a table cell or list item,
+//! fenced as a code block when it is the model's or a check's own text, so
+//! nothing in it renders as live Markdown or HTML; it is already free of
+//! secrets.
 
 use std::fmt::Write as _;
 
 use super::RunReport;
 use crate::event::{CheckOutcome, RunStatus, StepStatus};
+use crate::inert::markdown::{block, cell_code, code, html, inline};
 use crate::sink::describe_resume;
 use crate::sink::progress::{one_line, plural, secs, thousands};
 
@@ -20,7 +24,8 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
     checklist_section(&mut md, report);
     changed_files_section(&mut md, report);
     if let Some(summary) = report.completed.as_ref().and_then(|d| d.summary.as_deref()) {
-        let _ = writeln!(md, "### Summary\n\n{}\n", summary.trim());
+        // The model's own words, shown as written and never rendered.
+        let _ = writeln!(md, "### Summary\n\n{}\n", block(summary.trim(), "text"));
     }
     result_section(&mut md, report);
     footer(&mut md, report);
@@ -46,21 +51,17 @@ fn heading_and_numbers(md: &mut String, report: &RunReport) {
         ),
         None => ("❌", "error", "the run did not complete"),
     };
-    let _ = writeln!(md, "## {icon} agentci: {} — {status}\n", cell(name));
-    let _ = writeln!(md, "{}\n", cell(reason));
+    let _ = writeln!(md, "## {icon} agentci: {} — {status}\n", inline(name));
+    let _ = writeln!(md, "{}\n", inline(reason));
     for resumed in &report.resumed {
-        let _ = writeln!(md, "↩️ {}\n", cell(&describe_resume(resumed)));
+        let _ = writeln!(md, "↩️ {}\n", inline(&describe_resume(resumed)));
     }
 
     md.push_str("| | |\n|---|---|\n");
     if let Some(started) = &report.started {
-        let _ = writeln!(md, "| Skill | `{}` |", cell(&started.skill));
-        let _ = writeln!(
-            md,
-            "| Model | `{}:{}` |",
-            cell(&started.model.provider),
-            cell(&started.model.name)
-        );
+        let _ = writeln!(md, "| Skill | {} |", cell_code(&started.skill));
+        let model = format!("{}:{}", started.model.provider, started.model.name);
+        let _ = writeln!(md, "| Model | {} |", cell_code(&model));
     }
     if let Some(done) = &report.completed {
         let t = &done.totals;
@@ -89,7 +90,7 @@ fn plan_section(md: &mut String, report: &RunReport) {
         for (i, step) in report.plan.iter().enumerate() {
             let (mark, note) = match report.step_summaries.get(&i) {
                 Some((summary, StepStatus::Done)) => {
-                    ("✅", format!(" — {}", cell(&one_line(summary, 200))))
+                    ("✅", format!(" — {}", inline(&one_line(summary, 200))))
                 }
                 Some((summary, status)) => (
                     if *status == StepStatus::Blocked {
@@ -97,12 +98,16 @@ fn plan_section(md: &mut String, report: &RunReport) {
                     } else {
                         "❌"
                     },
-                    format!(" — {}: {}", status.as_str(), cell(&one_line(summary, 200))),
+                    format!(
+                        " — {}: {}",
+                        status.as_str(),
+                        inline(&one_line(summary, 200))
+                    ),
                 ),
                 None if report.step_started.contains(&i) => ("❌", " — not finished".to_string()),
                 None => ("⏭️", " — not reached".to_string()),
             };
-            let _ = writeln!(md, "{}. {mark} {}{note}", i + 1, cell(&step.title));
+            let _ = writeln!(md, "{}. {mark} {}{note}", i + 1, inline(&step.title));
         }
         md.push('\n');
     }
@@ -125,7 +130,7 @@ fn checks_section(md: &mut String, report: &RunReport) {
             let _ = writeln!(
                 md,
                 "| {} | {mark} {word} | {code} | {} |",
-                cell(&check.name),
+                inline(&check.name),
                 secs(check.duration_ms)
             );
         }
@@ -134,11 +139,11 @@ fn checks_section(md: &mut String, report: &RunReport) {
             if matches!(check.outcome, CheckOutcome::Failed | CheckOutcome::TimedOut) {
                 let output: Vec<&str> = check.output.lines().collect();
                 let tail = output[output.len().saturating_sub(30)..].join("\n");
-                let fence = fence_for(&tail);
                 let _ = writeln!(
                     md,
-                    "<details><summary>Output of <code>{}</code> (last 30 lines)</summary>\n\n{fence}text\n{tail}\n{fence}\n\n</details>\n",
-                    html(&check.name)
+                    "<details><summary>Output of <code>{}</code> (last 30 lines)</summary>\n\n{}\n\n</details>\n",
+                    html(&check.name),
+                    block(&tail, "text")
                 );
             }
         }
@@ -161,7 +166,7 @@ fn checklist_section(md: &mut String, report: &RunReport) {
                 .get("text")
                 .and_then(|t| t.as_str())
                 .unwrap_or_default();
-            let _ = writeln!(md, "- [{}] {}", if done { "x" } else { " " }, cell(text));
+            let _ = writeln!(md, "- [{}] {}", if done { "x" } else { " " }, inline(text));
         }
         md.push('\n');
     }
@@ -174,7 +179,7 @@ fn changed_files_section(md: &mut String, report: &RunReport) {
         md.push_str("None.\n\n");
     } else {
         for file in &report.changed_files {
-            let _ = writeln!(md, "- `{}`", cell(file));
+            let _ = writeln!(md, "- {}", code(file));
         }
         md.push('\n');
     }
@@ -186,10 +191,10 @@ fn footer(md: &mut String, report: &RunReport) {
         let outputs = &started.outputs;
         let _ = writeln!(
             md,
-            "<sub>{} · trace `{}` · JUnit `{}`</sub>\n",
+            "<sub>{} · trace {} · JUnit {}</sub>\n",
             plural(report.plan.len() as u64, "plan step"),
-            outputs.trace.as_deref().unwrap_or("-"),
-            outputs.junit.as_deref().unwrap_or("-")
+            code(outputs.trace.as_deref().unwrap_or("-")),
+            code(outputs.junit.as_deref().unwrap_or("-"))
         );
     }
 }
@@ -207,8 +212,7 @@ fn result_section(md: &mut String, report: &RunReport) {
     if lines.len() > MAX_LINES {
         let _ = write!(shown, "\n… {} more lines", lines.len() - MAX_LINES);
     }
-    let fence = fence_for(&shown);
-    let _ = writeln!(md, "### Result\n\n{fence}json\n{shown}\n{fence}\n");
+    let _ = writeln!(md, "### Result\n\n{}\n", block(&shown, "json"));
 }
 
 fn status_icon(status: RunStatus) -> &'static str {
@@ -217,40 +221,5 @@ fn status_icon(status: RunStatus) -> &'static str {
         RunStatus::Failed | RunStatus::Error | RunStatus::ProviderUnavailable => "❌",
         RunStatus::BudgetExceeded => "⏱️",
         RunStatus::Interrupted => "⚠️",
-    }
-}
-
-/// Text that sits in a table cell or a list item: one line, no column breaks.
-fn cell(text: &str) -> String {
-    text.replace('\r', "")
-        .replace('\n', " ")
-        .replace('|', "\\|")
-}
-
-fn html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// A code fence longer than any run of backticks in `text`.
-fn fence_for(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fences_outgrow_backticks_in_the_text() {
-        assert_eq!(fence_for("plain"), "```");
-        assert_eq!(fence_for("a ```` b"), "`````");
-    }
-
-    #[test]
-    fn cells_stay_on_one_line_and_in_their_column() {
-        assert_eq!(cell("a|b\nc\r"), "a\\|b c");
     }
 }

@@ -1,8 +1,9 @@
 //! The live progress bar on a terminal's stderr: the plan's steps as a bar,
 //! the current step and tool (or the tail of the streaming answer) as its
 //! message, and, when the bar goes, the plan's outcomes and the checks left
-//! on screen. The plain log for everything that is not a terminal is in the
-//! parent module.
+//! on screen. Everything it draws is made inert first ([`crate::inert`]).
+//! The plain log for everything that is not a terminal is in the parent
+//! module.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -100,7 +101,12 @@ impl ProgressBars {
             message.push_str(" · ");
             message.push_str(&self.streaming);
         }
-        self.bar.set_message(message);
+        self.bar.set_message(crate::inert::line(&message));
+    }
+
+    /// Print `line` above the bar, made inert: it can hold the model's words.
+    fn print(&self, line: String) {
+        self.bar.println(crate::inert::terminal(&line));
     }
 
     /// Keeps the last line of streamed text, cut to the bar's width.
@@ -204,8 +210,7 @@ impl ProgressBars {
                 ..
             } => {
                 let call = self.calls.denied(call_id, tool);
-                self.bar
-                    .println(format!("{PREFIX}   denied {call} (rule: {rule})"));
+                self.print(format!("{PREFIX}   denied {call} (rule: {rule})"));
             }
             EventKind::ToolResult(result) => {
                 self.calls.finished(&result.call_id, &result.tool);
@@ -213,7 +218,7 @@ impl ProgressBars {
                     && result.tool == "todo"
                     && let Some(line) = todo_line(&result.data)
                 {
-                    self.bar.println(format!("{PREFIX}{line}"));
+                    self.print(format!("{PREFIX}{line}"));
                 }
                 self.tool = None;
                 self.refresh_message();
@@ -227,14 +232,15 @@ impl ProgressBars {
         // The bar's lines vanish with it; the picture a reader wants
         // afterwards is what the plain log shows: plan, checks, totals.
         for line in self.final_picture() {
-            self.bar.println(format!("{PREFIX} {line}"));
+            self.print(format!("{PREFIX} {line}"));
         }
         self.bar.set_style(style("{msg}"));
         let mut message = format!("{PREFIX} {}", run_line(done));
         if done.status != RunStatus::Passed {
             message.push_str(&format!("\n{PREFIX}   reason: {}", done.reason));
         }
-        self.bar.finish_with_message(message);
+        self.bar
+            .finish_with_message(crate::inert::terminal(&message));
     }
 }
 
@@ -242,12 +248,11 @@ impl EventSink for ProgressBars {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         match &event.kind {
             EventKind::RunStarted(run) => {
-                self.bar.println(format!("{PREFIX} run {}", run.job_name));
+                self.print(format!("{PREFIX} run {}", run.job_name));
                 self.refresh_message();
             }
             EventKind::Warning { source, message } => {
-                self.bar
-                    .println(format!("{PREFIX} warning: {source}: {message}"));
+                self.print(format!("{PREFIX} warning: {source}: {message}"));
             }
             EventKind::PlanCreated { .. }
             | EventKind::PlanUpdated { .. }
@@ -257,8 +262,7 @@ impl EventSink for ProgressBars {
             | EventKind::PermissionDecision { .. }
             | EventKind::ToolResult(_) => self.on_tool_event(&event.kind),
             EventKind::BudgetExceeded { limit, .. } => {
-                self.bar
-                    .println(format!("{PREFIX} budget exceeded: {}", limit.key()));
+                self.print(format!("{PREFIX} budget exceeded: {}", limit.key()));
             }
             EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {
                 self.streaming.clear();
@@ -268,27 +272,27 @@ impl EventSink for ProgressBars {
                 // The answer starts over; what streamed so far is not part of it.
                 self.streaming.clear();
                 self.refresh_message();
-                self.bar.println(format!("{PREFIX} {}", retry_line(retry)));
+                self.print(format!("{PREFIX} {}", retry_line(retry)));
             }
             EventKind::ContextTrimmed(trim) => {
-                self.bar.println(format!("{PREFIX} {}", trim_line(trim)));
+                self.print(format!("{PREFIX} {}", trim_line(trim)));
             }
             EventKind::ContextCompacted(c) => {
-                self.bar.println(format!("{PREFIX} {}", compacted_line(c)));
+                self.print(format!("{PREFIX} {}", compacted_line(c)));
             }
             EventKind::CheckCompleted(check) => {
                 self.step = Some(format!("check \"{}\"", check.name));
                 self.refresh_message();
                 let lines = check_lines(check);
                 if let Some(first) = lines.first() {
-                    self.bar.println(format!("{PREFIX} {first}"));
+                    self.print(format!("{PREFIX} {first}"));
                     self.check_results.push(first.clone());
                 }
             }
             EventKind::RunCompleted(done) => self.on_run_completed(done),
             EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
                 if let Some(line) = git_line(&event.kind) {
-                    self.bar.println(format!("{PREFIX} {line}"));
+                    self.print(format!("{PREFIX} {line}"));
                 }
             }
             _ => {}
@@ -390,5 +394,18 @@ mod tests {
         assert_eq!(bars.streaming, "Second line grows");
         bars.on_partial_text("model-1", &"x".repeat(200));
         assert_eq!(bars.streaming.chars().count(), STREAM_TAIL_CHARS);
+    }
+
+    // Regression (issue 20): the streamed answer went to the terminal as
+    // it came, escape sequences (a clipboard write, clear screen) included.
+    #[test]
+    fn streamed_text_reaches_the_terminal_inert() {
+        let mut bars = ProgressBars::with_draw_target(ProgressDrawTarget::hidden());
+        bars.on_partial_text(
+            "model-1",
+            "Done\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\r::error::x",
+        );
+        let message = bars.bar.message();
+        assert_eq!(message, "planning · Done\\r::error::x");
     }
 }

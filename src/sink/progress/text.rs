@@ -1,5 +1,6 @@
 //! How displays shorten numbers and text: durations as `1.2s` or `2m05s`,
-//! counts with thousands separators and plurals, text cut to one line. Shared
+//! counts with thousands separators and plurals, text cut to one line (made
+//! inert by [`crate::inert`] first). Shared
 //! by the progress log, the bar, the GitHub summary and `agentci trace`.
 
 pub(crate) fn secs(ms: u64) -> String {
@@ -31,11 +32,13 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
-/// The first line of `text`, cut to `max` characters, for a one-line display.
+/// The first line of `text`, cut to `max` characters, for a one-line
+/// display; made inert first, so a lone `\r` is shown, not obeyed.
 pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let first = text.lines().next().unwrap_or("").trim();
+    let shown = crate::inert::terminal(text);
+    let first = shown.lines().next().unwrap_or("").trim();
     let mut out: String = first.chars().take(max).collect();
-    if first.chars().count() > max || text.trim().lines().count() > 1 {
+    if first.chars().count() > max || shown.trim().lines().count() > 1 {
         out.push('…');
     }
     out
@@ -63,5 +66,6 @@ mod tests {
         assert_eq!(one_line("abcdef", 3), "abc…");
         assert_eq!(one_line("first\nsecond", 80), "first…");
         assert_eq!(one_line("", 5), "");
+        assert_eq!(one_line("a\r::error::x\u{1b}[2J", 80), "a\\r::error::x");
     }
 }
