@@ -2,6 +2,9 @@
 //! call is decided by the job's rules, and the decision names the rule.
 //!
 //! Deny rules beat allow rules; a call no rule matches gets the default.
+//! A `read` deny rule also stops the tools whose result shows the file
+//! (`edit` answers with the lines it changed): denying a read means nobody
+//! sees the content, whichever tool would show it.
 //! This module only decides; the agent records the decision and refuses the
 //! call. Paths are judged as the model wrote them (relative to the
 //! workspace); keeping them inside the workspace is the tools' job.
@@ -16,6 +19,12 @@ use serde_json::Value;
 
 use crate::event::{Decision, RuleSource};
 use crate::tools::{FetchPolicy, RuleArgument, ToolSpec, catalog};
+
+/// Builtin tools other than `read` whose result shows a file's content
+/// (`edit` returns the edited lines, and its errors tell whether a text is
+/// in the file), so `read` deny rules judge them too. `grep` asks
+/// [`PermissionPolicy::read_denied_by`] for each file it opens.
+const SHOWS_CONTENT: &[&str] = &["edit"];
 
 /// What a call no rule matches gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +101,9 @@ impl PermissionPolicy {
         // `deny: mcp__fs__write_file(.github/**)` deny nothing.
         let unjudgeable =
             |r: &&ToolPattern| kind == RuleArgument::None && !r.is_bare() && r.matches_tool(tool);
+        if let Some(verdict) = self.read_denial(tool, kind, subject) {
+            return verdict;
+        }
         if let Some(rule) = self
             .deny
             .iter()
@@ -122,6 +134,34 @@ impl PermissionPolicy {
             source: RuleSource::Default,
             patterns: Vec::new(),
         }
+    }
+}
+
+impl PermissionPolicy {
+    /// The denial a `read` deny rule makes of a call of `tool`, a tool whose
+    /// result shows the file at `subject`.
+    fn read_denial(
+        &self,
+        tool: &str,
+        kind: RuleArgument,
+        subject: Option<&str>,
+    ) -> Option<Verdict> {
+        if !SHOWS_CONTENT.contains(&tool) || !matches!(kind, RuleArgument::Path { .. }) {
+            return None;
+        }
+        let rule = self
+            .deny
+            .iter()
+            .find(|r| r.matches("read", kind, subject))?;
+        Some(Verdict {
+            decision: Decision::Deny,
+            rule: format!(
+                "deny: {} (`{tool}` shows the file's content, which this rule keeps unread)",
+                rule.as_str()
+            ),
+            source: RuleSource::Deny,
+            patterns: vec![rule.as_str().to_string()],
+        })
     }
 }
 
@@ -295,6 +335,33 @@ mod tests {
             open.decide("exec", &json!({"command": "git status && ls"}))
                 .rule,
             "allow: exec"
+        );
+    }
+
+    // Regression: `edit(src/**)` allowed `edit src/.env` under
+    // `read(**/.env)`, and the edit's snippet showed the password.
+    #[test]
+    fn read_deny_rules_stop_edits_that_would_show_the_file() {
+        let p = policy(DefaultDecision::Deny, &["edit(src/**)"], &["read(**/.env)"]);
+        let v = p.decide("edit", &json!({"path": "src/.env"}));
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(
+            v.rule.starts_with("deny: read(**/.env) (`edit` shows"),
+            "{}",
+            v.rule
+        );
+        assert_eq!(v.patterns, ["read(**/.env)"]);
+        let v = p.decide("edit", &json!({"path": "src/main.rs"}));
+        assert_eq!(v.decision, Decision::Allow);
+        // A write shows nothing of the file: write rules alone decide it.
+        let p = policy(
+            DefaultDecision::Deny,
+            &["write(src/**)"],
+            &["read(**/.env)"],
+        );
+        assert_eq!(
+            p.decide("write", &json!({"path": "src/.env"})).decision,
+            Decision::Allow
         );
     }
 
