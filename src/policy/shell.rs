@@ -530,9 +530,10 @@ impl Walker<'_> {
         self.out.commands.push(SimpleCommand {
             text: String::new(),
             deny_forms: Vec::new(),
-            opaque: Some(format!(
-                "{why} (it can run commands nobody can see before it runs)"
-            )),
+            opaque: Some(
+                "a value bash evaluates as code can run commands nobody can see before it runs"
+                    .into(),
+            ),
         });
     }
 
