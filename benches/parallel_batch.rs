@@ -51,9 +51,12 @@ fn main() {
         })
         .collect();
     let tools = ToolSet::new(Some(&["web_fetch".to_string()]), None);
+    // The loopback test server is reached only where a rule names its host.
     let policy = PermissionPolicy::new(&PermissionRules {
         default: DefaultDecision::Allow,
-        allow: vec![],
+        allow: vec![
+            agentci::policy::ToolPattern::parse("web_fetch(http://127.0.0.1:*/**)").expect("rule"),
+        ],
         deny: vec![],
     });
     let ctx = ToolContext {
@@ -62,7 +65,7 @@ fn main() {
         processes: Default::default(),
         access: Default::default(),
         secrets: Default::default(),
-        fetch_policy: None,
+        fetch_policy: Some(std::sync::Arc::new(policy.clone())),
     };
     let bus = EventBus::new("bench", Vec::new());
     let batches = AtomicU64::new(0);

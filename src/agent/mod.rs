@@ -116,7 +116,8 @@ impl<'a> Agent<'a> {
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
         }
-        let policy = PermissionPolicy::new(&job.permissions.rules());
+        let policy =
+            PermissionPolicy::new(&job.permissions.rules()).with_network(job.sandbox.network);
         let workspace_display = workspace.root().display().to_string();
         let opening = vec![
             Message::System {

@@ -2,6 +2,9 @@
 //! call is decided by the job's rules, and the decision names the rule.
 //!
 //! Deny rules beat allow rules; a call no rule matches gets the default.
+//! A `read` deny rule also stops the tools whose result shows the file
+//! (`edit` answers with the lines it changed): denying a read means nobody
+//! sees the content, whichever tool would show it.
 //! This module only decides; the agent records the decision and refuses the
 //! call. Paths are judged as the model wrote them (relative to the
 //! workspace); keeping them inside the workspace is the tools' job.
@@ -9,6 +12,7 @@
 pub mod command;
 pub mod pattern;
 pub mod shell;
+pub mod url_pattern;
 
 pub use pattern::{PatternError, ToolPattern, call_subject};
 
@@ -16,6 +20,12 @@ use serde_json::Value;
 
 use crate::event::{Decision, RuleSource};
 use crate::tools::{FetchPolicy, RuleArgument, ToolSpec, catalog};
+
+/// Builtin tools other than `read` whose result shows a file's content
+/// (`edit` returns the edited lines, and its errors tell whether a text is
+/// in the file), so `read` deny rules judge them too. `grep` asks
+/// [`PermissionPolicy::read_denied_by`] for each file it opens.
+const SHOWS_CONTENT: &[&str] = &["edit"];
 
 /// What a call no rule matches gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,13 +50,25 @@ pub struct PermissionPolicy {
     default: DefaultDecision,
     allow: Vec<ToolPattern>,
     deny: Vec<ToolPattern>,
+    /// The sandbox lets children use the network (`sandbox.network`).
+    /// `web_fetch` runs in agentci's own process, outside the sandbox, so
+    /// without it only URL rules (`web_fetch(https://docs.rs/**)`) open it.
+    network: bool,
 }
 
-/// `web_fetch` judges every redirect hop as a new call of its own.
+/// `web_fetch` judges every redirect hop as a new call of its own, and
+/// reaches a loopback or private address only where a rule names its host.
 impl FetchPolicy for PermissionPolicy {
     fn denies_fetch(&self, url: &str) -> Option<String> {
         let verdict = self.decide("web_fetch", &serde_json::json!({ "url": url }));
         (verdict.decision == Decision::Deny).then_some(verdict.rule)
+    }
+
+    fn names_host(&self, host: &str) -> bool {
+        self.allow
+            .iter()
+            .filter(|r| r.matches_tool("web_fetch"))
+            .any(|r| r.literal_url_host().as_deref() == Some(host))
     }
 }
 
@@ -68,7 +90,16 @@ impl PermissionPolicy {
             default: rules.default,
             allow: rules.allow.clone(),
             deny: rules.deny.clone(),
+            network: true,
         }
+    }
+
+    /// The policy for a run whose sandbox does (`true`) or does not let
+    /// children use the network: without it `web_fetch` is allowed only
+    /// by allow rules that name a URL, never by a bare rule or the default.
+    pub fn with_network(mut self, network: bool) -> Self {
+        self.network = network;
+        self
     }
 
     /// Decide a call of the builtin `tool` with `args`.
@@ -92,6 +123,9 @@ impl PermissionPolicy {
         // `deny: mcp__fs__write_file(.github/**)` deny nothing.
         let unjudgeable =
             |r: &&ToolPattern| kind == RuleArgument::None && !r.is_bare() && r.matches_tool(tool);
+        if let Some(verdict) = self.read_denial(tool, kind, subject) {
+            return verdict;
+        }
         if let Some(rule) = self
             .deny
             .iter()
@@ -104,12 +138,28 @@ impl PermissionPolicy {
                 patterns: vec![rule.as_str().to_string()],
             };
         }
-        if let Some(rule) = self.allow.iter().find(|r| r.matches(tool, kind, subject)) {
+        if let Some(rule) = self
+            .allow
+            .iter()
+            .find(|r| r.matches(tool, kind, subject) && !self.network_closed_to(tool, r))
+        {
             return Verdict {
                 decision: Decision::Allow,
                 rule: format!("allow: {}", rule.as_str()),
                 source: RuleSource::Allow,
                 patterns: vec![rule.as_str().to_string()],
+            };
+        }
+        if kind == RuleArgument::Url && !self.network {
+            return Verdict {
+                decision: Decision::Deny,
+                rule: format!(
+                    "default (`sandbox.network` is false, so `{tool}` reaches only the URLs an \
+                     allow rule names, such as `{tool}(https://docs.rs/**)`; a bare rule or \
+                     `default: allow` does not open the network)"
+                ),
+                source: RuleSource::Default,
+                patterns: Vec::new(),
             };
         }
         let decision = match self.default {
@@ -122,6 +172,40 @@ impl PermissionPolicy {
             source: RuleSource::Default,
             patterns: Vec::new(),
         }
+    }
+
+    /// True when `rule` is a bare rule for a tool that fetches URLs while
+    /// the network is closed: it does not open it.
+    fn network_closed_to(&self, tool: &str, rule: &ToolPattern) -> bool {
+        !self.network && rule.is_bare() && catalog::rule_argument(tool) == RuleArgument::Url
+    }
+}
+
+impl PermissionPolicy {
+    /// The denial a `read` deny rule makes of a call of `tool`, a tool whose
+    /// result shows the file at `subject`.
+    fn read_denial(
+        &self,
+        tool: &str,
+        kind: RuleArgument,
+        subject: Option<&str>,
+    ) -> Option<Verdict> {
+        if !SHOWS_CONTENT.contains(&tool) || !matches!(kind, RuleArgument::Path { .. }) {
+            return None;
+        }
+        let rule = self
+            .deny
+            .iter()
+            .find(|r| r.matches("read", kind, subject))?;
+        Some(Verdict {
+            decision: Decision::Deny,
+            rule: format!(
+                "deny: {} (`{tool}` shows the file's content, which this rule keeps unread)",
+                rule.as_str()
+            ),
+            source: RuleSource::Deny,
+            patterns: vec![rule.as_str().to_string()],
+        })
     }
 }
 
@@ -140,8 +224,14 @@ pub enum ToolAllowance {
 impl PermissionPolicy {
     /// What the job's rules allow of `tool`.
     pub fn allowance(&self, tool: &str) -> ToolAllowance {
-        let rules: Vec<&ToolPattern> = self.allow.iter().filter(|r| r.matches_tool(tool)).collect();
-        if self.default == DefaultDecision::Allow || rules.iter().any(|r| r.is_bare()) {
+        let rules: Vec<&ToolPattern> = self
+            .allow
+            .iter()
+            .filter(|r| r.matches_tool(tool) && !self.network_closed_to(tool, r))
+            .collect();
+        let url_tool = catalog::rule_argument(tool) == RuleArgument::Url;
+        let default_opens = self.default == DefaultDecision::Allow && (self.network || !url_tool);
+        if default_opens || rules.iter().any(|r| r.is_bare()) {
             ToolAllowance::Any
         } else if rules.is_empty() {
             ToolAllowance::None
@@ -296,6 +386,60 @@ mod tests {
                 .rule,
             "allow: exec"
         );
+    }
+
+    // Regression: `edit(src/**)` allowed `edit src/.env` under
+    // `read(**/.env)`, and the edit's snippet showed the password.
+    #[test]
+    fn read_deny_rules_stop_edits_that_would_show_the_file() {
+        let p = policy(DefaultDecision::Deny, &["edit(src/**)"], &["read(**/.env)"]);
+        let v = p.decide("edit", &json!({"path": "src/.env"}));
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(
+            v.rule.starts_with("deny: read(**/.env) (`edit` shows"),
+            "{}",
+            v.rule
+        );
+        assert_eq!(v.patterns, ["read(**/.env)"]);
+        let v = p.decide("edit", &json!({"path": "src/main.rs"}));
+        assert_eq!(v.decision, Decision::Allow);
+        // A write shows nothing of the file: write rules alone decide it.
+        let p = policy(
+            DefaultDecision::Deny,
+            &["write(src/**)"],
+            &["read(**/.env)"],
+        );
+        assert_eq!(
+            p.decide("write", &json!({"path": "src/.env"})).decision,
+            Decision::Allow
+        );
+    }
+
+    // `web_fetch` runs outside the sandbox: without the network only a rule
+    // naming a URL opens it.
+    #[test]
+    fn without_the_network_web_fetch_needs_a_url_rule() {
+        let rules = policy(
+            DefaultDecision::Allow,
+            &["web_fetch", "web_fetch(https://docs.rs/**)"],
+            &[],
+        );
+        let closed = rules.clone().with_network(false);
+        let fetch = |p: &PermissionPolicy, url: &str| p.decide("web_fetch", &json!({ "url": url }));
+        let v = fetch(&closed, "https://example.com/");
+        assert_eq!(v.decision, Decision::Deny);
+        assert!(v.rule.contains("sandbox.network"), "{}", v.rule);
+        let v = fetch(&closed, "https://docs.rs/serde/");
+        assert_eq!(v.rule, "allow: web_fetch(https://docs.rs/**)");
+        assert_eq!(
+            closed.allowance("web_fetch"),
+            ToolAllowance::Only(vec!["web_fetch(https://docs.rs/**)".into()])
+        );
+        assert_eq!(
+            fetch(&rules, "https://example.com/").decision,
+            Decision::Allow
+        );
+        assert_eq!(rules.allowance("web_fetch"), ToolAllowance::Any);
     }
 
     #[test]

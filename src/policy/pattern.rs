@@ -5,7 +5,8 @@
 //! `exec`, the path of the file tools. For commands `*` matches anything,
 //! and a trailing ` *` also matches nothing, so `exec(cargo test *)` allows
 //! a bare `cargo test`. For paths the glob is a path glob: `*` stays within
-//! one folder, `**` crosses folders. A pattern judges one simple command;
+//! one folder, `**` crosses folders. For URLs the argument is a URL rule
+//! ([`super::url_pattern`]): hosts match by label, paths by segment. A pattern judges one simple command;
 //! how a whole `exec` line is judged is [`super::command`]'s business.
 
 use std::fmt;
@@ -13,6 +14,7 @@ use std::fmt;
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
+use super::url_pattern::UrlGlob;
 use crate::tools::RuleArgument;
 
 /// A parsed permission pattern. Compares and prints as written.
@@ -33,6 +35,8 @@ enum NameMatcher {
 struct ArgumentGlob {
     raw: String,
     path: GlobMatcher,
+    /// The argument read as a URL rule, for `web_fetch(…)`.
+    url: Option<UrlGlob>,
 }
 
 /// Why a pattern could not be parsed; the message says what was expected.
@@ -98,9 +102,16 @@ impl ToolPattern {
                     .build()
                     .map_err(|e| err(&e.kind().to_string()))?
                     .compile_matcher();
+                // A rule for `web_fetch` must read as a URL rule: said at load time.
+                let url = if name == "web_fetch" {
+                    Some(UrlGlob::parse(raw).map_err(|reason| err(&reason))?)
+                } else {
+                    UrlGlob::parse(raw).ok()
+                };
                 Some(ArgumentGlob {
                     raw: raw.to_string(),
                     path,
+                    url,
                 })
             }
         };
@@ -122,6 +133,13 @@ impl ToolPattern {
             NameMatcher::Exact(name) => Some(name),
             NameMatcher::Glob(_) => None,
         }
+    }
+
+    /// The host a URL rule names literally (`web_fetch(http://127.0.0.1:*/**)`
+    /// names `127.0.0.1`), as the URL parser prints it; `None` for a host
+    /// with a wildcard or a rule that is not a URL rule.
+    pub fn literal_url_host(&self) -> Option<String> {
+        self.argument.as_ref()?.url.as_ref()?.literal_host()
     }
 
     /// True when the pattern has no argument part, so it matches every call of its tools.
@@ -152,9 +170,9 @@ impl ToolPattern {
         };
         match kind {
             RuleArgument::Command => command_glob_matches(&argument.raw, subject),
-            // A URL is not a path: `*` crosses `/`, so `https://docs.rs/*`
-            // covers every page under the host (and nothing on another host).
-            RuleArgument::Url => wildcard_matches(&argument.raw, subject),
+            // A URL is matched part by part (see `url_pattern`); an
+            // argument that is not a URL rule matches no URL.
+            RuleArgument::Url => argument.url.as_ref().is_some_and(|u| u.matches(subject)),
             RuleArgument::Path { .. } | RuleArgument::None => argument.path.is_match(subject),
         }
     }
@@ -228,7 +246,7 @@ fn command_glob_matches(pattern: &str, command: &str) -> bool {
     wildcard_matches(pattern, command)
 }
 
-fn wildcard_matches(pattern: &str, text: &str) -> bool {
+pub(super) fn wildcard_matches(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     // Greedy matching with backtracking to the last `*`: linear in practice.
@@ -267,7 +285,7 @@ mod tests {
     // userinfo, odd case and dot segments: the rule judges the parsed URL.
     #[test]
     fn url_patterns_judge_the_normalised_url() {
-        let rule = "web_fetch(https://docs.rs/*)";
+        let rule = "web_fetch(https://docs.rs/**)";
         let fetch = |url: &str| m(rule, "web_fetch", json!({ "url": url }));
         assert!(fetch("https://docs.rs/serde/latest/serde/"));
         assert!(fetch("https://DOCS.rs:443/serde"));

@@ -15,6 +15,8 @@ use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem, CompoundComman
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{ParserOptions, Token};
 
+mod evaluated;
+
 /// Programs that run another program named in their arguments (or a
 /// string as code). An allow rule naming the outer program would vouch for
 /// whatever it runs, so under an allow rule a line using one is refused;
@@ -175,7 +177,9 @@ impl Walker<'_> {
                 self.redirect_list(function.body.1.as_ref())
             }
             Command::ExtendedTest(test, redirects) => {
-                self.opaque_construct("a `[[ … ]]` test", &test.to_string())?;
+                let text = test.to_string();
+                let seen = !evaluated::test_evaluates(&test.expr) && !text.contains('$');
+                self.opaque_construct("a `[[ … ]]` test", &text, seen)?;
                 self.redirect_list(redirects.as_ref())
             }
         }
@@ -219,10 +223,11 @@ impl Walker<'_> {
                 self.list(&w.1.list)
             }
             CompoundCommand::Arithmetic(a) => {
-                self.opaque_construct("an arithmetic command `(( … ))`", &a.expr.value)
+                let seen = evaluated::arithmetic_is_plain(&a.expr.value);
+                self.opaque_construct("an arithmetic command `(( … ))`", &a.expr.value, seen)
             }
             CompoundCommand::ArithmeticForClause(f) => {
-                self.opaque_construct("an arithmetic `for ((…))` loop", "")?;
+                self.opaque_construct("an arithmetic `for ((…))` loop", "", false)?;
                 self.list(&f.body.list)
             }
             CompoundCommand::Coprocess(c) => {
@@ -249,14 +254,15 @@ impl Walker<'_> {
         });
     }
 
-    /// A construct whose insides are not judged word by word: array
-    /// subscripts in arithmetic can run commands. Refused under an allow
-    /// rule; for deny rules it counts as a command nobody can see.
-    fn opaque_construct(&mut self, what: &str, text: &str) -> Result<(), String> {
+    /// A construct whose insides are not judged word by word: arithmetic
+    /// runs the code a variable or a subscript holds. Refused under an
+    /// allow rule; for deny rules it counts as a command nobody can see
+    /// unless it is `seen` to evaluate nothing but plain values.
+    fn opaque_construct(&mut self, what: &str, text: &str, seen: bool) -> Result<(), String> {
         self.hazard(format!(
             "{what} is not judged piece by piece; rewrite it as plain commands"
         ));
-        if text.contains("$(") || text.contains('`') || text.contains('[') || text.is_empty() {
+        if !seen || text.contains("$(") || text.contains('`') || text.contains('[') {
             self.out.commands.push(SimpleCommand {
                 text: text.to_string(),
                 deny_forms: Vec::new(),
@@ -335,6 +341,12 @@ impl Walker<'_> {
     }
 
     fn assignment(&mut self, assignment: &ast::Assignment) -> Result<(), String> {
+        // `a[$(touch m)]=1`: the subscript is arithmetic, which runs code.
+        if let ast::AssignmentName::ArrayElementName(_, index) = &assignment.name
+            && !index.trim().chars().all(|c| c.is_ascii_digit())
+        {
+            self.unseen("an array subscript in an assignment (`a[…]=`)");
+        }
         match &assignment.value {
             ast::AssignmentValue::Scalar(w) => self.argument_word(w),
             ast::AssignmentValue::Array(items) => {
@@ -472,10 +484,11 @@ impl Walker<'_> {
                     info.expands = true;
                     *value = None;
                 }
-                WordPiece::ParameterExpansion(_) => {
+                WordPiece::ParameterExpansion(expr) => {
                     info.expands = true;
                     info.parameter = true;
                     *value = None;
+                    self.parameter(expr)?;
                 }
                 // `$(( a[$(cmd)] ))`: array subscripts in arithmetic run
                 // commands the parser does not hand back as words.
@@ -493,6 +506,35 @@ impl Walker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Judge what a parameter expansion evaluates, and the words nested
+    /// in it (`${x:-${!y}}`), which bash expands in turn.
+    fn parameter(&mut self, expr: &word::ParameterExpr) -> Result<(), String> {
+        let (why, nested) = evaluated::parameter(expr);
+        if let Some(why) = why {
+            self.evaluated(&why);
+        }
+        for text in nested {
+            let pieces =
+                word::parse(text, &options()).map_err(|e| format!("it is not valid bash ({e})"))?;
+            self.pieces(&pieces, &mut WordInfo::default(), &mut None, false)?;
+        }
+        Ok(())
+    }
+
+    /// A value bash evaluates as code: refused under an allow rule, and a
+    /// command nobody can see for deny rules.
+    fn evaluated(&mut self, why: &str) {
+        self.hazard(why.to_string());
+        self.out.commands.push(SimpleCommand {
+            text: String::new(),
+            deny_forms: Vec::new(),
+            opaque: Some(
+                "a value bash evaluates as code can run commands nobody can see before it runs"
+                    .into(),
+            ),
+        });
     }
 
     fn argument_hazards(&mut self, info: &WordInfo) {
@@ -520,6 +562,12 @@ impl Walker<'_> {
         let name = program.value.clone().filter(|_| !program.expands);
         if let Some(why) = program_hazard(program) {
             self.hazard(why);
+        }
+        if let Some(why) = name
+            .as_deref()
+            .and_then(|name| evaluated::builtin_argument(base_name(name), &words[1..]))
+        {
+            self.evaluated(&why);
         }
         let text = words
             .iter()
@@ -791,6 +839,62 @@ mod tests {
             assert!(parsed.commands.iter().any(|c| c.opaque.is_some()), "{line}");
         }
         assert!(hazards("ls $HOME \"${X}\" ${Y:-z}").is_empty());
+    }
+
+    // Regression: values bash evaluates as code (a name with a subscript
+    // reached by indirection, a substring offset, `@P`, a name given to a
+    // builtin) ran `touch m` under `exec(ls*)`, `exec(printf *)`,
+    // `exec(test *)` and `exec(read *)`.
+    #[test]
+    fn values_bash_evaluates_are_refused_and_unseen() {
+        for line in [
+            "for x in 'a[$(touch m)]'; do ls ${!x}; done",
+            "ls ${PWD:x}",
+            "ls ${PWD:0:x}",
+            "ls ${x@P}",
+            "ls \"${x@Q}\"",
+            "ls ${y:-${!x}}",
+            "ls ${a[i]}",
+            "printf -v 'a[$(touch m)]' x",
+            "printf -va[1+x] x",
+            "test -v 'a[$(touch m)]'",
+            "[ -v \"$x\" ]",
+            "read 'a[$(touch m)]' <<< x",
+            "read $x <<< x",
+            "unset 'a[$(touch m)]'",
+            "declare -i n",
+            "local -n r",
+            "export 'a[$(touch m)]=1'",
+            "let x",
+            "mapfile -C 'touch m' -c 1 a",
+            "wait -p 'a[$(touch m)]'",
+            "getopts a 'a[$(touch m)]'",
+            "(( x ))",
+            "[[ $x -eq 1 ]]",
+            "[[ -v x ]]",
+            "ls $[x]",
+            "a[x]=1",
+        ] {
+            let parsed = parse(line).unwrap();
+            assert!(!parsed.hazards.is_empty(), "{line}");
+            assert!(
+                parsed.commands.iter().any(|c| c.opaque.is_some()),
+                "{line}: {parsed:?}"
+            );
+        }
+        for line in [
+            "ls ${PWD:1} ${PWD:0:2} ${PWD: -3} ${#PWD} ${!P*}",
+            "printf '[%s]\\n' x",
+            "printf -v out '%s' x",
+            "test -f 'a[1]'",
+            "read -r line",
+            "export A=$HOME",
+            "wait $!",
+        ] {
+            assert!(hazards(line).is_empty(), "{line}: {:?}", hazards(line));
+        }
+        let parsed = parse("(( 1 + 2 )); [[ -f x ]]").unwrap();
+        assert!(parsed.commands.iter().all(|c| c.opaque.is_none()));
     }
 
     #[test]

@@ -225,6 +225,10 @@ pub trait FetchPolicy: Send + Sync + std::fmt::Debug {
     /// The rule (as written in the job) that denies fetching `url`, or
     /// `None` when it may be fetched.
     fn denies_fetch(&self, url: &str) -> Option<String>;
+
+    /// True when an allow rule names `host` (as the URL parser prints it)
+    /// literally, so a fetch may reach it at a loopback or private address.
+    fn names_host(&self, host: &str) -> bool;
 }
 
 /// What a tool that shows file contents may show, beyond the workspace

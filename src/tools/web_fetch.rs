@@ -7,6 +7,11 @@
 //! the fetch to a host no rule allows. The body is read with a size cap,
 //! HTML is turned into text by `html2text`, secrets are masked and the text
 //! is cut to `max_chars`. The overall time limit is the batch's tool timeout.
+//!
+//! The fetch runs in agentci's process, outside the sandbox, so every hop
+//! also passes [`address`]: a loopback, private, link-local or metadata
+//! address is reached only when an allow rule names its host, and the
+//! request connects to exactly the address that was checked.
 
 use std::time::Duration;
 
@@ -15,6 +20,8 @@ use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
 
 use super::support::{cut_chars, str_arg, usize_arg};
+
+mod address;
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 /// Redirects followed before the fetch gives up (browsers allow ~20; a
@@ -117,14 +124,9 @@ fn web_url(url: &str) -> Result<Url, ToolResult> {
 
 async fn fetch(written: &str, ctx: &ToolContext) -> Result<Page, ToolResult> {
     let mut url = web_url(written)?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"))
-        .build()
-        .map_err(|e| io(format!("cannot start an HTTP client: {e}")))?;
     let mut redirects = Vec::new();
     loop {
+        let client = client_to(&url, ctx).await?;
         let mut response = client
             .get(url.clone())
             .send()
@@ -183,6 +185,31 @@ async fn fetch(written: &str, ctx: &ToolContext) -> Result<Page, ToolResult> {
             redirects,
         });
     }
+}
+
+/// An HTTP client that connects `url`'s host to the addresses checked for
+/// it and nowhere else: no second DNS lookup, no proxy (a proxy would
+/// resolve the host itself).
+async fn client_to(url: &Url, ctx: &ToolContext) -> Result<reqwest::Client, ToolResult> {
+    let named = url.host_str().is_some_and(|host| {
+        ctx.fetch_policy
+            .as_ref()
+            .is_some_and(|policy| policy.names_host(host))
+    });
+    let destination = address::check(url, named)
+        .await
+        .map_err(|why| ToolResult::failure(ToolErrorCode::PermissionDenied, why))?;
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"));
+    if let Some(domain) = &destination.domain {
+        builder = builder.resolve_to_addrs(domain, &destination.addresses);
+    }
+    builder
+        .build()
+        .map_err(|e| io(format!("cannot start an HTTP client: {e}")))
 }
 
 /// A redirect hop is a new fetch: the job's rules must allow it too.

@@ -509,9 +509,10 @@ proptest::proptest! {
             Some(&["read".to_string(), "exec".to_string(), "web_fetch".to_string()]),
             None,
         );
+        // The loopback test server is reached only where a rule names its host.
         let policy = PermissionPolicy::new(&PermissionRules {
             default: DefaultDecision::Allow,
-            allow: vec![],
+            allow: vec![agentci::policy::ToolPattern::parse("web_fetch(http://127.0.0.1:*/**)").unwrap()],
             deny: vec![],
         });
         let ctx = ToolContext {
@@ -520,7 +521,7 @@ proptest::proptest! {
             processes: Default::default(),
             secrets: Default::default(),
             access: Default::default(),
-            fetch_policy: None,
+            fetch_policy: Some(std::sync::Arc::new(policy.clone())),
         };
         let mut tool_loop = ToolLoopSpec { max_parallel_tools: max_parallel, ..Default::default() };
         tool_loop.tool_timeouts.insert("web_fetch".into(), Duration::from_millis(200));

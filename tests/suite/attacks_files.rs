@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::git_output::init_repo;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr, stdout};
+use super::support::users::RunAs;
 
 const SECRET: &str = "s3cr3t-token-value";
 const OUTSIDE_TEXT: &str = "outside line one\noutside line two\n";
@@ -83,6 +84,86 @@ fn tool_result<'a>(trace: &'a [Value], call_id: &str) -> &'a Value {
         .into_iter()
         .find(|e| e["call_id"] == call_id)
         .unwrap_or_else(|| panic!("no tool.result for {call_id}"))
+}
+
+// ------------------------------------------------- edit obeys read rules
+
+/// Regression: `edit(src/**)` allowed and `read(**/.env)` denied, `edit
+/// src/.env` answered with a snippet of the edited lines, password and
+/// all (and an edit that did not match told whether a text was there).
+#[test]
+fn edit_never_shows_or_changes_a_file_a_read_deny_rule_covers() {
+    for user in RunAs::each() {
+        let calls = [
+            (
+                "call_edit",
+                json!({"path": "src/.env", "old_text": "PASSWORD=", "new_text": "PASSWORD=x"}),
+            ),
+            (
+                "call_probe",
+                json!({"path": "src/.env", "old_text": "PASSWORD=guess", "new_text": "y"}),
+            ),
+            (
+                "call_link",
+                json!({"path": "src/env-link", "old_text": "PASSWORD=", "new_text": "z"}),
+            ),
+            (
+                "call_fine",
+                json!({"path": "src/main.rs", "old_text": "old", "new_text": "new"}),
+            ),
+        ];
+        let model = FakeModel::start(script_with(
+            calls
+                .iter()
+                .map(|(id, args)| Reply::tool_calls(vec![(id, "edit", args.clone())]))
+                .collect(),
+        ));
+        let sb = Sandbox::new();
+        job(
+            &sb,
+            &model.base_url(),
+            "  default: deny\n  allow: [read, \"edit(src/**)\"]\n  deny: [\"read(**/.env)\"]",
+            "",
+        );
+        let secret = format!("PASSWORD={SECRET}\n");
+        sb.write("ws/src/.env", &secret);
+        sb.write("ws/src/main.rs", "fn old() {}\n");
+        std::os::unix::fs::symlink(".env", sb.workspace().join("src/env-link")).unwrap();
+
+        let out = sb.agentci_as(
+            user,
+            &[
+                "run",
+                "job.yaml",
+                "--trace",
+                "out/trace.jsonl",
+                "--progress",
+                "plain",
+            ],
+            &[],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "as {}: {}",
+            user.label(),
+            stderr(&out)
+        );
+        for (id, _) in &calls[..3] {
+            let text = tool_message(&model, id);
+            assert!(!text.contains(SECRET), "{id} showed the secret: {text}");
+            assert!(text.starts_with("ERROR PERMISSION_DENIED"), "{id}: {text}");
+            assert!(text.contains("deny: read(**/.env)"), "{id}: {text}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(sb.workspace().join("src/.env")).unwrap(),
+            secret,
+            "as {}: the denied file was edited",
+            user.label()
+        );
+        let fine = tool_message(&model, "call_fine");
+        assert!(fine.contains("fn new()"), "{fine}");
+    }
 }
 
 // ------------------------------------------------- grep obeys read rules

@@ -6,10 +6,21 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr};
+use super::support::users::RunAs;
 
 /// Run a job whose model makes `calls` (id, command) in one turn, under
 /// `permissions`; return the sandbox, the trace and the model's requests.
 fn run_calls(
+    permissions: &str,
+    files: &[String],
+    calls: &[(String, String)],
+) -> (Sandbox, Vec<Value>, Vec<Value>) {
+    run_calls_as(RunAs::Current, permissions, files, calls)
+}
+
+/// [`run_calls`] with `agentci` run as `user`.
+fn run_calls_as(
+    user: RunAs,
     permissions: &str,
     files: &[String],
     calls: &[(String, String)],
@@ -51,15 +62,25 @@ permissions:
             model.base_url()
         ),
     );
-    let out = sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "none",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = sb.agentci_as(
+        user,
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "out/trace.jsonl",
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "as {}, stderr: {}",
+        user.label(),
+        stderr(&out)
+    );
     let trace = sb.trace("out/trace.jsonl");
     (sb, trace, model.requests())
 }
@@ -233,6 +254,90 @@ fn deny_rules_match_the_program_however_it_is_spelled() {
     insta::assert_snapshot!(verdict_list(&sb, &trace, &calls));
 }
 
+/// Lines whose code hides in a value bash evaluates: an array subscript in
+/// a name reached by indirection, a substring offset, `@P`, or a name given
+/// to `printf -v`, `test -v` or `read`. Each would create the marker `m`.
+const EVALUATED_VALUE_ATTACKS: &[&str] = &[
+    "for x in 'a[$(touch m)]'; do ls ${!x}; done",
+    "for x in 'a[$(touch m)]'; do ls ${PWD:x}; done",
+    "for x in 'a[$(touch m)]'; do ls ${PWD:0:x}; done",
+    "for x in '$(touch m)'; do ls ${x@P}; done",
+    "printf -v 'a[$(touch m)]' x",
+    "test -v 'a[$(touch m)]'",
+    "[ -v 'a[$(touch m)]' ]",
+    "read 'a[$(touch m)]' <<< x",
+    "for x in 'a[$(touch m)]'; do test -v \"$x\"; done",
+    "for x in 'a[$(touch m)]'; do ls ${y:-${!x}}; done",
+];
+
+// Regression: under `exec(ls*)`, `exec(printf *)`, `exec(test *)` and
+// `exec(read *)` these lines were allowed and bash ran `touch m` from a
+// value it evaluated (indirection, substring offsets, `@P`, subscripts in
+// names given to builtins).
+#[test]
+fn allow_rules_refuse_code_in_values_bash_evaluates() {
+    for user in RunAs::each() {
+        let calls = ids("evaluated", EVALUATED_VALUE_ATTACKS.iter().copied());
+        let (sb, trace, requests) = run_calls_as(
+            user,
+            r#"  default: deny
+  allow: [read, "exec(ls*)", "exec(printf *)", "exec(test *)", "exec(read *)"]"#,
+            &[],
+            &calls,
+        );
+        for (id, line) in &calls {
+            let (decision, rule, message) = outcome(&trace, &requests, id);
+            assert_eq!(decision, "deny", "as {}: {line}: {rule}", user.label());
+            assert!(rule.contains("cannot vouch"), "{line}: {rule}");
+            assert!(message.contains(&rule), "the model is told why: {message}");
+        }
+        assert!(
+            !sb.workspace().join("m").exists(),
+            "as {}: an evaluated value ran code",
+            user.label()
+        );
+        if user == RunAs::Current {
+            insta::assert_snapshot!(verdict_list(&sb, &trace, &calls));
+        }
+    }
+}
+
+// Regression: `${x@P}` ran `rm` past the deny rule `exec(rm *)`, which
+// never saw the command hidden in the value.
+#[test]
+fn deny_rules_see_no_command_in_evaluated_values_and_deny() {
+    for user in RunAs::each() {
+        let victims = vec!["victim-0.txt".to_string(), "victim-1.txt".to_string()];
+        let calls = ids(
+            "evaluated",
+            [
+                "for x in '$(rm victim-0.txt)'; do ls ${x@P}; done",
+                "for x in 'a[$(rm victim-1.txt)]'; do ls ${!x}; done",
+            ],
+        );
+        let (sb, trace, requests) = run_calls_as(
+            user,
+            r#"  default: deny
+  allow: [exec]
+  deny: ["exec(rm *)"]"#,
+            &victims,
+            &calls,
+        );
+        for (id, line) in &calls {
+            let (decision, rule, _) = outcome(&trace, &requests, id);
+            assert_eq!(decision, "deny", "as {}: {line}: {rule}", user.label());
+            assert!(rule.starts_with("deny: exec(rm *) ("), "{line}: {rule}");
+        }
+        for victim in &victims {
+            assert!(
+                sb.workspace().join(victim).exists(),
+                "as {}: {victim} was removed",
+                user.label()
+            );
+        }
+    }
+}
+
 // An unparseable line is denied with the parser's reason, never run.
 #[test]
 fn a_line_bash_cannot_read_is_denied() {
@@ -276,7 +381,19 @@ mod never_allows_more_than_the_rules {
         let parse = |v: &[&str]| v.iter().map(|s| ToolPattern::parse(s).unwrap()).collect();
         PermissionPolicy::new(&PermissionRules {
             default: DefaultDecision::Deny,
-            allow: parse(&["exec(ls*)", "exec(cargo test *)", "write(logs/**)", "read"]),
+            allow: parse(&[
+                "exec(ls*)",
+                "exec(cargo test *)",
+                "exec(printf *)",
+                "exec(test *)",
+                "exec(read *)",
+                "exec(unset *)",
+                "exec(export *)",
+                "exec(declare *)",
+                "exec(wait *)",
+                "write(logs/**)",
+                "read",
+            ]),
             deny: parse(&["exec(rm *)"]),
         })
     }
@@ -403,6 +520,33 @@ mod never_allows_more_than_the_rules {
             "for b in 'x[$(touch t)]'; do ls ${a[b]}; done",
             "ls ~/x",
             "ls $HOME",
+            // Values bash evaluates: subscripts reached by indirection,
+            // substring offsets, `@P`, names given to builtins, arithmetic.
+            "for x in 'a[$(touch t)]'; do ls ${!x}; done",
+            "for x in 'a[$(touch t)]'; do ls ${PWD:x}; done",
+            "for x in 'a[$(touch t)]'; do ls ${PWD:0:x}; done",
+            "for x in '$(touch t)'; do ls ${x@P}; done",
+            "for x in 'a[$(touch t)]'; do ls ${y:-${!x}}; done",
+            "for x in 'a[$(touch t)]'; do ls ${a[x]}; done",
+            "for x in 'a[$(touch t)]'; do ls $((x)); done",
+            "for x in 'a[$(touch t)]'; do (( x )); done",
+            "for x in 'a[$(touch t)]'; do [[ $x -eq 1 ]]; done",
+            "for x in 'a[$(touch t)]'; do [[ -v $x ]]; done",
+            "for x in 'a[$(touch t)]'; do test -v \"$x\"; done",
+            "for x in 'a[$(touch t)]'; do declare -n r=$x; ls $r; done",
+            "declare -i n; for x in 'a[$(touch t)]'; do n=$x; done",
+            "printf -v 'a[$(touch t)]' x",
+            "test -v 'a[$(touch t)]'",
+            "[ -v 'a[$(touch t)]' ]",
+            "read 'a[$(touch t)]' <<< x",
+            "unset 'a[$(touch t)]'",
+            "export 'a[$(touch t)]=1'",
+            "wait -p 'a[$(touch t)]'",
+            "ls ${PWD:1} ${#PWD}",
+            "printf '[%s]' x",
+            "test -f README",
+            "read -r v <<< x",
+            "for x in a; do ls $x; done",
         ]);
         let redirect = prop::sample::select(vec![
             "",
