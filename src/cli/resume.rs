@@ -1,15 +1,19 @@
-//! `agentci run --resume RUN_DIR`: what the command line adds to a run so
-//! that it can be resumed (the job's fingerprint for its checkpoint), and
+//! `agentci run JOB --resume RUN_DIR`: what the command line adds to a run
+//! so that it can be resumed (the job's fingerprint for its checkpoint), and
 //! what it checks before going on with one (the flags that cannot go with a
-//! resume, the job and skill the run started with).
+//! resume, the job, skill and paths the run started with). The job file,
+//! workspace and output paths always come from the command line, as for the
+//! first run; the checkpoint only has to agree with them.
 //!
 //! Loading the checkpoint and cutting the trace back to it is
 //! [`crate::runner::resume`]'s; this module only joins it to the flags.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::runner::resume::{self, Given, Resumption};
-use crate::runner::{JobFingerprint, Prepared, sha256_hex, skill_fingerprint};
+use crate::runner::{
+    CheckpointKey, JobFingerprint, Prepared, RunFolder, sha256_hex, skill_fingerprint,
+};
 use crate::spec::{COMMAND_LINE_JOB, Diagnostic, ProviderKind};
 
 use super::args::RunArgs;
@@ -50,14 +54,12 @@ pub fn job_fingerprint(job_file: &Path, args: &RunArgs, cwd: &Path) -> JobFinger
     }
 }
 
-/// Flags a resume cannot take: it writes where the run wrote, and a
-/// cassette holds a run from its start.
+/// Flags a resume cannot take: a cassette holds a run from its start, and
+/// a resumed run's trace goes on in the file the run wrote.
 pub fn refuse_flags(args: &RunArgs) -> Result<(), Diagnostic> {
     let refused = [
-        ("--trace", args.trace.is_some()),
         ("--json", args.json),
-        ("--junit", args.junit.is_some()),
-        ("--out", args.out.is_some()),
+        ("--trace -", args.trace.as_deref() == Some(Path::new("-"))),
         ("--record", args.record.is_some()),
         ("--replay", args.replay.is_some()),
         ("--print-job", args.print_job),
@@ -71,34 +73,53 @@ pub fn refuse_flags(args: &RunArgs) -> Result<(), Diagnostic> {
         return Ok(());
     }
     Err(Diagnostic::unplaced(format!(
-        "--resume cannot be used with {}: a resumed run writes its trace and JUnit \
-         file where the run wrote them, and a cassette (--record, --replay) holds a run from \
-         its start; drop {}",
+        "--resume cannot be used with {}: a resumed run goes on writing its trace in the \
+         file the run wrote, and a cassette (--record, --replay) holds a run from its start; \
+         drop {}",
         given.join(", "),
         if given.len() == 1 { "it" } else { "them" }
     )))
 }
 
-/// The job file and workspace a resume uses when the command line names
-/// none: those of the run it goes on with.
-pub fn defaults(args: &mut RunArgs, run_dir: &Path) -> Result<(), Diagnostic> {
-    let origin = resume::load_origin(run_dir).map_err(Diagnostic::unplaced)?;
-    if args.job.is_none() && args.job_flags.goal.is_none() && origin.job_file != COMMAND_LINE_JOB {
-        args.job = Some(PathBuf::from(&origin.job_file));
+/// `--out` with `--resume` must name the folder being resumed: the run
+/// folder is the one `--resume` names.
+pub fn check_out(args: &RunArgs, run_dir: &Path, cwd: &Path) -> Result<(), Diagnostic> {
+    let Some(out) = &args.out else {
+        return Ok(());
+    };
+    let out = cwd.join(out);
+    let same = match (std::fs::canonicalize(&out), std::fs::canonicalize(run_dir)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => out == run_dir,
+    };
+    if same {
+        return Ok(());
     }
-    if args.workspace.is_none() {
-        args.workspace = Some(origin.workspace.clone());
-    }
-    Ok(())
+    Err(Diagnostic::flag(
+        "--out",
+        format!(
+            "--out {} is not the run folder --resume names ({}): a resumed run writes in the \
+             folder of the run it goes on with; give both the same folder, or drop --out",
+            out.display(),
+            run_dir.display()
+        ),
+    ))
+}
+
+/// What a resume is checked against, all from the command line and the
+/// job, never from the checkpoint.
+pub struct ResumeInput<'a> {
+    pub run_dir: &'a Path,
+    pub job: &'a JobFingerprint,
+    pub key: &'a CheckpointKey,
+    /// `--trace` and `--junit`, absolute.
+    pub trace: Option<&'a Path>,
+    pub junit: Option<&'a Path>,
 }
 
 /// Check that the run in `run_dir` may go on with the job `prepared`, and
 /// get it ready.
-pub fn resumption(
-    run_dir: &Path,
-    prepared: &Prepared,
-    job: &JobFingerprint,
-) -> Result<Resumption, Diagnostic> {
+pub fn resumption(input: &ResumeInput<'_>, prepared: &Prepared) -> Result<Resumption, Diagnostic> {
     if prepared.job.model.provider == ProviderKind::Replay {
         return Err(Diagnostic::unplaced(
             "--resume cannot go on with a replayed run: the cassette holds the run from its \
@@ -106,13 +127,21 @@ pub fn resumption(
         ));
     }
     let (skill_file, skill_sha256) = skill_fingerprint(&prepared.skill);
+    let workspace = prepared.workspace.root();
+    // The run id only names the default folder, and the folder is given.
+    let folder = RunFolder::resolve("", workspace, Some(input.run_dir), &prepared.job.outputs);
+    let (trace, junit) = folder.trace_and_junit(input.trace, input.junit);
     resume::prepare(
-        run_dir,
+        input.run_dir,
         &Given {
-            job_file: &job.job_file,
-            job_sha256: &job.sha256,
+            job_file: &input.job.job_file,
+            job_sha256: &input.job.sha256,
             skill_file: &skill_file,
             skill_sha256: &skill_sha256,
+            workspace,
+            trace: &trace,
+            junit: &junit,
+            key: input.key,
         },
     )
     .map_err(|e| Diagnostic::unplaced(e.to_string()))

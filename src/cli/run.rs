@@ -24,11 +24,11 @@ use super::resume;
 use super::signals;
 use super::{CliError, Exit};
 
-pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
+pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let resume_dir = args.resume.as_ref().map(|dir| cwd.join(dir));
     if let Some(dir) = &resume_dir {
-        let ready = resume::refuse_flags(&args).and_then(|()| resume::defaults(&mut args, dir));
+        let ready = resume::refuse_flags(&args).and_then(|()| resume::check_out(&args, dir, &cwd));
         if let Err(problem) = ready {
             return did_not_start(&[problem], args.progress, &cwd);
         }
@@ -61,19 +61,42 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
                 );
             }
         };
-    let prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
+    let mut prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
         Ok(prepared) => prepared,
         Err(e) => return did_not_start(&e.diagnostics(), args.progress, &cwd),
     };
     let job = resume::job_fingerprint(&job_file, &args, &cwd);
-    let resumption = match &resume_dir {
-        Some(dir) => match resume::resumption(dir, &prepared, &job) {
-            Ok(resumption) => Some(resumption),
-            Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
-        },
-        None => None,
-    };
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
+    let key = match checkpoint_key() {
+        Ok(key) => Some(key),
+        // A resume cannot go on without the key; a new run goes on without checkpoints.
+        Err(e) if resume_dir.is_none() => {
+            prepared.warnings.push(format!(
+                "no checkpoints are saved, so this run cannot be resumed: {e}"
+            ));
+            None
+        }
+        Err(e) => {
+            return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
+        }
+    };
+    let (trace_flag, junit_flag) = (absolute(&trace_file), absolute(&args.junit));
+    let resumption = match (&resume_dir, &key) {
+        (Some(dir), Some(key)) => {
+            let input = resume::ResumeInput {
+                run_dir: dir,
+                job: &job,
+                key,
+                trace: trace_flag.as_deref(),
+                junit: junit_flag.as_deref(),
+            };
+            match resume::resumption(&input, &prepared) {
+                Ok(resumption) => Some(resumption),
+                Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
+            }
+        }
+        _ => None,
+    };
     let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
         out_dir: resume_dir.clone().or_else(|| absolute(&args.out)),
@@ -96,7 +119,7 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
                 .map(PathBuf::from),
         },
         extra_env: Vec::new(),
-        checkpoint: Some(job),
+        checkpoint: key.map(|key| runner::CheckpointOptions { job, key }),
         resume: resumption,
     };
     let (report, received) = match execute(&prepared, run_options, trigger)? {
@@ -132,6 +155,13 @@ fn execute(
     // Tasks left behind by a cancelled run must not hold up the exit.
     runtime.shutdown_timeout(Duration::from_millis(500));
     outcome.map_err(CliError::Signals)
+}
+
+/// The checkpoint key, from where the environment says it is; made on
+/// first use.
+fn checkpoint_key() -> Result<runner::CheckpointKey, runner::KeyError> {
+    let path = runner::checkpoint_key::key_path(|name| std::env::var_os(name))?;
+    runner::CheckpointKey::open_or_create(&path)
 }
 
 /// How the job's flags and the command line's options shape loading the job.
