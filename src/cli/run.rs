@@ -121,6 +121,7 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         extra_env: Vec::new(),
         checkpoint: key.map(|key| runner::CheckpointOptions { job, key }),
         resume: resumption,
+        caller_outputs: caller_outputs(&args, &cwd),
     };
     let (report, received) = match execute(&prepared, run_options, trigger)? {
         (Ok(report), received) => (report, received),
@@ -155,6 +156,20 @@ fn execute(
     // Tasks left behind by a cancelled run must not hold up the exit.
     runtime.shutdown_timeout(Duration::from_millis(500));
     outcome.map_err(CliError::Signals)
+}
+
+/// The files written after the run, here: the last message and, under
+/// GitHub Actions, the step summary and outputs.
+fn caller_outputs(args: &RunArgs, cwd: &Path) -> Vec<PathBuf> {
+    let github = ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"]
+        .into_iter()
+        .filter(|_| std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"))
+        .filter_map(|name| std::env::var_os(name).filter(|v| !v.is_empty()));
+    args.output_last_message
+        .iter()
+        .map(|file| cwd.join(file))
+        .chain(github.map(|path| cwd.join(PathBuf::from(path))))
+        .collect()
 }
 
 /// The checkpoint key, from where the environment says it is; made on

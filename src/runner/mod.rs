@@ -77,6 +77,9 @@ pub struct RunOptions {
     pub checkpoint: Option<CheckpointOptions>,
     /// Go on with a stopped run from its checkpoint (`agentci run --resume`).
     pub resume: Option<resume::Resumption>,
+    /// Files the caller writes after the run (`--output-last-message`, the
+    /// GitHub step summary and outputs): kept from children like the run's own.
+    pub caller_outputs: Vec<PathBuf>,
 }
 
 /// The job file (or `<command line>`) and the SHA-256 of what made the job.
@@ -152,6 +155,7 @@ pub async fn run_prepared(
         git_step::preflight(job, workspace.root(), &paths.own_files).map_err(StartError::Git)?;
     }
     paths.folder.create(workspace.root())?;
+    paths.create_output_folders(workspace.root())?;
 
     // The checkpoint key is hidden from every child (exec, checks, MCP servers).
     let masked: Vec<PathBuf> = options

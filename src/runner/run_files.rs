@@ -44,10 +44,11 @@ impl RunPaths {
             folder.trace_and_junit(options.trace.as_deref(), options.junit.as_deref());
         // Written only for a job with a result schema.
         let result_path = job.result_schema.as_ref().map(|_| folder.result.clone());
-        let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
+        // Every output path, written or not this run: none is the model's to make.
+        let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path, &folder.result]
             .into_iter()
             .chain(job.outputs.patch.as_ref())
-            .chain(result_path.as_ref())
+            .chain(&options.caller_outputs)
             .cloned()
             .collect();
         RunPaths {
@@ -58,6 +59,26 @@ impl RunPaths {
             result_path,
             own_files,
         }
+    }
+
+    /// Make the folders that will hold the outputs inside the workspace,
+    /// before any child runs: the sandbox binds the top-level entry of each
+    /// read-only only if it exists, and a folder a child made first (or a
+    /// symlink in its place) would take agentci's write where it points.
+    pub(super) fn create_output_folders(&self, workspace: &Path) -> Result<(), StartError> {
+        for file in &self.own_files {
+            let Some(parent) = file.parent() else {
+                continue;
+            };
+            if parent == workspace || !parent.starts_with(workspace) {
+                continue;
+            }
+            std::fs::create_dir_all(parent).map_err(|source| StartError::RunFolder {
+                folder: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(())
     }
 
     /// The paths as `run.started` reports them.

@@ -587,3 +587,76 @@ fn without_a_mount_namespace_the_run_says_the_key_is_readable() {
         );
     }
 }
+
+// ------------------------------------------------ outputs out of reach
+
+/// Regression: a custom output path in a workspace folder that did not
+/// exist yet (`outputs.junit: reports/junit.xml`) was not protected, so a
+/// command could make `reports` a symlink out of the workspace and
+/// agentci wrote its JUnit file there.
+#[test]
+fn an_output_folder_inside_the_workspace_cannot_be_made_a_link_out() {
+    for user in RunAs::each() {
+        let model = FakeModel::start(vec![
+            Reply::plan(&[("redirect the report", "done")]),
+            Reply::tool_calls(vec![(
+                "call_link",
+                "exec",
+                json!({"command": "rm -rf reports; ln -s ../outside reports; ls -la"}),
+            )]),
+            Reply::step_done("tried"),
+            Reply::text("done"),
+        ]);
+        let sb = Sandbox::new();
+        write_job(&sb, "job.yaml", &model.base_url(), "");
+        // The job's outputs, with the JUnit file in a folder of its own.
+        let job = sb.read("job.yaml").replace(
+            "outputs: {dir: out}",
+            "outputs: {dir: out, junit: reports/junit.xml}",
+        );
+        sb.write("job.yaml", &job);
+        std::fs::create_dir_all(sb.path().join("outside")).unwrap();
+        let out = agentci(&sb, user, &["job.yaml"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            user.label(),
+            stderr(&out)
+        );
+        let trace = read_jsonl(&run_dir(&sb).join("trace.jsonl"));
+        let sandbox = &events(&trace, "run.started")[0]["sandbox"];
+        if sandbox["missing"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("run_folder"))
+        {
+            // No mount namespace here (no user namespaces for this user):
+            // the run says children can write its outputs.
+            let warned = events(&trace, "warning").iter().any(|w| {
+                w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("children can write the run folder")
+            });
+            assert!(
+                warned,
+                "{}: no warning that outputs are writable",
+                user.label()
+            );
+            continue;
+        }
+        assert!(
+            !sb.path().join("outside/junit.xml").exists(),
+            "{}: JUnit was written outside the workspace",
+            user.label()
+        );
+        let reports = sb.workspace().join("reports");
+        assert!(
+            !std::fs::symlink_metadata(&reports).unwrap().is_symlink(),
+            "{}: reports became a link",
+            user.label()
+        );
+        assert!(reports.join("junit.xml").is_file(), "{}", user.label());
+    }
+}
