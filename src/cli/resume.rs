@@ -81,6 +81,23 @@ pub fn refuse_flags(args: &RunArgs) -> Result<(), Diagnostic> {
     )))
 }
 
+/// A resume names its job as the first run did: the job file, or the
+/// `--goal` flags. It never takes the job from the checkpoint.
+pub fn require_job(args: &RunArgs, run_dir: &Path) -> Result<(), Diagnostic> {
+    if args.job.is_some() || args.job_flags.goal.is_some() {
+        return Ok(());
+    }
+    Err(Diagnostic::flag(
+        "--resume",
+        format!(
+            "give the job file the run started with (`agentci run JOB.yaml --resume {}`), or \
+             the --goal flags of a run made from flags, with the run's other flags: a resume \
+             never takes the job from the checkpoint",
+            run_dir.display()
+        ),
+    ))
+}
+
 /// `--out` with `--resume` must name the folder being resumed: the run
 /// folder is the one `--resume` names.
 pub fn check_out(args: &RunArgs, run_dir: &Path, cwd: &Path) -> Result<(), Diagnostic> {

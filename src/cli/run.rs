@@ -28,7 +28,9 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let resume_dir = args.resume.as_ref().map(|dir| cwd.join(dir));
     if let Some(dir) = &resume_dir {
-        let ready = resume::refuse_flags(&args).and_then(|()| resume::check_out(&args, dir, &cwd));
+        let ready = resume::refuse_flags(&args)
+            .and_then(|()| resume::require_job(&args, dir))
+            .and_then(|()| resume::check_out(&args, dir, &cwd));
         if let Err(problem) = ready {
             return did_not_start(&[problem], args.progress, &cwd);
         }

@@ -379,7 +379,11 @@ fn a_resume_whose_command_line_differs_from_the_checkpoint_is_refused() {
             "budget: {max_turns: 3}\n",
         );
         let cases: [(&str, &[&str], &str); 4] = [
-            ("no job file", &["--resume", "ws/out"], ""),
+            (
+                "no job file",
+                &["--resume", "ws/out"],
+                "never takes the job from the checkpoint",
+            ),
             (
                 "another job file",
                 &["other.yaml", "--resume", "ws/out"],
@@ -411,6 +415,8 @@ fn a_resume_whose_command_line_differs_from_the_checkpoint_is_refused() {
             &["job.yaml", "--resume", "ws/out", "--junit", "outside.xml"],
         );
         insta::assert_snapshot!("other_junit_refused", redact(&stderr(&out), &sb, user));
+        let out = agentci(&sb, user, &["--resume", "ws/out"]);
+        insta::assert_snapshot!("no_job_refused", redact(&stderr(&out), &sb, user));
     }
 }
 
