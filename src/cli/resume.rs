@@ -123,20 +123,24 @@ pub fn check_out(args: &RunArgs, run_dir: &Path, cwd: &Path) -> Result<(), Diagn
     ))
 }
 
-/// What a resume is checked against, all from the command line and the
-/// job, never from the checkpoint.
-pub struct ResumeInput<'a> {
+/// Where a resume goes on, all from the command line, never from the
+/// checkpoint.
+pub struct ResumeAt<'a> {
     pub run_dir: &'a Path,
-    pub job: &'a JobFingerprint,
-    pub key: &'a CheckpointKey,
     /// `--trace` and `--junit`, absolute.
     pub trace: Option<&'a Path>,
     pub junit: Option<&'a Path>,
 }
 
-/// Check that the run in `run_dir` may go on with the job `prepared`, and
-/// get it ready.
-pub fn resumption(input: &ResumeInput<'_>, prepared: &Prepared) -> Result<Resumption, Diagnostic> {
+/// Check that the run in `at.run_dir` may go on with the job `prepared`
+/// (made from the command line as `job` fingerprints it), its checkpoint
+/// signed with `key`, and get it ready.
+pub fn resumption(
+    at: &ResumeAt<'_>,
+    job: &JobFingerprint,
+    key: &CheckpointKey,
+    prepared: &Prepared,
+) -> Result<Resumption, Diagnostic> {
     if prepared.job.model.provider == ProviderKind::Replay {
         return Err(Diagnostic::unplaced(
             "--resume cannot go on with a replayed run: the cassette holds the run from its \
@@ -146,19 +150,19 @@ pub fn resumption(input: &ResumeInput<'_>, prepared: &Prepared) -> Result<Resump
     let (skill_file, skill_sha256) = skill_fingerprint(&prepared.skill);
     let workspace = prepared.workspace.root();
     // The run id only names the default folder, and the folder is given.
-    let folder = RunFolder::resolve("", workspace, Some(input.run_dir), &prepared.job.outputs);
-    let (trace, junit) = folder.trace_and_junit(input.trace, input.junit);
+    let folder = RunFolder::resolve("", workspace, Some(at.run_dir), &prepared.job.outputs);
+    let (trace, junit) = folder.trace_and_junit(at.trace, at.junit);
     resume::prepare(
-        input.run_dir,
+        at.run_dir,
         &Given {
-            job_file: &input.job.job_file,
-            job_sha256: &input.job.sha256,
+            job_file: &job.job_file,
+            job_sha256: &job.sha256,
             skill_file: &skill_file,
             skill_sha256: &skill_sha256,
             workspace,
             trace: &trace,
             junit: &junit,
-            key: input.key,
+            key,
         },
     )
     .map_err(|e| Diagnostic::unplaced(e.to_string()))

@@ -69,35 +69,15 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     };
     let job = resume::job_fingerprint(&job_file, &args, &cwd);
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
-    let key = match checkpoint_key() {
-        Ok(key) => Some(key),
-        // A resume cannot go on without the key; a new run goes on without checkpoints.
-        Err(e) if resume_dir.is_none() => {
-            prepared.warnings.push(format!(
-                "no checkpoints are saved, so this run cannot be resumed: {e}"
-            ));
-            None
-        }
-        Err(e) => {
-            return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
-        }
-    };
     let (trace_flag, junit_flag) = (absolute(&trace_file), absolute(&args.junit));
-    let resumption = match (&resume_dir, &key) {
-        (Some(dir), Some(key)) => {
-            let input = resume::ResumeInput {
-                run_dir: dir,
-                job: &job,
-                key,
-                trace: trace_flag.as_deref(),
-                junit: junit_flag.as_deref(),
-            };
-            match resume::resumption(&input, &prepared) {
-                Ok(resumption) => Some(resumption),
-                Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
-            }
-        }
-        _ => None,
+    let resume_at = resume_dir.as_deref().map(|run_dir| resume::ResumeAt {
+        run_dir,
+        trace: trace_flag.as_deref(),
+        junit: junit_flag.as_deref(),
+    });
+    let (key, resumption) = match checkpointing(resume_at, &mut prepared, &job) {
+        Ok(ready) => ready,
+        Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
     };
     let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
@@ -172,6 +152,37 @@ fn caller_outputs(args: &RunArgs, cwd: &Path) -> Vec<PathBuf> {
         .map(|file| cwd.join(file))
         .chain(github.map(|path| cwd.join(PathBuf::from(path))))
         .collect()
+}
+
+/// The checkpoint key, and the run to go on with when resuming. Without a
+/// usable key a new run goes on without checkpoints (a warning says why);
+/// a resume cannot.
+fn checkpointing(
+    resume_at: Option<resume::ResumeAt<'_>>,
+    prepared: &mut runner::Prepared,
+    job: &runner::JobFingerprint,
+) -> Result<
+    (
+        Option<runner::CheckpointKey>,
+        Option<runner::resume::Resumption>,
+    ),
+    Diagnostic,
+> {
+    let key = match (checkpoint_key(), &resume_at) {
+        (Ok(key), _) => key,
+        (Err(e), None) => {
+            prepared.warnings.push(format!(
+                "no checkpoints are saved, so this run cannot be resumed: {e}"
+            ));
+            return Ok((None, None));
+        }
+        (Err(e), Some(_)) => return Err(Diagnostic::unplaced(e.to_string())),
+    };
+    let resumption = match resume_at {
+        Some(at) => Some(resume::resumption(&at, job, &key, prepared)?),
+        None => None,
+    };
+    Ok((Some(key), resumption))
 }
 
 /// The checkpoint key, from where the environment says it is; made on
