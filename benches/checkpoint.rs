@@ -1,7 +1,8 @@
 //! What the checkpoint a run saves before every model turn costs as the
 //! conversation grows: a generated 200-turn session (each turn a tool call
 //! and a 4 KB tool result, a 10-step plan, like `loop_state`), saved after
-//! every turn as a run saves it. The figure that matters is the save at
+//! every turn as a run saves it, its record signed (HMAC) with a key made
+//! for the benchmark. The figure that matters is the save at
 //! turn 200, which must not be proportional to the conversation (target:
 //! under 1 ms); the full-state serialize of `loop_state` is the comparison.
 //!
@@ -21,6 +22,7 @@ use agentci::agent::{LoopState, StateSaver};
 use agentci::event::PlanStep;
 use agentci::provider::Usage;
 use agentci::provider::{Message, ToolCall};
+use agentci::runner::CheckpointKey;
 use agentci::runner::checkpoint::{CheckpointWriter, Origin, load};
 use agentci::spec::BudgetSpec;
 
@@ -31,7 +33,9 @@ const WINDOW: usize = 10;
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut writer = CheckpointWriter::new(dir.path(), origin(dir.path()), Box::new(|| 1));
+    let key = CheckpointKey::open_or_create(&dir.path().join("checkpoint.key")).expect("key");
+    let mut writer =
+        CheckpointWriter::new(dir.path(), origin(dir.path()), key.clone(), Box::new(|| 1));
     let mut state = opening();
     let mut saves = Vec::with_capacity(TURNS);
     for turn in 0..TURNS {
@@ -72,7 +76,7 @@ fn main() {
         ms(full)
     );
     let started = Instant::now();
-    let loaded = load(dir.path()).expect("load");
+    let loaded = load(dir.path(), &key).expect("load");
     println!(
         "loading the checkpoint (resume): {:.3} ms, {} messages",
         ms(started.elapsed()),
@@ -93,6 +97,7 @@ fn origin(dir: &std::path::Path) -> Origin {
         skill_file: "SKILL.md".into(),
         skill_sha256: "0".repeat(64),
         workspace: dir.to_path_buf(),
+        run_dir: dir.to_path_buf(),
         trace: dir.join("trace.jsonl"),
         junit: dir.join("junit.xml"),
     }

@@ -24,11 +24,13 @@ use super::resume;
 use super::signals;
 use super::{CliError, Exit};
 
-pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
+pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let resume_dir = args.resume.as_ref().map(|dir| cwd.join(dir));
     if let Some(dir) = &resume_dir {
-        let ready = resume::refuse_flags(&args).and_then(|()| resume::defaults(&mut args, dir));
+        let ready = resume::refuse_flags(&args)
+            .and_then(|()| resume::require_job(&args, dir))
+            .and_then(|()| resume::check_out(&args, dir, &cwd));
         if let Err(problem) = ready {
             return did_not_start(&[problem], args.progress, &cwd);
         }
@@ -61,19 +63,22 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
                 );
             }
         };
-    let prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
+    let mut prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
         Ok(prepared) => prepared,
         Err(e) => return did_not_start(&e.diagnostics(), args.progress, &cwd),
     };
     let job = resume::job_fingerprint(&job_file, &args, &cwd);
-    let resumption = match &resume_dir {
-        Some(dir) => match resume::resumption(dir, &prepared, &job) {
-            Ok(resumption) => Some(resumption),
-            Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
-        },
-        None => None,
-    };
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
+    let (trace_flag, junit_flag) = (absolute(&trace_file), absolute(&args.junit));
+    let resume_at = resume_dir.as_deref().map(|run_dir| resume::ResumeAt {
+        run_dir,
+        trace: trace_flag.as_deref(),
+        junit: junit_flag.as_deref(),
+    });
+    let (key, resumption) = match checkpointing(resume_at, &mut prepared, &job) {
+        Ok(ready) => ready,
+        Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
+    };
     let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
         out_dir: resume_dir.clone().or_else(|| absolute(&args.out)),
@@ -96,8 +101,9 @@ pub fn run(mut args: RunArgs) -> Result<Exit, CliError> {
                 .map(PathBuf::from),
         },
         extra_env: Vec::new(),
-        checkpoint: Some(job),
+        checkpoint: key.map(|key| runner::CheckpointOptions { job, key }),
         resume: resumption,
+        caller_outputs: caller_outputs(&args, &cwd),
     };
     let (report, received) = match execute(&prepared, run_options, trigger)? {
         (Ok(report), received) => (report, received),
@@ -132,6 +138,58 @@ fn execute(
     // Tasks left behind by a cancelled run must not hold up the exit.
     runtime.shutdown_timeout(Duration::from_millis(500));
     outcome.map_err(CliError::Signals)
+}
+
+/// The files written after the run, here: the last message and, under
+/// GitHub Actions, the step summary and outputs.
+fn caller_outputs(args: &RunArgs, cwd: &Path) -> Vec<PathBuf> {
+    let github = ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"]
+        .into_iter()
+        .filter(|_| std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"))
+        .filter_map(|name| std::env::var_os(name).filter(|v| !v.is_empty()));
+    args.output_last_message
+        .iter()
+        .map(|file| cwd.join(file))
+        .chain(github.map(|path| cwd.join(PathBuf::from(path))))
+        .collect()
+}
+
+/// The checkpoint key, and the run to go on with when resuming. Without a
+/// usable key a new run goes on without checkpoints (a warning says why);
+/// a resume cannot.
+fn checkpointing(
+    resume_at: Option<resume::ResumeAt<'_>>,
+    prepared: &mut runner::Prepared,
+    job: &runner::JobFingerprint,
+) -> Result<
+    (
+        Option<runner::CheckpointKey>,
+        Option<runner::resume::Resumption>,
+    ),
+    Diagnostic,
+> {
+    let key = match (checkpoint_key(), &resume_at) {
+        (Ok(key), _) => key,
+        (Err(e), None) => {
+            prepared.warnings.push(format!(
+                "no checkpoints are saved, so this run cannot be resumed: {e}"
+            ));
+            return Ok((None, None));
+        }
+        (Err(e), Some(_)) => return Err(Diagnostic::unplaced(e.to_string())),
+    };
+    let resumption = match resume_at {
+        Some(at) => Some(resume::resumption(&at, job, &key, prepared)?),
+        None => None,
+    };
+    Ok((Some(key), resumption))
+}
+
+/// The checkpoint key, from where the environment says it is; made on
+/// first use.
+fn checkpoint_key() -> Result<runner::CheckpointKey, runner::KeyError> {
+    let path = runner::checkpoint_key::key_path(|name| std::env::var_os(name))?;
+    runner::CheckpointKey::open_or_create(&path)
 }
 
 /// How the job's flags and the command line's options shape loading the job.

@@ -62,7 +62,8 @@ pub struct SandboxReport {
     pub network: bool,
     /// `sandbox.require`: a degraded sandbox stops the run.
     pub require: bool,
-    /// Enforced by the kernel: `filesystem`, `processes`, `run_folder`, `network`.
+    /// Enforced by the kernel: `filesystem`, `processes`, `run_folder`,
+    /// `checkpoint_key` (children read the checkpoint key empty), `network`.
     pub enforced: Vec<String>,
     /// Asked for and not enforceable here (same names).
     pub missing: Vec<String>,

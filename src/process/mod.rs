@@ -93,6 +93,8 @@ pub struct RunnerConfig {
     pub run_id: String,
     /// agentci's own outputs, read-only for children.
     pub protected: Vec<PathBuf>,
+    /// Files children must not read (the checkpoint key): they see them empty.
+    pub masked: Vec<PathBuf>,
     /// Set on top of the scrubbed environment.
     pub extra_env: Vec<(String, String)>,
     pub secrets: Redactor,
@@ -110,8 +112,9 @@ struct Inner {
     sandbox: Option<Sandbox>,
     env: Vec<(OsString, OsString)>,
     secrets: Redactor,
-    /// Removed with the runner.
+    /// Removed with the runner, as is the empty file masking files.
     temp: Option<PathBuf>,
+    empty_file: Option<PathBuf>,
     /// Background sessions; killed with the runner at the latest.
     sessions: sessions::Sessions,
 }
@@ -121,7 +124,25 @@ impl Drop for Inner {
         if let Some(temp) = &self.temp {
             let _ = std::fs::remove_dir_all(temp);
         }
+        if let Some(empty) = &self.empty_file {
+            let _ = std::fs::remove_file(empty);
+        }
     }
+}
+
+/// The empty, read-only file bound over masked files in the children:
+/// beside the run's private temporary folder, not in it, so no child can
+/// write it.
+fn empty_file(run_id: &str) -> io::Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = std::env::temp_dir().join(format!("agentci-{run_id}.empty"));
+    let _ = std::fs::remove_file(&path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .open(&path)?;
+    Ok(path)
 }
 
 impl ProcessRunner {
@@ -154,11 +175,17 @@ impl ProcessRunner {
         {
             let _ = std::fs::create_dir_all(folder);
         }
+        let empty_file = match config.masked.is_empty() {
+            true => None,
+            false => Some(empty_file(&config.run_id)?),
+        };
         let paths = SandboxPaths {
             workspace: config.workspace.clone(),
             temp: temp.clone(),
             writable,
             protected: config.protected,
+            masked: config.masked,
+            empty_file: empty_file.clone().unwrap_or_default(),
         };
         Ok(ProcessRunner {
             inner: Arc::new(Inner {
@@ -166,6 +193,7 @@ impl ProcessRunner {
                 env,
                 secrets: config.secrets,
                 temp: Some(temp),
+                empty_file,
                 sessions: sessions::Sessions::default(),
             }),
         })
@@ -182,6 +210,7 @@ impl ProcessRunner {
                 env,
                 secrets,
                 temp: None,
+                empty_file: None,
                 sessions: sessions::Sessions::default(),
             }),
         }

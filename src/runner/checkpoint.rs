@@ -1,6 +1,6 @@
 //! The run's checkpoint: the loop's state saved in the run folder before
-//! every model turn, so that `agentci run --resume RUN_DIR` can go on from
-//! the last one, and reading it back.
+//! every model turn, so that `agentci run JOB --resume RUN_DIR` can go on
+//! from the last one, and reading it back.
 //!
 //! Saving must not cost more as the conversation grows, so the checkpoint
 //! is two files in `RUN_DIR/checkpoint/`:
@@ -9,21 +9,31 @@
 //!   conversation, which rewrites its middle);
 //! - `state.json`, a small record rewritten whole each time (a new file
 //!   renamed over the old one): the rest of the loop's state, which file
-//!   holds the messages, and how many messages and bytes of it count.
+//!   holds the messages, how many messages and bytes of it count, and the
+//!   SHA-256 of those bytes, kept running as lines are appended.
 //!
 //! The record is the commit point: a process killed while appending leaves
 //! lines the record does not count, and one killed while writing the
 //! record leaves the previous record, which still names a valid prefix of
-//! the messages. Which checkpoints may be resumed, and with what, is
+//! the messages.
+//!
+//! The run folder is often inside the workspace, within the model's reach,
+//! so the record carries an HMAC made with the user's checkpoint key
+//! ([`super::checkpoint_key`]): it covers the record, and through the
+//! running hash the messages it counts, so a changed byte in either is
+//! refused on load. Which checkpoints may be resumed, and with what, is
 //! [`super::resume`]'s business; this module only saves and loads.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use hmac::Mac;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
+use super::checkpoint_key::CheckpointKey;
 use crate::agent::{LoopState, StateSaver};
 use crate::provider::Message;
 use crate::skills::Skill;
@@ -31,6 +41,9 @@ use crate::skills::Skill;
 /// The checkpoint's folder inside a run folder.
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 const STATE_FILE: &str = "state.json";
+/// What the MAC is of, besides the record: a record is never taken for
+/// anything else the key might one day sign.
+const MAC_CONTEXT: &[u8] = b"agentci checkpoint record\n";
 
 /// What a checkpoint was made by and for; a resume must match it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -46,12 +59,13 @@ pub struct Origin {
     pub skill_sha256: String,
     /// Where the run worked and wrote, absolute.
     pub workspace: PathBuf,
+    pub run_dir: PathBuf,
     pub trace: PathBuf,
     pub junit: PathBuf,
 }
 
-/// The record `state.json` holds. Generic over how the state is held: a
-/// borrow when saving, owned when loading.
+/// The record `state.json` holds, inside its envelope. Generic over how
+/// the state is held: a borrow when saving, owned when loading.
 #[derive(Serialize, Deserialize)]
 struct Record<S> {
     origin: Origin,
@@ -60,11 +74,23 @@ struct Record<S> {
     /// How many of its messages, in how many bytes, are the conversation.
     messages: usize,
     messages_bytes: u64,
+    /// The SHA-256 of those bytes: the MAC covers the record, the record
+    /// covers the messages.
+    messages_sha256: String,
     /// The trace's next `seq` when the checkpoint was taken: a resumed run
     /// cuts the trace back to here.
     next_seq: u64,
     /// The loop's state, its conversation left out (it is in the messages file).
     state: S,
+}
+
+/// `state.json` as read: the version first (another version's record may
+/// have another format), the MAC, and the record's exact bytes.
+#[derive(Deserialize)]
+struct Envelope {
+    agentci_version: Option<String>,
+    mac: Option<String>,
+    record: Option<Box<RawValue>>,
 }
 
 /// A loaded checkpoint.
@@ -76,7 +102,64 @@ pub struct Checkpoint {
     pub state: LoopState,
 }
 
-/// The SHA-256 of `bytes`, in hex.
+/// Why a checkpoint cannot be loaded. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error(
+        "{}: no checkpoint: {} is not the folder of a run that got to its first model turn \
+         (a run's folder is `.agentci/runs/<run-id>/` in the workspace, or `--out`)",
+        .record.display(), .run_dir.display()
+    )]
+    Missing { record: PathBuf, run_dir: PathBuf },
+    #[error("cannot read the checkpoint {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: the checkpoint is not valid JSON: {source}", .path.display())]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: the checkpoint was written by agentci {version}, and this is agentci {ours}: \
+         resume it with agentci {version}, or run the job again",
+        .path.display(), ours = env!("CARGO_PKG_VERSION")
+    )]
+    OtherVersion { path: PathBuf, version: String },
+    #[error(
+        "{}: the checkpoint's record is not authentic: its MAC does not match the record for \
+         the checkpoint key {} (the record was changed after agentci wrote it, or written with \
+         another key, by another user or machine); it cannot be resumed, run the job again",
+        .path.display(), .key.display()
+    )]
+    NotAuthentic { path: PathBuf, key: PathBuf },
+    #[error(
+        "{}: the checkpoint's messages are not the ones it recorded (their SHA-256 differs: \
+         the file was changed after agentci wrote it); it cannot be resumed, run the job again",
+        .path.display()
+    )]
+    MessagesChanged { path: PathBuf },
+    #[error("{}: the checkpoint cannot be read: {source}", .path.display())]
+    BadRecord {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} line {line}: not a message: {source}", .path.display())]
+    BadMessage {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("{}: the checkpoint counts {counted} messages and the file holds {held}", .path.display())]
+    Count {
+        path: PathBuf,
+        counted: usize,
+        held: usize,
+    },
+}
+
+/// The SHA-256 of `parts`, each length-prefixed, in hex.
 pub fn sha256_hex(parts: &[&[u8]]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {
@@ -95,17 +178,31 @@ pub fn skill_fingerprint(skill: &Skill) -> (String, String) {
     (file.display().to_string(), sha256_hex(&[&bytes]))
 }
 
+/// The MAC of a record's bytes, in hex.
+fn record_mac(key: &CheckpointKey, record: &[u8]) -> String {
+    let mut mac = key.mac();
+    mac.update(MAC_CONTEXT);
+    mac.update(record);
+    hex(&mac.finalize().into_bytes())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Saves the run's checkpoint before every model turn.
 pub struct CheckpointWriter {
     dir: PathBuf,
     origin: Origin,
+    key: CheckpointKey,
     /// The messages file being appended to; `None` until the first save,
     /// which writes it whole.
     messages: Option<File>,
     messages_file: String,
-    /// Messages and bytes in it.
+    /// Messages and bytes in it, and the SHA-256 of those bytes so far.
     saved: usize,
     bytes: u64,
+    hasher: Sha256,
     /// `LoopState::rewrites` when the file was started.
     generation: u64,
     /// Gives the trace's next `seq` at the moment of saving.
@@ -113,19 +210,22 @@ pub struct CheckpointWriter {
 }
 
 impl CheckpointWriter {
-    /// A writer for the checkpoint of the run folder `run_dir`.
+    /// A writer for the checkpoint of the run folder `run_dir`, signing with `key`.
     pub fn new(
         run_dir: &Path,
         origin: Origin,
+        key: CheckpointKey,
         next_seq: Box<dyn Fn() -> u64 + Send>,
     ) -> CheckpointWriter {
         CheckpointWriter {
             dir: run_dir.join(CHECKPOINT_DIR),
             origin,
+            key,
             messages: None,
             messages_file: String::new(),
             saved: 0,
             bytes: 0,
+            hasher: Sha256::new(),
             generation: 0,
             next_seq,
         }
@@ -153,6 +253,8 @@ impl CheckpointWriter {
         self.messages = Some(file);
         self.saved = conversation.len();
         self.bytes = lines.len() as u64;
+        self.hasher = Sha256::new();
+        self.hasher.update(&lines);
         self.generation = generation;
         Ok(())
     }
@@ -185,6 +287,7 @@ impl CheckpointWriter {
             .map_err(|e| format!("failed to write the checkpoint's messages: {e}"))?;
         self.saved += new.len();
         self.bytes += lines.len() as u64;
+        self.hasher.update(&lines);
         Ok(())
     }
 
@@ -194,12 +297,22 @@ impl CheckpointWriter {
             messages_file: self.messages_file.clone(),
             messages: self.saved,
             messages_bytes: self.bytes,
+            // A copy of the running hash: as cheap at turn 200 as at turn 1.
+            messages_sha256: format!("{:x}", self.hasher.clone().finalize()),
             next_seq: (self.next_seq)(),
             state,
         };
-        let json = serde_json::to_vec(&record).map_err(|e| self.error("encode", e))?;
+        let record = serde_json::to_vec(&record).map_err(|e| self.error("encode", e))?;
+        let mut file = format!(
+            "{{\"agentci_version\":\"{}\",\"mac\":\"{}\",\"record\":",
+            env!("CARGO_PKG_VERSION"),
+            record_mac(&self.key, &record)
+        )
+        .into_bytes();
+        file.extend_from_slice(&record);
+        file.extend_from_slice(b"}\n");
         // A new file renamed over the old: a kill mid-write leaves the old one whole.
-        crate::safe_file::replace(&self.dir.join(STATE_FILE), &json, None)
+        crate::safe_file::replace(&self.dir.join(STATE_FILE), &file, None)
             .map_err(|e| self.error("write", e))
     }
 }
@@ -242,60 +355,79 @@ pub fn record_path(run_dir: &Path) -> PathBuf {
     run_dir.join(CHECKPOINT_DIR).join(STATE_FILE)
 }
 
-/// The record of the checkpoint of `run_dir`, as JSON. A checkpoint
-/// written by another version of agentci is refused before its state is
-/// read: its format may differ.
-fn read_record(run_dir: &Path) -> Result<serde_json::Value, String> {
+/// The record of the checkpoint of `run_dir`, its MAC checked with `key`.
+/// A checkpoint written by another version of agentci is refused before
+/// anything else is read: its format may differ.
+fn read_record(run_dir: &Path, key: &CheckpointKey) -> Result<Box<RawValue>, CheckpointError> {
     let path = record_path(run_dir);
-    let shown = path.display();
-    let text = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!(
-            "{shown}: no checkpoint: {} is not the folder of a run that got to its first \
-             model turn (a run's folder is `.agentci/runs/<run-id>/` in the workspace, or `--out`)",
-            run_dir.display()
-        ),
-        _ => format!("cannot read the checkpoint {shown}: {e}"),
+    let text = std::fs::read(&path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => CheckpointError::Missing {
+            record: path.clone(),
+            run_dir: run_dir.to_path_buf(),
+        },
+        _ => CheckpointError::Read {
+            path: path.clone(),
+            source,
+        },
     })?;
-    let value: serde_json::Value = serde_json::from_slice(&text)
-        .map_err(|e| format!("{shown}: the checkpoint is not valid JSON: {e}"))?;
-    let version = value
-        .pointer("/origin/agentci_version")
-        .and_then(|v| v.as_str())
-        .unwrap_or("an unknown version");
-    let ours = env!("CARGO_PKG_VERSION");
-    if version != ours {
-        return Err(format!(
-            "{shown}: the checkpoint was written by agentci {version}, and this is agentci \
-             {ours}: resume it with agentci {version}, or run the job again"
-        ));
+    let envelope: Envelope =
+        serde_json::from_slice(&text).map_err(|source| CheckpointError::NotJson {
+            path: path.clone(),
+            source,
+        })?;
+    let version = envelope
+        .agentci_version
+        .unwrap_or_else(|| "an unknown version".to_string());
+    if version != env!("CARGO_PKG_VERSION") {
+        return Err(CheckpointError::OtherVersion { path, version });
     }
-    Ok(value)
+    let not_authentic = || CheckpointError::NotAuthentic {
+        path: path.clone(),
+        key: key.path().to_path_buf(),
+    };
+    let (Some(mac), Some(record)) = (envelope.mac, envelope.record) else {
+        return Err(not_authentic());
+    };
+    let mut check = key.mac();
+    check.update(MAC_CONTEXT);
+    check.update(record.get().as_bytes());
+    let given = decode_hex(&mac).ok_or_else(not_authentic)?;
+    // Constant-time: how much of a forged MAC matched says nothing.
+    check.verify_slice(&given).map_err(|_| not_authentic())?;
+    Ok(record)
 }
 
-/// What the checkpoint of `run_dir` was made by and for.
-pub fn load_origin(run_dir: &Path) -> Result<Origin, String> {
-    let mut record = read_record(run_dir)?;
-    serde_json::from_value(record["origin"].take()).map_err(|e| {
-        format!(
-            "{}: the checkpoint cannot be read: {e}",
-            record_path(run_dir).display()
-        )
-    })
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
-/// Load the checkpoint of the run folder `run_dir`, conversation included.
-pub fn load(run_dir: &Path) -> Result<Checkpoint, String> {
-    let record: Record<LoopState> = serde_json::from_value(read_record(run_dir)?).map_err(|e| {
-        format!(
-            "{}: the checkpoint cannot be read: {e}",
-            record_path(run_dir).display()
-        )
-    })?;
+/// Load the checkpoint of the run folder `run_dir`, conversation included,
+/// after checking its MAC with `key` and its messages with its record.
+pub fn load(run_dir: &Path, key: &CheckpointKey) -> Result<Checkpoint, CheckpointError> {
+    let raw = read_record(run_dir, key)?;
+    let record: Record<LoopState> =
+        serde_json::from_str(raw.get()).map_err(|source| CheckpointError::BadRecord {
+            path: record_path(run_dir),
+            source,
+        })?;
+    if record.origin.agentci_version != env!("CARGO_PKG_VERSION") {
+        return Err(CheckpointError::OtherVersion {
+            path: record_path(run_dir),
+            version: record.origin.agentci_version,
+        });
+    }
     let mut state = record.state;
     state.conversation = read_messages(
         &run_dir.join(CHECKPOINT_DIR).join(&record.messages_file),
         record.messages,
         record.messages_bytes,
+        &record.messages_sha256,
     )?;
     Ok(Checkpoint {
         origin: record.origin,
@@ -304,29 +436,44 @@ pub fn load(run_dir: &Path) -> Result<Checkpoint, String> {
     })
 }
 
-/// The first `count` messages of a messages file, in its first `bytes` bytes.
-fn read_messages(path: &Path, count: usize, bytes: u64) -> Result<Vec<Message>, String> {
-    let shown = path.display();
-    let file = File::open(path)
-        .map_err(|e| format!("cannot read the checkpoint's messages {shown}: {e}"))?;
+/// The first `count` messages of a messages file, in its first `bytes`
+/// bytes, whose SHA-256 must be `sha256`.
+fn read_messages(
+    path: &Path,
+    count: usize,
+    bytes: u64,
+    sha256: &str,
+) -> Result<Vec<Message>, CheckpointError> {
+    let read = |source| CheckpointError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(read)?;
     let mut text = Vec::new();
-    file.take(bytes)
-        .read_to_end(&mut text)
-        .map_err(|e| format!("cannot read the checkpoint's messages {shown}: {e}"))?;
+    file.take(bytes).read_to_end(&mut text).map_err(read)?;
+    if format!("{:x}", Sha256::digest(&text)) != sha256 {
+        return Err(CheckpointError::MessagesChanged {
+            path: path.to_path_buf(),
+        });
+    }
     let messages = text
         .split(|&b| b == b'\n')
         .filter(|line| !line.is_empty())
         .enumerate()
         .map(|(index, line)| {
-            serde_json::from_slice::<Message>(line)
-                .map_err(|e| format!("{shown} line {}: not a message: {e}", index + 1))
+            serde_json::from_slice::<Message>(line).map_err(|source| CheckpointError::BadMessage {
+                path: path.to_path_buf(),
+                line: index + 1,
+                source,
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     if messages.len() != count {
-        return Err(format!(
-            "{shown}: the checkpoint counts {count} messages and the file holds {}",
-            messages.len()
-        ));
+        return Err(CheckpointError::Count {
+            path: path.to_path_buf(),
+            counted: count,
+            held: messages.len(),
+        });
     }
     Ok(messages)
 }
@@ -353,10 +500,19 @@ mod tests {
             skill_file: "SKILL.md".into(),
             skill_sha256: "s".into(),
             workspace: dir.to_path_buf(),
+            run_dir: dir.to_path_buf(),
             trace: dir.join("trace.jsonl"),
             junit: dir.join("junit.xml"),
         };
-        CheckpointWriter::new(dir, origin, Box::new(|| 7))
+        CheckpointWriter::new(dir, origin, key(), Box::new(|| 7))
+    }
+
+    fn key() -> CheckpointKey {
+        CheckpointKey::from_bytes(Path::new("/keys/checkpoint.key"), &[7; 32]).unwrap()
+    }
+
+    fn load(dir: &Path) -> Result<Checkpoint, CheckpointError> {
+        super::load(dir, &key())
     }
 
     fn state(messages: &[&str]) -> LoopState {
@@ -454,11 +610,64 @@ mod tests {
         let path = record_path(dir.path());
         let mut record: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        record["origin"]["agentci_version"] = "9.9.9".into();
-        record["state"] = "not a state".into();
+        record["agentci_version"] = "9.9.9".into();
+        record["record"] = "not a record".into();
         std::fs::write(&path, record.to_string()).unwrap();
-        let error = load(dir.path()).unwrap_err();
+        let error = load(dir.path()).unwrap_err().to_string();
         assert!(error.contains("agentci 9.9.9"), "{error}");
         assert!(error.contains("state.json"), "{error}");
+    }
+
+    /// The record's MAC covers the record and, through its running hash,
+    /// the messages it counts: one byte changed in either is refused, and
+    /// so is a record signed with another key.
+    #[test]
+    fn a_changed_byte_or_another_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        let mut state = state(&["system", "goal"]);
+        writer.save(&mut state).unwrap();
+        state.conversation.push(user("turn 1"));
+        writer.save(&mut state).unwrap();
+        let record = record_path(dir.path());
+        let messages = dir
+            .path()
+            .join(CHECKPOINT_DIR)
+            .join(&messages_files(dir.path())[0]);
+        let flip = |path: &Path, find: &str, with: &str| {
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(text.contains(find), "{text}");
+            std::fs::write(path, text.replacen(find, with, 1)).unwrap();
+            text
+        };
+
+        let saved = flip(&record, "\"turns\":", "\"turns\": ");
+        let error = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(error, CheckpointError::NotAuthentic { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("state.json"), "{error}");
+        assert!(
+            error.to_string().contains("/keys/checkpoint.key"),
+            "{error}"
+        );
+        std::fs::write(&record, saved).unwrap();
+
+        let saved = flip(&messages, "turn 1", "turn 2");
+        let error = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(error, CheckpointError::MessagesChanged { .. }),
+            "{error}"
+        );
+        std::fs::write(&messages, saved).unwrap();
+        assert!(load(dir.path()).is_ok());
+
+        let other = CheckpointKey::from_bytes(Path::new("/other.key"), &[8; 32]).unwrap();
+        let error = super::load(dir.path(), &other).unwrap_err();
+        assert!(
+            matches!(error, CheckpointError::NotAuthentic { .. }),
+            "{error}"
+        );
     }
 }

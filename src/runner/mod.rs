@@ -9,6 +9,7 @@
 //! outputs run inside the run, after the checks, so they are in the trace.
 
 pub mod checkpoint;
+pub mod checkpoint_key;
 mod checks;
 mod git_step;
 mod mcp;
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use checkpoint::{CHECKPOINT_DIR, sha256_hex, skill_fingerprint};
+pub use checkpoint_key::{CheckpointKey, KeyError};
 pub use prepare::{PrepareError, Prepared, prepare, prepare_for_event};
 pub use provider_setup::build_provider;
 pub use run::{AfterChecks, RunInput};
@@ -70,10 +72,14 @@ pub struct RunOptions {
     /// plain run, which keeps the caller's values.
     pub extra_env: Vec<(String, String)>,
     /// Save a checkpoint before every model turn, recording this job file
-    /// and the SHA-256 of what made the job (see [`checkpoint::Origin`]).
-    pub checkpoint: Option<JobFingerprint>,
+    /// and the SHA-256 of what made the job (see [`checkpoint::Origin`]),
+    /// signed with the checkpoint key, which children cannot read.
+    pub checkpoint: Option<CheckpointOptions>,
     /// Go on with a stopped run from its checkpoint (`agentci run --resume`).
     pub resume: Option<resume::Resumption>,
+    /// Files the caller writes after the run (`--output-last-message`, the
+    /// GitHub step summary and outputs): kept from children like the run's own.
+    pub caller_outputs: Vec<PathBuf>,
 }
 
 /// The job file (or `<command line>`) and the SHA-256 of what made the job.
@@ -81,6 +87,12 @@ pub struct RunOptions {
 pub struct JobFingerprint {
     pub job_file: String,
     pub sha256: String,
+}
+
+/// What a run's checkpoint records and is signed with.
+pub struct CheckpointOptions {
+    pub job: JobFingerprint,
+    pub key: CheckpointKey,
 }
 
 /// What a finished run left behind.
@@ -143,9 +155,16 @@ pub async fn run_prepared(
         git_step::preflight(job, workspace.root(), &paths.own_files).map_err(StartError::Git)?;
     }
     paths.folder.create(workspace.root())?;
+    paths.create_output_folders(workspace.root())?;
 
+    // The checkpoint key is hidden from every child (exec, checks, MCP servers).
+    let masked: Vec<PathBuf> = options
+        .checkpoint
+        .iter()
+        .map(|c| c.key.path().to_path_buf())
+        .collect();
     let (processes, secrets, unset_secrets) =
-        start_processes(job, workspace.root(), &paths, &options.extra_env)?;
+        start_processes(job, workspace.root(), &paths, &options.extra_env, masked)?;
     let bus = open_bus(
         &paths,
         resume.as_mut(),
@@ -155,7 +174,7 @@ pub async fn run_prepared(
     )?;
     let saver = options
         .checkpoint
-        .map(|job_file| checkpoint_saver(job_file, skill, workspace.root(), &paths, &bus));
+        .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &bus));
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
 
@@ -218,6 +237,7 @@ fn start_processes(
     workspace: &Path,
     paths: &RunPaths,
     extra_env: &[(String, String)],
+    masked: Vec<PathBuf>,
 ) -> Result<(ProcessRunner, Redactor, Vec<String>), StartError> {
     // Secrets are read once, here: the bus masks them in every event, and
     // children get only the ones the job passes through `env:`.
@@ -235,6 +255,7 @@ fn start_processes(
         workspace: workspace.to_path_buf(),
         run_id: paths.run_id.clone(),
         protected: paths.own_files.clone(),
+        masked,
         extra_env: exec_env,
         secrets: secrets.clone(),
     })

@@ -18,8 +18,7 @@ use crate::provider::{Message, ToolDefinition};
 use crate::trace_view::{Rebuilt, rebuild};
 
 use super::checkpoint::{self, Checkpoint, Origin};
-
-pub use checkpoint::load_origin;
+use super::checkpoint_key::CheckpointKey;
 
 /// A run ready to go on: its checkpoint, and its trace up to it.
 #[derive(Debug)]
@@ -39,20 +38,28 @@ pub struct Resumption {
     torn_line_dropped: bool,
 }
 
-/// What a resumed run must match: the job and skill it is given now.
+/// What a resumed run must match: the job and skill it is given now, and
+/// the paths the command line gives now. A resume never takes a path from
+/// the checkpoint: it checks that the checkpoint recorded the same ones.
 pub struct Given<'a> {
     pub job_file: &'a str,
     pub job_sha256: &'a str,
     pub skill_file: &'a str,
     pub skill_sha256: &'a str,
+    pub workspace: &'a Path,
+    pub trace: &'a Path,
+    pub junit: &'a Path,
+    /// The key the checkpoint's MAC must be made with.
+    pub key: &'a CheckpointKey,
 }
 
 /// Load the checkpoint of `run_dir` and the trace it belongs to, and
-/// check that the run may go on with the job and skill `given`.
+/// check that the run may go on with the job, skill and paths `given`.
 pub fn prepare(run_dir: &Path, given: &Given<'_>) -> Result<Resumption, String> {
-    let checkpoint = checkpoint::load(run_dir)?;
+    let checkpoint = checkpoint::load(run_dir, given.key).map_err(|e| e.to_string())?;
     check_origin(&checkpoint.origin, given, run_dir)?;
-    let trace = &checkpoint.origin.trace;
+    check_paths(&checkpoint.origin, given, run_dir)?;
+    let trace = given.trace;
     let bytes = std::fs::read(trace)
         .map_err(|e| format!("cannot read the run's trace {}: {e}", trace.display()))?;
     let cut = cut_trace(&bytes, checkpoint.next_seq, &checkpoint.origin.run_id)
@@ -195,6 +202,52 @@ fn check_origin(origin: &Origin, given: &Given<'_>, run_dir: &Path) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// The checkpoint must have been written by a run that worked and wrote
+/// where this one is told to.
+fn check_paths(origin: &Origin, given: &Given<'_>, run_dir: &Path) -> Result<(), String> {
+    let paths = [
+        (
+            "workspace",
+            &origin.workspace,
+            given.workspace,
+            "--workspace or the job's `workspace:`",
+        ),
+        ("run folder", &origin.run_dir, run_dir, "--resume"),
+        (
+            "trace",
+            &origin.trace,
+            given.trace,
+            "--trace or the job's `outputs.trace`",
+        ),
+        (
+            "JUnit file",
+            &origin.junit,
+            given.junit,
+            "--junit or the job's `outputs.junit`",
+        ),
+    ];
+    for (what, recorded, now, flag) in paths {
+        if !same_path(recorded, now) {
+            return Err(format!(
+                "{}: the checkpoint is of a run whose {what} was {}, and this run's is {}; \
+                 resume with the flags the run started with ({flag}), or run the job again",
+                checkpoint::record_path(run_dir).display(),
+                recorded.display(),
+                now.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The same file or folder: compared once resolved when both exist.
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// A trace cut back to a checkpoint.

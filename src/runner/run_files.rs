@@ -1,6 +1,7 @@
 //! The files one run writes and the sinks that write them: where the trace,
-//! the JUnit file and the result go (a resumed run's go where the run it goes
-//! on with wrote), the event bus over those sinks, and the checkpoint saver.
+//! the JUnit file and the result go (for a resumed run too, from the command
+//! line and the job, never from the checkpoint, which was checked to name
+//! the same ones), the event bus over those sinks, and the checkpoint saver.
 //!
 //! It does not start anything the run executes (processes, MCP servers, the
 //! provider) and does not sequence the run; [`super::run_prepared`] does.
@@ -16,7 +17,7 @@ use crate::spec::JobSpec;
 
 use super::resume::Resumption;
 use super::skill_fingerprint;
-use super::{JobFingerprint, RunFolder, RunOptions, StartError, checkpoint, new_run_id};
+use super::{CheckpointOptions, RunFolder, RunOptions, StartError, checkpoint, new_run_id};
 
 /// The run's id and the paths of what it writes.
 pub(super) struct RunPaths {
@@ -39,29 +40,15 @@ impl RunPaths {
         };
         let folder =
             RunFolder::resolve(&run_id, workspace, options.out_dir.as_deref(), &job.outputs);
-        // A resumed run writes where the run it goes on with wrote.
-        let (trace_path, junit_path) = match resume {
-            Some(resumption) => (
-                resumption.origin().trace.clone(),
-                resumption.origin().junit.clone(),
-            ),
-            None => (
-                options
-                    .trace
-                    .clone()
-                    .unwrap_or_else(|| folder.trace.clone()),
-                options
-                    .junit
-                    .clone()
-                    .unwrap_or_else(|| folder.junit.clone()),
-            ),
-        };
+        let (trace_path, junit_path) =
+            folder.trace_and_junit(options.trace.as_deref(), options.junit.as_deref());
         // Written only for a job with a result schema.
         let result_path = job.result_schema.as_ref().map(|_| folder.result.clone());
-        let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path]
+        // Every output path, written or not this run: none is the model's to make.
+        let own_files: Vec<PathBuf> = [&folder.dir, &trace_path, &junit_path, &folder.result]
             .into_iter()
             .chain(job.outputs.patch.as_ref())
-            .chain(result_path.as_ref())
+            .chain(&options.caller_outputs)
             .cloned()
             .collect();
         RunPaths {
@@ -72,6 +59,26 @@ impl RunPaths {
             result_path,
             own_files,
         }
+    }
+
+    /// Make the folders that will hold the outputs inside the workspace,
+    /// before any child runs: the sandbox binds the top-level entry of each
+    /// read-only only if it exists, and a folder a child made first (or a
+    /// symlink in its place) would take agentci's write where it points.
+    pub(super) fn create_output_folders(&self, workspace: &Path) -> Result<(), StartError> {
+        for file in &self.own_files {
+            let Some(parent) = file.parent() else {
+                continue;
+            };
+            if parent == workspace || !parent.starts_with(workspace) {
+                continue;
+            }
+            std::fs::create_dir_all(parent).map_err(|source| StartError::RunFolder {
+                folder: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(())
     }
 
     /// The paths as `run.started` reports them.
@@ -128,9 +135,10 @@ pub(super) fn open_bus(
     })
 }
 
-/// Saves a checkpoint before every model turn, recording the job file and what made the job.
+/// Saves a checkpoint before every model turn, recording the job file and
+/// what made the job, and signing it with the checkpoint key.
 pub(super) fn checkpoint_saver(
-    job_file: JobFingerprint,
+    options: CheckpointOptions,
     skill: &Skill,
     workspace: &Path,
     paths: &RunPaths,
@@ -140,11 +148,12 @@ pub(super) fn checkpoint_saver(
     let origin = checkpoint::Origin {
         agentci_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: paths.run_id.clone(),
-        job_file: job_file.job_file,
-        job_sha256: job_file.sha256,
+        job_file: options.job.job_file,
+        job_sha256: options.job.sha256,
         skill_file,
         skill_sha256,
         workspace: workspace.to_path_buf(),
+        run_dir: paths.folder.dir.clone(),
         trace: paths.trace_path.clone(),
         junit: paths.junit_path.clone(),
     };
@@ -152,6 +161,7 @@ pub(super) fn checkpoint_saver(
     Box::new(checkpoint::CheckpointWriter::new(
         &paths.folder.dir,
         origin,
+        options.key,
         Box::new(move || seq.next_seq()),
     ))
 }

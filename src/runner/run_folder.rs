@@ -61,6 +61,20 @@ impl RunFolder {
         }
     }
 
+    /// The trace and JUnit paths: the command line's (`--trace`, `--junit`,
+    /// already absolute) beat the folder's, which come from the job or the
+    /// folder itself.
+    pub fn trace_and_junit(
+        &self,
+        trace: Option<&Path>,
+        junit: Option<&Path>,
+    ) -> (PathBuf, PathBuf) {
+        (
+            trace.map_or_else(|| self.trace.clone(), Path::to_path_buf),
+            junit.map_or_else(|| self.junit.clone(), Path::to_path_buf),
+        )
+    }
+
     /// Create the folder and keep `.agentci/` out of the workspace's git status.
     pub fn create(&self, workspace: &Path) -> Result<(), super::StartError> {
         std::fs::create_dir_all(&self.kept_outputs).map_err(|source| {

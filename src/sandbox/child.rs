@@ -1,7 +1,8 @@
 //! What happens in a child process between `fork` and `exec` to put it in
 //! the sandbox: new namespaces, a second fork so the command is the first
 //! process (init) of its own PID namespace, a fresh `/proc`, read-only bind
-//! mounts over agentci's own files, the loopback interface of a private
+//! mounts over agentci's own files, an empty file over each masked one
+//! (the checkpoint key), the loopback interface of a private
 //! network namespace, then the Landlock ruleset.
 //!
 //! Everything here runs in the forked child of a multi-threaded process, so
@@ -24,9 +25,12 @@ pub(super) const FAIL_BIND: i32 = 16;
 pub(super) const FAIL_LOOPBACK: i32 = 32;
 pub(super) const FAIL_FORK: i32 = 64;
 
-/// A path made read-only for the child, with the flags its mount already
-/// has (a user namespace may not drop `nosuid`, `nodev`, … when remounting).
+/// A path made read-only for the child: `source` bound over `path` (itself,
+/// or an empty file over a masked one), with the flags the source's mount
+/// already has (a user namespace may not drop `nosuid`, `nodev`, … when
+/// remounting).
 pub(super) struct ReadOnlyBind {
+    pub source: CString,
     pub path: CString,
     pub keep: MsFlags,
 }
@@ -144,7 +148,7 @@ impl ChildSetup {
             let path = bind.path.as_c_str();
             let remount = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | bind.keep;
             let done = mount(
-                Some(path),
+                Some(bind.source.as_c_str()),
                 path,
                 none,
                 MsFlags::MS_BIND | MsFlags::MS_REC,

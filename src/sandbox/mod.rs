@@ -9,6 +9,9 @@
 //! - cannot write agentci's run folder, trace or JUnit even where they lie
 //!   in the workspace: a private mount namespace with read-only bind mounts
 //!   over them (Landlock cannot make a read-only hole in a writable tree);
+//! - cannot read the files agentci keeps to itself (the checkpoint key):
+//!   in the same mount namespace an empty read-only file is bound over each
+//!   (Landlock limits writes, not reads, and the key is the user's own);
 //! - sees only its own processes: a private PID namespace with a fresh
 //!   `/proc`, so agentci's environment and memory are out of reach; the
 //!   command is the first process of that namespace, so when it ends (or is
@@ -57,6 +60,9 @@ pub struct Sandbox {
     writable: Vec<PathBuf>,
     /// agentci's own files and folders, read-only for children.
     protected: Vec<PathBuf>,
+    /// Files children see empty, and the empty file bound over them.
+    masked: Vec<PathBuf>,
+    empty_file: PathBuf,
     report: SandboxReport,
     /// The run's own network namespace, joined by every child (root only).
     network: Option<OwnedFd>,
@@ -72,6 +78,11 @@ pub struct SandboxPaths {
     pub writable: Vec<PathBuf>,
     /// agentci's own outputs: the run folder, trace, JUnit.
     pub protected: Vec<PathBuf>,
+    /// Files children must not read (the checkpoint key): each is masked by
+    /// `empty_file`, bound read-only over it in the child's mount namespace.
+    pub masked: Vec<PathBuf>,
+    /// An empty file, outside every folder children may write.
+    pub empty_file: PathBuf,
 }
 
 impl Sandbox {
@@ -92,11 +103,13 @@ impl Sandbox {
             .then(run_network_namespace)
             .and_then(Result::ok);
         Sandbox {
-            report: report(spec, &support),
+            report: report(spec, &support, !paths.masked.is_empty()),
             spec,
             support,
             writable,
             protected,
+            masked: paths.masked.clone(),
+            empty_file: paths.empty_file.clone(),
             network,
         }
     }
@@ -139,10 +152,13 @@ impl Sandbox {
             namespaces |= CloneFlags::CLONE_NEWUSER;
         }
         let read_only = if s.mount_namespace {
-            self.protected
-                .iter()
-                .filter(|p| p.exists())
-                .map(|p| read_only_bind(p))
+            let protected = self.protected.iter().map(|p| (p, p));
+            // After the protected paths: a masked file may lie below one.
+            let masked = self.masked.iter().map(|p| (&self.empty_file, p));
+            protected
+                .chain(masked)
+                .filter(|(source, target)| source.exists() && target.exists())
+                .map(|(source, target)| read_only_bind(source, target))
                 .collect::<io::Result<Vec<_>>>()?
         } else {
             Vec::new()
@@ -213,8 +229,9 @@ fn run_network_namespace() -> io::Result<OwnedFd> {
     .map_err(|_| io::Error::other("the network namespace thread panicked"))?
 }
 
-/// What `spec` gets on a machine with `support`.
-fn report(spec: SandboxSpec, support: &Support) -> SandboxReport {
+/// What `spec` gets on a machine with `support`; `masked`: the run has
+/// files to hide from children (the checkpoint key).
+fn report(spec: SandboxSpec, support: &Support, masked: bool) -> SandboxReport {
     let mut report = SandboxReport {
         profile: spec.profile.as_str().to_string(),
         network: spec.network,
@@ -235,6 +252,9 @@ fn report(spec: SandboxSpec, support: &Support) -> SandboxReport {
     note(support.landlock_abi > 0, "filesystem");
     note(support.pid_namespace, "processes");
     note(support.mount_namespace, "run_folder");
+    if masked {
+        note(support.mount_namespace, "checkpoint_key");
+    }
     if !spec.network {
         note(support.network_namespace, "network");
     }
@@ -267,6 +287,10 @@ pub fn missing_reason(name: &str) -> &'static str {
             "no private PID namespace: children can see agentci's processes and may outlive their call"
         }
         "run_folder" => "no mount namespace: children can write the run folder and trace",
+        "checkpoint_key" => {
+            "no mount namespace: children can read the checkpoint key, so a command the model \
+             runs could forge a checkpoint that `agentci run --resume` accepts"
+        }
         "network" => {
             "no network namespace: outgoing connections are not blocked (TCP only, with Landlock ABI 4+)"
         }
@@ -295,9 +319,10 @@ fn protected_paths(workspace: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
     protected
 }
 
-/// A read-only bind of `path`, keeping the flags its mount has.
-fn read_only_bind(path: &Path) -> io::Result<ReadOnlyBind> {
-    let stat = nix::sys::statvfs::statvfs(path).map_err(io::Error::from)?;
+/// A read-only bind of `source` on `target` (the same path, or an empty
+/// file over a masked one), keeping the flags the source's mount has.
+fn read_only_bind(source: &Path, target: &Path) -> io::Result<ReadOnlyBind> {
+    let stat = nix::sys::statvfs::statvfs(source).map_err(io::Error::from)?;
     use nix::sys::statvfs::FsFlags;
     let flags = stat.flags();
     let mut keep = MsFlags::empty();
@@ -313,9 +338,15 @@ fn read_only_bind(path: &Path) -> io::Result<ReadOnlyBind> {
             keep |= ms;
         }
     }
-    let path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
-    Ok(ReadOnlyBind { path, keep })
+    let c_path = |path: &Path| {
+        CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+    };
+    Ok(ReadOnlyBind {
+        source: c_path(source)?,
+        path: c_path(target)?,
+        keep,
+    })
 }
 
 /// The user namespace's maps: the caller's own uid and gid, unchanged.
@@ -356,18 +387,26 @@ mod tests {
             profile: SandboxProfile::Off,
             ..SandboxSpec::default()
         };
-        assert!(report(off, &none).missing.is_empty());
-        let r = report(SandboxSpec::default(), &none);
+        assert!(report(off, &none, true).missing.is_empty());
+        let r = report(SandboxSpec::default(), &none, false);
         assert_eq!(
             r.missing,
             ["filesystem", "processes", "run_folder", "network"]
+        );
+        // Without a mount namespace the checkpoint key is readable, and said so.
+        let r = report(SandboxSpec::default(), &none, true);
+        assert!(r.missing.contains(&"checkpoint_key".to_string()));
+        let message = degraded_message(&r).unwrap();
+        assert!(
+            message.contains("children can read the checkpoint key"),
+            "{message}"
         );
         let with_net = SandboxSpec {
             network: true,
             ..SandboxSpec::default()
         };
         assert!(
-            !report(with_net, &none)
+            !report(with_net, &none, false)
                 .missing
                 .contains(&"network".to_string())
         );

@@ -91,7 +91,7 @@ fn probe() -> Support {
 
 /// Run `/bin/true` in a trial sandbox with `namespaces`; the steps that failed.
 fn trial(namespaces: CloneFlags) -> i32 {
-    let Ok(bind) = super::read_only_bind(&std::env::temp_dir()) else {
+    let Ok(bind) = super::read_only_bind(&std::env::temp_dir(), &std::env::temp_dir()) else {
         return FAIL_BIND;
     };
     let mut setup = ChildSetup {

@@ -546,3 +546,33 @@ fn on_a_terminal_the_plan_outcomes_checks_and_totals_stay_on_screen() {
         );
     }
 }
+
+/// A `--goal` run is resumed with the same flags plus `--resume`; another
+/// goal is another job, and is refused.
+#[test]
+fn a_run_made_from_flags_resumes_with_the_same_flags() {
+    let model = FakeModel::start(fixing_script());
+    let sb = sandbox();
+    let first = |goal: &str, extra: &[&str]| {
+        let mut args: Vec<String> = vec!["run".into(), "--goal".into(), goal.into()];
+        args.extend(job_flags(&model.base_url()));
+        args.extend(["--out", "out/run"].map(String::from));
+        args.extend(extra.iter().map(ToString::to_string));
+        run(&sb, &args)
+    };
+    let out = first(GOAL, &["--max-turns", "1"]);
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr(&out));
+
+    let out = first(
+        "Another goal.",
+        &["--resume", "out/run", "--max-turns", "10"],
+    );
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    assert!(stderr(&out).contains("another job"), "{}", stderr(&out));
+
+    let out = first(GOAL, &["--resume", "out/run", "--max-turns", "10"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(sb.read("ws/greeting.txt"), "hello world\n");
+    let trace = sb.trace("out/run/trace.jsonl");
+    assert_eq!(events(&trace, "run.resumed").len(), 1);
+}

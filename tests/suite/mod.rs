@@ -1,6 +1,7 @@
 mod support;
 
 mod agent_loop;
+mod attacks_checkpoint;
 mod attacks_fetch;
 mod attacks_files;
 mod attacks_output;

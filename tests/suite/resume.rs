@@ -60,14 +60,13 @@ fn run_dir(sb: &Sandbox) -> PathBuf {
     sb.path().join("out/run")
 }
 
-/// `agentci run job.yaml --out out/run` with `flags`.
+/// `agentci run job.yaml --out out/run` with `flags`: a resume is given the
+/// flags the run started with, plus `--resume`.
 fn run(sb: &Sandbox, model: &FakeModel, flags: &[&str]) -> std::process::Output {
     let url = model.base_url();
     let mut args = vec!["run", "job.yaml", "--base-url", &url, "--progress", "none"];
     args.extend_from_slice(flags);
-    if !flags.contains(&"--resume") {
-        args.extend(["--out", "out/run"]);
-    }
+    args.extend(["--out", "out/run"]);
     agentci_in(sb.path(), &args, &[])
 }
 
@@ -276,7 +275,7 @@ fn a_checkpoint_of_another_agentci_version_is_refused() {
     let record = run_dir(&sb).join("checkpoint/state.json");
     let mut state: Value =
         serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    state["origin"]["agentci_version"] = json!("0.0.1-other");
+    state["agentci_version"] = json!("0.0.1-other");
     std::fs::write(&record, state.to_string()).unwrap();
     let out = resume(&sb, &model, &[]);
     assert_eq!(out.status.code(), Some(2));

@@ -81,7 +81,7 @@ fn resumed_run() -> (Sandbox, String, String) {
     agentci(
         &sb,
         &model,
-        &["--resume", &dir, "--max-turns", "10"],
+        &["--out", "out/run", "--resume", &dir, "--max-turns", "10"],
         &[
             ("GITHUB_ACTIONS", "true"),
             ("GITHUB_STEP_SUMMARY", &summary),
