@@ -68,6 +68,14 @@ impl ChildSetup {
             }
 
             if let Some((uid_map, gid_map)) = &self.id_maps {
+                // agentci makes itself non-dumpable (process/hardening.rs),
+                // and a non-dumpable process's /proc files belong to root,
+                // so without this the maps cannot be written and a user who
+                // is not root got no namespaces at all. This process is
+                // already in its own user namespace and about to `exec`,
+                // which makes it dumpable anyway.
+                // SAFETY: prctl with constant arguments.
+                unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
                 let ok = write_file(c"/proc/self/setgroups", b"deny")
                     && write_file(c"/proc/self/uid_map", uid_map)
                     && write_file(c"/proc/self/gid_map", gid_map);
