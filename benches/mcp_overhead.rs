@@ -139,6 +139,7 @@ fn main() {
         workspace: workspace.clone(),
         run_id: format!("mcp-bench-{}", std::process::id()),
         protected: Vec::new(),
+        read_only: Vec::new(),
         extra_env: Vec::new(),
         secrets: Default::default(),
     })

@@ -66,6 +66,7 @@ fn runner(workspace: &Path, profile: SandboxProfile, network: bool) -> ProcessRu
         workspace: workspace.to_path_buf(),
         run_id: format!("bench-{}", uuid_like()),
         protected: vec![workspace.join(".agentci/runs/r")],
+        read_only: Vec::new(),
         extra_env: Vec::new(),
         secrets: Default::default(),
     })

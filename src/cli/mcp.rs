@@ -399,6 +399,7 @@ fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
         workspace: job.workspace.clone(),
         run_id: format!("mcp-{}", std::process::id()),
         protected: Vec::new(),
+        read_only: Vec::new(),
         extra_env: env,
         secrets: Redactor::default(),
     })

@@ -1,7 +1,8 @@
 //! Git as an output of a run, through libgit2: is the workspace clean
 //! before the run ([`status`]), the agent's changes as a unified diff
 //! ([`patch`]), committed on a new branch ([`commit`]) and pushed
-//! ([`push`]).
+//! ([`push`]); and where the workspace's repositories are, for the sandbox
+//! ([`repositories`]).
 //!
 //! Every operation sees only the workspace (which may be a folder inside a
 //! larger repository) and never the files agentci writes itself: `.agentci/`
@@ -14,6 +15,7 @@ mod error;
 pub mod left_out;
 pub mod patch;
 pub mod push;
+pub mod repositories;
 pub mod status;
 
 use std::path::{Path, PathBuf};

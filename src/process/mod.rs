@@ -93,6 +93,8 @@ pub struct RunnerConfig {
     pub run_id: String,
     /// agentci's own outputs, read-only for children.
     pub protected: Vec<PathBuf>,
+    /// The workspace's repositories and skill folders, read-only for children.
+    pub read_only: Vec<PathBuf>,
     /// Set on top of the scrubbed environment.
     pub extra_env: Vec<(String, String)>,
     pub secrets: Redactor,
@@ -159,6 +161,7 @@ impl ProcessRunner {
             temp: temp.clone(),
             writable,
             protected: config.protected,
+            read_only: config.read_only,
         };
         Ok(ProcessRunner {
             inner: Arc::new(Inner {

@@ -144,8 +144,9 @@ pub async fn run_prepared(
     }
     paths.folder.create(workspace.root())?;
 
+    let read_only = read_only_in_workspace(job, workspace.root(), skill, further_skills);
     let (processes, secrets, unset_secrets) =
-        start_processes(job, workspace.root(), &paths, &options.extra_env)?;
+        start_processes(job, workspace.root(), &paths, read_only, &options.extra_env)?;
     let bus = open_bus(
         &paths,
         resume.as_mut(),
@@ -217,6 +218,7 @@ fn start_processes(
     job: &JobSpec,
     workspace: &Path,
     paths: &RunPaths,
+    read_only: Vec<PathBuf>,
     extra_env: &[(String, String)],
 ) -> Result<(ProcessRunner, Redactor, Vec<String>), StartError> {
     // Secrets are read once, here: the bus masks them in every event, and
@@ -235,6 +237,7 @@ fn start_processes(
         workspace: workspace.to_path_buf(),
         run_id: paths.run_id.clone(),
         protected: paths.own_files.clone(),
+        read_only,
         extra_env: exec_env,
         secrets: secrets.clone(),
     })
@@ -243,6 +246,28 @@ fn start_processes(
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
     });
     Ok((processes, secrets, missing.collect()))
+}
+
+/// What children may read and not write in the workspace, as found before
+/// any child starts: every `.git` (hooks and configuration that git
+/// commands outside the sandbox obey) and the skill folders.
+fn read_only_in_workspace(
+    job: &JobSpec,
+    workspace: &Path,
+    skill: &Skill,
+    further_skills: &[Skill],
+) -> Vec<PathBuf> {
+    let loaded: Vec<&Path> = std::iter::once(skill)
+        .chain(further_skills)
+        .map(|s| s.dir.as_path())
+        .collect();
+    let mut paths = crate::git::repositories::git_entries(workspace);
+    paths.extend(crate::skills::in_workspace::skill_folders_in(
+        workspace,
+        &job.skills_path,
+        &loaded,
+    ));
+    paths
 }
 
 /// The job's model, which may read every skill's folder.

@@ -1,7 +1,8 @@
 //! What happens in a child process between `fork` and `exec` to put it in
 //! the sandbox: new namespaces, a second fork so the command is the first
 //! process (init) of its own PID namespace, a fresh `/proc`, read-only bind
-//! mounts over agentci's own files, the loopback interface of a private
+//! mounts over agentci's own files and the workspace's repositories and
+//! skill folders (and the folders above those pinned), the loopback interface of a private
 //! network namespace, then the Landlock ruleset.
 //!
 //! Everything here runs in the forked child of a multi-threaded process, so
@@ -37,6 +38,10 @@ pub(super) struct ChildSetup {
     /// `/proc/self/{uid,gid}_map` lines, when a user namespace is made (not root).
     pub id_maps: Option<(Vec<u8>, Vec<u8>)>,
     pub mount_proc: bool,
+    /// Folders bound onto themselves, writable as before: a mount point
+    /// cannot be renamed or removed, so the read-only paths below them
+    /// cannot be moved aside and replaced. Bound before `read_only`.
+    pub pinned: Vec<CString>,
     pub read_only: Vec<ReadOnlyBind>,
     pub loopback_up: bool,
     /// A network namespace made once for the run, joined instead of making
@@ -146,6 +151,20 @@ impl ChildSetup {
             let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
             if mount(Some(c"proc"), c"/proc", Some(c"proc"), flags, none).is_err() {
                 failed |= FAIL_PROC;
+            }
+        }
+        for path in &self.pinned {
+            let path = path.as_c_str();
+            if mount(
+                Some(path),
+                path,
+                none,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                none,
+            )
+            .is_err()
+            {
+                failed |= FAIL_BIND;
             }
         }
         for bind in &self.read_only {

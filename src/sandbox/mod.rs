@@ -9,6 +9,11 @@
 //! - cannot write agentci's run folder, trace or JUnit even where they lie
 //!   in the workspace: a private mount namespace with read-only bind mounts
 //!   over them (Landlock cannot make a read-only hole in a writable tree);
+//! - cannot write the workspace's repositories (`.git`, where git keeps the
+//!   hooks and configuration that agentci's git step and the workflow's own
+//!   git commands run unsandboxed) nor its skill folders: read-only bind
+//!   mounts too, with the folders between the workspace and each bound onto
+//!   themselves so they cannot be renamed away and replaced;
 //! - sees only its own processes: a private PID namespace with a fresh
 //!   `/proc`, so agentci's environment and memory are out of reach; the
 //!   command is the first process of that namespace, so when it ends (or is
@@ -55,8 +60,11 @@ pub struct Sandbox {
     support: Support,
     /// Folders the profile lets children write, besides the devices.
     writable: Vec<PathBuf>,
-    /// agentci's own files and folders, read-only for children.
+    /// agentci's own files and folders, and the workspace's repositories
+    /// and skill folders, read-only for children.
     protected: Vec<PathBuf>,
+    /// The folders above the repositories and skill folders, pinned in place.
+    pinned: Vec<PathBuf>,
     report: SandboxReport,
     /// The run's own network namespace, joined by every child (root only).
     network: Option<OwnedFd>,
@@ -72,6 +80,10 @@ pub struct SandboxPaths {
     pub writable: Vec<PathBuf>,
     /// agentci's own outputs: the run folder, trace, JUnit.
     pub protected: Vec<PathBuf>,
+    /// Paths in the workspace children may read and not write, as they are
+    /// (not their top entry, as for `protected`): the workspace's `.git`
+    /// entries and skill folders found at the start of the run.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -86,7 +98,9 @@ impl Sandbox {
             writable.push(paths.workspace.clone());
             writable.extend(paths.writable.iter().cloned());
         }
-        let protected = protected_paths(&paths.workspace, &paths.protected);
+        let mut protected = protected_paths(&paths.workspace, &paths.protected);
+        protected.extend(paths.read_only.iter().cloned());
+        let pinned = folders_above(&paths.workspace, &paths.read_only);
         let isolate = spec.profile != SandboxProfile::Off && !spec.network;
         let network = (isolate && support.root && support.network_namespace)
             .then(run_network_namespace)
@@ -97,6 +111,7 @@ impl Sandbox {
             support,
             writable,
             protected,
+            pinned,
             network,
         }
     }
@@ -138,6 +153,10 @@ impl Sandbox {
         if !namespaces.is_empty() && !s.root {
             namespaces |= CloneFlags::CLONE_NEWUSER;
         }
+        let pinned = match s.mount_namespace {
+            true => self.pinned.iter().map(|p| c_path(p)).collect(),
+            false => Ok(Vec::new()),
+        }?;
         let read_only = if s.mount_namespace {
             self.protected
                 .iter()
@@ -151,6 +170,7 @@ impl Sandbox {
             namespaces,
             id_maps: namespaces.contains(CloneFlags::CLONE_NEWUSER).then(id_maps),
             mount_proc: s.pid_namespace,
+            pinned,
             read_only,
             loopback_up: isolate_network && join_network.is_none(),
             join_network: join_network.filter(|_| isolate_network),
@@ -266,7 +286,9 @@ pub fn missing_reason(name: &str) -> &'static str {
         "processes" => {
             "no private PID namespace: children can see agentci's processes and may outlive their call"
         }
-        "run_folder" => "no mount namespace: children can write the run folder and trace",
+        "run_folder" => {
+            "no mount namespace: children can write the run folder, the trace, `.git` and skill folders"
+        }
         "network" => {
             "no network namespace: outgoing connections are not blocked (TCP only, with Landlock ABI 4+)"
         }
@@ -295,6 +317,33 @@ fn protected_paths(workspace: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
     protected
 }
 
+/// The folders strictly between `workspace` and each of `paths`, shallowest
+/// first, without repeats: bound onto themselves, they cannot be renamed,
+/// so a path below them stays where it was found.
+fn folders_above(workspace: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let Ok(rel) = path.strip_prefix(workspace) else {
+            continue;
+        };
+        let mut folder = workspace.to_path_buf();
+        let parents = rel.parent().map(Path::components).into_iter().flatten();
+        for part in parents {
+            folder.push(part);
+            if !folders.contains(&folder) {
+                folders.push(folder.clone());
+            }
+        }
+    }
+    folders.sort_by_key(|f| f.components().count());
+    folders
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+}
+
 /// A read-only bind of `path`, keeping the flags its mount has.
 fn read_only_bind(path: &Path) -> io::Result<ReadOnlyBind> {
     let stat = nix::sys::statvfs::statvfs(path).map_err(io::Error::from)?;
@@ -313,9 +362,10 @@ fn read_only_bind(path: &Path) -> io::Result<ReadOnlyBind> {
             keep |= ms;
         }
     }
-    let path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
-    Ok(ReadOnlyBind { path, keep })
+    Ok(ReadOnlyBind {
+        path: c_path(path)?,
+        keep,
+    })
 }
 
 /// The user namespace's maps: the caller's own uid and gid, unchanged.
@@ -345,6 +395,28 @@ mod tests {
             [
                 PathBuf::from("/ws/.agentci"),
                 PathBuf::from("/out/junit.xml")
+            ]
+        );
+    }
+
+    #[test]
+    fn the_folders_above_read_only_paths_are_pinned_shallowest_first() {
+        let ws = Path::new("/ws");
+        let read_only = [
+            PathBuf::from("/ws/.git"),
+            PathBuf::from("/ws/vendor/lib/.git"),
+            PathBuf::from("/ws/.agents/skills/fixer"),
+            PathBuf::from("/ws/vendor/other/.git"),
+            PathBuf::from("/elsewhere/.git"),
+        ];
+        assert_eq!(
+            folders_above(ws, &read_only),
+            [
+                PathBuf::from("/ws/vendor"),
+                PathBuf::from("/ws/.agents"),
+                PathBuf::from("/ws/vendor/lib"),
+                PathBuf::from("/ws/.agents/skills"),
+                PathBuf::from("/ws/vendor/other"),
             ]
         );
     }
