@@ -26,6 +26,7 @@ pub use commit::CommitRequest;
 pub use error::GitError;
 pub use left_out::{FileLimits, LeftOut, LeftOutReason};
 pub use patch::PatchStats;
+pub use push::PinnedRemote;
 
 /// How long a git server may take to accept a connection, and then to send
 /// anything at all, before a push or a skill fetch gives up: a server that
@@ -115,6 +116,11 @@ impl GitWorkspace {
     /// The repository's working folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The repository's git folder (`.git`, or where a `.git` file points).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.path()
     }
 
     /// Whether a repository-relative path belongs to the agent's changes:

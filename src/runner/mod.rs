@@ -139,9 +139,11 @@ pub async fn run_prepared(
     let paths = RunPaths::resolve(job, workspace.root(), &options);
     let mut resume = options.resume;
     // A resumed run's workspace holds the run's own changes: it was checked when the run began.
-    if resume.is_none() {
-        git_step::preflight(job, workspace.root(), &paths.own_files).map_err(StartError::Git)?;
+    let before_run = match resume.is_none() {
+        true => git_step::preflight(job, workspace.root(), &paths.own_files),
+        false => git_step::before_resumed_run(job, workspace.root(), &paths.own_files),
     }
+    .map_err(StartError::Git)?;
     paths.folder.create(workspace.root())?;
 
     let read_only = read_only_in_workspace(job, workspace.root(), skill, further_skills);
@@ -165,6 +167,7 @@ pub async fn run_prepared(
         job,
         workspace.root(),
         &paths,
+        before_run,
         skill,
         &provider.model_info(),
         options.cancel.clone(),
@@ -294,6 +297,7 @@ fn git_after_checks<'a>(
     job: &JobSpec,
     workspace: &Path,
     paths: &RunPaths,
+    before_run: git_step::BeforeRun,
     skill: &Skill,
     model: &ModelInfo,
     cancel: CancelSignal,
@@ -306,6 +310,7 @@ fn git_after_checks<'a>(
         job,
         workspace,
         paths.own_files.clone(),
+        before_run,
         skill_label,
         model,
         &paths.run_id,

