@@ -4,6 +4,9 @@
 //! and configuration (`core.fsmonitor`, `core.hooksPath`, remotes) that git
 //! commands run later, outside the sandbox, obey.
 //!
+//! Also the folder `core.hooksPath` names when it lies inside the workspace
+//! (husky's `.husky/`): git runs the hooks there, not in `.git/hooks`.
+//!
 //! It only finds them; it does not judge what they hold.
 
 use std::path::{Path, PathBuf};
@@ -34,6 +37,20 @@ pub fn git_entries(workspace: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// The hooks folder `core.hooksPath` names for the repository `workspace`
+/// is in, when it lies inside the workspace (and is not the workspace
+/// itself), as a path under `workspace` as given. A relative value is
+/// relative to the repository's working folder, as git takes it.
+pub fn hooks_folder_in(workspace: &Path) -> Option<PathBuf> {
+    let repo = git2::Repository::discover(workspace).ok()?;
+    let configured = repo.config().ok()?.get_path("core.hooksPath").ok()?;
+    let base = repo.workdir().unwrap_or(repo.path());
+    let folder = std::fs::canonicalize(base.join(configured)).ok()?;
+    let root = std::fs::canonicalize(workspace).ok()?;
+    let rel = folder.strip_prefix(&root).ok()?;
+    (!rel.as_os_str().is_empty()).then(|| workspace.join(rel))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +72,24 @@ mod tests {
             .map(|p| ws.join(p))
             .collect();
         assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn a_hooks_path_inside_the_workspace_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let repo = git2::Repository::init(ws).unwrap();
+        assert_eq!(hooks_folder_in(ws), None);
+        std::fs::create_dir_all(ws.join(".husky/_")).unwrap();
+        repo.config()
+            .unwrap()
+            .set_str("core.hooksPath", ".husky/_")
+            .unwrap();
+        assert_eq!(hooks_folder_in(ws), Some(ws.join(".husky/_")));
+        repo.config()
+            .unwrap()
+            .set_str("core.hooksPath", "/usr")
+            .unwrap();
+        assert_eq!(hooks_folder_in(ws), None);
     }
 }

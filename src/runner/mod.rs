@@ -252,8 +252,9 @@ fn start_processes(
 }
 
 /// What children may read and not write in the workspace, as found before
-/// any child starts: every `.git` (hooks and configuration that git
-/// commands outside the sandbox obey) and the skill folders.
+/// any child starts: every `.git` and the `core.hooksPath` folder (hooks
+/// and configuration that git commands outside the sandbox obey) and the
+/// skill folders.
 fn read_only_in_workspace(
     job: &JobSpec,
     workspace: &Path,
@@ -265,6 +266,7 @@ fn read_only_in_workspace(
         .map(|s| s.dir.as_path())
         .collect();
     let mut paths = crate::git::repositories::git_entries(workspace);
+    paths.extend(crate::git::repositories::hooks_folder_in(workspace));
     paths.extend(crate::skills::in_workspace::skill_folders_in(
         workspace,
         &job.skills_path,

@@ -368,6 +368,57 @@ fn hooks_and_fsmonitor_cannot_be_planted_from_the_sandbox() {
     }
 }
 
+/// Regression: with `core.hooksPath` naming a folder in the workspace (as
+/// husky sets it), `exec` rewrote the hook there, or moved the folder aside
+/// and made a new one, and the workflow's own `git commit` ran it.
+#[test]
+fn hooks_in_the_hooks_path_cannot_be_rewritten_from_the_sandbox() {
+    use std::os::unix::fs::PermissionsExt;
+    for user in RunAs::each() {
+        let what = user.label();
+        let sb = Sandbox::new();
+        let ws = sb.workspace();
+        let hook = "#!/bin/sh\nexit 0\n";
+        let repo = init_repo(
+            &ws,
+            &[("README.md", "# demo\n"), (".husky/pre-commit", hook)],
+        );
+        std::fs::set_permissions(
+            ws.join(".husky/pre-commit"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        repo.config()
+            .unwrap()
+            .set_str("core.hooksPath", ".husky")
+            .unwrap();
+        let marker = sb.path().join("marker-husky");
+        let evil = format!("printf '#!/bin/sh\\ntouch {}\\n'", marker.display());
+        let model = FakeModel::start(script(&[
+            format!("{evil} > .husky/pre-commit"),
+            format!(
+                "mv .husky .husky-old && mkdir .husky && {evil} > .husky/pre-commit && \
+                 chmod +x .husky/pre-commit"
+            ),
+        ]));
+        job(&sb, &model.base_url(), "allow_dirty: true\n");
+        let (out, trace) = run(&sb, user);
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        if !enforced(&trace, "run_folder") {
+            continue;
+        }
+        let codes = exec_exit_codes(&trace);
+        assert!(codes.iter().all(|c| *c != 0), "{what}: {codes:?}");
+        assert_eq!(sb.read("ws/.husky/pre-commit"), hook, "{what}");
+        assert!(!ws.join(".husky-old").exists(), "{what}");
+
+        std::fs::write(ws.join("README.md"), "# demo, by the workflow\n").unwrap();
+        let out = workflow_git(&ws, &["commit", "-am", "workflow commit"]);
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        assert!(!marker.exists(), "{what}: the planted hook ran");
+    }
+}
+
 // ------------------------------------------------- skill folders
 
 /// Regression: skill folders inside the workspace were read-only for
