@@ -98,7 +98,7 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
         (
             "run_folder",
             s.mount_namespace,
-            "the run folder and trace are read-only for children (mount namespace)",
+            "the run folder, trace, `.git` and skill folders are read-only for children (mount namespace)",
         ),
         (
             "network",

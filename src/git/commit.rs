@@ -1,6 +1,12 @@
 //! Committing the agent's changes on a new branch made from HEAD, the way
 //! `git switch -c BRANCH && git add -A && git commit` would: afterwards
 //! HEAD is the new branch and the working tree is unchanged.
+//!
+//! Unlike `git commit`, libgit2 runs nothing the repository names: no hooks
+//! (`.git/hooks`, `core.hooksPath`), no `core.fsmonitor` command (libgit2
+//! has no fsmonitor support) and no external `filter.*` drivers (only its
+//! built-in end-of-line and `ident` filters). The author and committer are
+//! the request's, not `user.name`/`user.email`.
 
 use std::path::Path;
 

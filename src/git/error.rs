@@ -51,6 +51,15 @@ pub enum GitError {
     NoRemote { root: PathBuf, name: String },
     #[error("cannot use the remote `{name}`: {message}")]
     BadRemote { name: String, message: String },
+    #[error("cannot prepare the push in a temporary repository: {message}")]
+    PushStaging { message: String },
+    #[error(
+        "not pushing to `{remote}`: the global or system git configuration rewrites the URL it \
+         had before the run (`url.*.insteadOf` or `pushInsteadOf` rules that apply to each \
+         other's result); agentci pushes only to that URL, so make the rules rewrite it once \
+         or name the final URL in the remote"
+    )]
+    PushUrlRewritten { remote: String },
     /// `hint` says what to do about credentials, starting with `; `, or is empty.
     #[error("cannot push branch `{branch}` to `{remote}`: {message}{hint}")]
     Push {

@@ -1,7 +1,8 @@
 //! Git as an output of a run, through libgit2: is the workspace clean
 //! before the run ([`status`]), the agent's changes as a unified diff
 //! ([`patch`]), committed on a new branch ([`commit`]) and pushed
-//! ([`push`]).
+//! ([`push`]); and where the workspace's repositories are, for the sandbox
+//! ([`repositories`]).
 //!
 //! Every operation sees only the workspace (which may be a folder inside a
 //! larger repository) and never the files agentci writes itself: `.agentci/`
@@ -14,6 +15,7 @@ mod error;
 pub mod left_out;
 pub mod patch;
 pub mod push;
+pub mod repositories;
 pub mod status;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ pub use commit::CommitRequest;
 pub use error::GitError;
 pub use left_out::{FileLimits, LeftOut, LeftOutReason};
 pub use patch::PatchStats;
+pub use push::PinnedRemote;
 
 /// How long a git server may take to accept a connection, and then to send
 /// anything at all, before a push or a skill fetch gives up: a server that
@@ -113,6 +116,11 @@ impl GitWorkspace {
     /// The repository's working folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The repository's git folder (`.git`, or where a `.git` file points).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.path()
     }
 
     /// Whether a repository-relative path belongs to the agent's changes:

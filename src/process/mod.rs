@@ -95,6 +95,8 @@ pub struct RunnerConfig {
     pub protected: Vec<PathBuf>,
     /// Files children must not read (the checkpoint key): they see them empty.
     pub masked: Vec<PathBuf>,
+    /// The workspace's repositories and skill folders, read-only for children.
+    pub read_only: Vec<PathBuf>,
     /// Set on top of the scrubbed environment.
     pub extra_env: Vec<(String, String)>,
     pub secrets: Redactor,
@@ -186,6 +188,7 @@ impl ProcessRunner {
             protected: config.protected,
             masked: config.masked,
             empty_file: empty_file.clone().unwrap_or_default(),
+            read_only: config.read_only,
         };
         Ok(ProcessRunner {
             inner: Arc::new(Inner {

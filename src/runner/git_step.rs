@@ -5,6 +5,12 @@
 //! The rules live here (no commit when the run did not pass unless
 //! `on_failure`; a push only after a commit); the git operations are
 //! [`crate::git`]'s.
+//!
+//! Nothing the run could have changed decides where the work goes: the
+//! repository and the push's remote are read before the model's first turn
+//! ([`BeforeRun`]), and the commit's author and committer are the job's
+//! (`outputs.commit.author`, default agentci), never `user.name` or
+//! `user.email` from the repository's configuration.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +18,8 @@ use crate::agent::CancelSignal;
 use crate::event::{EventKind, GitPatch, RunStatus};
 use crate::git::left_out::human_size;
 use crate::git::{
-    CommitRequest, FileLimits, GitError, GitWorkspace, LeftOut, LeftOutReason, status::first_few,
+    CommitRequest, FileLimits, GitError, GitWorkspace, LeftOut, LeftOutReason, PinnedRemote,
+    status::first_few,
 };
 use crate::provider::ModelInfo;
 use crate::sink::bus::EventBus;
@@ -29,6 +36,14 @@ pub enum GitStepError {
         .workspace.display()
     )]
     NotARepository { workspace: PathBuf },
+    /// The workspace now lies in another repository than before the run.
+    #[error(
+        "the workspace {} is now in the git repository {}, not the one it was in before the run; \
+         nothing was committed or pushed (a `.git` made during the run is not trusted)",
+        .workspace.display(),
+        .found.display()
+    )]
+    RepositoryChanged { workspace: PathBuf, found: PathBuf },
     /// `paths` names the first few changed files.
     #[error(
         "the workspace {} has uncommitted changes ({paths}); commit or stash them \
@@ -55,17 +70,22 @@ pub(super) struct GitStep {
     own_files: Vec<PathBuf>,
     patch: Option<PathBuf>,
     commit: Option<CommitSpec>,
-    push: Option<PushSpec>,
+    /// The repository's git folder before the run, canonical.
+    repository: Option<PathBuf>,
+    /// The job's push and where it goes, pinned before the run.
+    push: Option<(PushSpec, PinnedRemote)>,
     limits: FileLimits,
     trailers: Vec<(&'static str, String)>,
 }
 
 impl GitStep {
-    /// `None` when the job asks for no git output.
+    /// `None` when the job asks for no git output. `before` is what
+    /// [`preflight`] or [`before_resumed_run`] returned.
     pub(super) fn new(
         job: &JobSpec,
         workspace: &Path,
         own_files: Vec<PathBuf>,
+        before: BeforeRun,
         skill: String,
         model: &ModelInfo,
         run_id: &str,
@@ -79,7 +99,8 @@ impl GitStep {
             own_files,
             patch: outputs.patch.clone(),
             commit: outputs.commit.clone(),
-            push: outputs.push.clone(),
+            repository: before.repository,
+            push: outputs.push.clone().zip(before.remote),
             limits: FileLimits {
                 max_file_size: outputs.max_file_size.unwrap_or(DEFAULT_MAX_FILE_SIZE),
                 include_binary: outputs.include_binary,
@@ -112,6 +133,14 @@ impl GitStep {
         };
         let mut git = GitWorkspace::open(&self.workspace, &self.own_files)?
             .ok_or_else(|| not_a_repository(&self.workspace))?;
+        if let Some(before) = &self.repository
+            && canonical(git.git_dir()) != *before
+        {
+            return Err(GitStepError::RepositoryChanged {
+                workspace: self.workspace.clone(),
+                found: git.git_dir().to_path_buf(),
+            });
+        }
         let left_out = git.leave_out(self.limits)?;
         if !left_out.is_empty() {
             bus.emit(EventKind::Warning {
@@ -165,16 +194,17 @@ impl GitStep {
         };
         bus.emit(EventKind::GitCommit {
             branch: commit.branch.clone(),
-            sha,
+            sha: sha.clone(),
         });
-        if let Some(push) = &self.push {
+        if let Some((push, remote)) = &self.push {
             stopped()?;
             let token = std::env::var(&push.token_env)
                 .ok()
                 .filter(|t| !t.is_empty());
             git.push(
-                &push.remote,
+                remote,
                 &commit.branch,
+                &sha,
                 token.as_deref(),
                 &push.token_env,
             )?;
@@ -187,18 +217,27 @@ impl GitStep {
     }
 }
 
+/// What the git step keeps from before the run, where the run cannot
+/// change it: the repository the workspace is in and where the push goes.
+#[derive(Debug, Default)]
+pub(super) struct BeforeRun {
+    repository: Option<PathBuf>,
+    remote: Option<PinnedRemote>,
+}
+
 /// Before the run: a clean workspace (unless `allow_dirty`), and a
-/// repository, a new branch and a known remote when the job needs them.
+/// repository, a new branch and a known remote when the job needs them;
+/// returns the repository and the push's remote, pinned.
 pub(super) fn preflight(
     job: &JobSpec,
     workspace: &Path,
     own_files: &[PathBuf],
-) -> Result<(), GitStepError> {
+) -> Result<BeforeRun, GitStepError> {
     let wants_git = job.outputs.patch.is_some() || job.outputs.commit.is_some();
     let Some(git) = GitWorkspace::open(workspace, own_files)? else {
         return match wants_git {
             true => Err(not_a_repository(workspace)),
-            false => Ok(()),
+            false => Ok(BeforeRun::default()),
         };
     };
     if !job.allow_dirty {
@@ -218,10 +257,37 @@ pub(super) fn preflight(
             root: git.root().to_path_buf(),
         });
     }
-    if let Some(push) = &job.outputs.push {
-        git.check_remote(&push.remote)?;
+    pin(job, &git)
+}
+
+/// Before a resumed run, which skips [`preflight`] (the workspace holds the
+/// run's own changes, checked when the run began): the repository and the
+/// push's remote, pinned again. The sandbox kept every `.git` read-only
+/// meanwhile.
+pub(super) fn before_resumed_run(
+    job: &JobSpec,
+    workspace: &Path,
+    own_files: &[PathBuf],
+) -> Result<BeforeRun, GitStepError> {
+    match GitWorkspace::open(workspace, own_files)? {
+        Some(git) => pin(job, &git),
+        None => Ok(BeforeRun::default()),
     }
-    Ok(())
+}
+
+fn pin(job: &JobSpec, git: &GitWorkspace) -> Result<BeforeRun, GitStepError> {
+    let remote = match &job.outputs.push {
+        Some(push) => Some(git.pin_remote(&push.remote)?),
+        None => None,
+    };
+    Ok(BeforeRun {
+        repository: Some(canonical(git.git_dir())),
+        remote,
+    })
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// One line naming every file left out and why, with the keys that let them in.
@@ -276,6 +342,7 @@ mod tests {
             workspace: dir.path().to_path_buf(),
             own_files: Vec::new(),
             patch: Some(dir.path().join(patch)),
+            repository: None,
             commit: Some(CommitSpec {
                 branch: "agentci/b".into(),
                 message: "m".into(),

@@ -151,9 +151,11 @@ pub async fn run_prepared(
     let paths = RunPaths::resolve(job, workspace.root(), &options);
     let mut resume = options.resume;
     // A resumed run's workspace holds the run's own changes: it was checked when the run began.
-    if resume.is_none() {
-        git_step::preflight(job, workspace.root(), &paths.own_files).map_err(StartError::Git)?;
+    let before_run = match resume.is_none() {
+        true => git_step::preflight(job, workspace.root(), &paths.own_files),
+        false => git_step::before_resumed_run(job, workspace.root(), &paths.own_files),
     }
+    .map_err(StartError::Git)?;
     paths.folder.create(workspace.root())?;
     paths.create_output_folders(workspace.root())?;
 
@@ -163,8 +165,15 @@ pub async fn run_prepared(
         .iter()
         .map(|c| c.key.path().to_path_buf())
         .collect();
-    let (processes, secrets, unset_secrets) =
-        start_processes(job, workspace.root(), &paths, &options.extra_env, masked)?;
+    let read_only = read_only_in_workspace(job, workspace.root(), skill, further_skills);
+    let (processes, secrets, unset_secrets) = start_processes(
+        job,
+        workspace.root(),
+        &paths,
+        read_only,
+        &options.extra_env,
+        masked,
+    )?;
     let bus = open_bus(
         &paths,
         resume.as_mut(),
@@ -183,6 +192,7 @@ pub async fn run_prepared(
         job,
         workspace.root(),
         &paths,
+        before_run,
         skill,
         &provider.model_info(),
         options.cancel.clone(),
@@ -236,6 +246,7 @@ fn start_processes(
     job: &JobSpec,
     workspace: &Path,
     paths: &RunPaths,
+    read_only: Vec<PathBuf>,
     extra_env: &[(String, String)],
     masked: Vec<PathBuf>,
 ) -> Result<(ProcessRunner, Redactor, Vec<String>), StartError> {
@@ -256,6 +267,7 @@ fn start_processes(
         run_id: paths.run_id.clone(),
         protected: paths.own_files.clone(),
         masked,
+        read_only,
         extra_env: exec_env,
         secrets: secrets.clone(),
     })
@@ -264,6 +276,30 @@ fn start_processes(
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
     });
     Ok((processes, secrets, missing.collect()))
+}
+
+/// What children may read and not write in the workspace, as found before
+/// any child starts: every `.git` and the `core.hooksPath` folder (hooks
+/// and configuration that git commands outside the sandbox obey) and the
+/// skill folders.
+fn read_only_in_workspace(
+    job: &JobSpec,
+    workspace: &Path,
+    skill: &Skill,
+    further_skills: &[Skill],
+) -> Vec<PathBuf> {
+    let loaded: Vec<&Path> = std::iter::once(skill)
+        .chain(further_skills)
+        .map(|s| s.dir.as_path())
+        .collect();
+    let mut paths = crate::git::repositories::git_entries(workspace);
+    paths.extend(crate::git::repositories::hooks_folder_in(workspace));
+    paths.extend(crate::skills::in_workspace::skill_folders_in(
+        workspace,
+        &job.skills_path,
+        &loaded,
+    ));
+    paths
 }
 
 /// The job's model, which may read every skill's folder.
@@ -290,6 +326,7 @@ fn git_after_checks<'a>(
     job: &JobSpec,
     workspace: &Path,
     paths: &RunPaths,
+    before_run: git_step::BeforeRun,
     skill: &Skill,
     model: &ModelInfo,
     cancel: CancelSignal,
@@ -302,6 +339,7 @@ fn git_after_checks<'a>(
         job,
         workspace,
         paths.own_files.clone(),
+        before_run,
         skill_label,
         model,
         &paths.run_id,

@@ -1,8 +1,9 @@
 //! What happens in a child process between `fork` and `exec` to put it in
 //! the sandbox: new namespaces, a second fork so the command is the first
 //! process (init) of its own PID namespace, a fresh `/proc`, read-only bind
-//! mounts over agentci's own files, an empty file over each masked one
-//! (the checkpoint key), the loopback interface of a private
+//! mounts over agentci's own files and the workspace's repositories and
+//! skill folders (and the folders above those pinned), an empty file over
+//! each masked one (the checkpoint key), the loopback interface of a private
 //! network namespace, then the Landlock ruleset.
 //!
 //! Everything here runs in the forked child of a multi-threaded process, so
@@ -41,6 +42,10 @@ pub(super) struct ChildSetup {
     /// `/proc/self/{uid,gid}_map` lines, when a user namespace is made (not root).
     pub id_maps: Option<(Vec<u8>, Vec<u8>)>,
     pub mount_proc: bool,
+    /// Folders bound onto themselves, writable as before: a mount point
+    /// cannot be renamed or removed, so the read-only paths below them
+    /// cannot be moved aside and replaced. Bound before `read_only`.
+    pub pinned: Vec<CString>,
     pub read_only: Vec<ReadOnlyBind>,
     pub loopback_up: bool,
     /// A network namespace made once for the run, joined instead of making
@@ -72,6 +77,14 @@ impl ChildSetup {
             }
 
             if let Some((uid_map, gid_map)) = &self.id_maps {
+                // agentci makes itself non-dumpable (process/hardening.rs),
+                // and a non-dumpable process's /proc files belong to root,
+                // so without this the maps cannot be written and a user who
+                // is not root got no namespaces at all. This process is
+                // already in its own user namespace and about to `exec`,
+                // which makes it dumpable anyway.
+                // SAFETY: prctl with constant arguments.
+                unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
                 let ok = write_file(c"/proc/self/setgroups", b"deny")
                     && write_file(c"/proc/self/uid_map", uid_map)
                     && write_file(c"/proc/self/gid_map", gid_map);
@@ -142,6 +155,20 @@ impl ChildSetup {
             let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
             if mount(Some(c"proc"), c"/proc", Some(c"proc"), flags, none).is_err() {
                 failed |= FAIL_PROC;
+            }
+        }
+        for path in &self.pinned {
+            let path = path.as_c_str();
+            if mount(
+                Some(path),
+                path,
+                none,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                none,
+            )
+            .is_err()
+            {
+                failed |= FAIL_BIND;
             }
         }
         for bind in &self.read_only {

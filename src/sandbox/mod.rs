@@ -12,6 +12,11 @@
 //! - cannot read the files agentci keeps to itself (the checkpoint key):
 //!   in the same mount namespace an empty read-only file is bound over each
 //!   (Landlock limits writes, not reads, and the key is the user's own);
+//! - cannot write the workspace's repositories (`.git`, where git keeps the
+//!   hooks and configuration that agentci's git step and the workflow's own
+//!   git commands run unsandboxed) nor its skill folders: read-only bind
+//!   mounts too, with the folders between the workspace and each bound onto
+//!   themselves so they cannot be renamed away and replaced;
 //! - sees only its own processes: a private PID namespace with a fresh
 //!   `/proc`, so agentci's environment and memory are out of reach; the
 //!   command is the first process of that namespace, so when it ends (or is
@@ -58,11 +63,14 @@ pub struct Sandbox {
     support: Support,
     /// Folders the profile lets children write, besides the devices.
     writable: Vec<PathBuf>,
-    /// agentci's own files and folders, read-only for children.
+    /// agentci's own files and folders, and the workspace's repositories
+    /// and skill folders, read-only for children.
     protected: Vec<PathBuf>,
     /// Files children see empty, and the empty file bound over them.
     masked: Vec<PathBuf>,
     empty_file: PathBuf,
+    /// The folders above the repositories and skill folders, pinned in place.
+    pinned: Vec<PathBuf>,
     report: SandboxReport,
     /// The run's own network namespace, joined by every child (root only).
     network: Option<OwnedFd>,
@@ -83,6 +91,10 @@ pub struct SandboxPaths {
     pub masked: Vec<PathBuf>,
     /// An empty file, outside every folder children may write.
     pub empty_file: PathBuf,
+    /// Paths in the workspace children may read and not write, as they are
+    /// (not their top entry, as for `protected`): the workspace's `.git`
+    /// entries and skill folders found at the start of the run.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -97,7 +109,9 @@ impl Sandbox {
             writable.push(paths.workspace.clone());
             writable.extend(paths.writable.iter().cloned());
         }
-        let protected = protected_paths(&paths.workspace, &paths.protected);
+        let mut protected = protected_paths(&paths.workspace, &paths.protected);
+        protected.extend(paths.read_only.iter().cloned());
+        let pinned = folders_above(&paths.workspace, &paths.read_only);
         let isolate = spec.profile != SandboxProfile::Off && !spec.network;
         let network = (isolate && support.root && support.network_namespace)
             .then(run_network_namespace)
@@ -110,6 +124,7 @@ impl Sandbox {
             protected,
             masked: paths.masked.clone(),
             empty_file: paths.empty_file.clone(),
+            pinned,
             network,
         }
     }
@@ -151,6 +166,10 @@ impl Sandbox {
         if !namespaces.is_empty() && !s.root {
             namespaces |= CloneFlags::CLONE_NEWUSER;
         }
+        let pinned = match s.mount_namespace {
+            true => self.pinned.iter().map(|p| c_path(p)).collect(),
+            false => Ok(Vec::new()),
+        }?;
         let read_only = if s.mount_namespace {
             let protected = self.protected.iter().map(|p| (p, p));
             // After the protected paths: a masked file may lie below one.
@@ -167,6 +186,7 @@ impl Sandbox {
             namespaces,
             id_maps: namespaces.contains(CloneFlags::CLONE_NEWUSER).then(id_maps),
             mount_proc: s.pid_namespace,
+            pinned,
             read_only,
             loopback_up: isolate_network && join_network.is_none(),
             join_network: join_network.filter(|_| isolate_network),
@@ -286,7 +306,9 @@ pub fn missing_reason(name: &str) -> &'static str {
         "processes" => {
             "no private PID namespace: children can see agentci's processes and may outlive their call"
         }
-        "run_folder" => "no mount namespace: children can write the run folder and trace",
+        "run_folder" => {
+            "no mount namespace: children can write the run folder, the trace, `.git` and skill folders"
+        }
         "checkpoint_key" => {
             "no mount namespace: children can read the checkpoint key, so a command the model \
              runs could forge a checkpoint that `agentci run --resume` accepts"
@@ -319,6 +341,33 @@ fn protected_paths(workspace: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
     protected
 }
 
+/// The folders strictly between `workspace` and each of `paths`, shallowest
+/// first, without repeats: bound onto themselves, they cannot be renamed,
+/// so a path below them stays where it was found.
+fn folders_above(workspace: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let Ok(rel) = path.strip_prefix(workspace) else {
+            continue;
+        };
+        let mut folder = workspace.to_path_buf();
+        let parents = rel.parent().map(Path::components).into_iter().flatten();
+        for part in parents {
+            folder.push(part);
+            if !folders.contains(&folder) {
+                folders.push(folder.clone());
+            }
+        }
+    }
+    folders.sort_by_key(|f| f.components().count());
+    folders
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+}
+
 /// A read-only bind of `source` on `target` (the same path, or an empty
 /// file over a masked one), keeping the flags the source's mount has.
 fn read_only_bind(source: &Path, target: &Path) -> io::Result<ReadOnlyBind> {
@@ -338,10 +387,6 @@ fn read_only_bind(source: &Path, target: &Path) -> io::Result<ReadOnlyBind> {
             keep |= ms;
         }
     }
-    let c_path = |path: &Path| {
-        CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
-    };
     Ok(ReadOnlyBind {
         source: c_path(source)?,
         path: c_path(target)?,
@@ -376,6 +421,28 @@ mod tests {
             [
                 PathBuf::from("/ws/.agentci"),
                 PathBuf::from("/out/junit.xml")
+            ]
+        );
+    }
+
+    #[test]
+    fn the_folders_above_read_only_paths_are_pinned_shallowest_first() {
+        let ws = Path::new("/ws");
+        let read_only = [
+            PathBuf::from("/ws/.git"),
+            PathBuf::from("/ws/vendor/lib/.git"),
+            PathBuf::from("/ws/.agents/skills/fixer"),
+            PathBuf::from("/ws/vendor/other/.git"),
+            PathBuf::from("/elsewhere/.git"),
+        ];
+        assert_eq!(
+            folders_above(ws, &read_only),
+            [
+                PathBuf::from("/ws/vendor"),
+                PathBuf::from("/ws/.agents"),
+                PathBuf::from("/ws/vendor/lib"),
+                PathBuf::from("/ws/.agents/skills"),
+                PathBuf::from("/ws/vendor/other"),
             ]
         );
     }

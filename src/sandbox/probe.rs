@@ -100,6 +100,7 @@ fn trial(namespaces: CloneFlags) -> i32 {
             .contains(CloneFlags::CLONE_NEWUSER)
             .then(super::id_maps),
         mount_proc: true,
+        pinned: Vec::new(),
         read_only: vec![bind],
         loopback_up: namespaces.contains(CloneFlags::CLONE_NEWNET),
         join_network: None,

@@ -16,6 +16,7 @@ use crate::policy::ToolPattern;
 pub mod discover;
 pub mod frontmatter;
 pub mod git;
+pub mod in_workspace;
 pub mod placeholders;
 pub mod tool_names;
 pub mod tools_left;

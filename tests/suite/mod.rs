@@ -4,6 +4,7 @@ mod agent_loop;
 mod attacks_checkpoint;
 mod attacks_fetch;
 mod attacks_files;
+mod attacks_git;
 mod attacks_output;
 mod attacks_shell;
 mod attacks_untrusted;

@@ -82,7 +82,7 @@ fn exec_output(model: &FakeModel, i: usize) -> String {
 
 /// Whether `run.started` says the kernel enforces `what`; when it does not,
 /// the run must have said so, and the test says which path it checked.
-fn enforced(trace: &[Value], what: &str) -> bool {
+pub(super) fn enforced(trace: &[Value], what: &str) -> bool {
     let sandbox = &events(trace, "run.started")[0]["sandbox"];
     let on = sandbox["enforced"]
         .as_array()
@@ -471,4 +471,38 @@ fn an_eval_assertion_cannot_leak_the_key() {
         results.contains("key=\\n") || results.contains("key="),
         "{results}"
     );
+}
+
+/// Regression: agentci marks its process non-dumpable, which leaves a
+/// forked child's `/proc` files to root, so a user who is not root could
+/// not write its user namespace's maps and every namespace was reported
+/// missing, even where the kernel allows them (`unshare -U` works).
+#[test]
+fn a_user_who_is_not_root_gets_the_namespaces_the_kernel_allows() {
+    use super::support::users::{RunAs, is_root};
+    if !is_root() {
+        eprintln!("skipped: switching to an unprivileged user needs root");
+        return;
+    }
+    let kernel_allows = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .args(["unshare", "-U", "-m", "-p", "-n", "-f", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !kernel_allows {
+        eprintln!("skipped: this kernel gives unprivileged users no namespaces");
+        return;
+    }
+    let sb = Sandbox::new();
+    let out = sb.agentci_as(RunAs::Unprivileged, &["doctor", "--json"], &[]);
+    let doctor: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let support = &doctor["support"];
+    for what in [
+        "user_namespaces",
+        "mount_namespace",
+        "pid_namespace",
+        "network_namespace",
+    ] {
+        assert_eq!(support[what], true, "{what}: {doctor}");
+    }
 }
