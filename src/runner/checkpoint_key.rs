@@ -51,7 +51,7 @@ pub enum KeyError {
     )]
     NotAFile(PathBuf),
     #[error(
-        "{}: the checkpoint key has mode {mode:03o}, so others may read or change it; make it \
+        "{}: the checkpoint key has mode {mode:04o}, so others may read or change it; make it \
          private with `chmod 600 {}`, or remove it to get a new key", .path.display(), .path.display()
     )]
     Mode { path: PathBuf, mode: u32 },
