@@ -74,7 +74,7 @@ fn report(support: &Support) -> String {
     for (name, on, what) in enforced(support) {
         let _ = writeln!(
             out,
-            "  {:<12} {}  {what}",
+            "  {:<14} {}  {what}",
             name,
             if on { "enforced" } else { "MISSING " }
         );
@@ -99,6 +99,11 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
             "run_folder",
             s.mount_namespace,
             "the run folder, trace, `.git` and skill folders are read-only for children (mount namespace)",
+        ),
+        (
+            "checkpoint_key",
+            s.mount_namespace,
+            "the checkpoint key reads empty for children (mount namespace)",
         ),
         (
             "network",

@@ -168,7 +168,9 @@ fn checkpointing(
     ),
     Diagnostic,
 > {
-    let key = match (checkpoint_key(), &resume_at) {
+    let workspace = prepared.workspace.root().to_path_buf();
+    let key = checkpoint_key().and_then(|key| key.outside(&workspace));
+    let key = match (key, &resume_at) {
         (Ok(key), _) => key,
         (Err(e), None) => {
             prepared.warnings.push(format!(

@@ -51,7 +51,7 @@ pub enum KeyError {
     )]
     NotAFile(PathBuf),
     #[error(
-        "{}: the checkpoint key has mode {mode:03o}, so others may read or change it; make it \
+        "{}: the checkpoint key has mode {mode:04o}, so others may read or change it; make it \
          private with `chmod 600 {}`, or remove it to get a new key", .path.display(), .path.display()
     )]
     Mode { path: PathBuf, mode: u32 },
@@ -69,6 +69,12 @@ pub enum KeyError {
          made on the next run", .path.display()
     )]
     Size { path: PathBuf, len: u64 },
+    #[error(
+        "{}: the checkpoint key lies in the workspace {}, where the model's tools can read it; \
+         set {KEY_VARIABLE} to a file outside it, or unset it for the default place",
+        .path.display(), .workspace.display()
+    )]
+    InWorkspace { path: PathBuf, workspace: PathBuf },
     #[error("cannot {what} the checkpoint key {}: {source}", .path.display())]
     Io {
         what: &'static str,
@@ -132,6 +138,20 @@ impl CheckpointKey {
             path: path.to_path_buf(),
             mac,
         })
+    }
+
+    /// Refuse a key inside `workspace`: the sandbox hides it from children,
+    /// but the model's file tools read the workspace.
+    pub fn outside(self, workspace: &Path) -> Result<CheckpointKey, KeyError> {
+        let resolved = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        if resolved.starts_with(&root) {
+            return Err(KeyError::InWorkspace {
+                path: self.path,
+                workspace: workspace.to_path_buf(),
+            });
+        }
+        Ok(self)
     }
 
     /// The key file, which children of the run must not read.
@@ -289,6 +309,16 @@ mod tests {
         let error = CheckpointKey::open_or_create(&link).unwrap_err();
         assert!(matches!(error, KeyError::Symlink(_)), "{error}");
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_key_in_the_workspace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = CheckpointKey::open_or_create(&dir.path().join("ws/.key")).unwrap();
+        let error = key.clone().outside(&dir.path().join("ws")).unwrap_err();
+        assert!(matches!(error, KeyError::InWorkspace { .. }), "{error}");
+        assert!(error.to_string().contains(KEY_VARIABLE), "{error}");
+        assert!(key.outside(&dir.path().join("other")).is_ok());
     }
 
     #[test]

@@ -287,12 +287,7 @@ fn a_forged_checkpoint_runs_nothing_and_writes_nothing_outside_the_workspace() {
         ] {
             let out = agentci(&sb, user, &args);
             let err = stderr(&out);
-            assert_eq!(
-                out.status.code(),
-                Some(2),
-                "{} {args:?}: {err}",
-                user.label()
-            );
+            // The side effects first: what the attacker was after.
             assert!(
                 !pwned.exists(),
                 "{} {args:?}: the attacker's command ran",
@@ -301,6 +296,12 @@ fn a_forged_checkpoint_runs_nothing_and_writes_nothing_outside_the_workspace() {
             assert!(
                 !outside_junit.exists(),
                 "{} {args:?}: JUnit was written outside the workspace",
+                user.label()
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{} {args:?}: {err}",
                 user.label()
             );
         }
@@ -664,5 +665,82 @@ fn an_output_folder_inside_the_workspace_cannot_be_made_a_link_out() {
             user.label()
         );
         assert!(reports.join("junit.xml").is_file(), "{}", user.label());
+    }
+}
+
+// ------------------------------------------------ the key file itself
+
+/// A key file others could read or swap is refused, with the fix: a new
+/// run goes on without checkpoints (a warning says why), a resume stops.
+#[test]
+fn a_key_file_others_could_know_is_refused_with_the_fix() {
+    for user in RunAs::each() {
+        let model = FakeModel::start(honest_script());
+        let sb = Sandbox::new();
+        write_job(
+            &sb,
+            "job.yaml",
+            &model.base_url(),
+            "budget: {max_turns: 2}\n",
+        );
+        let key = sb.path().join("keys/checkpoint.key");
+        let shown = key.display().to_string();
+        let env = [("AGENTCI_CHECKPOINT_KEY", shown.as_str())];
+        let run = |args: &[&str]| {
+            let mut all = vec!["run", "job.yaml", "--progress", "none"];
+            all.extend_from_slice(args);
+            sb.agentci_as(user, &all, &env)
+        };
+        let out = run(&[]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}: {}",
+            user.label(),
+            stderr(&out)
+        );
+        assert_eq!(std::fs::metadata(&key).unwrap().len(), 32);
+
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = run(&["--resume", "ws/out", "--max-turns", "10"]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}: {}",
+            user.label(),
+            stderr(&out)
+        );
+        let err = redact(&stderr(&out), &sb, user);
+        insta::assert_snapshot!("key_not_private_refused", err);
+
+        let elsewhere = sb.path().join("keys/elsewhere.key");
+        std::fs::rename(&key, &elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &key).unwrap();
+        let out = run(&["--resume", "ws/out", "--max-turns", "10"]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}: {}",
+            user.label(),
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+        // A new run goes on, without checkpoints, and says why.
+        let out = run(&[]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}: {}",
+            user.label(),
+            stderr(&out)
+        );
+        let trace = read_jsonl(&run_dir(&sb).join("trace.jsonl"));
+        let warned = events(&trace, "warning").iter().any(|w| {
+            let message = w["message"].as_str().unwrap();
+            message.contains("cannot be resumed") && message.contains("symbolic link")
+        });
+        assert!(warned, "{}: no warning about the key", user.label());
+        assert!(std::fs::symlink_metadata(&key).unwrap().is_symlink());
     }
 }

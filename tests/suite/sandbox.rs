@@ -380,7 +380,7 @@ fn doctor_says_what_this_machine_enforces() {
     assert_eq!(out.status.code(), Some(0));
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(value["support"]["landlock_abi"].is_u64(), "{value}");
-    assert_eq!(value["enforced"].as_array().unwrap().len(), 4);
+    assert_eq!(value["enforced"].as_array().unwrap().len(), 5);
     // Pretending Landlock is gone shows it missing.
     let out = agentci_in(
         sb.path(),
