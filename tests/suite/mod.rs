@@ -2,6 +2,7 @@ mod support;
 
 mod agent_loop;
 mod attacks_files;
+mod attacks_race;
 mod attacks_shell;
 mod attacks_untrusted;
 mod background;

@@ -5,12 +5,6 @@
 //! side effect each time. Switching users needs root, so a suite run by a
 //! normal user tries each attack once, as that user.
 
-// The attack tests of the security work use these; until they land nothing does.
-#![expect(
-    dead_code,
-    reason = "used by the attack tests being written against it"
-)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
