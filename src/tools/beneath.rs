@@ -9,8 +9,9 @@
 //! folder or goes through a symlink. The tools hand over paths the workspace
 //! has already resolved (symlinks that stay inside followed at check time),
 //! so a symlink met now was planted since, and is refused. On kernels
-//! without `openat2` (before 5.6, `ENOSYS`) the same rule is kept by walking
-//! the path one component at a time with `O_NOFOLLOW`.
+//! without `openat2` (before 5.6, `ENOSYS`; `EPERM` from a container's
+//! older seccomp profile) the same rule is kept by walking the path one
+//! component at a time with `O_NOFOLLOW`.
 //!
 //! This module decides nothing about which paths are allowed (that is
 //! [`super::Workspace`]); it only makes sure the file opened is the one
@@ -76,8 +77,12 @@ impl Beneath {
             );
             match nix::fcntl::openat2(self.dir.as_fd(), relative, how) {
                 Err(Errno::ENOSYS) => OPENAT2_MISSING.store(true, Ordering::Relaxed),
-                // A rename elsewhere on the system makes the kernel ask for a retry.
-                Err(Errno::EAGAIN) => return walk(self.dir.as_fd(), &names, flags),
+                // A rename elsewhere on the system makes the kernel ask for a
+                // retry; an older container seccomp profile answers EPERM for
+                // a system call it does not know. The walk keeps the same rule.
+                Err(Errno::EAGAIN | Errno::EPERM) => {
+                    return walk(self.dir.as_fd(), &names, flags);
+                }
                 other => return other.map_err(io::Error::from),
             }
         }
