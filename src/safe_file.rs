@@ -1,6 +1,8 @@
 //! Writing a file so that whatever already sits at its path cannot redirect
 //! the write: agentci's own outputs (trace, JUnit, patch, results, summary,
-//! attempt files, cassettes) and the agent's `write` and `edit`.
+//! attempt files, cassettes). The agent's `write` and `edit` do the same
+//! through a folder descriptor beneath the workspace
+//! (`tools/beneath.rs`).
 //!
 //! The agent can run commands, so by the time agentci writes a file the path
 //! may hold a symlink to a file outside the workspace, or a hard link to

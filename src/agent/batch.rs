@@ -428,7 +428,7 @@ fn decide_through_links(env: &BatchEnv<'_>, spec: &ToolSpec, args: &Value) -> Ve
     let Some(path) = args.get("path").and_then(Value::as_str) else {
         return written;
     };
-    let Ok(resolved) = env.ctx.workspace.resolve(path) else {
+    let Ok(resolved) = env.ctx.workspace.resolve_for_reading(path) else {
         // The tool refuses it anyway, as outside the workspace.
         return written;
     };

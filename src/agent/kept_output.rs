@@ -35,7 +35,7 @@ pub fn keep_whole(mut result: ToolResult, call_id: &str, ctx: &ToolContext) -> T
         .limits
         .kept_outputs
         .as_deref()
-        .map(|dir| write_kept(dir, call_id, &masked));
+        .map(|dir| write_kept(ctx, dir, call_id, &masked));
     let head_chars = (limit as f64 * HEAD_SHARE) as usize;
     let tail_chars = limit - head_chars;
     let head: String = masked.chars().take(head_chars).collect();
@@ -75,8 +75,25 @@ pub fn keep_whole(mut result: ToolResult, call_id: &str, ctx: &ToolContext) -> T
 }
 
 /// Writes `text` to `dir/tool-<id>.txt` (a new file, never over another:
-/// the model chooses call ids, and may repeat them or write `../`).
-fn write_kept(dir: &Path, call_id: &str, text: &str) -> std::io::Result<PathBuf> {
+/// the model chooses call ids, and may repeat them or write `../`). The
+/// file is made through the folder's descriptor, opened when the run
+/// registered it with the workspace: the run folder may sit inside the
+/// workspace, where a command could swap a folder for a symlink.
+fn write_kept(
+    ctx: &ToolContext,
+    dir: &Path,
+    call_id: &str,
+    text: &str,
+) -> std::io::Result<PathBuf> {
+    let opened;
+    let beneath = match ctx.workspace.kept_outputs_dir(dir) {
+        Some(beneath) => beneath,
+        None => {
+            opened = crate::tools::beneath::Beneath::open(dir)?;
+            &opened
+        }
+    };
+    let folder = beneath.open_dir(Path::new(""))?;
     let safe: String = call_id
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
@@ -88,15 +105,10 @@ fn write_kept(dir: &Path, call_id: &str, text: &str) -> std::io::Result<PathBuf>
             1 => format!("tool-{safe}.txt"),
             n => format!("tool-{safe}-{n}.txt"),
         };
-        let path = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
+        match folder.create_new(std::ffi::OsStr::new(&name)) {
             Ok(mut file) => {
                 file.write_all(text.as_bytes())?;
-                return Ok(path);
+                return Ok(dir.join(name));
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => continue,
             Err(e) => return Err(e),

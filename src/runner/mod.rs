@@ -208,6 +208,7 @@ pub async fn run_prepared(
         workspace: workspace
             .clone()
             .with_kept_outputs(&paths.folder.kept_outputs)
+            .map(|ws| ws.with_own_outputs(&paths.own_files))
             .map_err(|source| StartError::KeptOutputs {
                 folder: paths.folder.kept_outputs.clone(),
                 source,

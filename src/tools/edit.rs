@@ -15,10 +15,12 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::support::{
-    blocking, bool_arg, io_failure, looks_binary, open_content, outside, special_file, str_arg,
+    EntryKind, blocking, bool_arg, entry, io_failure, looks_binary, open_content, outside,
+    special_file, str_arg,
 };
 use super::{
     BoxFuture, FileAccess, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
+    Workspace,
 };
 
 /// Occurrences whose line numbers are listed in an `AMBIGUOUS_MATCH` message.
@@ -90,7 +92,8 @@ impl Tool for EditTool {
                 replace_all: bool_arg(&args, "replace_all").unwrap_or(false),
             };
             let access = ctx.access.clone();
-            blocking(move || edit_file(&resolved, &request, &access)).await
+            let workspace = ctx.workspace.clone();
+            blocking(move || edit_file(&workspace, &resolved, &request, &access)).await
         })
     }
 }
@@ -173,19 +176,32 @@ fn line_of(text: &str, index: usize) -> usize {
         + 1
 }
 
-fn edit_file(path: &Path, request: &EditRequest, access: &FileAccess) -> ToolResult {
+fn edit_file(
+    workspace: &Workspace,
+    path: &Path,
+    request: &EditRequest,
+    access: &FileAccess,
+) -> ToolResult {
     let shown = &request.shown;
-    if path.is_dir() {
-        return ToolResult::failure(
-            ToolErrorCode::InvalidArgument,
-            format!("`{shown}` is a directory; give the path of a file"),
-        );
-    }
-    if let Some(refusal) = special_file(path, shown, "edit") {
-        return refusal;
+    // Read and replaced through the folder's descriptor beneath the
+    // workspace: a folder swapped for a symlink since the check cannot
+    // lead the edit out.
+    let entry = match entry(workspace, path, false) {
+        Ok(entry) => entry,
+        Err(e) => return io_failure("edit", shown, &e),
+    };
+    match entry.kind {
+        EntryKind::Folder => {
+            return ToolResult::failure(
+                ToolErrorCode::InvalidArgument,
+                format!("`{shown}` is a directory; give the path of a file"),
+            );
+        }
+        EntryKind::Special => return special_file(shown, "edit"),
+        _ => {}
     }
     // Opened like `read` opens it: the snippet shows the file's lines.
-    let mut file = match open_content(path, shown, "edit", access) {
+    let mut file = match open_content(&entry, shown, "edit", access) {
         Ok(f) => f,
         Err(refusal) => return *refusal,
     };
@@ -257,7 +273,10 @@ fn edit_file(path: &Path, request: &EditRequest, access: &FileAccess) -> ToolRes
     };
     // A new file renamed over the old one: a hard link to a file outside
     // the workspace is replaced, never written through.
-    if let Err(e) = crate::safe_file::replace(path, edited.content.as_bytes(), mode) {
+    if let Err(e) = entry
+        .folder
+        .replace(&entry.name, edited.content.as_bytes(), mode)
+    {
         return io_failure("write", shown, &e);
     }
     let data = json!({"path": shown, "replacements": edited.replacements, "lines": edited.lines});

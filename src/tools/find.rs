@@ -5,6 +5,11 @@
 //! Walks honour `.gitignore` (also outside a git repository), `.ignore` and
 //! git's exclude file, show hidden files but never descend into `.git`, and
 //! never follow symlinks, so a link cannot lead a walk out of the workspace.
+//! The walk reads folders by path, so a folder swapped for a symlink while
+//! it runs could still make it read a folder outside: a listing
+//! ([`Walk::Listing`]) therefore keeps only entries that exist at the same
+//! path beneath the workspace's descriptor, and `grep` opens every file it
+//! searches by descriptor beneath it. agentci's own outputs are left out.
 //! Results are in a stable order (sorted by name) so the same call gives
 //! the same answer, which record/replay depends on.
 
@@ -19,17 +24,34 @@ use super::{
     BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace,
 };
 
+/// What a walk's entries are used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Walk {
+    /// Names shown to the model (`find`, `ls`): each is checked beneath the
+    /// workspace's descriptor, so no name from outside is shown.
+    Listing,
+    /// Files opened by descriptor beneath the workspace (`grep`), which
+    /// does that check itself when it opens them.
+    Opening,
+}
+
 /// A walk over `root` with the workspace's rules: ignore files honoured,
-/// hidden files shown, `.git` and agentci's own run folders (`.agentci`)
-/// skipped, symlinks not followed. Run folders are hidden so that what the
-/// agent sees does not depend on earlier runs.
-pub(crate) fn walker(root: &Path) -> WalkBuilder {
+/// hidden files shown, `.git`, agentci's own run folders (`.agentci`) and
+/// outputs skipped, symlinks not followed. Run folders are hidden so that
+/// what the agent sees does not depend on earlier runs.
+pub(crate) fn walker(workspace: &Workspace, root: &Path, walk: Walk) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
+    let workspace = workspace.clone();
     builder
         .hidden(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != ".git" && entry.file_name() != ".agentci");
+        .filter_entry(move |entry| {
+            entry.file_name() != ".git"
+                && entry.file_name() != ".agentci"
+                && !workspace.is_own_output(entry.path())
+                && (walk == Walk::Opening || workspace.exists_beneath(entry.path()))
+        });
     builder
 }
 
@@ -154,7 +176,10 @@ fn find(
     let mut found: Vec<String> = Vec::new();
     let mut truncated = false;
     let mut unreadable = 0usize;
-    for entry in walker(base).sort_by_file_name(|a, b| a.cmp(b)).build() {
+    for entry in walker(workspace, base, Walk::Listing)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build()
+    {
         let Ok(entry) = entry else {
             unreadable += 1;
             continue;

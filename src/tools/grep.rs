@@ -16,8 +16,8 @@
 mod output;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -29,7 +29,7 @@ use ignore::WalkState;
 use serde_json::{Value, json};
 
 use self::output::render;
-use super::find::{PathGlob, walker};
+use super::find::{PathGlob, Walk, walker};
 use super::support::{
     blocking, bool_arg, hard_link_refusal, io_failure, outside, str_arg, usize_arg,
 };
@@ -330,7 +330,8 @@ fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> Tool
         .binary_detection(BinaryDetection::quit(0))
         .build();
 
-    walker(&query.base).build_parallel().run(|| {
+    let walk = walker(workspace, &query.base, Walk::Opening).build_parallel();
+    walk.run(|| {
         let collected = Arc::clone(&collected);
         let mut searcher = searcher.clone();
         Box::new(move |entry| {
@@ -353,7 +354,7 @@ fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> Tool
                 all.denying_rules.insert(rule);
                 return WalkState::Continue;
             }
-            let file = match open_to_search(entry.path(), access) {
+            let file = match open_to_search(workspace, entry.path(), access) {
                 Ok(file) => file,
                 Err(skip) => {
                     let mut all = lock(&collected);
@@ -392,15 +393,14 @@ enum Skip {
     Unreadable,
 }
 
-/// Open a file the walk found as a regular file: never through a symlink
-/// (one swapped in since the walk saw the file), and not when it has other
-/// hard links, which may lie outside the workspace, unless the job allows them.
-fn open_to_search(path: &Path, access: &FileAccess) -> Result<File, Skip> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|_| Skip::Unreadable)?;
+/// Open a file the walk found as a regular file, by descriptor beneath the
+/// workspace (or skill folder): never through a symlink (one swapped in
+/// since the walk saw the file, on the file or on a folder above it), and
+/// not when it has other hard links, which may lie outside the workspace,
+/// unless the job allows them.
+fn open_to_search(workspace: &Workspace, path: &Path, access: &FileAccess) -> Result<File, Skip> {
+    let (beneath, relative) = workspace.locate(path).map_err(|_| Skip::Unreadable)?;
+    let file = beneath.open_file(&relative).map_err(|_| Skip::Unreadable)?;
     let meta = file.metadata().map_err(|_| Skip::Unreadable)?;
     if !meta.is_file() {
         return Err(Skip::Unreadable);

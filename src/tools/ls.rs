@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::find::walker;
+use super::find::{Walk, walker};
 use super::support::{blocking, io_failure, outside, str_arg, usize_arg};
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolResult, ToolSpec, Workspace};
 
@@ -93,7 +93,7 @@ fn list(workspace: &Workspace, base: &Path, depth: usize, max_chars: usize) -> T
     let mut lines: Vec<String> = Vec::new();
     let mut chars = 0usize;
     let mut truncated = false;
-    let entries = walker(base)
+    let entries = walker(workspace, base, Walk::Listing)
         .max_depth(Some(depth))
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();

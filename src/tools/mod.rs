@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod beneath;
 pub mod catalog;
 pub mod edit;
 pub mod exec;
@@ -302,11 +303,14 @@ pub async fn call_checked(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> To
 /// Helpers the builtin tools share: reading checked arguments and turning
 /// path and I/O errors into results the model can act on.
 pub(crate) mod support {
+    use std::ffi::OsString;
     use std::io;
+    use std::path::Path;
 
     use serde_json::Value;
 
-    use super::{PathError, ToolErrorCode, ToolResult};
+    use super::beneath::Folder;
+    use super::{PathError, ToolErrorCode, ToolResult, Workspace};
 
     /// A string argument; the schema has already checked its type.
     pub fn str_arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
@@ -330,23 +334,6 @@ pub(crate) mod support {
         args.get(name).and_then(Value::as_bool)
     }
 
-    /// `Some(refusal)` when `path` exists and is neither a regular file nor
-    /// a directory: opening a FIFO blocks until a writer comes, so it is
-    /// refused before anything opens it. Missing paths pass (the caller
-    /// reports or creates them), and directories are the caller's to judge.
-    pub fn special_file(path: &std::path::Path, shown: &str, tool: &str) -> Option<ToolResult> {
-        let meta = std::fs::metadata(path).ok()?;
-        (!meta.is_file() && !meta.is_dir()).then(|| {
-            ToolResult::failure(
-                ToolErrorCode::InvalidArgument,
-                format!(
-                    "`{shown}` is not a regular file (a FIFO, socket or device); \
-                     `{tool}` works on regular files only"
-                ),
-            )
-        })
-    }
-
     /// Bytes looked at to decide that a file is binary (as git and ripgrep do: a NUL byte).
     pub const BINARY_SNIFF_BYTES: usize = 8192;
 
@@ -355,22 +342,102 @@ pub(crate) mod support {
         head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0)
     }
 
-    /// Open an existing file to show or change its content: never through
-    /// a symlink (the path is already resolved, so a link here was put there
-    /// after the check), and not when the file has other hard links, which
-    /// may lie outside the workspace, unless the job allows them.
+    /// What a file tool found at a path it checked: the folder holding it,
+    /// opened beneath the workspace (or skill folder) by descriptor, and the
+    /// entry's name in it. Everything after the check goes through these.
+    pub struct Entry {
+        pub folder: Folder,
+        pub name: OsString,
+        pub kind: EntryKind,
+        /// Permission bits (`rwx` for user, group, others) of a regular file.
+        pub mode: Option<u32>,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum EntryKind {
+        Missing,
+        Folder,
+        File,
+        Symlink,
+        /// A FIFO, socket or device.
+        Special,
+    }
+
+    /// The entry at `path` (as the workspace resolved it), looked up by
+    /// descriptor; with `create_folders`, the folders leading to it are
+    /// made when missing. The workspace root itself is a folder named `.`.
+    pub fn entry(workspace: &Workspace, path: &Path, create_folders: bool) -> io::Result<Entry> {
+        let (beneath, relative) = workspace.locate(path)?;
+        let Some(name) = relative.file_name() else {
+            return Ok(Entry {
+                folder: beneath.open_dir(Path::new(""))?,
+                name: OsString::from("."),
+                kind: EntryKind::Folder,
+                mode: None,
+            });
+        };
+        let parent = relative.parent().unwrap_or(Path::new(""));
+        let folder = if create_folders {
+            beneath.create_dirs(parent)?
+        } else {
+            beneath.open_dir(parent)?
+        };
+        let stat = folder.stat(name)?;
+        let (kind, mode) = match stat.map(|s| (s.st_mode & libc::S_IFMT, s.st_mode)) {
+            None => (EntryKind::Missing, None),
+            Some((libc::S_IFDIR, _)) => (EntryKind::Folder, None),
+            Some((libc::S_IFREG, mode)) => (EntryKind::File, Some(mode & 0o777)),
+            Some((libc::S_IFLNK, _)) => (EntryKind::Symlink, None),
+            Some(_) => (EntryKind::Special, None),
+        };
+        Ok(Entry {
+            name: name.to_os_string(),
+            folder,
+            kind,
+            mode,
+        })
+    }
+
+    /// The refusal for a FIFO, socket or device: opening a FIFO blocks
+    /// until a writer comes, so such an entry is refused before anything
+    /// opens it.
+    pub fn special_file(shown: &str, tool: &str) -> ToolResult {
+        ToolResult::failure(
+            ToolErrorCode::InvalidArgument,
+            format!(
+                "`{shown}` is not a regular file (a FIFO, socket or device); \
+                 `{tool}` works on regular files only"
+            ),
+        )
+    }
+
+    /// Open an existing entry to show or change its content, by descriptor:
+    /// never through a symlink, and not when the file has other hard links,
+    /// which may lie outside the workspace, unless the job allows them.
     pub fn open_content(
-        path: &std::path::Path,
+        entry: &Entry,
         shown: &str,
         tool: &str,
         access: &super::FileAccess,
     ) -> Result<std::fs::File, Box<ToolResult>> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
-            .map_err(|e| Box::new(io_failure(tool, shown, &e)))?;
+        let file = match entry.kind {
+            EntryKind::Missing => Err(io::Error::from(io::ErrorKind::NotFound)),
+            _ => entry.folder.open_file(&entry.name),
+        }
+        .map_err(|e| Box::new(io_failure(tool, shown, &e)))?;
+        check_content(&file, shown, tool, access)?;
+        Ok(file)
+    }
+
+    /// Refuses an opened file that is not a regular file, or that has other
+    /// hard links when the job does not allow them.
+    pub fn check_content(
+        file: &std::fs::File,
+        shown: &str,
+        tool: &str,
+        access: &super::FileAccess,
+    ) -> Result<(), Box<ToolResult>> {
+        use std::os::unix::fs::MetadataExt;
         let meta = file
             .metadata()
             .map_err(|e| Box::new(io_failure(tool, shown, &e)))?;
@@ -383,7 +450,7 @@ pub(crate) mod support {
         if meta.nlink() > 1 && !access.allow_hard_links {
             return Err(Box::new(hard_link_refusal(shown, tool, meta.nlink())));
         }
-        Ok(file)
+        Ok(())
     }
 
     pub fn hard_link_refusal(shown: &str, tool: &str, links: u64) -> ToolResult {
@@ -403,6 +470,18 @@ pub(crate) mod support {
 
     /// An I/O error on `path` (as the model wrote it) while doing `what`.
     pub fn io_failure(what: &str, path: &str, error: &io::Error) -> ToolResult {
+        // The kernel refused a step that left the folder or went through a
+        // symlink: one was put on the way after the path was checked.
+        if matches!(error.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)) {
+            return ToolResult::failure(
+                ToolErrorCode::OutsideWorkspace,
+                format!(
+                    "cannot {what} `{path}`: a symlink now stands on its way ({error}); the \
+                     tools never follow one put there after the path was checked, so use a \
+                     path inside the workspace"
+                ),
+            );
+        }
         let code = match error.kind() {
             io::ErrorKind::NotFound => ToolErrorCode::NotFound,
             _ => ToolErrorCode::Io,

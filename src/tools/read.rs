@@ -9,15 +9,16 @@
 //! (see [`super::FileAccess`]): its content may be a file outside the workspace.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::support::{
-    blocking, io_failure, looks_binary, open_content, outside, special_file, str_arg, usize_arg,
+    EntryKind, blocking, entry, io_failure, looks_binary, open_content, outside, special_file,
+    str_arg, usize_arg,
 };
 use super::{
     BoxFuture, FileAccess, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
+    Workspace,
 };
 
 pub struct ReadTool {
@@ -84,7 +85,8 @@ impl Tool for ReadTool {
                 max_chars: ctx.limits.max_output_chars,
             };
             let access = ctx.access.clone();
-            blocking(move || read_file(&resolved, &shown, request, &access)).await
+            let workspace = ctx.workspace.clone();
+            blocking(move || read_file(&workspace, &resolved, &shown, request, &access)).await
         })
     }
 }
@@ -97,21 +99,30 @@ struct LineRange {
     max_chars: usize,
 }
 
-fn read_file(path: &Path, shown: &str, range: LineRange, access: &FileAccess) -> ToolResult {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
+fn read_file(
+    workspace: &Workspace,
+    path: &std::path::Path,
+    shown: &str,
+    range: LineRange,
+    access: &FileAccess,
+) -> ToolResult {
+    // Opened by descriptor beneath the workspace: a folder on the way
+    // swapped for a symlink since the check cannot lead the read out.
+    let entry = match entry(workspace, path, false) {
+        Ok(entry) => entry,
+        Err(e) => return io_failure("read", shown, &e),
+    };
+    match entry.kind {
+        EntryKind::Folder => {
             return ToolResult::failure(
                 ToolErrorCode::InvalidArgument,
                 format!("`{shown}` is a directory; use `ls` to list it"),
             );
         }
-        Ok(_) => {}
-        Err(e) => return io_failure("read", shown, &e),
+        EntryKind::Special => return special_file(shown, "read"),
+        _ => {}
     }
-    if let Some(refusal) = special_file(path, shown, "read") {
-        return refusal;
-    }
-    let file = match open_content(path, shown, "read", access) {
+    let file = match open_content(&entry, shown, "read", access) {
         Ok(f) => f,
         Err(refusal) => return *refusal,
     };

@@ -13,13 +13,24 @@
 //! read-only: [`Workspace::resolve`], which the writing tools use, refuses
 //! any path that lands in one, also when the skill lives inside the workspace.
 //!
+//! Some paths inside the root are not the tools' to change: every `.git`
+//! (a folder or a file, at any depth) is read-only, since a line in its
+//! config or a hook runs commands; agentci's own outputs (the run folder,
+//! trace, JUnit, patch, result, wherever the job puts them) are refused
+//! outright, like `.agentci/`.
+//!
 //! The check is done on the path as it is when the call is made; a process
-//! that swaps a directory for a symlink between the check and the use could
-//! still race it. The agent's own tools do not do that.
+//! the agent started can swap a folder for a symlink right after it. So a
+//! checked path is never used by name: [`Workspace::locate`] gives the
+//! folder descriptor (opened once, here) and the path beneath it, and the
+//! tools open through that ([`super::beneath`]), where a symlink planted
+//! since the check is refused by the kernel.
 
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+
+use super::beneath::Beneath;
 
 /// The directory the agent works in; every tool path is relative to it.
 /// The folder at the workspace root where agentci keeps its runs.
@@ -28,8 +39,12 @@ pub const RUN_FOLDERS: &str = ".agentci";
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
+    /// The root, opened once: every tool path is opened beneath it.
+    root_dir: Beneath,
     /// Skill folders the read-only tools may reach, nothing may write.
     read_only: Vec<ReadOnlyFolder>,
+    /// agentci's own outputs (canonical where they exist), refused to the tools.
+    own_outputs: Vec<PathBuf>,
 }
 
 /// A skill folder: the path the model is told (a symlink stays a symlink)
@@ -38,6 +53,8 @@ pub struct Workspace {
 struct ReadOnlyFolder {
     given: PathBuf,
     canonical: PathBuf,
+    /// The folder, opened once: its files are opened beneath it.
+    dir: Beneath,
     /// The run's kept tool outputs rather than a skill folder.
     kept_outputs: bool,
 }
@@ -52,10 +69,69 @@ impl Workspace {
     /// A workspace rooted at `root`, which must exist; the root is kept in
     /// canonical form so later prefix checks compare like with like.
     pub fn new(root: &Path) -> io::Result<Self> {
+        let root = root.canonicalize()?;
         Ok(Workspace {
-            root: root.canonicalize()?,
+            root_dir: Beneath::open(&root)?,
+            root,
             read_only: Vec::new(),
+            own_outputs: Vec::new(),
         })
+    }
+
+    /// Refuses `paths` (agentci's own outputs: files or folders, absolute,
+    /// existing or not) to the tools, wherever they are.
+    pub fn with_own_outputs<'p>(mut self, paths: impl IntoIterator<Item = &'p PathBuf>) -> Self {
+        for path in paths {
+            let path = canonical_as_far_as_exists(path);
+            if !self.own_outputs.contains(&path) {
+                self.own_outputs.push(path);
+            }
+        }
+        self
+    }
+
+    /// Whether `abs` (as a walk found it, under the canonical root) is one
+    /// of agentci's own outputs or inside one: walks leave them out. The
+    /// kept outputs, readable on purpose, are not.
+    pub fn is_own_output(&self, abs: &Path) -> bool {
+        self.own_outputs.iter().any(|out| abs.starts_with(out))
+            && !self.read_only.iter().any(|f| abs.starts_with(&f.canonical))
+    }
+
+    /// The opened folder `abs` (a path [`Workspace::resolve`] or
+    /// [`Workspace::resolve_for_reading`] gave) lies beneath, and the path
+    /// beneath it: what the tools open by.
+    pub fn locate(&self, abs: &Path) -> io::Result<(&Beneath, PathBuf)> {
+        let folder = self
+            .read_only
+            .iter()
+            .filter(|f| abs.starts_with(&f.canonical))
+            .max_by_key(|f| f.canonical.as_os_str().len());
+        let (dir, base) = match folder {
+            Some(f) => (&f.dir, &f.canonical),
+            None => (&self.root_dir, &self.root),
+        };
+        let rest = abs
+            .strip_prefix(base)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EXDEV))?;
+        Ok((dir, rest.to_path_buf()))
+    }
+
+    /// Whether something exists at `abs` when looked up beneath the opened
+    /// folder it belongs to, no symlink on the way: a walk that read a
+    /// folder swapped for a symlink finds its names missing here.
+    pub fn exists_beneath(&self, abs: &Path) -> bool {
+        self.locate(abs)
+            .and_then(|(dir, relative)| dir.stat(&relative))
+            .is_ok_and(|found| found.is_some())
+    }
+
+    /// The kept outputs folder at `dir` as the run registered it, opened.
+    pub fn kept_outputs_dir(&self, dir: &Path) -> Option<&Beneath> {
+        self.read_only
+            .iter()
+            .find(|f| f.kept_outputs && (f.given == dir || f.canonical == dir))
+            .map(|f| &f.dir)
     }
 
     /// Adds a skill folder (absolute, existing) that the read-only tools may
@@ -75,6 +151,7 @@ impl Workspace {
         if !self.read_only.iter().any(|f| f.canonical == canonical) {
             self.read_only.push(ReadOnlyFolder {
                 given: dir.to_path_buf(),
+                dir: Beneath::open(&canonical)?,
                 canonical,
                 kept_outputs,
             });
@@ -177,6 +254,13 @@ impl Workspace {
         {
             return Err(self.read_only_error(relative, folder));
         }
+        if let Some(git) = git_folder_of(&path, &self.root) {
+            return Err(PathError(format!(
+                "path `{relative}` is inside `{git}`, git's own files, which the tools only \
+                 read: a line in its config or a hook would run commands; change the repository \
+                 with the git commands the job allows through `exec`"
+            )));
+        }
         Ok(path)
     }
 
@@ -237,6 +321,13 @@ impl Workspace {
                  files; it is not part of the workspace"
             )));
         }
+        if let Some(out) = self.own_outputs.iter().find(|out| path.starts_with(out)) {
+            return Err(PathError(format!(
+                "path `{relative}` is agentci's own output `{}` (the run folder, trace, JUnit, \
+                 patch or result the job names); it is not part of the workspace",
+                self.relative(out)
+            )));
+        }
         Ok(path)
     }
 
@@ -287,6 +378,42 @@ impl Workspace {
             }
         }
         Ok(parts.iter().collect())
+    }
+}
+
+/// The `.git` (folder or file, at any depth) that `path` is or is inside,
+/// relative to `root`.
+fn git_folder_of(path: &Path, root: &Path) -> Option<String> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut seen = PathBuf::new();
+    for component in rest.components() {
+        seen.push(component);
+        if component.as_os_str() == ".git" {
+            return Some(seen.display().to_string());
+        }
+    }
+    None
+}
+
+/// `path` with its longest existing prefix canonical (symlinks resolved)
+/// and the rest as written, so it compares with resolved tool paths.
+fn canonical_as_far_as_exists(path: &Path) -> PathBuf {
+    let path = normalize(path);
+    let mut existing = path.clone();
+    let mut missing: Vec<OsString> = Vec::new();
+    loop {
+        if let Ok(found) = existing.canonicalize() {
+            let mut found = found;
+            found.extend(missing.iter().rev());
+            return found;
+        }
+        match existing.file_name() {
+            Some(name) => missing.push(name.to_os_string()),
+            None => return path,
+        }
+        if !existing.pop() {
+            return path;
+        }
     }
 }
 
@@ -436,5 +563,38 @@ mod tests {
     fn normalizes_lexically() {
         assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
         assert_eq!(normalize(Path::new("a/../../b")), PathBuf::from("../b"));
+    }
+}
+
+#[cfg(test)]
+mod protected_tests {
+    use super::*;
+
+    #[test]
+    fn git_folders_are_read_only_and_own_outputs_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sub/.git")).unwrap();
+        std::fs::create_dir_all(dir.path().join("out/outputs")).unwrap();
+        let ws = Workspace::new(dir.path())
+            .unwrap()
+            .with_kept_outputs(&dir.path().join("out/outputs"))
+            .unwrap()
+            .with_own_outputs(&[dir.path().join("out"), dir.path().join("changes.patch")]);
+        for written in [".git/config", "sub/.git/config", "sub/../.git/x", "wt/.git"] {
+            let err = ws.resolve(written).unwrap_err().to_string();
+            assert!(err.contains("git's own files"), "{written}: {err}");
+            assert!(ws.resolve_for_reading(written).is_ok(), "{written}");
+        }
+        for own in ["out/x.txt", "out", "changes.patch"] {
+            let err = ws.resolve(own).unwrap_err().to_string();
+            assert!(err.contains("agentci's own output"), "{own}: {err}");
+            assert!(ws.resolve_for_reading(own).is_err(), "{own}");
+        }
+        let kept = dir.path().join("out/outputs/tool-1.txt");
+        assert!(ws.resolve_for_reading(&kept.display().to_string()).is_ok());
+        assert!(ws.is_own_output(&ws.root().join("out/trace.jsonl")));
+        assert!(!ws.is_own_output(&ws.root().join("out/outputs/tool-1.txt")));
+        assert!(ws.resolve("src/.gitignore").is_ok());
     }
 }

@@ -3,14 +3,18 @@
 //!
 //! Whole-file writes only; targeted changes are `edit`'s job. Permission
 //! to write is not decided here. The file is replaced, never written in
-//! place (see [`crate::safe_file`]).
+//! place, through the folder's descriptor beneath the workspace (see
+//! [`super::beneath`]), so a folder swapped for a symlink after the path
+//! was checked cannot lead the write out.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{blocking, io_failure, outside, special_file, str_arg};
-use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
+use super::support::{EntryKind, blocking, entry, io_failure, outside, special_file, str_arg};
+use super::{
+    BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace,
+};
 
 pub struct WriteTool {
     spec: ToolSpec,
@@ -71,32 +75,39 @@ impl Tool for WriteTool {
             };
             let shown = ctx.workspace.relative(&resolved);
             let content = str_arg(&args, "content").unwrap_or_default().to_string();
-            blocking(move || write_file(&resolved, &shown, &content)).await
+            let workspace = ctx.workspace.clone();
+            blocking(move || write_file(&workspace, &resolved, &shown, &content)).await
         })
     }
 }
 
-fn write_file(path: &Path, shown: &str, content: &str) -> ToolResult {
-    if shown == "." || path.is_dir() {
-        return ToolResult::failure(
+fn write_file(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> ToolResult {
+    let is_folder = || {
+        ToolResult::failure(
             ToolErrorCode::InvalidArgument,
             format!("`{shown}` is a directory; give the path of a file inside it"),
-        );
+        )
+    };
+    if shown == "." {
+        return is_folder();
     }
-    if let Some(refusal) = special_file(path, shown, "write") {
-        return refusal;
+    let entry = match entry(workspace, path, true) {
+        Ok(entry) => entry,
+        Err(e) => return io_failure("create the directories for", shown, &e),
+    };
+    match entry.kind {
+        EntryKind::Folder => return is_folder(),
+        EntryKind::Special => return special_file(shown, "write"),
+        _ => {}
     }
-    let existed = path.exists();
-    if let Some(parent) = path.parent()
-        && let Err(e) = std::fs::create_dir_all(parent)
-    {
-        return io_failure("create the directories for", shown, &e);
-    }
+    let existed = entry.kind != EntryKind::Missing;
     // A new file renamed over the old one keeps the old one's permission
     // bits, and a hard link to a file outside the workspace is replaced,
     // never written through.
-    let mode = crate::safe_file::permission_bits(path);
-    if let Err(e) = crate::safe_file::replace(path, content.as_bytes(), mode) {
+    if let Err(e) = entry
+        .folder
+        .replace(&entry.name, content.as_bytes(), entry.mode)
+    {
         return io_failure("write", shown, &e);
     }
     let lines = content.lines().count();
