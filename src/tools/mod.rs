@@ -421,7 +421,8 @@ pub(crate) mod support {
         access: &super::FileAccess,
     ) -> Result<std::fs::File, Box<ToolResult>> {
         let file = match entry.kind {
-            EntryKind::Missing => Err(io::Error::from(io::ErrorKind::NotFound)),
+            // The operating system's own words, as a read by path gave them.
+            EntryKind::Missing => Err(io::Error::from_raw_os_error(libc::ENOENT)),
             _ => entry.folder.open_file(&entry.name),
         }
         .map_err(|e| Box::new(io_failure(tool, shown, &e)))?;
