@@ -54,20 +54,64 @@ pub fn is_root() -> bool {
 }
 
 /// A copy of the binary every user can run: the build folder may sit in a
-/// folder only root can enter.
+/// folder only root can enter. One copy per build, in a folder of the
+/// current user's under the temporary folder, reused by later test runs;
+/// copies of older builds are removed once they are an hour old.
 fn shared_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("agentci-bin-")
-            .tempdir()
+        let source = Path::new(env!("CARGO_BIN_EXE_agentci"));
+        let meta = std::fs::metadata(source).unwrap();
+        let modified = meta
+            .modified()
             .unwrap()
-            .keep();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let binary = dir.join("agentci");
-        std::fs::copy(env!("CARGO_BIN_EXE_agentci"), &binary).unwrap();
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = copies_folder();
+        let binary = dir.join(format!("agentci-{}-{modified}", meta.len()));
+        if !binary.exists() {
+            let staged = tempfile::NamedTempFile::new_in(&dir).unwrap();
+            std::fs::copy(source, staged.path()).unwrap();
+            std::fs::set_permissions(staged.path(), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            staged.persist(&binary).unwrap();
+        }
+        remove_old_copies(&dir, &binary);
         binary
     })
+}
+
+/// `agentci-test-bin-UID` in the temporary folder, made 0755 when missing;
+/// a fresh folder when that name is taken by something not ours.
+fn copies_folder() -> PathBuf {
+    // SAFETY: geteuid only reads the calling process's effective user id.
+    let uid = unsafe { libc::geteuid() };
+    let dir = std::env::temp_dir().join(format!("agentci-test-bin-{uid}"));
+    let _ = std::fs::create_dir(&dir);
+    let ours = std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == uid);
+    let dir = if ours {
+        dir
+    } else {
+        tempfile::tempdir().unwrap().keep()
+    };
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn remove_old_copies(dir: &Path, keep: &Path) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < hour_ago);
+        if path != keep && old {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// Give `path` and everything below it to `nobody`.
