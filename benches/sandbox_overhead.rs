@@ -67,6 +67,7 @@ fn runner(workspace: &Path, profile: SandboxProfile, network: bool) -> ProcessRu
         run_id: format!("bench-{}", uuid_like()),
         protected: vec![workspace.join(".agentci/runs/r")],
         masked: Vec::new(),
+        read_denied: Vec::new(),
         read_only: Vec::new(),
         extra_env: Vec::new(),
         secrets: Default::default(),
