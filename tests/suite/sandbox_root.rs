@@ -397,3 +397,32 @@ fn a_missing_seccomp_is_reported_and_can_be_required() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(model.requests().is_empty(), "the model was never called");
 }
+
+/// What the filters must not break: threads (`clone3` answers `ENOSYS`
+/// and libc falls back to `clone`), Node's worker threads, fifos (`mknod`
+/// of a non-device), a new repository committed to, as root and not.
+#[test]
+fn everyday_tools_still_run() {
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        let (_, _, outputs) = attack(
+            &sb,
+            user,
+            &[
+                "/usr/bin/python3 -c \"import threading; t = threading.Thread(target=lambda: print('thread-ok')); t.start(); t.join()\"",
+                "if command -v node >/dev/null; then node -e \"const {Worker} = require('worker_threads'); \
+                 new Worker('console.log(\\\"node-\\\" + (1 + 1))', {eval: true})\"; else echo 'no node here: node-2'; fi",
+                "mkfifo pipe && echo fifo-ok",
+                "git init -q made && cd made && echo x > f && git add f \
+                 && git -c user.name=a -c user.email=a@example.com commit -qm m && echo git-ok",
+            ],
+            "",
+            &[],
+        );
+        let expected = ["thread-ok", "node-2", "fifo-ok", "git-ok"];
+        for (said, expected) in outputs.iter().zip(expected) {
+            assert!(said.contains(expected), "as {}: {said}", user.label());
+        }
+    }
+}
