@@ -1,6 +1,7 @@
 //! The added cost of the sandbox per `exec` call: the median wall time of
 //! running `true` through the run's process runner under `workspace-write`
-//! (namespaces, fresh /proc, read-only binds, Landlock) against the same
+//! (namespaces, fresh /proc, read-only binds and view, Landlock,
+//! capabilities dropped, seccomp filters) against the same
 //! call with `sandbox: off`, and the network namespace's share.
 //!
 //! Run with `cargo bench --bench sandbox_overhead`. Prints figures; asserts nothing.

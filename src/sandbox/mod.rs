@@ -582,6 +582,17 @@ mod tests {
     }
 
     #[test]
+    fn root_keeps_only_the_capabilities_that_write_a_workspace() {
+        // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL, CAP_SETGID, CAP_SETUID.
+        assert_eq!(kept_capabilities(true), 0b1110_1011);
+        // Not CAP_SYS_ADMIN (21), CAP_MKNOD (27), CAP_SYS_PTRACE (19), CAP_NET_RAW (13).
+        for dangerous in [21, 27, 19, 13] {
+            assert_eq!(kept_capabilities(true) & 1 << dangerous, 0);
+        }
+        assert_eq!(kept_capabilities(false), 0);
+    }
+
+    #[test]
     fn off_is_not_degraded_and_missing_features_are_named() {
         let none = Support::default();
         let off = SandboxSpec {
