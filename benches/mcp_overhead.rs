@@ -140,6 +140,7 @@ fn main() {
         run_id: format!("mcp-bench-{}", std::process::id()),
         protected: Vec::new(),
         masked: Vec::new(),
+        read_denied: Vec::new(),
         read_only: Vec::new(),
         extra_env: Vec::new(),
         secrets: Default::default(),

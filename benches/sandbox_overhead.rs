@@ -1,6 +1,7 @@
 //! The added cost of the sandbox per `exec` call: the median wall time of
 //! running `true` through the run's process runner under `workspace-write`
-//! (namespaces, fresh /proc, read-only binds, Landlock) against the same
+//! (namespaces, fresh /proc, read-only binds and view, Landlock,
+//! capabilities dropped, seccomp filters) against the same
 //! call with `sandbox: off`, and the network namespace's share.
 //!
 //! Run with `cargo bench --bench sandbox_overhead`. Prints figures; asserts nothing.
@@ -67,6 +68,7 @@ fn runner(workspace: &Path, profile: SandboxProfile, network: bool) -> ProcessRu
         run_id: format!("bench-{}", uuid_like()),
         protected: vec![workspace.join(".agentci/runs/r")],
         masked: Vec::new(),
+        read_denied: Vec::new(),
         read_only: Vec::new(),
         extra_env: Vec::new(),
         secrets: Default::default(),

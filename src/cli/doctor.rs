@@ -1,5 +1,5 @@
 //! `agentci doctor`: what this machine's kernel can enforce of the sandbox
-//! (Landlock, namespaces, seccomp), and so which protections a job's
+//! (Landlock, namespaces, capabilities, seccomp), and so which protections a job's
 //! `sandbox:` gets here. Prints only; exit 0 whatever it finds.
 
 use std::fmt::Write as _;
@@ -67,14 +67,17 @@ fn report(support: &Support) -> String {
     );
     let _ = writeln!(
         out,
-        "  seccomp:            {} (not used: the network is isolated by a namespace)",
-        yes(support.seccomp)
+        "  uts/ipc namespaces: {}",
+        yes(support.uts_ipc_namespaces)
     );
+    let _ = writeln!(out, "  read-only view:     {}", yes(support.read_only_view));
+    let _ = writeln!(out, "  capabilities:       {}", yes(support.capabilities));
+    let _ = writeln!(out, "  seccomp:            {}", yes(support.seccomp));
     let _ = writeln!(out, "protections of `workspace-write`:");
     for (name, on, what) in enforced(support) {
         let _ = writeln!(
             out,
-            "  {:<14} {}  {what}",
+            "  {:<17} {}  {what}",
             name,
             if on { "enforced" } else { "MISSING " }
         );
@@ -106,6 +109,31 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
             "the checkpoint key reads empty for children (mount namespace)",
         ),
         (
+            "read_denied",
+            s.mount_namespace,
+            "files `read(...)` deny rules cover read empty for children (mount namespace)",
+        ),
+        (
+            "outside_read_only",
+            s.mount_namespace && s.read_only_view,
+            "mode, owner, extended attributes and times outside the writable folders cannot change (read-only mounts)",
+        ),
+        (
+            "capabilities",
+            s.capabilities,
+            "as root, children keep only the capabilities that write a workspace another user owns",
+        ),
+        (
+            "seccomp",
+            s.seccomp,
+            "no device nodes, mounts, ptrace, kernel modules, keyrings, hostname changes or new user namespaces",
+        ),
+        (
+            "hostname_ipc",
+            s.uts_ipc_namespaces,
+            "own hostname and System V IPC: changes stay inside (UTS and IPC namespaces)",
+        ),
+        (
             "network",
             s.network_namespace,
             "no outgoing network unless sandbox.network: true (network namespace with its own loopback)",
@@ -126,6 +154,9 @@ mod tests {
             pid_namespace: true,
             mount_namespace: true,
             network_namespace: true,
+            uts_ipc_namespaces: true,
+            read_only_view: true,
+            capabilities: true,
             seccomp: true,
         };
         insta::assert_snapshot!("doctor_full", report(&full));

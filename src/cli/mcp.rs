@@ -400,6 +400,7 @@ fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
         run_id: format!("mcp-{}", std::process::id()),
         protected: Vec::new(),
         masked: Vec::new(),
+        read_denied: Vec::new(),
         read_only: Vec::new(),
         extra_env: env,
         secrets: Redactor::default(),

@@ -331,6 +331,7 @@ fn assertion_runner(
             report.junit.clone(),
         ],
         masked: Vec::new(),
+        read_denied: Vec::new(),
         read_only: Vec::new(),
         extra_env: [job.resolve_env(lookup).0, own_env.to_vec()].concat(),
         secrets: Redactor::new(secret_values(job, lookup)),

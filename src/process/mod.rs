@@ -95,6 +95,9 @@ pub struct RunnerConfig {
     pub protected: Vec<PathBuf>,
     /// Files children must not read (the checkpoint key): they see them empty.
     pub masked: Vec<PathBuf>,
+    /// Files and folders of the workspace that `read(...)` deny rules
+    /// cover, found at the start: children see them empty.
+    pub read_denied: Vec<PathBuf>,
     /// The workspace's repositories and skill folders, read-only for children.
     pub read_only: Vec<PathBuf>,
     /// Set on top of the scrubbed environment.
@@ -117,6 +120,7 @@ struct Inner {
     /// Removed with the runner, as is the empty file masking files.
     temp: Option<PathBuf>,
     empty_file: Option<PathBuf>,
+    empty_folder: Option<PathBuf>,
     /// Background sessions; killed with the runner at the latest.
     sessions: sessions::Sessions,
 }
@@ -128,6 +132,9 @@ impl Drop for Inner {
         }
         if let Some(empty) = &self.empty_file {
             let _ = std::fs::remove_file(empty);
+        }
+        if let Some(empty) = &self.empty_folder {
+            let _ = std::fs::remove_dir(empty);
         }
     }
 }
@@ -144,6 +151,15 @@ fn empty_file(run_id: &str) -> io::Result<PathBuf> {
         .create_new(true)
         .mode(0o444)
         .open(&path)?;
+    Ok(path)
+}
+
+/// The empty, read-only folder bound over read-denied folders, beside the
+/// empty file.
+fn empty_folder(run_id: &str) -> io::Result<PathBuf> {
+    let path = std::env::temp_dir().join(format!("agentci-{run_id}.empty-folder"));
+    let _ = std::fs::remove_dir(&path);
+    std::fs::DirBuilder::new().mode(0o555).create(&path)?;
     Ok(path)
 }
 
@@ -177,9 +193,13 @@ impl ProcessRunner {
         {
             let _ = std::fs::create_dir_all(folder);
         }
-        let empty_file = match config.masked.is_empty() {
+        let empty_file = match config.masked.is_empty() && config.read_denied.is_empty() {
             true => None,
             false => Some(empty_file(&config.run_id)?),
+        };
+        let empty_folder = match config.read_denied.iter().any(|p| p.is_dir()) {
+            true => Some(empty_folder(&config.run_id)?),
+            false => None,
         };
         let paths = SandboxPaths {
             workspace: config.workspace.clone(),
@@ -188,6 +208,8 @@ impl ProcessRunner {
             protected: config.protected,
             masked: config.masked,
             empty_file: empty_file.clone().unwrap_or_default(),
+            read_denied: config.read_denied,
+            empty_folder: empty_folder.clone().unwrap_or_default(),
             read_only: config.read_only,
         };
         Ok(ProcessRunner {
@@ -197,6 +219,7 @@ impl ProcessRunner {
                 secrets: config.secrets,
                 temp: Some(temp),
                 empty_file,
+                empty_folder,
                 sessions: sessions::Sessions::default(),
             }),
         })
@@ -214,6 +237,7 @@ impl ProcessRunner {
                 secrets,
                 temp: None,
                 empty_file: None,
+                empty_folder: None,
                 sessions: sessions::Sessions::default(),
             }),
         }

@@ -15,6 +15,7 @@ mod git_step;
 mod mcp;
 mod prepare;
 mod provider_setup;
+mod read_denied;
 pub mod resume;
 mod rounds;
 pub mod run;
@@ -166,13 +167,17 @@ pub async fn run_prepared(
         .map(|c| c.key.path().to_path_buf())
         .collect();
     let read_only = read_only_in_workspace(job, workspace.root(), skill, further_skills);
+    let hidden = Hidden {
+        checkpoint_key: masked,
+        read_denied: read_denied_in_workspace(job, workspace.root()),
+    };
     let (processes, secrets, unset_secrets) = start_processes(
         job,
         workspace.root(),
         &paths,
         read_only,
         &options.extra_env,
-        masked,
+        hidden,
     )?;
     let bus = open_bus(
         &paths,
@@ -249,7 +254,7 @@ fn start_processes(
     paths: &RunPaths,
     read_only: Vec<PathBuf>,
     extra_env: &[(String, String)],
-    masked: Vec<PathBuf>,
+    hidden: Hidden,
 ) -> Result<(ProcessRunner, Redactor, Vec<String>), StartError> {
     // Secrets are read once, here: the bus masks them in every event, and
     // children get only the ones the job passes through `env:`.
@@ -267,7 +272,8 @@ fn start_processes(
         workspace: workspace.to_path_buf(),
         run_id: paths.run_id.clone(),
         protected: paths.own_files.clone(),
-        masked,
+        masked: hidden.checkpoint_key,
+        read_denied: hidden.read_denied,
         read_only,
         extra_env: exec_env,
         secrets: secrets.clone(),
@@ -277,6 +283,23 @@ fn start_processes(
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
     });
     Ok((processes, secrets, missing.collect()))
+}
+
+/// What children see empty.
+struct Hidden {
+    checkpoint_key: Vec<PathBuf>,
+    /// What the job's `read(...)` deny rules cover, as found at the start.
+    read_denied: Vec<PathBuf>,
+}
+
+/// The workspace's files that the job's `read(...)` deny rules cover; none
+/// without such rules (the workspace is not walked then).
+fn read_denied_in_workspace(job: &JobSpec, workspace: &Path) -> Vec<PathBuf> {
+    let policy = crate::policy::PermissionPolicy::new(&job.permissions.rules());
+    if policy.denials("read").is_empty() {
+        return Vec::new();
+    }
+    read_denied::read_denied_paths(&policy, workspace)
 }
 
 /// What children may read and not write in the workspace, as found before

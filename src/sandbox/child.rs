@@ -3,8 +3,10 @@
 //! process (init) of its own PID namespace, a fresh `/proc`, read-only bind
 //! mounts over agentci's own files and the workspace's repositories and
 //! skill folders (and the folders above those pinned), an empty file over
-//! each masked one (the checkpoint key), the loopback interface of a private
-//! network namespace, then the Landlock ruleset.
+//! each masked one (the checkpoint key, read-denied files; an empty folder
+//! over read-denied folders), everything but the writable roots read-only,
+//! the loopback interface of a private network namespace, the Landlock
+//! ruleset, the capabilities dropped and, last, the seccomp filters.
 //!
 //! Everything here runs in the forked child of a multi-threaded process, so
 //! it only makes system calls: every path, map and ruleset is built before
@@ -13,9 +15,13 @@
 use std::ffi::CString;
 use std::io;
 
+use std::sync::Arc;
+
 use landlock::{RulesetCreated, RulesetStatus};
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
+
+use super::seccomp::SyscallFilter;
 
 /// Bits of a probe's exit status: which steps failed.
 pub(super) const FAIL_UNSHARE: i32 = 1;
@@ -25,6 +31,9 @@ pub(super) const FAIL_PROC: i32 = 8;
 pub(super) const FAIL_BIND: i32 = 16;
 pub(super) const FAIL_LOOPBACK: i32 = 32;
 pub(super) const FAIL_FORK: i32 = 64;
+pub(super) const FAIL_VIEW: i32 = 128;
+pub(super) const FAIL_CAPABILITIES: i32 = 256;
+pub(super) const FAIL_SECCOMP: i32 = 512;
 
 /// A path made read-only for the child: `source` bound over `path` (itself,
 /// or an empty file over a masked one), with the flags the source's mount
@@ -42,6 +51,12 @@ pub(super) struct ChildSetup {
     /// `/proc/self/{uid,gid}_map` lines, when a user namespace is made (not root).
     pub id_maps: Option<(Vec<u8>, Vec<u8>)>,
     pub mount_proc: bool,
+    /// Everything outside `writable` read-only (`mount_setattr`), so
+    /// `chmod`, `chown`, extended attributes and times of files outside
+    /// fail too (Landlock governs only contents and names).
+    pub read_only_view: bool,
+    /// The writable roots, bound onto themselves and kept writable.
+    pub writable: Vec<CString>,
     /// Folders bound onto themselves, writable as before: a mount point
     /// cannot be renamed or removed, so the read-only paths below them
     /// cannot be moved aside and replaced. Bound before `read_only`.
@@ -53,6 +68,11 @@ pub(super) struct ChildSetup {
     /// joining needs privileges in the namespace's user namespace.
     pub join_network: Option<std::os::fd::RawFd>,
     pub landlock: Option<RulesetCreated>,
+    /// The capabilities the command keeps (a bit per capability); `None`:
+    /// leave them as they are.
+    pub capabilities: Option<u64>,
+    /// The seccomp filters, installed last.
+    pub syscalls: Option<Arc<SyscallFilter>>,
     /// Probe: exit with the failed steps as status instead of running the command.
     pub probe: bool,
 }
@@ -104,12 +124,14 @@ impl ChildSetup {
             }
             if self.namespaces.contains(CloneFlags::CLONE_NEWNS) {
                 failed |= self.mounts();
+                reenter_working_folder();
             }
             if self.loopback_up && !loopback_up() {
                 failed |= FAIL_LOOPBACK;
             }
         }
-        if failed != 0 {
+        // A probe goes on, to find every step that fails.
+        if failed != 0 && !self.probe {
             return self.fail(failed);
         }
         if let Some(ruleset) = self.landlock.take() {
@@ -118,9 +140,25 @@ impl ChildSetup {
                 _ => return Err(io::Error::from_raw_os_error(libc::EPERM)),
             }
         }
+        if let Some(keep) = self.capabilities
+            && !drop_capabilities(keep)
+        {
+            return self.fail(failed | FAIL_CAPABILITIES);
+        }
+        // SAFETY: prctl with constant arguments.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return self.fail(failed | FAIL_CAPABILITIES);
+        }
+        if let Some(filter) = &self.syscalls {
+            for program in &filter.programs {
+                if seccompiler::apply_filter(program).is_err() {
+                    return self.fail(failed | FAIL_SECCOMP);
+                }
+            }
+        }
         if self.probe {
             // SAFETY: _exit is async-signal-safe and ends only this child.
-            unsafe { libc::_exit(0) }
+            unsafe { libc::_exit(failed) }
         }
         Ok(())
     }
@@ -157,6 +195,9 @@ impl ChildSetup {
                 failed |= FAIL_PROC;
             }
         }
+        if self.read_only_view {
+            failed |= self.read_only_view();
+        }
         for path in &self.pinned {
             let path = path.as_c_str();
             if mount(
@@ -188,6 +229,137 @@ impl ChildSetup {
             }
         }
         failed
+    }
+}
+
+impl ChildSetup {
+    /// Bind each writable root onto itself, make every mount read-only,
+    /// then the writable roots writable again.
+    fn read_only_view(&self) -> i32 {
+        let none: Option<&std::ffi::CStr> = None;
+        for root in &self.writable {
+            let root = root.as_c_str();
+            let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+            if mount(Some(root), root, none, flags, none).is_err() {
+                return FAIL_VIEW;
+            }
+        }
+        if !set_read_only(c"/", true, true) {
+            return FAIL_VIEW;
+        }
+        for root in &self.writable {
+            // A read-only mount inside a writable root that a user
+            // namespace locked cannot be cleared; then the root alone.
+            if !set_read_only(root, false, true) && !set_read_only(root, false, false) {
+                return FAIL_VIEW;
+            }
+        }
+        0
+    }
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Make the mount at `path` (and with `recursive` every one below it)
+/// read-only, or writable again.
+fn set_read_only(path: &std::ffi::CStr, read_only: bool, recursive: bool) -> bool {
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: a valid C string and a correctly sized, initialised struct.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) == 0
+    }
+}
+
+/// The working folder was entered (by `spawn`) before the mounts: enter it
+/// again by its path, so it is the one on top (a writable root's own bind,
+/// not the read-only mount beneath it). No allocation: a stack buffer.
+fn reenter_working_folder() {
+    let mut buffer = [0u8; libc::PATH_MAX as usize];
+    // SAFETY: getcwd writes at most the buffer's length, NUL-terminated;
+    // chdir reads that string.
+    unsafe {
+        if !libc::getcwd(buffer.as_mut_ptr().cast(), buffer.len()).is_null() {
+            libc::chdir(buffer.as_ptr().cast());
+        }
+    }
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3` and its structures (`capget(2)`).
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapabilityHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapabilityData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Keep only the capabilities in `keep` (a bit each): the inheritable set
+/// first (as root, what survives `exec` is the inheritable set and the
+/// bounding set), then every capability out of the bounding set and the
+/// ambient set, then effective and permitted down to `keep`.
+fn drop_capabilities(keep: u64) -> bool {
+    let mut header = CapabilityHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapabilityData::default(); 2];
+    // SAFETY: capget/capset with a version-3 header and two data entries;
+    // prctl with plain integers.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) != 0 {
+            return false;
+        }
+        let halves = [keep as u32, (keep >> 32) as u32];
+        for (entry, half) in data.iter_mut().zip(halves) {
+            entry.inheritable = half & entry.permitted;
+        }
+        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
+            return false;
+        }
+        for capability in 0..64 {
+            let done = libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) == 0;
+            if !done && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                return false;
+            }
+        }
+        let ambient = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+        libc::prctl(libc::PR_CAP_AMBIENT, ambient, 0, 0, 0);
+        for entry in &mut data {
+            entry.effective = entry.inheritable;
+            entry.permitted = entry.inheritable;
+        }
+        libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) == 0
     }
 }
 

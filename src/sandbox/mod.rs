@@ -23,7 +23,15 @@
 //!   killed) the kernel kills everything it started, `setsid` or not;
 //! - has no network unless `sandbox.network: true`: a private network
 //!   namespace with only its own loopback (a test server the command starts
-//!   works; the host's, including its 127.0.0.1, is unreachable).
+//!   works; the host's, including its 127.0.0.1, is unreachable);
+//! - cannot read the workspace's files that `read(...)` deny rules cover:
+//!   an empty file or folder bound over each found at the start;
+//! - has no power over the machine, even as root: its own UTS and IPC
+//!   namespaces, every mount but the writable roots read-only (Landlock
+//!   does not govern mode, owner, extended attributes or times), no new
+//!   privileges, an empty capability bounding set and only the capabilities
+//!   that write a workspace another user owns ([`kept_capabilities`]), and
+//!   a seccomp filter ([`seccomp`]).
 //!
 //! As root these namespaces are made directly; otherwise inside a user
 //! namespace. What the kernel cannot do is reported once per run
@@ -33,11 +41,13 @@
 mod child;
 mod config;
 pub mod probe;
+mod seccomp;
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
@@ -52,6 +62,8 @@ pub use probe::{Support, support};
 
 use crate::event::SandboxReport;
 use child::{ChildSetup, ReadOnlyBind};
+pub use seccomp::FilterError;
+use seccomp::SyscallFilter;
 
 /// Device files every profile may write (shells redirect to `/dev/null`).
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
@@ -69,6 +81,11 @@ pub struct Sandbox {
     /// Files children see empty, and the empty file bound over them.
     masked: Vec<PathBuf>,
     empty_file: PathBuf,
+    /// Read-denied files and folders, masked by `empty_file` or `empty_folder`.
+    read_denied: Vec<PathBuf>,
+    empty_folder: PathBuf,
+    /// The seccomp filters, compiled once for every child.
+    syscalls: Option<Arc<SyscallFilter>>,
     /// The folders above the repositories and skill folders, pinned in place.
     pinned: Vec<PathBuf>,
     report: SandboxReport,
@@ -91,6 +108,12 @@ pub struct SandboxPaths {
     pub masked: Vec<PathBuf>,
     /// An empty file, outside every folder children may write.
     pub empty_file: PathBuf,
+    /// Files and folders in the workspace that a `read(...)` deny rule
+    /// covers, found at the start of the run: children see them empty.
+    pub read_denied: Vec<PathBuf>,
+    /// An empty folder, outside every folder children may write, bound
+    /// over read-denied folders.
+    pub empty_folder: PathBuf,
     /// Paths in the workspace children may read and not write, as they are
     /// (not their top entry, as for `protected`): the workspace's `.git`
     /// entries and skill folders found at the start of the run.
@@ -116,14 +139,29 @@ impl Sandbox {
         let network = (isolate && support.root && support.network_namespace)
             .then(run_network_namespace)
             .and_then(Result::ok);
+        // Built before any fork: the child only installs it. A filter that
+        // does not build is a bug; the run goes on without it, and says so.
+        let syscalls = (support.seccomp && spec.profile != SandboxProfile::Off)
+            .then(SyscallFilter::new)
+            .and_then(Result::ok)
+            .map(Arc::new);
+        let mut support = support;
+        support.seccomp &= syscalls.is_some();
+        let hides = Hides {
+            checkpoint_key: !paths.masked.is_empty(),
+            read_denied: !paths.read_denied.is_empty(),
+        };
         Sandbox {
-            report: report(spec, &support, !paths.masked.is_empty()),
+            report: report(spec, &support, hides),
             spec,
             support,
             writable,
             protected,
             masked: paths.masked.clone(),
             empty_file: paths.empty_file.clone(),
+            read_denied: paths.read_denied.clone(),
+            empty_folder: paths.empty_folder.clone(),
+            syscalls,
             pinned,
             network,
         }
@@ -163,6 +201,9 @@ impl Sandbox {
         if isolate_network && join_network.is_none() {
             namespaces |= CloneFlags::CLONE_NEWNET;
         }
+        if s.uts_ipc_namespaces {
+            namespaces |= CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
+        }
         if !namespaces.is_empty() && !s.root {
             namespaces |= CloneFlags::CLONE_NEWUSER;
         }
@@ -170,29 +211,52 @@ impl Sandbox {
             true => self.pinned.iter().map(|p| c_path(p)).collect(),
             false => Ok(Vec::new()),
         }?;
-        let read_only = if s.mount_namespace {
-            let protected = self.protected.iter().map(|p| (p, p));
-            // After the protected paths: a masked file may lie below one.
-            let masked = self.masked.iter().map(|p| (&self.empty_file, p));
-            protected
-                .chain(masked)
-                .filter(|(source, target)| source.exists() && target.exists())
-                .map(|(source, target)| read_only_bind(source, target))
-                .collect::<io::Result<Vec<_>>>()?
-        } else {
-            Vec::new()
+        let read_only = match s.mount_namespace {
+            true => self.read_only_binds()?,
+            false => Vec::new(),
+        };
+        let read_only_view = s.mount_namespace && s.read_only_view;
+        let writable = match read_only_view {
+            true => self
+                .writable
+                .iter()
+                .filter(|p| p.is_dir())
+                .map(|p| c_path(p))
+                .collect::<io::Result<Vec<_>>>()?,
+            false => Vec::new(),
         };
         Ok(ChildSetup {
             namespaces,
             id_maps: namespaces.contains(CloneFlags::CLONE_NEWUSER).then(id_maps),
             mount_proc: s.pid_namespace,
+            read_only_view,
+            writable,
             pinned,
             read_only,
             loopback_up: isolate_network && join_network.is_none(),
             join_network: join_network.filter(|_| isolate_network),
             landlock: self.landlock(!self.spec.network && !isolate_network)?,
+            capabilities: s.capabilities.then(|| kept_capabilities(s.root)),
+            syscalls: self.syscalls.clone(),
             probe: false,
         })
+    }
+
+    /// The read-only binds: agentci's own paths, the repositories and skill
+    /// folders, then the masks (a masked file may lie below one of those).
+    fn read_only_binds(&self) -> io::Result<Vec<ReadOnlyBind>> {
+        let protected = self.protected.iter().map(|p| (p, p));
+        let masked = self.masked.iter().map(|p| (&self.empty_file, p));
+        let denied = self.read_denied.iter().map(|p| match p.is_dir() {
+            true => (&self.empty_folder, p),
+            false => (&self.empty_file, p),
+        });
+        protected
+            .chain(masked)
+            .chain(denied)
+            .filter(|(source, target)| source.exists() && target.exists())
+            .map(|(source, target)| read_only_bind(source, target))
+            .collect()
     }
 
     /// The Landlock ruleset: read and run everything, write only in
@@ -249,9 +313,54 @@ fn run_network_namespace() -> io::Result<OwnedFd> {
     .map_err(|_| io::Error::other("the network namespace thread panicked"))?
 }
 
-/// What `spec` gets on a machine with `support`; `masked`: the run has
-/// files to hide from children (the checkpoint key).
-fn report(spec: SandboxSpec, support: &Support, masked: bool) -> SandboxReport {
+/// What a run has to hide from children, besides agentci's own files.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hides {
+    /// The checkpoint key.
+    checkpoint_key: bool,
+    /// Files a `read(...)` deny rule covers.
+    read_denied: bool,
+}
+
+/// The capabilities a root child keeps, each for writing a workspace that
+/// another user owns (a checkout made by the runner's user, a volume
+/// mounted into a container): `CAP_DAC_OVERRIDE` to open, create and
+/// remove its files, `CAP_FOWNER` to change their mode and times (`chmod
+/// +x`, `touch`, `cp -p`, git setting the executable bit), `CAP_CHOWN` for
+/// the tools that give a file its owner back (`tar -x`, `cp -a`, npm as
+/// root); and `CAP_SETUID`/`CAP_SETGID` for those that drop to another user
+/// (npm runs scripts as the folder's owner, apt as `_apt`), `CAP_KILL` to
+/// stop such a child (the PID namespace and Landlock's signal scope keep
+/// signals inside). Every other capability is gone: no device nodes, raw
+/// sockets, mounts, modules, kernel log, ptrace, clock or resource limits;
+/// what these five still reach outside the writable roots, the read-only
+/// view and Landlock stop. A child that is not root keeps none.
+fn kept_capabilities(root: bool) -> u64 {
+    if !root {
+        return 0;
+    }
+    // Their numbers, from <linux/capability.h>.
+    const CAP_CHOWN: u32 = 0;
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    const CAP_FOWNER: u32 = 3;
+    const CAP_KILL: u32 = 5;
+    const CAP_SETGID: u32 = 6;
+    const CAP_SETUID: u32 = 7;
+    [
+        CAP_CHOWN,
+        CAP_DAC_OVERRIDE,
+        CAP_FOWNER,
+        CAP_KILL,
+        CAP_SETGID,
+        CAP_SETUID,
+    ]
+    .iter()
+    .fold(0, |mask, &cap| mask | 1u64 << cap)
+}
+
+/// What `spec` gets on a machine with `support`, for a run that has
+/// `hides` to hide from children.
+fn report(spec: SandboxSpec, support: &Support, hides: Hides) -> SandboxReport {
     let mut report = SandboxReport {
         profile: spec.profile.as_str().to_string(),
         network: spec.network,
@@ -272,9 +381,19 @@ fn report(spec: SandboxSpec, support: &Support, masked: bool) -> SandboxReport {
     note(support.landlock_abi > 0, "filesystem");
     note(support.pid_namespace, "processes");
     note(support.mount_namespace, "run_folder");
-    if masked {
+    if hides.checkpoint_key {
         note(support.mount_namespace, "checkpoint_key");
     }
+    if hides.read_denied {
+        note(support.mount_namespace, "read_denied");
+    }
+    note(
+        support.mount_namespace && support.read_only_view,
+        "outside_read_only",
+    );
+    note(support.capabilities, "capabilities");
+    note(support.seccomp, "seccomp");
+    note(support.uts_ipc_namespaces, "hostname_ipc");
     if !spec.network {
         note(support.network_namespace, "network");
     }
@@ -312,6 +431,21 @@ pub fn missing_reason(name: &str) -> &'static str {
         "checkpoint_key" => {
             "no mount namespace: children can read the checkpoint key, so a command the model \
              runs could forge a checkpoint that `agentci run --resume` accepts"
+        }
+        "read_denied" => {
+            "no mount namespace: children can read the files `read(...)` deny rules cover"
+        }
+        "outside_read_only" => {
+            "no read-only view (mount_setattr, Linux 5.12+): children can change the mode, owner, \
+             extended attributes and times of files outside the workspace that they own (as root: any)"
+        }
+        "capabilities" => "children run as root keep every capability",
+        "seccomp" => {
+            "no seccomp filter: children can make device nodes, mount, trace processes, load \
+             kernel code and make user namespaces as far as their capabilities let them"
+        }
+        "hostname_ipc" => {
+            "no UTS and IPC namespaces: children share the host's hostname and System V IPC"
         }
         "network" => {
             "no network namespace: outgoing connections are not blocked (TCP only, with Landlock ABI 4+)"
@@ -448,20 +582,46 @@ mod tests {
     }
 
     #[test]
+    fn root_keeps_only_the_capabilities_that_write_a_workspace() {
+        // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL, CAP_SETGID, CAP_SETUID.
+        assert_eq!(kept_capabilities(true), 0b1110_1011);
+        // Not CAP_SYS_ADMIN (21), CAP_MKNOD (27), CAP_SYS_PTRACE (19), CAP_NET_RAW (13).
+        for dangerous in [21, 27, 19, 13] {
+            assert_eq!(kept_capabilities(true) & 1 << dangerous, 0);
+        }
+        assert_eq!(kept_capabilities(false), 0);
+    }
+
+    #[test]
     fn off_is_not_degraded_and_missing_features_are_named() {
         let none = Support::default();
         let off = SandboxSpec {
             profile: SandboxProfile::Off,
             ..SandboxSpec::default()
         };
-        assert!(report(off, &none, true).missing.is_empty());
-        let r = report(SandboxSpec::default(), &none, false);
+        let all = Hides {
+            checkpoint_key: true,
+            read_denied: true,
+        };
+        assert!(report(off, &none, all).missing.is_empty());
+        let r = report(SandboxSpec::default(), &none, Hides::default());
         assert_eq!(
             r.missing,
-            ["filesystem", "processes", "run_folder", "network"]
+            [
+                "filesystem",
+                "processes",
+                "run_folder",
+                "outside_read_only",
+                "capabilities",
+                "seccomp",
+                "hostname_ipc",
+                "network"
+            ]
         );
-        // Without a mount namespace the checkpoint key is readable, and said so.
-        let r = report(SandboxSpec::default(), &none, true);
+        // Without a mount namespace the checkpoint key and the read-denied
+        // files are readable, and said so.
+        let r = report(SandboxSpec::default(), &none, all);
+        assert!(r.missing.contains(&"read_denied".to_string()));
         assert!(r.missing.contains(&"checkpoint_key".to_string()));
         let message = degraded_message(&r).unwrap();
         assert!(
@@ -473,7 +633,7 @@ mod tests {
             ..SandboxSpec::default()
         };
         assert!(
-            !report(with_net, &none, false)
+            !report(with_net, &none, Hides::default())
                 .missing
                 .contains(&"network".to_string())
         );

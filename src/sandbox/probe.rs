@@ -3,7 +3,7 @@
 //! starting `/bin/true` in a trial sandbox that reports which steps failed.
 //!
 //! `AGENTCI_TEST_SANDBOX_UNSUPPORTED` (a comma-separated list of `landlock`,
-//! `namespaces`, `network`) pretends features are missing; it exists for
+//! `namespaces`, `network`, `seccomp`) pretends features are missing; it exists for
 //! tests of the degraded path, and can only take protection away.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -13,9 +13,10 @@ use nix::sched::CloneFlags;
 use serde::Serialize;
 
 use super::child::{
-    ChildSetup, FAIL_BIND, FAIL_FORK, FAIL_LOOPBACK, FAIL_PRIVATE, FAIL_PROC, FAIL_UNSHARE,
-    FAIL_USER_MAP,
+    ChildSetup, FAIL_BIND, FAIL_CAPABILITIES, FAIL_FORK, FAIL_LOOPBACK, FAIL_PRIVATE, FAIL_PROC,
+    FAIL_SECCOMP, FAIL_UNSHARE, FAIL_USER_MAP, FAIL_VIEW,
 };
+use super::seccomp::SyscallFilter;
 
 /// The test switch that pretends features are missing.
 pub const PRETEND_UNSUPPORTED_ENV: &str = "AGENTCI_TEST_SANDBOX_UNSUPPORTED";
@@ -35,7 +36,13 @@ pub struct Support {
     pub mount_namespace: bool,
     /// A private network namespace with its own loopback.
     pub network_namespace: bool,
-    /// The kernel has seccomp filters (reported; isolation uses namespaces).
+    /// Private UTS and IPC namespaces (hostname, System V IPC).
+    pub uts_ipc_namespaces: bool,
+    /// Everything but the writable roots read-only (`mount_setattr`).
+    pub read_only_view: bool,
+    /// The capability bounding set can be emptied.
+    pub capabilities: bool,
+    /// The sandbox's seccomp filters can be installed.
     pub seccomp: bool,
 }
 
@@ -64,10 +71,18 @@ fn probe() -> Support {
             landlock_abi()
         },
         root,
-        seccomp: seccomp_available(),
+        seccomp: seccomp_available() && !missing("seccomp"),
+        capabilities: true,
         ..Support::default()
     };
+    let syscalls = support
+        .seccomp
+        .then(SyscallFilter::new)
+        .and_then(Result::ok);
     if missing("namespaces") {
+        let failed = trial(CloneFlags::empty(), syscalls);
+        support.capabilities = failed & FAIL_CAPABILITIES == 0;
+        support.seccomp &= failed & FAIL_SECCOMP == 0;
         return support;
     }
     let user = if root {
@@ -76,21 +91,32 @@ fn probe() -> Support {
         CloneFlags::CLONE_NEWUSER
     };
     let all = user | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-    let mut failed = trial(all | CloneFlags::CLONE_NEWNET);
+    let host = CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
+    let mut failed = trial(all | host | CloneFlags::CLONE_NEWNET, syscalls.clone());
     let network = failed & (FAIL_UNSHARE | FAIL_USER_MAP | FAIL_LOOPBACK) == 0;
     if failed & FAIL_UNSHARE != 0 {
-        failed = trial(all);
+        failed = trial(all | host, syscalls.clone());
+    }
+    support.uts_ipc_namespaces = failed & FAIL_UNSHARE == 0;
+    if failed & FAIL_UNSHARE != 0 {
+        failed = trial(all, syscalls);
     }
     let namespaces = failed & (FAIL_UNSHARE | FAIL_USER_MAP) == 0;
+    support.uts_ipc_namespaces &= namespaces;
     support.user_namespaces = !root && namespaces;
     support.mount_namespace = namespaces && failed & (FAIL_PRIVATE | FAIL_BIND) == 0;
     support.pid_namespace = support.mount_namespace && failed & (FAIL_FORK | FAIL_PROC) == 0;
+    support.read_only_view = support.mount_namespace && failed & FAIL_VIEW == 0;
     support.network_namespace = network && !missing("network");
+    // Steps after the namespaces: known only if the trial got that far.
+    let reached = failed & (FAIL_UNSHARE | FAIL_USER_MAP | FAIL_FORK) == 0;
+    support.capabilities = reached && failed & FAIL_CAPABILITIES == 0;
+    support.seccomp &= reached && failed & (FAIL_CAPABILITIES | FAIL_SECCOMP) == 0;
     support
 }
 
 /// Run `/bin/true` in a trial sandbox with `namespaces`; the steps that failed.
-fn trial(namespaces: CloneFlags) -> i32 {
+fn trial(namespaces: CloneFlags, syscalls: Option<SyscallFilter>) -> i32 {
     let Ok(bind) = super::read_only_bind(&std::env::temp_dir(), &std::env::temp_dir()) else {
         return FAIL_BIND;
     };
@@ -100,11 +126,15 @@ fn trial(namespaces: CloneFlags) -> i32 {
             .contains(CloneFlags::CLONE_NEWUSER)
             .then(super::id_maps),
         mount_proc: true,
+        read_only_view: true,
+        writable: Vec::new(),
         pinned: Vec::new(),
         read_only: vec![bind],
         loopback_up: namespaces.contains(CloneFlags::CLONE_NEWNET),
         join_network: None,
         landlock: None,
+        capabilities: Some(0),
+        syscalls: syscalls.map(std::sync::Arc::new),
         probe: true,
     };
     let mut command = std::process::Command::new("/bin/true");

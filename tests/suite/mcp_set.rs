@@ -245,6 +245,7 @@ fn servers_started_through_a_sandboxed_runner_work_and_get_its_environment() {
         run_id: format!("mcp-set-test-{}", std::process::id()),
         protected: Vec::new(),
         masked: Vec::new(),
+        read_denied: Vec::new(),
         read_only: Vec::new(),
         extra_env: vec![("JOB_VAR".to_string(), "from the job".to_string())],
         secrets: Default::default(),
