@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use globset::GlobMatcher;
 use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
 
 use super::attempt::{AttemptPlan, AttemptSettings, run_attempt};
 use super::results::{AttemptResult, CaseResult, Outcome, Results, SuiteResult};
@@ -189,11 +190,18 @@ pub async fn run_eval(
     observer.planned(jobs.len(), kept);
 
     let permits = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
+    let mut turn: Option<oneshot::Receiver<()>> = None;
     let handles: Vec<_> = jobs
         .into_iter()
         .map(|(slot, job)| {
             let plan = job.plan.clone();
-            let handle = spawn_attempt(&suites, &permits, &observer, job);
+            let (started, next_turn) = oneshot::channel();
+            let queue = Queue {
+                permits: Arc::clone(&permits),
+                turn: turn.replace(next_turn),
+                started,
+            };
+            let handle = spawn_attempt(&suites, queue, &observer, job);
             (slot, plan, handle)
         })
         .collect();
@@ -283,28 +291,52 @@ fn plan(suites: &[SuiteSpec], options: &EvalOptions, repeat: u32) -> Planned {
     Planned { slots, done, jobs }
 }
 
+/// An attempt's place in the queue for a `--jobs` permit. Attempts take
+/// permits in the order the plan lists them: each waits until the one
+/// before it has its permit (the semaphore is first come, first served),
+/// so `--jobs 1` runs cases in the suite's order however the runtime
+/// schedules the tasks.
+struct Queue {
+    permits: Arc<tokio::sync::Semaphore>,
+    /// Closed once the attempt before this one holds its permit or ended.
+    turn: Option<oneshot::Receiver<()>>,
+    /// Closed once this attempt holds its permit, for the next one.
+    started: oneshot::Sender<()>,
+}
+
 /// Runs one attempt on the runtime once a `--jobs` permit is free; `None`
 /// when a signal came first and the attempt never started.
 fn spawn_attempt(
     suites: &Arc<Vec<SuiteSpec>>,
-    permits: &Arc<tokio::sync::Semaphore>,
+    queue: Queue,
     observer: &Arc<dyn EvalObserver>,
     job: Job,
 ) -> tokio::task::JoinHandle<Option<AttemptResult>> {
-    let (suites, permits, settings, observer) = (
+    let (suites, settings, observer) = (
         Arc::clone(suites),
-        Arc::clone(permits),
         Arc::clone(&job.settings),
         Arc::clone(observer),
     );
     let cancel = settings.cancel.clone();
     tokio::spawn(async move {
+        let Queue {
+            permits,
+            turn,
+            started,
+        } = queue;
         // `None`: a signal came first, the attempt never started.
         let _permit = tokio::select! {
             biased;
             _ = cancel.cancelled() => return None,
-            permit = permits.acquire_owned() => permit.ok(),
+            permit = async {
+                if let Some(turn) = turn {
+                    // An error only says the attempt before ended: the turn is ours.
+                    let _ = turn.await;
+                }
+                permits.acquire_owned().await
+            } => permit.ok(),
         };
+        drop(started);
         let suite = &suites[job.suite];
         let case = &suite.cases[job.case];
         observer.started(&suite.name, &job.label, job.plan.attempt);
