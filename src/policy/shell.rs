@@ -47,6 +47,20 @@ fn runs_a_script_file(program: &str, args: &[String]) -> bool {
     SHELLS.contains(&program) && args.first().is_some_and(|first| !first.starts_with('-'))
 }
 
+/// `find`'s actions that run the command written after them.
+const FIND_ACTIONS_THAT_RUN: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+
+/// Whether `program` with `args` runs another command: a wrapper (a shell
+/// given a script file aside), or `find` with an action that runs one.
+fn runs_another_command(program: &str, args: &[String]) -> bool {
+    if program == "find" {
+        return args
+            .iter()
+            .any(|arg| FIND_ACTIONS_THAT_RUN.contains(&arg.as_str()));
+    }
+    WRAPPERS.contains(&program) && !runs_a_script_file(program, args)
+}
+
 /// A command line as bash will run it.
 #[derive(Debug, Default)]
 pub struct ShellLine {
@@ -589,7 +603,7 @@ impl Walker<'_> {
                 .map(|w| w.value.clone().unwrap_or_else(|| w.raw.clone()))
                 .collect();
             deny_forms.push(join(&base, &plain));
-            if WRAPPERS.contains(&base.as_str()) && !runs_a_script_file(&base, &plain) {
+            if runs_another_command(&base, &plain) {
                 if opaque.is_none() && CODE_RUNNERS.contains(&base.as_str()) {
                     opaque = Some(format!("`{base}` runs a string as commands"));
                 }
