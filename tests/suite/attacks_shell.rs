@@ -309,6 +309,52 @@ fn find_actions_that_run_commands_are_judged_by_the_command_they_run() {
     }
 }
 
+// Regression: deny rules looked past a fixed list of wrappers only, so
+// `taskset`, `prlimit`, `setpriv`, `script -c`, `fakeroot` and `capsh`
+// ran `rm` past `exec(rm *)`.
+#[test]
+fn deny_rules_see_through_more_programs_that_run_a_command() {
+    let lines = [
+        "taskset 1 rm victim-0.txt",
+        "prlimit rm victim-1.txt",
+        "setpriv rm victim-2.txt",
+        "script -qc 'rm victim-3.txt' /dev/null",
+        "fakeroot rm victim-4.txt",
+        "capsh -- -c 'rm victim-5.txt'",
+    ];
+    let victims: Vec<String> = (0..lines.len())
+        .map(|i| format!("victim-{i}.txt"))
+        .collect();
+    for user in RunAs::each() {
+        let calls = ids("wrapped", lines);
+        let (sb, trace, requests) = run_calls_as(
+            user,
+            r#"  default: deny
+  allow: [exec]
+  deny: ["exec(rm *)"]"#,
+            &victims,
+            &calls,
+        );
+        let label = user.label();
+        let gone: Vec<&String> = victims
+            .iter()
+            .filter(|v| !sb.workspace().join(v).exists())
+            .collect();
+        assert!(
+            gone.is_empty(),
+            "as {label}, a wrapper got through: {gone:?}"
+        );
+        for (id, line) in &calls {
+            let (decision, rule, _) = outcome(&trace, &requests, id);
+            assert_eq!(decision, "deny", "as {label}, {line}: {rule}");
+            assert!(
+                rule.starts_with("deny: exec(rm *)"),
+                "as {label}, {line}: {rule}"
+            );
+        }
+    }
+}
+
 /// Lines whose code hides in a value bash evaluates: an array subscript in
 /// a name reached by indirection, a substring offset, `@P`, or a name given
 /// to `printf -v`, `test -v` or `read`. Each would create the marker `m`.
