@@ -55,17 +55,55 @@ pub fn is_root() -> bool {
 
 /// A copy of the binary every user can run: the build folder may sit in a
 /// folder only root can enter.
+///
+/// Regression: every test process made a new copy (hundreds of megabytes
+/// for a debug build) and kept it, until the disk was full. Now each build
+/// folder has one folder of copies, holding only the copy of the newest
+/// build, which every test process of that build reuses.
 fn shared_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("agentci-bin-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let binary = dir.join("agentci");
-        std::fs::copy(env!("CARGO_BIN_EXE_agentci"), &binary).unwrap();
+        use std::hash::{Hash, Hasher};
+        use std::os::unix::fs::MetadataExt;
+        let built = Path::new(env!("CARGO_BIN_EXE_agentci"));
+        let meta = std::fs::metadata(built).unwrap();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        built.hash(&mut hasher);
+        let dir = std::env::temp_dir().join(format!("agentci-bin-{:016x}", hasher.finish()));
+        if std::fs::create_dir(&dir).is_ok() {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let dir_meta = std::fs::symlink_metadata(&dir).unwrap();
+        // SAFETY: geteuid only reads the calling process's effective user id.
+        let me = unsafe { libc::geteuid() };
+        assert!(
+            dir_meta.is_dir() && dir_meta.uid() == me,
+            "{} is not a folder of this user's",
+            dir.display()
+        );
+        let name = format!(
+            "agentci-{}-{}-{}",
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        );
+        let binary = dir.join(&name);
+        if !binary.exists() {
+            // Copied aside and renamed, so a test process starting at the
+            // same time never runs a half-written binary.
+            let staged = tempfile::NamedTempFile::new_in(&dir).unwrap();
+            std::fs::copy(built, staged.path()).unwrap();
+            std::fs::set_permissions(staged.path(), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            staged.persist(&binary).unwrap();
+        }
+        // Copies of older builds go (a process still running one keeps it).
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let other = entry.file_name();
+            if other != name.as_str() && other.to_string_lossy().starts_with("agentci-") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
         binary
     })
 }
