@@ -21,11 +21,15 @@ mod evaluated;
 /// string as code). An allow rule naming the outer program would vouch for
 /// whatever it runs, so under an allow rule a line using one is refused;
 /// a deny rule looks at every word after them.
+#[rustfmt::skip] // one long list, kept compact
 pub const WRAPPERS: &[&str] = &[
     "command", "builtin", "exec", "env", "eval", "xargs", "sudo", "doas", "su", "nohup", "timeout",
     "nice", "ionice", "stdbuf", "setsid", "time", "chroot", "unshare", "nsenter", "flock", "watch",
     "strace", "ltrace", "busybox", "source", ".", "trap", "sh", "bash", "dash", "zsh", "ksh",
-    "fish",
+    "fish", "taskset", "chrt", "prlimit", "setpriv", "runuser", "sg", "script", "parallel",
+    "fakeroot", "faketime", "valgrind", "xvfb-run", "dbus-run-session", "unbuffer", "rlwrap",
+    "pkexec", "systemd-run", "bwrap", "firejail", "proot", "capsh", "numactl", "catchsegv",
+    "flatpak-spawn",
 ];
 
 /// Programs that run a string as shell code: a deny rule cannot see what
@@ -33,7 +37,7 @@ pub const WRAPPERS: &[&str] = &[
 /// with an argument exists.
 const CODE_RUNNERS: &[&str] = &[
     "eval", "source", ".", "sh", "bash", "dash", "zsh", "ksh", "fish", "trap", "watch", "su",
-    "busybox",
+    "busybox", "sg", "script", "parallel", "capsh",
 ];
 
 /// The shells among [`WRAPPERS`]: given a script file (`sh scripts/x.sh`),
@@ -45,6 +49,20 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "fish"];
 /// option (`-c`, `-s`, `-`) and not absent (reading commands from stdin).
 fn runs_a_script_file(program: &str, args: &[String]) -> bool {
     SHELLS.contains(&program) && args.first().is_some_and(|first| !first.starts_with('-'))
+}
+
+/// `find`'s actions that run the command written after them.
+const FIND_ACTIONS_THAT_RUN: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+
+/// Whether `program` with `args` runs another command: a wrapper (a shell
+/// given a script file aside), or `find` with an action that runs one.
+fn runs_another_command(program: &str, args: &[String]) -> bool {
+    if program == "find" {
+        return args
+            .iter()
+            .any(|arg| FIND_ACTIONS_THAT_RUN.contains(&arg.as_str()));
+    }
+    WRAPPERS.contains(&program) && !runs_a_script_file(program, args)
 }
 
 /// A command line as bash will run it.
@@ -589,7 +607,7 @@ impl Walker<'_> {
                 .map(|w| w.value.clone().unwrap_or_else(|| w.raw.clone()))
                 .collect();
             deny_forms.push(join(&base, &plain));
-            if WRAPPERS.contains(&base.as_str()) && !runs_a_script_file(&base, &plain) {
+            if runs_another_command(&base, &plain) {
                 if opaque.is_none() && CODE_RUNNERS.contains(&base.as_str()) {
                     opaque = Some(format!("`{base}` runs a string as commands"));
                 }

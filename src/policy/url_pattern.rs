@@ -87,7 +87,7 @@ impl UrlGlob {
             scheme,
             host: host.split('.').map(str::to_string).collect(),
             port,
-            path: path.split('/').skip(1).map(str::to_string).collect(),
+            path: segments(path),
         })
     }
 
@@ -105,7 +105,8 @@ impl UrlGlob {
             PortGlob::Exact(p) => url.port() == Some(p),
         };
         let labels: Vec<&str> = host.split('.').collect();
-        let segments: Vec<&str> = url.path().split('/').skip(1).collect();
+        let segments = segments(url.path());
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
         super::pattern::wildcard_matches(&self.scheme, url.scheme())
             && port_ok
             && sequence_matches(&self.host, &labels, 1)
@@ -117,6 +118,30 @@ impl UrlGlob {
         let host = self.host.join(".");
         (!host.contains('*')).then_some(host)
     }
+}
+
+/// A path's segments as a lenient web server reads them: percent escapes
+/// decoded (so `%2f` and `\` separate segments too), empty and `.`
+/// segments dropped, `..` taking away the segment before it. A rule is
+/// matched against what the server will serve, not against one spelling of
+/// it: `//secret`, `/se%63ret` and `/public/..%2fsecret` are all `/secret`.
+fn segments(path: &str) -> Vec<String> {
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+    let mut out: Vec<String> = Vec::new();
+    for segment in decoded.split(['/', '\\']) {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            other => out.push(other.to_string()),
+        }
+    }
+    // The root is one empty segment, so `https://docs.rs/*` matches it.
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
 }
 
 fn default_port(scheme: &str) -> Option<u16> {
@@ -244,6 +269,29 @@ mod tests {
             ("*://docs.rs/**", "http://docs.rs/x", true),
             ("domain:docs.rs", "https://docs.rs/a/b", true),
             ("domain:docs.rs", "https://a.docs.rs/", false),
+            // Regression: a path rule was matched against the path as
+            // written, not as a server reads it.
+            (
+                "https://docs.rs/secret/**",
+                "https://docs.rs//secret/a",
+                true,
+            ),
+            (
+                "https://docs.rs/secret/**",
+                "https://docs.rs/se%63ret/a",
+                true,
+            ),
+            (
+                "https://docs.rs/secret/**",
+                "https://docs.rs/a/..%2fsecret/a",
+                true,
+            ),
+            (
+                "https://docs.rs/public/**",
+                "https://docs.rs/public%2f..%2fx",
+                false,
+            ),
+            ("https://docs.rs/*", "https://docs.rs/", true),
         ];
         for (rule, url, expected) in table {
             assert_eq!(matches(rule, url), expected, "{rule} vs {url}");

@@ -60,6 +60,20 @@ pub const INHERITED_ENV: &[&str] = &[
     "RUSTUP_TOOLCHAIN",
 ];
 
+/// Git configuration every child gets, through git's variables for
+/// command-line settings (which outrank every config file): git takes a
+/// folder for a bare repository only when told (`--git-dir`, `GIT_DIR`).
+/// The file tools may write anything but `.git`, so a folder laid out as a
+/// bare repository (`HEAD`, `config`, `objects/`, `refs/`) would otherwise
+/// give git, run inside it, a configuration the model wrote: a `textconv`
+/// or `fsmonitor` command that an allow rule such as `exec(git log*)` then
+/// runs unseen. The job's `env:` may set these variables itself.
+const GIT_ENV: &[(&str, &str)] = &[
+    ("GIT_CONFIG_COUNT", "1"),
+    ("GIT_CONFIG_KEY_0", "safe.bareRepository"),
+    ("GIT_CONFIG_VALUE_0", "explicit"),
+];
+
 /// Prefixes of inherited variable names (the locale categories).
 pub const INHERITED_ENV_PREFIXES: &[&str] = &["LC_"];
 
@@ -174,6 +188,7 @@ impl ProcessRunner {
         let mut env = inherited_env();
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), temp.clone().into()));
+        env.extend(git_env());
         for (k, v) in &config.extra_env {
             env.retain(|(name, _)| name != k.as_str());
             env.push((k.into(), v.into()));
@@ -229,6 +244,7 @@ impl ProcessRunner {
     /// called outside a run (unit tests, benchmarks).
     pub fn unsandboxed(extra_env: &[(String, String)], secrets: Redactor) -> ProcessRunner {
         let mut env = inherited_env();
+        env.extend(git_env());
         env.extend(extra_env.iter().map(|(k, v)| (k.into(), v.into())));
         ProcessRunner {
             inner: Arc::new(Inner {
@@ -348,6 +364,11 @@ fn inherited_env() -> Vec<(OsString, OsString)> {
     std::env::vars_os()
         .filter(|(name, _)| name.to_str().is_some_and(is_inherited))
         .collect()
+}
+
+/// [`GIT_ENV`] as environment pairs.
+fn git_env() -> impl Iterator<Item = (OsString, OsString)> {
+    GIT_ENV.iter().map(|(k, v)| (k.into(), v.into()))
 }
 
 /// What a command did.

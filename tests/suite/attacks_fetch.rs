@@ -198,6 +198,44 @@ fn a_host_glob_never_matches_inside_the_path() {
     }
 }
 
+// Regression: a path deny rule was matched against the path as written,
+// so `//secret/a`, `/se%63ret/a` and `/public/..%2fsecret/a` (which web
+// servers serve as `/secret/a`) got past `web_fetch(…/secret/**)`.
+#[test]
+fn a_path_deny_rule_holds_however_the_path_is_spelled() {
+    for user in RunAs::each() {
+        let server = LocalServer::start();
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let urls: Vec<String> = [
+            "//secret/a",
+            "/se%63ret/a",
+            "/public/..%2fsecret/a",
+            "/public%2f..%2f..%2fsecret/a",
+            "/public/%2e%2e/secret/a",
+            "/public/page",
+        ]
+        .iter()
+        .map(|path| format!("{base}{path}"))
+        .collect();
+        let results = fetch_all(
+            user,
+            &format!(
+                "  default: deny\n  allow: [read, \"web_fetch({base}/**)\"]\n  deny: [\"web_fetch({base}/secret/**)\"]"
+            ),
+            NETWORK_ON,
+            &urls,
+        );
+        let label = user.label();
+        assert_eq!(server.paths(), ["/public/page"], "as {label}: {results:?}");
+        for (id, message) in &results[..urls.len() - 1] {
+            assert!(
+                message.starts_with("ERROR PERMISSION_DENIED"),
+                "as {label}, {id}: {message}"
+            );
+        }
+    }
+}
+
 // Regression: a deny rule for loopback was stepped around by other
 // spellings of a local address, and a bare rule reached anything.
 #[test]

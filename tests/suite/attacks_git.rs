@@ -528,3 +528,73 @@ fn a_repository_made_during_the_run_gets_no_commit_and_no_push() {
         assert!(!branch_arrived(&bare), "{what}: the branch was pushed");
     }
 }
+
+// ------------------------------------------------- a repository planted by the tools
+
+/// Regression: the file tools refuse `.git`, but not a folder laid out as
+/// a bare repository (`HEAD`, `config`, `objects/`, `refs/`). Git finds
+/// one when run inside it, so under `exec(git log*)` a `git log -p` with
+/// `cwd` there ran the `textconv` command the model wrote in its config:
+/// `rm`, past the deny rule `exec(rm *)`.
+#[test]
+fn a_bare_repository_planted_by_the_tools_runs_nothing() {
+    for user in RunAs::each() {
+        let what = user.label();
+        let sb = Sandbox::new();
+        let ws = sb.workspace();
+        let repo = init_repo(&ws, &[("README.md", "# demo\n"), ("victim.txt", "keep\n")]);
+        let head = repo.head().unwrap().peel_to_commit().unwrap().id();
+        let victim = ws.join("victim.txt");
+        let config = format!(
+            "[core]\n\tbare = true\n[diff \"x\"]\n\ttextconv = \"rm -f {}; cat\"\n",
+            victim.display()
+        );
+        let planted = [
+            ("evil/HEAD", "ref: refs/heads/main\n".to_string()),
+            ("evil/refs/heads/main", format!("{head}\n")),
+            (
+                "evil/objects/info/alternates",
+                "../../.git/objects\n".to_string(),
+            ),
+            ("evil/info/attributes", "* diff=x\n".to_string()),
+            ("evil/config", config),
+        ];
+        let writes = planted
+            .iter()
+            .enumerate()
+            .map(|(i, (path, content))| {
+                (format!("w{i}"), json!({ "path": path, "content": content }))
+            })
+            .collect::<Vec<_>>();
+        let mut calls: Vec<(&str, &str, serde_json::Value)> = writes
+            .iter()
+            .map(|(id, args)| (id.as_str(), "write", args.clone()))
+            .collect();
+        calls.push((
+            "log",
+            "exec",
+            json!({ "command": "git log -p", "cwd": "evil" }),
+        ));
+        let model = FakeModel::start(vec![
+            Reply::plan(&[("Try things", "they are tried")]),
+            Reply::tool_calls(calls),
+            Reply::step_done("tried"),
+            Reply::text("done"),
+        ]);
+        job(&sb, &model.base_url(), "");
+        let job_file = sb.read("job.yaml").replace(
+            "permissions: {default: allow}",
+            "permissions: {default: deny, allow: [read, write, \"exec(git log*)\"], \
+             deny: [\"exec(rm *)\"]}",
+        );
+        sb.write("job.yaml", &job_file);
+        let (out, trace) = run(&sb, user);
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        assert!(ws.join("evil/config").exists(), "{what}: the plant failed");
+        assert!(victim.exists(), "{what}: the planted textconv ran `rm`");
+        assert_eq!(exec_exit_codes(&trace).len(), 1, "{what}");
+        // The workspace's own repository still works for git under the rule.
+        let log = workflow_git(&ws, &["log", "--oneline", "-1"]);
+        assert!(log.status.success(), "{what}: {}", stderr(&log));
+    }
+}

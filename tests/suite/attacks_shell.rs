@@ -254,6 +254,107 @@ fn deny_rules_match_the_program_however_it_is_spelled() {
     insta::assert_snapshot!(verdict_list(&sb, &trace, &calls));
 }
 
+// Regression: under `exec(find *)`, `find … -exec rm {} +` ran `rm` past
+// the deny rule `exec(rm *)`, and `find … -exec touch m ';'` ran a program
+// no allow rule names: find's `-exec`, `-execdir`, `-ok` and `-okdir` were
+// not seen as running another command.
+#[test]
+fn find_actions_that_run_commands_are_judged_by_the_command_they_run() {
+    let lines = [
+        "find . -name victim-0.txt -exec rm {} +",
+        "find . -name victim-1.txt -execdir rm -f {} ';'",
+        "find . -name README -exec touch m ';'",
+        "find . -name README -okdir touch m ';'",
+    ];
+    for user in RunAs::each() {
+        let mut calls = ids("find", lines);
+        calls.push(("fine".into(), "find . -name README -print".into()));
+        let victims = ["victim-0.txt".to_string(), "victim-1.txt".to_string()];
+        let (sb, trace, requests) = run_calls_as(
+            user,
+            r#"  default: deny
+  allow: ["exec(find *)"]
+  deny: ["exec(rm *)"]"#,
+            &victims,
+            &calls,
+        );
+        let label = user.label();
+        for victim in &victims {
+            assert!(
+                sb.workspace().join(victim).exists(),
+                "as {label}, {victim} was removed"
+            );
+        }
+        assert!(
+            !sb.workspace().join("m").exists(),
+            "as {label}, find ran touch"
+        );
+        for (id, line) in &calls[..2] {
+            let (decision, rule, _) = outcome(&trace, &requests, id);
+            assert_eq!(decision, "deny", "as {label}, {line}: {rule}");
+            assert!(
+                rule.starts_with("deny: exec(rm *)"),
+                "as {label}, {line}: {rule}"
+            );
+        }
+        for (id, line) in &calls[2..lines.len()] {
+            let (decision, rule, message) = outcome(&trace, &requests, id);
+            assert_eq!(decision, "deny", "as {label}, {line}: {rule}");
+            assert!(
+                message.contains("`find` runs another command"),
+                "as {label}: {message}"
+            );
+        }
+        assert_eq!(outcome(&trace, &requests, "fine").0, "allow", "as {label}");
+    }
+}
+
+// Regression: deny rules looked past a fixed list of wrappers only, so
+// `taskset`, `prlimit`, `setpriv`, `script -c`, `fakeroot` and `capsh`
+// ran `rm` past `exec(rm *)`.
+#[test]
+fn deny_rules_see_through_more_programs_that_run_a_command() {
+    let lines = [
+        "taskset 1 rm victim-0.txt",
+        "prlimit rm victim-1.txt",
+        "setpriv rm victim-2.txt",
+        "script -qc 'rm victim-3.txt' /dev/null",
+        "fakeroot rm victim-4.txt",
+        "capsh -- -c 'rm victim-5.txt'",
+    ];
+    let victims: Vec<String> = (0..lines.len())
+        .map(|i| format!("victim-{i}.txt"))
+        .collect();
+    for user in RunAs::each() {
+        let calls = ids("wrapped", lines);
+        let (sb, trace, requests) = run_calls_as(
+            user,
+            r#"  default: deny
+  allow: [exec]
+  deny: ["exec(rm *)"]"#,
+            &victims,
+            &calls,
+        );
+        let label = user.label();
+        let gone: Vec<&String> = victims
+            .iter()
+            .filter(|v| !sb.workspace().join(v).exists())
+            .collect();
+        assert!(
+            gone.is_empty(),
+            "as {label}, a wrapper got through: {gone:?}"
+        );
+        for (id, line) in &calls {
+            let (decision, rule, _) = outcome(&trace, &requests, id);
+            assert_eq!(decision, "deny", "as {label}, {line}: {rule}");
+            assert!(
+                rule.starts_with("deny: exec(rm *)"),
+                "as {label}, {line}: {rule}"
+            );
+        }
+    }
+}
+
 /// Lines whose code hides in a value bash evaluates: an array subscript in
 /// a name reached by indirection, a substring offset, `@P`, or a name given
 /// to `printf -v`, `test -v` or `read`. Each would create the marker `m`.

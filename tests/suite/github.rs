@@ -344,7 +344,9 @@ fn secrets_are_masked_in_trace_junit_summary_logs_and_what_the_model_sees() {
     for name in &names {
         assert!(
             agentci::tools::exec::is_inherited(name)
-                || ["PLAIN", "MY_TOKEN", "PWD", "SHLVL", "_", "OLDPWD"].contains(name),
+                || ["PLAIN", "MY_TOKEN", "PWD", "SHLVL", "_", "OLDPWD"].contains(name)
+                // git's command-line settings: no implicit bare repositories.
+                || ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"].contains(name),
             "exec saw `{name}`, which is not in the allowed environment:\n{env_output}"
         );
     }
