@@ -135,6 +135,7 @@ fn main() {
             profile: SandboxProfile::WorkspaceWrite,
             network: false,
             require: false,
+            ..SandboxSpec::default()
         },
         workspace: workspace.clone(),
         run_id: format!("mcp-bench-{}", std::process::id()),

@@ -63,6 +63,7 @@ fn runner(workspace: &Path, profile: SandboxProfile, network: bool) -> ProcessRu
             profile,
             network,
             require: false,
+            ..SandboxSpec::default()
         },
         workspace: workspace.to_path_buf(),
         run_id: format!("bench-{}", uuid_like()),

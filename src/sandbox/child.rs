@@ -6,7 +6,8 @@
 //! each masked one (the checkpoint key, read-denied files; an empty folder
 //! over read-denied folders), everything but the writable roots read-only,
 //! the loopback interface of a private network namespace, the Landlock
-//! ruleset, the capabilities dropped and, last, the seccomp filters.
+//! ruleset, the resource limits, the capabilities dropped and, last, the
+//! seccomp filters.
 //!
 //! Everything here runs in the forked child of a multi-threaded process, so
 //! it only makes system calls: every path, map and ruleset is built before
@@ -34,6 +35,7 @@ pub(super) const FAIL_FORK: i32 = 64;
 pub(super) const FAIL_VIEW: i32 = 128;
 pub(super) const FAIL_CAPABILITIES: i32 = 256;
 pub(super) const FAIL_SECCOMP: i32 = 512;
+pub(super) const FAIL_LIMITS: i32 = 1024;
 
 /// A path made read-only for the child: `source` bound over `path` (itself,
 /// or an empty file over a masked one), with the flags the source's mount
@@ -43,6 +45,13 @@ pub(super) struct ReadOnlyBind {
     pub source: CString,
     pub path: CString,
     pub keep: MsFlags,
+}
+
+/// One `setrlimit` call: soft and hard limit both, so the command cannot
+/// raise it again.
+pub(super) struct ResourceLimit {
+    pub resource: libc::__rlimit_resource_t,
+    pub value: libc::rlimit,
 }
 
 /// Everything the child does, prepared before the fork.
@@ -71,6 +80,9 @@ pub(super) struct ChildSetup {
     /// The capabilities the command keeps (a bit per capability); `None`:
     /// leave them as they are.
     pub capabilities: Option<u64>,
+    /// The resource limits (`setrlimit`), set after the namespaces are made
+    /// so that the process limit counts only the command's own processes.
+    pub limits: Vec<ResourceLimit>,
     /// The seccomp filters, installed last.
     pub syscalls: Option<Arc<SyscallFilter>>,
     /// Probe: exit with the failed steps as status instead of running the command.
@@ -133,6 +145,12 @@ impl ChildSetup {
         // A probe goes on, to find every step that fails.
         if failed != 0 && !self.probe {
             return self.fail(failed);
+        }
+        for limit in &self.limits {
+            // SAFETY: setrlimit on this process with a value built before the fork.
+            if unsafe { libc::setrlimit(limit.resource, &limit.value) } != 0 {
+                return self.fail(failed | FAIL_LIMITS);
+            }
         }
         if let Some(ruleset) = self.landlock.take() {
             match ruleset.restrict_self() {

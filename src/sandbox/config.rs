@@ -1,6 +1,6 @@
-//! The sandbox's configuration: which profile a process runs under and
-//! whether it may use the network. The sandbox owns these types; the job's
-//! `sandbox:` is validated into them by `spec`.
+//! The sandbox's configuration: which profile a process runs under, whether
+//! it may use the network and what resources a command may use. The sandbox
+//! owns these types; the job's `sandbox:` is validated into them by `spec`.
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,6 +35,34 @@ impl SandboxProfile {
     }
 }
 
+/// `sandbox.limits`: what one command (and everything it starts) may use,
+/// applied with `setrlimit` in the child before `exec`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceLimits {
+    /// Processes of the command's user (`RLIMIT_NPROC`). The kernel counts
+    /// them per user, and does not apply the limit to root: it binds when
+    /// agentci runs unprivileged (the command's user namespace then counts
+    /// only its own processes).
+    pub processes: u64,
+    /// Bytes of address space (`RLIMIT_AS`): virtual memory, not resident.
+    pub memory: u64,
+    /// Bytes of the largest file the command may write (`RLIMIT_FSIZE`).
+    pub file_size: u64,
+    /// Open file descriptors (`RLIMIT_NOFILE`).
+    pub open_files: u64,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        ResourceLimits {
+            processes: 512,
+            memory: 4 << 30,
+            file_size: 1 << 30,
+            open_files: 4096,
+        }
+    }
+}
+
 /// `sandbox:` validated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SandboxSpec {
@@ -43,4 +71,7 @@ pub struct SandboxSpec {
     pub network: bool,
     /// A sandbox the kernel cannot fully enforce is an error, not a warning.
     pub require: bool,
+    /// Resource limits of every command (`sandbox.limits`); not applied
+    /// under `sandbox: off`.
+    pub limits: ResourceLimits,
 }

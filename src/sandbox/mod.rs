@@ -57,11 +57,11 @@ use nix::mount::MsFlags;
 use nix::sched::{CloneFlags, unshare};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-pub use config::{SandboxProfile, SandboxSpec};
+pub use config::{ResourceLimits, SandboxProfile, SandboxSpec};
 pub use probe::{Support, support};
 
 use crate::event::SandboxReport;
-use child::{ChildSetup, ReadOnlyBind};
+use child::{ChildSetup, ReadOnlyBind, ResourceLimit};
 pub use seccomp::FilterError;
 use seccomp::SyscallFilter;
 
@@ -237,6 +237,7 @@ impl Sandbox {
             join_network: join_network.filter(|_| isolate_network),
             landlock: self.landlock(!self.spec.network && !isolate_network)?,
             capabilities: s.capabilities.then(|| kept_capabilities(s.root)),
+            limits: resource_limits(&self.spec.limits),
             syscalls: self.syscalls.clone(),
             probe: false,
         })
@@ -301,6 +302,35 @@ impl Sandbox {
 /// A network namespace with only its loopback, made by a short-lived
 /// thread (a thread may switch its own network namespace) and kept alive
 /// by the returned descriptor.
+/// The `setrlimit` calls for `limits`, each capped at the hard limit
+/// agentci already has (an unprivileged process cannot raise it).
+fn resource_limits(limits: &ResourceLimits) -> Vec<ResourceLimit> {
+    [
+        (libc::RLIMIT_NPROC, limits.processes),
+        (libc::RLIMIT_AS, limits.memory),
+        (libc::RLIMIT_FSIZE, limits.file_size),
+        (libc::RLIMIT_NOFILE, limits.open_files),
+    ]
+    .into_iter()
+    .map(|(resource, wanted)| {
+        let mut current = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: getrlimit writes into the struct it is given.
+        unsafe { libc::getrlimit(resource, &mut current) };
+        let value = wanted.min(current.rlim_max);
+        ResourceLimit {
+            resource,
+            value: libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            },
+        }
+    })
+    .collect()
+}
+
 fn run_network_namespace() -> io::Result<OwnedFd> {
     std::thread::spawn(|| {
         unshare(CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;

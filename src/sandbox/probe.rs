@@ -135,6 +135,7 @@ fn trial(namespaces: CloneFlags, syscalls: Option<SyscallFilter>) -> i32 {
         landlock: None,
         capabilities: Some(0),
         syscalls: syscalls.map(std::sync::Arc::new),
+        limits: Vec::new(),
         probe: true,
     };
     let mut command = std::process::Command::new("/bin/true");

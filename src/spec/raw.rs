@@ -365,16 +365,27 @@ impl<'de> Visitor<'de> for SkillVisitor {
     }
 }
 
-/// `sandbox: PROFILE` or `sandbox: {profile, network, require}`; values are
-/// checked by the loader.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// `sandbox: PROFILE` or `sandbox: {profile, network, require, limits}`;
+/// values are checked by the loader.
+#[derive(Debug, Default)]
 pub(crate) struct RawSandbox {
     pub profile: Option<String>,
     pub network: Option<Scalar>,
     pub require: Option<Scalar>,
+    pub limits: Option<RawLimits>,
 }
 
-const SANDBOX_KEYS: &[&str] = &["profile", "network", "require"];
+/// `sandbox.limits`: counts and sizes, checked by the loader.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub processes: Option<Spanned<Scalar>>,
+    pub memory: Option<Spanned<Scalar>>,
+    pub file_size: Option<Spanned<Scalar>>,
+    pub open_files: Option<Spanned<Scalar>>,
+}
+
+const SANDBOX_KEYS: &[&str] = &["profile", "network", "require", "limits"];
 
 impl<'de> Deserialize<'de> for RawSandbox {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -418,6 +429,7 @@ impl<'de> Visitor<'de> for SandboxVisitor {
                 "profile" => raw.profile = Some(map.next_value::<ProfileName>()?.0),
                 "network" => raw.network = Some(map.next_value::<Scalar>()?),
                 "require" => raw.require = Some(map.next_value::<Scalar>()?),
+                "limits" => raw.limits = map.next_value::<Option<RawLimits>>()?,
                 other => return Err(de::Error::unknown_field(other, SANDBOX_KEYS)),
             }
         }

@@ -12,6 +12,9 @@ use serde_json::{Value, json};
 use super::support::{bool_arg, outside, str_arg, usize_arg};
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
+use crate::process::ShellOutput;
+use crate::sandbox::SandboxProfile;
+
 pub use crate::process::{INHERITED_ENV, INHERITED_ENV_PREFIXES, is_inherited};
 
 pub struct ExecTool {
@@ -183,6 +186,18 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         (None, Some(signal)) => format!("killed by signal {signal}{notes}"),
         (None, None) => format!("ended without an exit code{notes}"),
     };
+    if passed_file_size_limit(&run) && ctx.processes.profile() != SandboxProfile::Off {
+        return ToolResult::failure(
+            ToolErrorCode::ResourceLimit,
+            format!(
+                "command stopped at the sandbox's file size limit (SIGXFSZ, {summary}): a file it \
+                 wrote was cut at the limit; if the file is meant to be this large, raise \
+                 `sandbox.limits.file_size` in the job"
+            ),
+        )
+        .with_output(run.output)
+        .with_data(data);
+    }
     // A failing command is a normal outcome for the model to read, not a tool error.
     ToolResult {
         ok: run.exit_code == Some(0),
@@ -191,6 +206,14 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         output: run.output,
         data,
     }
+}
+
+/// Whether the command, or the last program the shell ran, was ended by
+/// SIGXFSZ: the kernel sends it only to a process that writes past
+/// `RLIMIT_FSIZE`. bash reports a child's death by signal N as exit code
+/// 128 + N.
+fn passed_file_size_limit(run: &ShellOutput) -> bool {
+    run.signal == Some(libc::SIGXFSZ) || run.exit_code == Some(128 + libc::SIGXFSZ)
 }
 
 /// How much of a command's output is captured: when the run keeps long

@@ -90,6 +90,8 @@ pub enum ToolErrorCode {
     ServerDown,
     /// A sub-agent (`task`) ended without an answer.
     SubagentFailed,
+    /// A command passed one of the sandbox's resource limits (`sandbox.limits`).
+    ResourceLimit,
 }
 
 impl ToolErrorCode {
@@ -108,6 +110,7 @@ impl ToolErrorCode {
             ToolErrorCode::ToolError => "TOOL_ERROR",
             ToolErrorCode::ServerDown => "SERVER_DOWN",
             ToolErrorCode::SubagentFailed => "SUBAGENT_FAILED",
+            ToolErrorCode::ResourceLimit => "RESOURCE_LIMIT",
         }
     }
 }

@@ -240,6 +240,7 @@ fn servers_started_through_a_sandboxed_runner_work_and_get_its_environment() {
             profile: SandboxProfile::WorkspaceWrite,
             network: false,
             require: false,
+            ..SandboxSpec::default()
         },
         workspace: workspace.clone(),
         run_id: format!("mcp-set-test-{}", std::process::id()),

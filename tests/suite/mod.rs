@@ -48,6 +48,7 @@ mod resume_views;
 mod rounds;
 mod run;
 mod sandbox;
+mod sandbox_limits;
 mod sandbox_root;
 mod signals;
 mod sinks;

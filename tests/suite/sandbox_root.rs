@@ -57,7 +57,7 @@ fn script(commands: &[&str]) -> Vec<Reply> {
 
 /// Run `commands` as `user` under `permissions` (default: allow
 /// everything); the run's output, its trace and what each call printed.
-fn attack(
+pub(super) fn attack(
     sb: &Sandbox,
     user: RunAs,
     commands: &[&str],
@@ -88,7 +88,7 @@ fn attack(
 }
 
 /// What the model got back from `exec` call `i`.
-fn exec_output(model: &FakeModel, i: usize) -> String {
+pub(super) fn exec_output(model: &FakeModel, i: usize) -> String {
     let id = format!("call_{i}");
     model
         .requests()

@@ -1,14 +1,15 @@
 //! The job's `sandbox:` key: a profile name, or a mapping with the profile,
-//! whether outgoing network is allowed and whether a degraded sandbox is an
-//! error. What the kernel can enforce is not known here; see
+//! whether outgoing network is allowed, whether a degraded sandbox is an
+//! error and the resource limits of each command. What the kernel can enforce is not known here; see
 //! [`crate::sandbox`].
 
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::sandbox::{SandboxProfile, SandboxSpec};
+use crate::sandbox::{ResourceLimits, SandboxProfile, SandboxSpec};
 use crate::spec::load::pos_of;
-use crate::spec::raw::{RawSandbox, Scalar};
+use crate::spec::raw::{RawLimits, RawSandbox, Scalar};
+use crate::spec::size::parse_size;
 
 impl Checker<'_> {
     pub(super) fn sandbox(&mut self, raw: &Spanned<RawSandbox>) -> SandboxSpec {
@@ -47,6 +48,63 @@ impl Checker<'_> {
         };
         spec.network = flag(self, &raw.value.network, "network");
         spec.require = flag(self, &raw.value.require, "require");
+        if let Some(limits) = &raw.value.limits {
+            spec.limits = self.limits(limits);
+        }
         spec
     }
+
+    /// `sandbox.limits`: each key left out keeps its default.
+    fn limits(&mut self, raw: &RawLimits) -> ResourceLimits {
+        let mut limits = ResourceLimits::default();
+        let count = |this: &mut Self, v: &Option<Spanned<Scalar>>, key: &str, into: &mut u64| {
+            if let Some(n) = v
+                .as_ref()
+                .and_then(|v| this.positive(v, &format!("sandbox.limits.{key}"), MAX_COUNT))
+            {
+                *into = n;
+            }
+        };
+        count(self, &raw.processes, "processes", &mut limits.processes);
+        count(self, &raw.open_files, "open_files", &mut limits.open_files);
+        if let Some(n) = raw.memory.as_ref().and_then(|v| self.size(v, "memory")) {
+            limits.memory = n;
+        }
+        if let Some(n) = raw
+            .file_size
+            .as_ref()
+            .and_then(|v| self.size(v, "file_size"))
+        {
+            limits.file_size = n;
+        }
+        limits
+    }
+
+    /// A positive size: `4GiB`, `512MiB`, `1GB`, or whole bytes.
+    fn size(&mut self, value: &Spanned<Scalar>, key: &str) -> Option<u64> {
+        let parsed = match &value.value {
+            Scalar::Int(n) => u64::try_from(*n).ok(),
+            Scalar::Str(text) => parse_size(text),
+            _ => None,
+        };
+        match parsed {
+            Some(n) if n > 0 => Some(n),
+            _ => {
+                let pos = pos_of(&self.r, value);
+                self.r.error(
+                    pos,
+                    format!(
+                        "`sandbox.limits.{key}` must be a size such as `512MiB`, `4GiB` or a \
+                         whole number of bytes, found {} `{}`",
+                        value.value.kind(),
+                        value.value.text()
+                    ),
+                );
+                None
+            }
+        }
+    }
 }
+
+/// The largest process or open-file count accepted; more is a typo.
+const MAX_COUNT: u64 = 1 << 20;

@@ -1,0 +1,135 @@
+//! `sandbox.limits`: what one command may use of the machine, tried as root
+//! and as an unprivileged user and judged by the side effect (the size of
+//! the file written, whether the allocation happened, how many processes
+//! started).
+//!
+//! What got through before: a command could fill the disk with one file,
+//! allocate all the machine's memory and fork without bound; nothing but
+//! the call's timeout stopped it. Now each command runs under `setrlimit`
+//! limits from the job (with defaults), and a file cut at the limit ends
+//! the call with `RESOURCE_LIMIT` while the run goes on.
+
+use super::sandbox_root::attack;
+use super::support::harness::{Sandbox, stderr};
+use super::support::users::RunAs;
+
+const ALLOW_ALL: &str = "permissions: {default: allow}";
+
+/// Attack: a 2 GiB file; with `file_size: 1MiB` the write stops at 1 MiB,
+/// the call says RESOURCE_LIMIT, and the next call still runs.
+#[test]
+fn a_file_past_the_size_limit_ends_the_call_and_the_run_goes_on() {
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        let permissions = format!("{ALLOW_ALL}\nsandbox: {{limits: {{file_size: 1MiB}}}}");
+        let (_, _, outputs) = attack(
+            &sb,
+            user,
+            &["head -c 2G /dev/zero > big", "echo next > next.txt"],
+            &permissions,
+            &[],
+        );
+        let big = std::fs::metadata(sb.workspace().join("big")).unwrap().len();
+        assert_eq!(big, 1 << 20, "{}", outputs[0]);
+        assert!(
+            outputs[0].starts_with("ERROR RESOURCE_LIMIT:")
+                && outputs[0].contains("sandbox.limits.file_size"),
+            "{}",
+            outputs[0]
+        );
+        assert!(sb.workspace().join("next.txt").exists(), "{}", outputs[1]);
+    }
+}
+
+/// Attack: 512 MiB allocated at once under `memory: 256MiB`: the
+/// allocation fails inside the call, and the next call still runs.
+#[test]
+fn an_allocation_past_the_memory_limit_fails_inside_the_call() {
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        let permissions = format!("{ALLOW_ALL}\nsandbox: {{limits: {{memory: 256MiB}}}}");
+        let allocate = "python3 -c 'b = bytearray(512*1024*1024); open(\"allocated\", \"w\")'";
+        let (_, _, outputs) = attack(
+            &sb,
+            user,
+            &[allocate, "echo next > next.txt"],
+            &permissions,
+            &[],
+        );
+        assert!(!sb.workspace().join("allocated").exists(), "{}", outputs[0]);
+        assert!(outputs[0].contains("MemoryError"), "{}", outputs[0]);
+        assert!(sb.workspace().join("next.txt").exists(), "{}", outputs[1]);
+    }
+}
+
+/// Forks 200 children that each live two seconds and writes how many forks
+/// succeeded to `forked`.
+const FORK_200: &str = "python3 -c '
+import os, time
+n = 0
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(2)
+        os._exit(0)
+    n += 1
+open(\"forked\", \"w\").write(str(n))
+'";
+
+/// Attack: a bounded fork bomb under `processes: 64`. The kernel applies
+/// RLIMIT_NPROC to every user but root: as `nobody` fewer than 64 forks
+/// succeed; as root all 200 do (the documented gap, until cgroups).
+#[test]
+fn forks_past_the_process_limit_fail_for_an_unprivileged_user() {
+    for user in RunAs::each() {
+        let sb = Sandbox::new();
+        let permissions = format!("{ALLOW_ALL}\nsandbox: {{limits: {{processes: 64}}}}");
+        let (_, _, outputs) = attack(&sb, user, &[FORK_200], &permissions, &[]);
+        let forked: u32 = std::fs::read_to_string(sb.workspace().join("forked"))
+            .unwrap_or_else(|_| panic!("{}", outputs[0]))
+            .parse()
+            .unwrap();
+        eprintln!("as {}: {forked} of 200 forks succeeded", user.label());
+        match user {
+            RunAs::Unprivileged => assert!(forked < 64, "{forked} forks"),
+            RunAs::Current if super::support::users::is_root() => {
+                eprintln!("  (root: RLIMIT_NPROC does not bind, as documented)");
+                assert_eq!(forked, 200);
+            }
+            RunAs::Current => assert!(forked < 64, "{forked} forks"),
+        }
+    }
+}
+
+/// A bad size and an unknown key under `sandbox.limits` are errors at
+/// their line, saying what to write.
+#[test]
+fn bad_limits_are_reported_at_their_line() {
+    let sb = Sandbox::new();
+    sb.skill("runner", None);
+    let job = |limits: &str| {
+        format!(
+            "version: 1\nname: limits\nskill: runner\ngoal: Run.\n\
+             model: {{provider: openai, name: fake-model, base_url: http://127.0.0.1:9/v1}}\n\
+             workspace: ws\nskills_path: [skills]\nsandbox:\n  limits:\n{limits}"
+        )
+    };
+    sb.write("size.yaml", &job("    processes: 64\n    memory: lots\n"));
+    sb.write("count.yaml", &job("    processes: 0\n"));
+    sb.write("unknown.yaml", &job("    cpu: 2\n"));
+    for (name, file) in [
+        ("bad_memory_size", "size.yaml"),
+        ("bad_process_count", "count.yaml"),
+        ("unknown_limit", "unknown.yaml"),
+    ] {
+        let out = sb.agentci(&["validate", file]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        insta::assert_snapshot!(name, format!("{stdout}{}", stderr(&out)));
+    }
+}
