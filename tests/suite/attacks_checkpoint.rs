@@ -512,15 +512,7 @@ fn the_checkpoint_key_reads_empty_inside_the_sandbox() {
         let bytes = std::fs::read(&key).unwrap();
         assert_eq!(bytes.len(), 32);
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let result = model
-            .requests()
-            .iter()
-            .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
-            .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_key")
-            .unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let result = model.tool_result("call_key");
         let trace = read_jsonl(&run_dir(&sb).join("trace.jsonl"));
         let sandbox = &events(&trace, "run.started")[0]["sandbox"];
         if sandbox["missing"]

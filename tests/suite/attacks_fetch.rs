@@ -12,9 +12,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::support::fake_model::{FakeModel, Reply};
+use super::support::fake_model::{FakeModel, Reply, tool_result_in};
 use super::support::harness::{Sandbox, stderr};
 use super::support::users::RunAs;
 
@@ -154,19 +154,8 @@ permissions:
     let requests = model.requests();
     calls
         .iter()
-        .map(|(id, _, _)| (id.clone(), tool_message(&requests, id)))
+        .map(|(id, _, _)| (id.clone(), tool_result_in(&requests, id)))
         .collect()
-}
-
-fn tool_message(requests: &[Value], call_id: &str) -> String {
-    requests
-        .iter()
-        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {call_id}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 const NETWORK_ON: &str = "{profile: workspace-write, network: true}";

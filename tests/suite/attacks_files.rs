@@ -68,15 +68,7 @@ fn run(sb: &Sandbox) -> std::process::Output {
 
 /// The tool result the model got back for `call_id`.
 fn tool_message(model: &FakeModel, call_id: &str) -> String {
-    model
-        .requests()
-        .iter()
-        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {call_id}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    model.tool_result(call_id)
 }
 
 fn tool_result<'a>(trace: &'a [Value], call_id: &str) -> &'a Value {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::fake_model::{FakeModel, Reply};
+use super::support::fake_model::{FakeModel, Reply, tool_result_in};
 use super::support::harness::{Sandbox, events, stderr};
 use super::support::users::RunAs;
 
@@ -91,14 +91,7 @@ fn outcome(trace: &[Value], requests: &[Value], call_id: &str) -> (String, Strin
         .into_iter()
         .find(|e| e["call_id"] == call_id)
         .unwrap_or_else(|| panic!("no decision for {call_id}"));
-    let message = requests
-        .iter()
-        .flat_map(|r| r["messages"].as_array().unwrap())
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {call_id}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let message = tool_result_in(requests, call_id);
     (
         decision["decision"].as_str().unwrap().to_string(),
         decision["rule"].as_str().unwrap().to_string(),

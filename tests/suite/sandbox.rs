@@ -67,17 +67,8 @@ fn run(sb: &Sandbox, extra_env: &[(&str, &str)]) -> (std::process::Output, Vec<V
 }
 
 /// What the model got back from `exec` call `i`.
-fn exec_output(model: &FakeModel, i: usize) -> String {
-    let id = format!("call_{i}");
-    model
-        .requests()
-        .iter()
-        .flat_map(|r| r["messages"].as_array().unwrap().clone())
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id.as_str())
-        .unwrap_or_else(|| panic!("no tool message for {id}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
+pub(super) fn exec_output(model: &FakeModel, i: usize) -> String {
+    model.tool_result(&format!("call_{i}"))
 }
 
 /// Whether `run.started` says the kernel enforces `what`; when it does not,

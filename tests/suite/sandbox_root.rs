@@ -87,19 +87,7 @@ pub(super) fn attack(
     (out, trace, outputs)
 }
 
-/// What the model got back from `exec` call `i`.
-pub(super) fn exec_output(model: &FakeModel, i: usize) -> String {
-    let id = format!("call_{i}");
-    model
-        .requests()
-        .iter()
-        .flat_map(|r| r["messages"].as_array().unwrap().clone())
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id.as_str())
-        .unwrap_or_else(|| panic!("no tool message for {id}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
+pub(super) use super::sandbox::exec_output;
 
 /// Attack: a block device node for a loop device (which can be backed by
 /// any file) and a character node for the kernel log, made in the

@@ -727,6 +727,11 @@ impl FakeModel {
             .clone()
     }
 
+    /// The text of the tool result the model was sent for `call_id`.
+    pub fn tool_result(&self, call_id: &str) -> String {
+        tool_result_in(&self.requests(), call_id)
+    }
+
     /// How many scripted replies have not been served.
     pub fn remaining(&self) -> usize {
         self.shared.lock().expect("fake model state").script.len()
@@ -1105,4 +1110,17 @@ fn tool_schema_refusal(api: Api, body: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// The text of the tool result for `call_id` in Chat Completions request
+/// bodies; panics naming the call when no request carries it.
+pub fn tool_result_in(requests: &[Value], call_id: &str) -> String {
+    requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no tool message for {call_id}"))["content"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("the tool message for {call_id} holds no text"))
 }
