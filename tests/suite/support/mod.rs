@@ -3,5 +3,6 @@
 pub mod fake_model;
 pub mod harness;
 pub mod junit_schema;
+pub mod prerequisites;
 pub mod trace_schema;
 pub mod users;
