@@ -1,5 +1,6 @@
 mod support;
 
+mod action_install;
 mod agent_loop;
 mod attacks_checkpoint;
 mod attacks_fetch;
