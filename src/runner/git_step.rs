@@ -47,7 +47,8 @@ pub enum GitStepError {
     /// `paths` names the first few changed files.
     #[error(
         "the workspace {} has uncommitted changes ({paths}); commit or stash them \
-         (`git stash --include-untracked`), or set `allow_dirty: true` in the job to run anyway",
+         (`git stash --include-untracked`), or run anyway with `--allow-dirty` (or `allow_dirty: true` \
+         in the job)",
         .workspace.display()
     )]
     Dirty { workspace: PathBuf, paths: String },

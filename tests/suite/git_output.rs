@@ -142,7 +142,11 @@ fn a_dirty_workspace_is_refused_before_the_run_unless_allowed() {
         "{err}"
     );
     assert!(!err.contains(".agentci"), "{err}");
-    assert!(err.contains("allow_dirty: true"), "{err}");
+    // Both ways to run anyway: the flag and the job key.
+    assert!(
+        err.contains("`--allow-dirty`") && err.contains("allow_dirty: true"),
+        "{err}"
+    );
     assert!(trace.is_empty(), "nothing runs before the check");
     assert_eq!(model.requests().len(), 0);
 
