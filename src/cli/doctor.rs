@@ -37,23 +37,17 @@ fn report(support: &Support) -> String {
     };
     let _ = writeln!(out, "agentci doctor: what this machine can enforce");
     let _ = writeln!(out, "  landlock:           {landlock}");
+    let _ = writeln!(out, "  running as root:    {}", yes(support.root));
     let _ = writeln!(
         out,
-        "  running as root:    {}{}",
-        yes(support.root),
-        if support.root {
-            " (namespaces are made directly)"
-        } else {
-            ""
+        "  user namespace:     {}{}",
+        yes(support.user_namespaces),
+        match (support.user_namespaces, support.root) {
+            (true, true) => " (children are root only inside it: root and the workspace's owner mapped)",
+            (true, false) => " (children keep your uid)",
+            (false, _) => "",
         }
     );
-    if !support.root {
-        let _ = writeln!(
-            out,
-            "  user namespaces:    {}",
-            yes(support.user_namespaces)
-        );
-    }
     let _ = writeln!(out, "  pid namespace:      {}", yes(support.pid_namespace));
     let _ = writeln!(
         out,
@@ -73,6 +67,15 @@ fn report(support: &Support) -> String {
     let _ = writeln!(out, "  read-only view:     {}", yes(support.read_only_view));
     let _ = writeln!(out, "  capabilities:       {}", yes(support.capabilities));
     let _ = writeln!(out, "  seccomp:            {}", yes(support.seccomp));
+    let _ = writeln!(
+        out,
+        "  control groups:     {}{}",
+        yes(support.control_groups),
+        match support.control_groups {
+            true => " (a group per call: processes and memory counted and limited)",
+            false => " (limits by setrlimit only)",
+        }
+    );
     let _ = writeln!(out, "protections of `workspace-write`:");
     for (name, on, what) in enforced(support) {
         let _ = writeln!(
@@ -92,6 +95,11 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
             "filesystem",
             s.landlock_abi > 0,
             "writes only in the workspace and a private temporary folder (Landlock)",
+        ),
+        (
+            "user_namespace",
+            s.user_namespaces,
+            "children's capabilities reach only their own namespaces; files go only to mapped users (user namespace)",
         ),
         (
             "processes",
@@ -119,6 +127,11 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
             "mode, owner, extended attributes and times outside the writable folders cannot change (read-only mounts)",
         ),
         (
+            "process_limit",
+            s.control_groups || !s.root,
+            "sandbox.limits.processes binds: a control group per call, or RLIMIT_NPROC for a user who is not root",
+        ),
+        (
             "capabilities",
             s.capabilities,
             "as root, children keep only the capabilities that write a workspace another user owns",
@@ -126,7 +139,7 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
         (
             "seccomp",
             s.seccomp,
-            "no device nodes, mounts, ptrace, kernel modules, keyrings, hostname changes or new user namespaces",
+            "no device nodes, set-ID files, mounts, ptrace, kernel modules, keyrings, hostname changes or new user namespaces",
         ),
         (
             "hostname_ipc",
@@ -158,6 +171,7 @@ mod tests {
             read_only_view: true,
             capabilities: true,
             seccomp: true,
+            control_groups: true,
         };
         insta::assert_snapshot!("doctor_full", report(&full));
         let bare = Support {

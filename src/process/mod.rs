@@ -35,7 +35,7 @@ use tokio::process::{Child, Command};
 
 use crate::event::SandboxReport;
 use crate::redact::Redactor;
-use crate::sandbox::{Sandbox, SandboxPaths};
+use crate::sandbox::{CallGroup, LimitReached, Sandbox, SandboxPaths};
 use crate::sandbox::{SandboxProfile, SandboxSpec};
 
 /// The shell `exec` runs its command with; the policy's parser
@@ -217,6 +217,7 @@ impl ProcessRunner {
             false => None,
         };
         let paths = SandboxPaths {
+            run_id: config.run_id.clone(),
             workspace: config.workspace.clone(),
             temp: temp.clone(),
             writable,
@@ -292,8 +293,9 @@ impl ProcessRunner {
 
     /// Makes `command` this run's child as [`ProcessRunner::command`] does,
     /// for a caller that set up the command first (an MCP server adds its
-    /// own `pre_exec` step before the sandbox's).
-    pub fn configure(&self, command: &mut Command, cwd: &Path) -> io::Result<()> {
+    /// own `pre_exec` step before the sandbox's). The call's control group,
+    /// where the sandbox makes one, says afterwards which limit it reached.
+    pub fn configure(&self, command: &mut Command, cwd: &Path) -> io::Result<Option<CallGroup>> {
         command
             .current_dir(cwd)
             .env_clear()
@@ -303,10 +305,10 @@ impl ProcessRunner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        if let Some(sandbox) = &self.inner.sandbox {
-            sandbox.install(command)?;
+        match &self.inner.sandbox {
+            Some(sandbox) => sandbox.install(command),
+            None => Ok(None),
         }
-        Ok(())
     }
 
     /// Run `command_line` with `bash -c` ([`crate::process::SHELL`], the
@@ -322,7 +324,8 @@ impl ProcessRunner {
     ) -> io::Result<ShellOutput> {
         let started = Instant::now();
         // A path, not `bash`: it spares the child a PATH search.
-        let mut command = self.command(crate::process::SHELL, cwd)?;
+        let mut command = Command::new(crate::process::SHELL);
+        let group = self.configure(&mut command, cwd)?;
         command.arg("-c").arg(command_line);
         let (mut child, mut tree) = ProcessTree::spawn(&mut command)?;
         let stdout = child
@@ -334,17 +337,20 @@ impl ProcessRunner {
             .take()
             .map(|p| capture::capture(p, max_output_chars));
 
-        let status = tokio::time::timeout(timeout, child.wait()).await;
+        let ended = tokio::time::timeout(timeout, until_ended(&mut child, group.as_ref())).await;
         tree.kill();
-        let (status, timed_out) = match status {
-            Ok(status) => (status?, false),
-            Err(_) => (child.wait().await?, true),
+        let (status, timed_out, limit_reached) = match ended {
+            Ok((status, reached)) => (status?, false, reached),
+            Err(_) => (child.wait().await?, true, None),
         };
+        // A limit reached as the command ended (a fork refused at the end).
+        let limit_reached = limit_reached.or_else(|| group.as_ref().and_then(CallGroup::reached));
         let stdout = capture::finish_capture(stdout).await;
         let stderr = capture::finish_capture(stderr).await;
         let (output, cut_bytes) =
             capture::render(&stdout, &stderr, max_output_chars, &self.inner.secrets);
         Ok(ShellOutput {
+            limit_reached,
             exit_code: status.code(),
             signal: status.signal(),
             timed_out,
@@ -371,9 +377,39 @@ fn git_env() -> impl Iterator<Item = (OsString, OsString)> {
     GIT_ENV.iter().map(|(k, v)| (k.into(), v.into()))
 }
 
+/// Wait for `child` to end; with a control group, end it early when it
+/// reaches a limit there (a fork bomb would otherwise spin against the
+/// process limit until the call's timeout), and say which.
+async fn until_ended(
+    child: &mut Child,
+    group: Option<&CallGroup>,
+) -> (io::Result<std::process::ExitStatus>, Option<LimitReached>) {
+    let Some(group) = group else {
+        return (child.wait().await, None);
+    };
+    let mut every = tokio::time::interval(LIMIT_POLL);
+    loop {
+        tokio::select! {
+            status = child.wait() => return (status, None),
+            _ = every.tick() => {
+                if let Some(reached) = group.reached() {
+                    let _ = child.start_kill();
+                    return (child.wait().await, Some(reached));
+                }
+            }
+        }
+    }
+}
+
+/// How often a running call's control group is checked for a limit reached.
+const LIMIT_POLL: Duration = Duration::from_millis(100);
+
 /// What a command did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShellOutput {
+    /// The sandbox limit the command reached, where a control group counts
+    /// it; the command was ended then.
+    pub limit_reached: Option<LimitReached>,
     /// `None` when it was killed by a signal (including on timeout).
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,

@@ -304,8 +304,8 @@ fn read_denied_in_workspace(job: &JobSpec, workspace: &Path) -> Vec<PathBuf> {
 
 /// What children may read and not write in the workspace, as found before
 /// any child starts: every `.git` and the `core.hooksPath` folder (hooks
-/// and configuration that git commands outside the sandbox obey) and the
-/// skill folders.
+/// and configuration that git commands outside the sandbox obey), the
+/// shell and git start-up files at its top, and the skill folders.
 fn read_only_in_workspace(
     job: &JobSpec,
     workspace: &Path,
@@ -318,6 +318,7 @@ fn read_only_in_workspace(
         .collect();
     let mut paths = crate::git::repositories::git_entries(workspace);
     paths.extend(crate::git::repositories::hooks_folder_in(workspace));
+    paths.extend(crate::sandbox::startup_files::startup_files_in(workspace));
     paths.extend(crate::skills::in_workspace::skill_folders_in(
         workspace,
         &job.skills_path,

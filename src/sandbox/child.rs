@@ -26,7 +26,7 @@ use super::seccomp::SyscallFilter;
 
 /// Bits of a probe's exit status: which steps failed.
 pub(super) const FAIL_UNSHARE: i32 = 1;
-pub(super) const FAIL_USER_MAP: i32 = 2;
+pub(super) const FAIL_JOIN_USER: i32 = 2;
 pub(super) const FAIL_PRIVATE: i32 = 4;
 pub(super) const FAIL_PROC: i32 = 8;
 pub(super) const FAIL_BIND: i32 = 16;
@@ -56,9 +56,14 @@ pub(super) struct ResourceLimit {
 
 /// Everything the child does, prepared before the fork.
 pub(super) struct ChildSetup {
+    /// `cgroup.procs` of the call's control groups, joined first of all so
+    /// that every process the command starts is counted.
+    pub join_groups: Vec<CString>,
+    /// The run's user namespace ([`super::run_namespaces`]), joined first:
+    /// inside it the child's capabilities reach only what it owns.
+    pub join_user: Option<std::os::fd::RawFd>,
+    /// The namespaces made for this child alone (mount, PID, UTS, IPC).
     pub namespaces: CloneFlags,
-    /// `/proc/self/{uid,gid}_map` lines, when a user namespace is made (not root).
-    pub id_maps: Option<(Vec<u8>, Vec<u8>)>,
     pub mount_proc: bool,
     /// Everything outside `writable` read-only (`mount_setattr`), so
     /// `chmod`, `chown`, extended attributes and times of files outside
@@ -72,9 +77,9 @@ pub(super) struct ChildSetup {
     pub pinned: Vec<CString>,
     pub read_only: Vec<ReadOnlyBind>,
     pub loopback_up: bool,
-    /// A network namespace made once for the run, joined instead of making
-    /// one per call (making one costs milliseconds); root only, since
-    /// joining needs privileges in the namespace's user namespace.
+    /// The run's network namespace, made once and joined instead of making
+    /// one per call (making one costs milliseconds); joined after the user
+    /// namespace that owns it.
     pub join_network: Option<std::os::fd::RawFd>,
     pub landlock: Option<RulesetCreated>,
     /// The capabilities the command keeps (a bit per capability); `None`:
@@ -97,7 +102,20 @@ impl ChildSetup {
     /// Must be called only between `fork` and `exec` (a `pre_exec` hook).
     pub(super) unsafe fn apply(&mut self) -> io::Result<()> {
         let mut failed = 0;
-        // SAFETY: setns on a descriptor the parent opened for this.
+        for procs in &self.join_groups {
+            // `0` moves the writing process itself.
+            if !write_file(procs, b"0") {
+                return self.fail(FAIL_LIMITS);
+            }
+        }
+        // SAFETY: setns on descriptors the parent opened for this; the
+        // user namespace first, since it owns the network namespace.
+        if let Some(fd) = self.join_user
+            && unsafe { libc::setns(fd, libc::CLONE_NEWUSER) } != 0
+        {
+            return self.fail(FAIL_JOIN_USER);
+        }
+        // SAFETY: as above.
         if let Some(fd) = self.join_network
             && unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0
         {
@@ -106,23 +124,6 @@ impl ChildSetup {
         if !self.namespaces.is_empty() {
             if unshare(self.namespaces).is_err() {
                 return self.fail(FAIL_UNSHARE);
-            }
-
-            if let Some((uid_map, gid_map)) = &self.id_maps {
-                // agentci makes itself non-dumpable (process/hardening.rs),
-                // and a non-dumpable process's /proc files belong to root,
-                // so without this the maps cannot be written and a user who
-                // is not root got no namespaces at all. This process is
-                // already in its own user namespace and about to `exec`,
-                // which makes it dumpable anyway.
-                // SAFETY: prctl with constant arguments.
-                unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
-                let ok = write_file(c"/proc/self/setgroups", b"deny")
-                    && write_file(c"/proc/self/uid_map", uid_map)
-                    && write_file(c"/proc/self/gid_map", gid_map);
-                if !ok {
-                    return self.fail(FAIL_USER_MAP);
-                }
             }
             if self.namespaces.contains(CloneFlags::CLONE_NEWPID) {
                 // SAFETY: we are between fork and exec; see `become_init`.

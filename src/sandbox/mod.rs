@@ -33,15 +33,21 @@
 //!   that write a workspace another user owns ([`kept_capabilities`]), and
 //!   a seccomp filter ([`seccomp`]).
 //!
-//! As root these namespaces are made directly; otherwise inside a user
-//! namespace. What the kernel cannot do is reported once per run
+//! Every child joins the run's user namespace ([`run_namespaces`]), root
+//! included: there its capabilities reach only what the namespace owns, and
+//! it can give files only to the users mapped (itself and the workspace's
+//! owner); a seccomp rule keeps it from making set-user-ID or set-group-ID
+//! files, which would run as their owner on the host. What the kernel cannot do is reported once per run
 //! ([`SandboxReport::missing`]), never silently skipped. This module does
 //! not decide which commands may run: that is [`crate::policy`].
 
+mod cgroup;
 mod child;
 mod config;
 pub mod probe;
+mod run_namespaces;
 mod seccomp;
+pub mod startup_files;
 
 use std::ffi::CString;
 use std::io;
@@ -54,14 +60,16 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 use nix::mount::MsFlags;
-use nix::sched::{CloneFlags, unshare};
-use std::os::fd::{AsRawFd, OwnedFd};
+use nix::sched::CloneFlags;
+use std::os::unix::fs::MetadataExt;
 
+pub use cgroup::{CallGroup, LimitReached};
 pub use config::{ResourceLimits, SandboxProfile, SandboxSpec};
 pub use probe::{Support, support};
 
 use crate::event::SandboxReport;
 use child::{ChildSetup, ReadOnlyBind, ResourceLimit};
+use run_namespaces::{IdMaps, RunNamespaces};
 pub use seccomp::FilterError;
 use seccomp::SyscallFilter;
 
@@ -89,13 +97,17 @@ pub struct Sandbox {
     /// The folders above the repositories and skill folders, pinned in place.
     pinned: Vec<PathBuf>,
     report: SandboxReport,
-    /// The run's own network namespace, joined by every child (root only).
-    network: Option<OwnedFd>,
+    /// The run's user and network namespaces, joined by every child.
+    namespaces: RunNamespaces,
+    /// A control group per call, where the machine allows one.
+    groups: Option<cgroup::CallGroups>,
 }
 
 /// Where a sandbox applies: the folders a run writes and owns.
 #[derive(Clone, Debug, Default)]
 pub struct SandboxPaths {
+    /// Names the run's control group (`agentci-<run id>`).
+    pub run_id: String,
     pub workspace: PathBuf,
     /// The run's private temporary folder (the children's `TMPDIR`).
     pub temp: PathBuf,
@@ -135,10 +147,7 @@ impl Sandbox {
         let mut protected = protected_paths(&paths.workspace, &paths.protected);
         protected.extend(paths.read_only.iter().cloned());
         let pinned = folders_above(&paths.workspace, &paths.read_only);
-        let isolate = spec.profile != SandboxProfile::Off && !spec.network;
-        let network = (isolate && support.root && support.network_namespace)
-            .then(run_network_namespace)
-            .and_then(Result::ok);
+        let (namespaces, support) = run_namespaces(&spec, paths, support);
         // Built before any fork: the child only installs it. A filter that
         // does not build is a bug; the run goes on without it, and says so.
         let syscalls = (support.seccomp && spec.profile != SandboxProfile::Off)
@@ -147,6 +156,10 @@ impl Sandbox {
             .map(Arc::new);
         let mut support = support;
         support.seccomp &= syscalls.is_some();
+        let groups = (support.control_groups && spec.profile != SandboxProfile::Off)
+            .then(|| cgroup::CallGroups::make(&paths.run_id, spec.limits))
+            .flatten();
+        support.control_groups = groups.is_some();
         let hides = Hides {
             checkpoint_key: !paths.masked.is_empty(),
             read_denied: !paths.read_denied.is_empty(),
@@ -163,7 +176,8 @@ impl Sandbox {
             empty_folder: paths.empty_folder.clone(),
             syscalls,
             pinned,
-            network,
+            namespaces,
+            groups,
         }
     }
 
@@ -176,18 +190,21 @@ impl Sandbox {
         &self.report
     }
 
-    /// Install the sandbox in `command`: the child applies it just before `exec`.
-    pub fn install(&self, command: &mut tokio::process::Command) -> io::Result<()> {
+    /// Install the sandbox in `command`: the child applies it just before
+    /// `exec`. The call's control group, where there is one, tells
+    /// afterwards which limit the call reached.
+    pub fn install(&self, command: &mut tokio::process::Command) -> io::Result<Option<CallGroup>> {
         if self.spec.profile == SandboxProfile::Off {
-            return Ok(());
+            return Ok(None);
         }
-        let mut setup = self.child_setup()?;
+        let group = self.groups.as_ref().map(cgroup::CallGroups::call).transpose()?;
+        let mut setup = self.child_setup(group.as_ref())?;
         // SAFETY: `apply` only makes system calls on data prepared here.
         unsafe { command.pre_exec(move || setup.apply()) };
-        Ok(())
+        Ok(group)
     }
 
-    fn child_setup(&self) -> io::Result<ChildSetup> {
+    fn child_setup(&self, group: Option<&CallGroup>) -> io::Result<ChildSetup> {
         let s = &self.support;
         let mut namespaces = CloneFlags::empty();
         if s.mount_namespace {
@@ -197,15 +214,12 @@ impl Sandbox {
             namespaces |= CloneFlags::CLONE_NEWPID;
         }
         let isolate_network = !self.spec.network && s.network_namespace;
-        let join_network = self.network.as_ref().map(|fd| fd.as_raw_fd());
+        let join_network = self.namespaces.network_fd();
         if isolate_network && join_network.is_none() {
             namespaces |= CloneFlags::CLONE_NEWNET;
         }
         if s.uts_ipc_namespaces {
             namespaces |= CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
-        }
-        if !namespaces.is_empty() && !s.root {
-            namespaces |= CloneFlags::CLONE_NEWUSER;
         }
         let pinned = match s.mount_namespace {
             true => self.pinned.iter().map(|p| c_path(p)).collect(),
@@ -226,8 +240,9 @@ impl Sandbox {
             false => Vec::new(),
         };
         Ok(ChildSetup {
+            join_groups: group.map(|g| g.procs.clone()).unwrap_or_default(),
+            join_user: self.namespaces.user_fd(),
             namespaces,
-            id_maps: namespaces.contains(CloneFlags::CLONE_NEWUSER).then(id_maps),
             mount_proc: s.pid_namespace,
             read_only_view,
             writable,
@@ -299,9 +314,6 @@ impl Sandbox {
     }
 }
 
-/// A network namespace with only its loopback, made by a short-lived
-/// thread (a thread may switch its own network namespace) and kept alive
-/// by the returned descriptor.
 /// The `setrlimit` calls for `limits`, each capped at the hard limit
 /// agentci already has (an unprivileged process cannot raise it).
 fn resource_limits(limits: &ResourceLimits) -> Vec<ResourceLimit> {
@@ -331,16 +343,42 @@ fn resource_limits(limits: &ResourceLimits) -> Vec<ResourceLimit> {
     .collect()
 }
 
-fn run_network_namespace() -> io::Result<OwnedFd> {
-    std::thread::spawn(|| {
-        unshare(CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;
-        if !child::loopback_up() {
-            return Err(io::Error::other("cannot bring up lo"));
-        }
-        std::fs::File::open("/proc/thread-self/ns/net").map(OwnedFd::from)
-    })
-    .join()
-    .map_err(|_| io::Error::other("the network namespace thread panicked"))?
+/// The run's shared namespaces for `spec` on a machine with `support`,
+/// and the support that holds once they are made: a user namespace
+/// whenever the sandbox is on (root included: it is what keeps root inside
+/// from being root on the host), a network namespace when the network is
+/// off. Should making them fail where the probe succeeded, the protections
+/// that need them are reported missing rather than breaking every command.
+fn run_namespaces(
+    spec: &SandboxSpec,
+    paths: &SandboxPaths,
+    mut support: Support,
+) -> (RunNamespaces, Support) {
+    if spec.profile == SandboxProfile::Off {
+        return (RunNamespaces::default(), support);
+    }
+    let network = !spec.network && support.network_namespace;
+    let maps = support.user_namespaces.then(|| {
+        // SAFETY: getuid and getgid have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let owner = std::fs::metadata(&paths.workspace)
+            .ok()
+            .map(|m| (m.uid(), m.gid()));
+        IdMaps::for_caller(uid, gid, owner)
+    });
+    if let Ok(namespaces) = RunNamespaces::make(maps.as_ref(), network) {
+        return (namespaces, support);
+    }
+    support.network_namespace = false;
+    if let Ok(namespaces) = RunNamespaces::make(maps.as_ref(), false) {
+        return (namespaces, support);
+    }
+    support.user_namespaces = false;
+    if !support.root {
+        // Without the user namespace nothing else can be made.
+        support = probe::without_namespaces(support);
+    }
+    (RunNamespaces::default(), support)
 }
 
 /// What a run has to hide from children, besides agentci's own files.
@@ -409,6 +447,7 @@ fn report(spec: SandboxSpec, support: &Support, hides: Hides) -> SandboxReport {
         }
     };
     note(support.landlock_abi > 0, "filesystem");
+    note(support.user_namespaces, "user_namespace");
     note(support.pid_namespace, "processes");
     note(support.mount_namespace, "run_folder");
     if hides.checkpoint_key {
@@ -421,6 +460,8 @@ fn report(spec: SandboxSpec, support: &Support, hides: Hides) -> SandboxReport {
         support.mount_namespace && support.read_only_view,
         "outside_read_only",
     );
+    // Root is exempt from `RLIMIT_NPROC`; only a control group limits its processes.
+    note(support.control_groups || !support.root, "process_limit");
     note(support.capabilities, "capabilities");
     note(support.seccomp, "seccomp");
     note(support.uts_ipc_namespaces, "hostname_ipc");
@@ -468,6 +509,15 @@ pub fn missing_reason(name: &str) -> &'static str {
         "outside_read_only" => {
             "no read-only view (mount_setattr, Linux 5.12+): children can change the mode, owner, \
              extended attributes and times of files outside the workspace that they own (as root: any)"
+        }
+        "user_namespace" => {
+            "no user namespace: children run as agentci's own user, as root the host's root: \
+             they can give files to any user and the process limit does not bind them"
+        }
+        "process_limit" => {
+            "no control group can be made (cgroup v2 with the pids controller delegated, or \
+             cgroup v1 as root): the kernel does not apply `sandbox.limits.processes` to root, \
+             so a fork bomb is stopped only by the call's timeout"
         }
         "capabilities" => "children run as root keep every capability",
         "seccomp" => {
@@ -558,16 +608,6 @@ fn read_only_bind(source: &Path, target: &Path) -> io::Result<ReadOnlyBind> {
     })
 }
 
-/// The user namespace's maps: the caller's own uid and gid, unchanged.
-fn id_maps() -> (Vec<u8>, Vec<u8>) {
-    // SAFETY: getuid and getgid have no preconditions.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    (
-        format!("{uid} {uid} 1\n").into_bytes(),
-        format!("{gid} {gid} 1\n").into_bytes(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,6 +679,7 @@ mod tests {
             r.missing,
             [
                 "filesystem",
+                "user_namespace",
                 "processes",
                 "run_folder",
                 "outside_read_only",

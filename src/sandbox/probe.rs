@@ -3,7 +3,7 @@
 //! starting `/bin/true` in a trial sandbox that reports which steps failed.
 //!
 //! `AGENTCI_TEST_SANDBOX_UNSUPPORTED` (a comma-separated list of `landlock`,
-//! `namespaces`, `network`, `seccomp`) pretends features are missing; it exists for
+//! `namespaces`, `network`, `seccomp`, `cgroups`) pretends features are missing; it exists for
 //! tests of the degraded path, and can only take protection away.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -13,9 +13,10 @@ use nix::sched::CloneFlags;
 use serde::Serialize;
 
 use super::child::{
-    ChildSetup, FAIL_BIND, FAIL_CAPABILITIES, FAIL_FORK, FAIL_LOOPBACK, FAIL_PRIVATE, FAIL_PROC,
-    FAIL_SECCOMP, FAIL_UNSHARE, FAIL_USER_MAP, FAIL_VIEW,
+    ChildSetup, FAIL_BIND, FAIL_CAPABILITIES, FAIL_FORK, FAIL_PRIVATE, FAIL_PROC,
+    FAIL_SECCOMP, FAIL_UNSHARE, FAIL_JOIN_USER, FAIL_VIEW,
 };
+use super::run_namespaces::{IdMaps, RunNamespaces};
 use super::seccomp::SyscallFilter;
 
 /// The test switch that pretends features are missing.
@@ -26,9 +27,10 @@ pub const PRETEND_UNSUPPORTED_ENV: &str = "AGENTCI_TEST_SANDBOX_UNSUPPORTED";
 pub struct Support {
     /// Landlock ABI version; 0 when Landlock is absent or disabled.
     pub landlock_abi: u32,
-    /// agentci runs as root: namespaces need no user namespace.
+    /// agentci runs as root.
     pub root: bool,
-    /// Unprivileged user namespaces work (needed for the rest when not root).
+    /// The run's user namespace can be made: as root, what makes root
+    /// inside not root on the host; otherwise needed for every other namespace.
     pub user_namespaces: bool,
     /// A private PID namespace with its own `/proc`.
     pub pid_namespace: bool,
@@ -44,6 +46,9 @@ pub struct Support {
     pub capabilities: bool,
     /// The sandbox's seccomp filters can be installed.
     pub seccomp: bool,
+    /// A control group per call can be made (cgroup v2 delegated, or v1 as
+    /// root): the process limit then binds root too.
+    pub control_groups: bool,
 }
 
 impl Support {
@@ -73,6 +78,7 @@ fn probe() -> Support {
         root,
         seccomp: seccomp_available() && !missing("seccomp"),
         capabilities: true,
+        control_groups: !missing("cgroups") && control_groups_available(),
         ..Support::default()
     };
     let syscalls = support
@@ -80,58 +86,88 @@ fn probe() -> Support {
         .then(SyscallFilter::new)
         .and_then(Result::ok);
     if missing("namespaces") {
-        let failed = trial(CloneFlags::empty(), syscalls);
+        let failed = trial(CloneFlags::empty(), &RunNamespaces::default(), syscalls);
         support.capabilities = failed & FAIL_CAPABILITIES == 0;
         support.seccomp &= failed & FAIL_SECCOMP == 0;
         return support;
     }
-    let user = if root {
-        CloneFlags::empty()
+    // The run's shared namespaces first, as `Sandbox` makes them: a user
+    // namespace (root too) owning a network namespace.
+    // SAFETY: getuid and getgid have no preconditions.
+    let maps = IdMaps::for_caller(unsafe { libc::getuid() }, unsafe { libc::getgid() }, None);
+    let (shared, user, network) = if let Ok(ns) = RunNamespaces::make(Some(&maps), true) {
+        (ns, true, true)
+    } else if let Ok(ns) = RunNamespaces::make(Some(&maps), false) {
+        (ns, true, false)
+    } else if let (true, Ok(ns)) = (root, RunNamespaces::make(None, true)) {
+        (ns, false, true)
     } else {
-        CloneFlags::CLONE_NEWUSER
+        (RunNamespaces::default(), false, false)
     };
-    let all = user | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-    let host = CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
-    let mut failed = trial(all | host | CloneFlags::CLONE_NEWNET, syscalls.clone());
-    let network = failed & (FAIL_UNSHARE | FAIL_USER_MAP | FAIL_LOOPBACK) == 0;
-    if failed & FAIL_UNSHARE != 0 {
-        failed = trial(all | host, syscalls.clone());
+    if !user && !root {
+        // Without a user namespace a user who is not root can make none.
+        let failed = trial(CloneFlags::empty(), &shared, syscalls);
+        support.capabilities = failed & FAIL_CAPABILITIES == 0;
+        support.seccomp &= failed & FAIL_SECCOMP == 0;
+        return support;
     }
+    support.user_namespaces = user;
+    let all = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    let host = CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
+    let mut failed = trial(all | host, &shared, syscalls.clone());
     support.uts_ipc_namespaces = failed & FAIL_UNSHARE == 0;
     if failed & FAIL_UNSHARE != 0 {
-        failed = trial(all, syscalls);
+        failed = trial(all, &shared, syscalls.clone());
     }
-    let namespaces = failed & (FAIL_UNSHARE | FAIL_USER_MAP) == 0;
+    let namespaces = failed & (FAIL_UNSHARE | FAIL_JOIN_USER) == 0;
     support.uts_ipc_namespaces &= namespaces;
-    support.user_namespaces = !root && namespaces;
     support.mount_namespace = namespaces && failed & (FAIL_PRIVATE | FAIL_BIND) == 0;
     support.pid_namespace = support.mount_namespace && failed & (FAIL_FORK | FAIL_PROC) == 0;
     support.read_only_view = support.mount_namespace && failed & FAIL_VIEW == 0;
-    support.network_namespace = network && !missing("network");
-    // Steps after the namespaces: known only if the trial got that far.
-    let reached = failed & (FAIL_UNSHARE | FAIL_USER_MAP | FAIL_FORK) == 0;
-    support.capabilities = reached && failed & FAIL_CAPABILITIES == 0;
-    support.seccomp &= reached && failed & (FAIL_CAPABILITIES | FAIL_SECCOMP) == 0;
+    support.network_namespace = network && namespaces && !missing("network");
+    // Steps after the namespaces: known only if the trial got that far;
+    // if it did not, a trial without namespaces tells (a machine that
+    // refuses namespaces can still drop capabilities and filter calls).
+    let reached = failed & (FAIL_UNSHARE | FAIL_JOIN_USER | FAIL_FORK) == 0;
+    if !reached {
+        failed = trial(CloneFlags::empty(), &RunNamespaces::default(), syscalls);
+    }
+    support.capabilities = failed & FAIL_CAPABILITIES == 0;
+    support.seccomp &= failed & (FAIL_CAPABILITIES | FAIL_SECCOMP) == 0;
     support
 }
 
-/// Run `/bin/true` in a trial sandbox with `namespaces`; the steps that failed.
-fn trial(namespaces: CloneFlags, syscalls: Option<SyscallFilter>) -> i32 {
+/// `support` with every namespace marked missing: what holds when the
+/// run's user namespace cannot be made for a user who is not root.
+pub(super) fn without_namespaces(support: Support) -> Support {
+    Support {
+        user_namespaces: false,
+        pid_namespace: false,
+        mount_namespace: false,
+        network_namespace: false,
+        uts_ipc_namespaces: false,
+        read_only_view: false,
+        ..support
+    }
+}
+
+/// Run `/bin/true` in a trial sandbox that joins `shared` and makes
+/// `namespaces`; the steps that failed.
+fn trial(namespaces: CloneFlags, shared: &RunNamespaces, syscalls: Option<SyscallFilter>) -> i32 {
     let Ok(bind) = super::read_only_bind(&std::env::temp_dir(), &std::env::temp_dir()) else {
         return FAIL_BIND;
     };
     let mut setup = ChildSetup {
+        join_groups: Vec::new(),
+        join_user: shared.user_fd(),
         namespaces,
-        id_maps: namespaces
-            .contains(CloneFlags::CLONE_NEWUSER)
-            .then(super::id_maps),
         mount_proc: true,
         read_only_view: true,
         writable: Vec::new(),
         pinned: Vec::new(),
         read_only: vec![bind],
-        loopback_up: namespaces.contains(CloneFlags::CLONE_NEWNET),
-        join_network: None,
+        loopback_up: false,
+        join_network: shared.network_fd(),
         landlock: None,
         capabilities: Some(0),
         syscalls: syscalls.map(std::sync::Arc::new),
@@ -152,6 +188,12 @@ fn trial(namespaces: CloneFlags, syscalls: Option<SyscallFilter>) -> i32 {
         },
         Err(_) => FAIL_UNSHARE,
     }
+}
+
+/// Whether a run could make its control groups here: made and removed.
+fn control_groups_available() -> bool {
+    let trial = format!("probe-{}", std::process::id());
+    super::cgroup::CallGroups::make(&trial, super::ResourceLimits::default()).is_some()
 }
 
 /// The kernel's Landlock ABI version, 0 without Landlock.

@@ -5,9 +5,10 @@
 //! reaches past the sandbox: device nodes, mounts, tracing other processes,
 //! loading kernel code, keyrings, swap, reboot, the hostname, new user
 //! namespaces (where the kernel would hand the command every capability
-//! again) and personality flags that turn off address randomisation.
-//! `clone3` gets `ENOSYS`: its flags are in memory a filter cannot read, so
-//! libc falls back to `clone`, whose flags the filter sees. A system call of
+//! again), personality flags that turn off address randomisation, and
+//! set-user-ID or set-group-ID files. `clone3` and `openat2` get `ENOSYS`:
+//! their flags and modes are in memory a filter cannot read, so libc falls
+//! back to `clone` and `openat`, whose arguments the filter sees. A system call of
 //! another architecture (32-bit code on x86_64) ends the process: the
 //! filter cannot judge its numbers. This module only builds the programs;
 //! [`super::child`] installs them, and the capabilities, namespaces and
@@ -90,15 +91,16 @@ impl SyscallFilter {
             SeccompAction::Errno(libc::EPERM as u32),
             ARCH,
         )?;
-        let mut clone3 = BTreeMap::new();
-        clone3.insert(libc::SYS_clone3, Vec::new());
-        let clone3 = SeccompFilter::new(
-            clone3,
+        let mut unreadable = BTreeMap::new();
+        unreadable.insert(libc::SYS_clone3, Vec::new());
+        unreadable.insert(libc::SYS_openat2, Vec::new());
+        let unreadable = SeccompFilter::new(
+            unreadable,
             SeccompAction::Allow,
             SeccompAction::Errno(libc::ENOSYS as u32),
             ARCH,
         )?;
-        let mut programs = vec![refused.try_into()?, clone3.try_into()?];
+        let mut programs = vec![refused.try_into()?, unreadable.try_into()?];
         #[cfg(target_arch = "x86_64")]
         programs.push(x32_refused());
         Ok(SyscallFilter { programs })
@@ -122,6 +124,16 @@ fn refused_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
     #[cfg(target_arch = "x86_64")]
     rules.insert(libc::SYS_mknod, device(1)?);
     rules.insert(libc::SYS_mknodat, device(2)?);
+    // Set-user-ID and set-group-ID files, by the mode's bits: inside the
+    // run's user namespace root is the host's root mapped, so such a file
+    // would run as root for whoever starts it outside the sandbox later.
+    for (nr, mode_arg) in MODE_ARGUMENTS {
+        let entry = rules.entry(*nr).or_default();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            entry.push(SeccompRule::new(vec![masked(*mode_arg, bit, bit)?])?);
+        }
+    }
     // A new user namespace, by the flag (the first argument of both).
     let new_user = CLONE_NEWUSER;
     for nr in [libc::SYS_clone, libc::SYS_unshare] {
@@ -138,6 +150,25 @@ fn refused_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {
 }
 
 const CLONE_NEWUSER: u64 = libc::CLONE_NEWUSER as u64;
+
+/// System calls that set a file's mode, and which argument holds it.
+/// `openat2` keeps its mode in memory a filter cannot read: it answers
+/// `ENOSYS`, as `clone3` does, and callers fall back to `openat`.
+const MODE_ARGUMENTS: &[(libc::c_long, u8)] = &[
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, 2),
+    (libc::SYS_openat, 3),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
+];
 
 /// Argument `index`, masked by `mask`, equals `value` (its low 32 bits:
 /// modes and clone flags are 32-bit for the kernel).

@@ -13,7 +13,7 @@ use super::support::{bool_arg, outside, str_arg, usize_arg};
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
 
 use crate::process::ShellOutput;
-use crate::sandbox::SandboxProfile;
+use crate::sandbox::{LimitReached, SandboxProfile};
 
 pub use crate::process::{INHERITED_ENV, INHERITED_ENV_PREFIXES, is_inherited};
 
@@ -186,6 +186,21 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         (None, Some(signal)) => format!("killed by signal {signal}{notes}"),
         (None, None) => format!("ended without an exit code{notes}"),
     };
+    if let Some(reached) = run.limit_reached {
+        let (what, key) = match reached {
+            LimitReached::Processes => ("process limit (a fork was refused)", "processes"),
+            LimitReached::Memory => ("memory limit (a process was killed for memory)", "memory"),
+        };
+        return ToolResult::failure(
+            ToolErrorCode::ResourceLimit,
+            format!(
+                "command reached the sandbox's {what} and was ended with everything it \
+                 started ({summary}); if the job needs more, raise `sandbox.limits.{key}`"
+            ),
+        )
+        .with_output(run.output)
+        .with_data(data);
+    }
     if passed_file_size_limit(&run) && ctx.processes.profile() != SandboxProfile::Off {
         return ToolResult::failure(
             ToolErrorCode::ResourceLimit,

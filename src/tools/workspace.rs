@@ -30,6 +30,8 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use crate::sandbox::startup_files::is_startup_file;
+
 use super::beneath::Beneath;
 
 /// The directory the agent works in; every tool path is relative to it.
@@ -259,6 +261,12 @@ impl Workspace {
                 "path `{relative}` is inside `{git}`, git's own files, which the tools only \
                  read: a line in its config or a hook would run commands; change the repository \
                  with the git commands the job allows through `exec`"
+            )));
+        }
+        if path.file_name().is_some_and(is_startup_file) {
+            return Err(PathError(format!(
+                "path `{relative}` is a start-up file that shells, git or direnv run commands \
+                 from, which the tools only read; put the setting in the project's own files"
             )));
         }
         Ok(path)
@@ -569,6 +577,19 @@ mod tests {
 #[cfg(test)]
 mod protected_tests {
     use super::*;
+
+    #[test]
+    fn startup_files_are_read_only_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".bashrc"), "").unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        for written in [".bashrc", ".gitconfig", "sub/.envrc", "a/b/.zshrc"] {
+            let err = ws.resolve(written).unwrap_err().to_string();
+            assert!(err.contains("start-up file"), "{written}: {err}");
+        }
+        assert!(ws.resolve_for_reading(".bashrc").is_ok());
+        assert!(ws.resolve("bashrc.txt").is_ok());
+    }
 
     #[test]
     fn git_folders_are_read_only_and_own_outputs_refused() {

