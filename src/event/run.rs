@@ -67,6 +67,19 @@ pub struct SandboxReport {
     pub enforced: Vec<String>,
     /// Asked for and not enforceable here (same names).
     pub missing: Vec<String>,
+    /// Folders beyond the workspace that children may write, from
+    /// `sandbox.writable`, as resolved at run start; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<WritableFolder>,
+}
+
+/// One folder of `sandbox.writable`, resolved.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WritableFolder {
+    /// The folder, absolute, symbolic links followed.
+    pub path: String,
+    /// The entry of `sandbox.writable` that named it (`preset:cargo`, `~/.cache/x`).
+    pub entry: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

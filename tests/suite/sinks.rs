@@ -51,6 +51,10 @@ fn run_started() -> EventKind {
             require: false,
             enforced: vec!["filesystem".into(), "processes".into(), "run_folder".into()],
             missing: vec!["network".into()],
+            writable: vec![agentci::event::WritableFolder {
+                path: "/home/runner/.cargo/registry".into(),
+                entry: "preset:cargo".into(),
+            }],
         },
         budget: Some(Box::new(agentci::event::BudgetInEffect {
             max_turns: 30,
@@ -186,6 +190,7 @@ fn every_kind() -> Vec<EventKind> {
             require: false,
             enforced: vec!["filesystem".into(), "run_folder".into()],
             missing: vec!["processes".into(), "network".into()],
+            writable: Vec::new(),
         }),
         EventKind::ModelRequest(ModelRequest {
             call_id: "m1".into(),
