@@ -23,9 +23,11 @@ pub struct RunStarted {
     pub tools: Vec<String>,
     /// Where the trace and JUnit go, so every sink can reference them.
     pub outputs: OutputPaths,
-    /// The sandbox every process of the run runs in, and what of it is enforced.
+    /// The sandbox every process of the run runs in, and what of it is
+    /// enforced; boxed, as the budget and permissions are, to keep the
+    /// event enum small.
     #[serde(default)]
-    pub sandbox: SandboxReport,
+    pub sandbox: Box<SandboxReport>,
     /// The budget the run holds to (absent in traces from before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Box<BudgetInEffect>>,

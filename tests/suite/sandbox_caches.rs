@@ -397,6 +397,11 @@ fn cargo_bumps_a_dependency_from_a_local_registry_only_with_the_preset() {
             "{started}"
         );
         assert_eq!(started["writable"][0]["entry"], "preset:cargo");
+        let shown = stdout(&sb.agentci(&["trace", "show", "out/trace.jsonl"]));
+        assert!(
+            shown.contains(&format!("also writable: {}", writable.join(", "))),
+            "{shown}"
+        );
         assert_eq!(
             code,
             Some(0),

@@ -45,7 +45,7 @@ fn run_started() -> EventKind {
             junit: None,
             patch: Some("out/changes.patch".into()),
         },
-        sandbox: SandboxReport {
+        sandbox: Box::new(SandboxReport {
             profile: "workspace-write".into(),
             network: false,
             require: false,
@@ -55,7 +55,7 @@ fn run_started() -> EventKind {
                 path: "/home/runner/.cargo/registry".into(),
                 entry: "preset:cargo".into(),
             }],
-        },
+        }),
         budget: Some(Box::new(agentci::event::BudgetInEffect {
             max_turns: 30,
             max_tool_calls: None,
