@@ -445,10 +445,12 @@ pub fn resolve(roots: &[WritableRoot], env: &Env<'_>) -> Result<Vec<ResolvedRoot
     Ok(resolved)
 }
 
-/// Check each of `resolved` against `kept`, create the missing ones
-/// (mode 0755, owned by the user agentci runs as) and check them again
-/// with symbolic links followed. Returns the folders as the kernel will
-/// see them, less those in the workspace (writable already).
+/// Check each of `resolved` against `kept`, as written and with symbolic
+/// links followed (as far as the folder exists: a link above a missing
+/// folder must not lead its creation elsewhere), create the missing ones
+/// (mode 0755, owned by the user agentci runs as) and check them once
+/// more. Returns the folders as the kernel will see them, less those in
+/// the workspace (writable already).
 pub fn prepare(
     resolved: Vec<ResolvedRoot>,
     kept: &KeptPaths,
@@ -467,6 +469,10 @@ pub fn prepare(
         };
         if let Some(refusal) = kept.refusal(&folder) {
             return Err(refused(&folder, refusal));
+        }
+        let ahead = real_path(&folder);
+        if let Some(refusal) = real_kept.refusal(&ahead) {
+            return Err(refused(&ahead, refusal));
         }
         create(&folder).map_err(|source| {
             let folder = folder.clone();
@@ -512,17 +518,40 @@ fn create(folder: &Path) -> std::io::Result<()> {
         .create(folder)
 }
 
-/// `path` with symbolic links followed, as far as it exists.
+/// `path` with symbolic links followed: its longest existing part made
+/// real, the rest appended as written.
 fn real_path(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |real, part| real.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
-/// `path` without `.` components and trailing separators; `..` is kept
-/// (the spec refuses entries holding it, and variables are used as set).
+/// `path` without `.` components and trailing separators, `..` taken
+/// lexically (the spec refuses entries holding it; a variable may hold it,
+/// and its folder is judged with links followed too).
 pub fn normalize(path: &Path) -> PathBuf {
-    path.components()
-        .filter(|c| !matches!(c, Component::CurDir))
-        .collect()
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

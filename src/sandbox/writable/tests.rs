@@ -241,6 +241,17 @@ fn prepare_creates_missing_folders_and_judges_where_links_lead() {
         }
         other => panic!("{other:?}"),
     }
+    // A link above a missing folder is followed before anything is made.
+    std::os::unix::fs::symlink(workspace.join(".git"), base.join("home/.cache")).unwrap();
+    let below_link = base.join("home/.cache/pip");
+    let err = prepare(vec![resolved(&below_link)], &kept).unwrap_err();
+    assert!(matches!(err.problem, Problem::Refused { .. }), "{err}");
+    assert!(!workspace.join(".git/pip").exists());
+    // A variable holding `..` is taken lexically.
+    assert_eq!(
+        normalize(Path::new("/tmp/../etc/./x")),
+        PathBuf::from("/etc/x")
+    );
     // A system folder is refused before anything is created.
     let err = prepare(vec![resolved(Path::new("/etc/agentci-test"))], &kept).unwrap_err();
     assert!(matches!(err.problem, Problem::Refused { .. }));
