@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::mcp_print::{self, CallReport, ServerReport};
 use super::{CliError, Exit};
 use crate::mcp::{McpSet, StartContext};
-use crate::process::{ProcessRunner, RunnerConfig};
+use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::redact::Redactor;
 use crate::spec::duration::parse_duration;
 use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
@@ -395,7 +395,7 @@ fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
     let lookup = |name: &str| std::env::var(name).ok();
     let (env, _missing) = job.resolve_env(lookup);
     let runner = ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox,
+        sandbox: job.sandbox.clone(),
         workspace: job.workspace.clone(),
         run_id: format!("mcp-{}", std::process::id()),
         protected: Vec::new(),
@@ -405,7 +405,10 @@ fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
         extra_env: env,
         secrets: Redactor::default(),
     })
-    .map_err(|e| format!("cannot create the private temporary folder: {e}"))?;
+    .map_err(|e| match e {
+        RunnerError::TempFolder(e) => format!("cannot create the private temporary folder: {e}"),
+        RunnerError::Writable(e) => e.in_file(&job.path),
+    })?;
     let report = runner.sandbox_report();
     if let Some(message) = crate::sandbox::degraded_message(&report) {
         if report.require {

@@ -16,6 +16,7 @@ pub mod run;
 pub mod signals;
 pub mod trace;
 pub mod validate;
+mod writable_roots;
 
 use std::process::ExitCode;
 

@@ -11,7 +11,8 @@
 //! `skill:`). A job's skill is found and validated too; a skill from git is
 //! fetched into the cache for that. Output goes to
 //! stdout: `FILE:LINE:COLUMN: error: message` per problem and
-//! `ok   FILE (…)` per valid file; the exit code is 2 when anything is wrong.
+//! `ok   FILE (…)` per valid file, followed for a job by the folders its
+//! `sandbox.writable` leads to here; the exit code is 2 when anything is wrong.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -194,6 +195,11 @@ impl<W: Write> Validation<W> {
                 skill.name
             );
             let _ = writeln!(self.out, "{}", crate::inert::terminal(&line));
+            let (roots, warnings) = super::writable_roots::writable_roots(job);
+            for root in roots {
+                let _ = writeln!(self.out, "     {}", crate::inert::terminal(&root));
+            }
+            self.report(warnings);
         } else {
             let message = format!(
                 "skill {} is invalid (see above)",

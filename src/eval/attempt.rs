@@ -19,7 +19,7 @@ use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
-use crate::process::{ProcessRunner, RunnerConfig};
+use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
 use crate::redact::Redactor;
 use crate::runner::secrets::secret_values;
@@ -322,7 +322,7 @@ fn assertion_runner(
     let job = &prepared.job;
     let lookup = |name: &str| std::env::var(name).ok();
     ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox,
+        sandbox: job.sandbox.clone(),
         workspace: workspace.to_path_buf(),
         run_id: format!("{}-assertions", crate::runner::new_run_id()),
         protected: vec![
@@ -336,7 +336,12 @@ fn assertion_runner(
         extra_env: [job.resolve_env(lookup).0, own_env.to_vec()].concat(),
         secrets: Redactor::new(secret_values(job, lookup)),
     })
-    .map_err(|e| format!("cannot create the assertions' temporary folder: {e}"))
+    .map_err(|e| match e {
+        RunnerError::TempFolder(e) => {
+            format!("cannot create the assertions' temporary folder: {e}")
+        }
+        RunnerError::Writable(e) => e.in_file(&job.path),
+    })
 }
 
 /// Mark an attempt stopped by a signal: an error that is not kept.

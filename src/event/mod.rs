@@ -36,6 +36,7 @@ pub use plan::{Phase, PlanStep, StepStatus};
 pub use run::{
     BudgetInEffect, BudgetLimit, GitPatch, OutputPaths, PermissionsInEffect, RunCompleted,
     RunResumed, RunStarted, RunStatus, SandboxReport, SkillLoaded, SkillSource, Totals,
+    WritableFolder,
 };
 pub use tools::{
     Decision, RuleSource, SubagentCompleted, SubagentStarted, ToolBatchCompleted, ToolBatchStarted,

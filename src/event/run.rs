@@ -23,9 +23,11 @@ pub struct RunStarted {
     pub tools: Vec<String>,
     /// Where the trace and JUnit go, so every sink can reference them.
     pub outputs: OutputPaths,
-    /// The sandbox every process of the run runs in, and what of it is enforced.
+    /// The sandbox every process of the run runs in, and what of it is
+    /// enforced; boxed, as the budget and permissions are, to keep the
+    /// event enum small.
     #[serde(default)]
-    pub sandbox: SandboxReport,
+    pub sandbox: Box<SandboxReport>,
     /// The budget the run holds to (absent in traces from before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Box<BudgetInEffect>>,
@@ -67,6 +69,19 @@ pub struct SandboxReport {
     pub enforced: Vec<String>,
     /// Asked for and not enforceable here (same names).
     pub missing: Vec<String>,
+    /// Folders beyond the workspace that children may write, from
+    /// `sandbox.writable`, as resolved at run start; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<WritableFolder>,
+}
+
+/// One folder of `sandbox.writable`, resolved.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WritableFolder {
+    /// The folder, absolute, symbolic links followed.
+    pub path: String,
+    /// The entry of `sandbox.writable` that named it (`preset:cargo`, `~/.cache/x`).
+    pub entry: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

@@ -35,8 +35,9 @@ use tokio::process::{Child, Command};
 
 use crate::event::SandboxReport;
 use crate::redact::Redactor;
+use crate::sandbox::writable::{self, KeptPaths};
 use crate::sandbox::{CallGroup, LimitReached, Sandbox, SandboxPaths};
-use crate::sandbox::{SandboxProfile, SandboxSpec};
+use crate::sandbox::{SandboxProfile, SandboxSpec, WritableError};
 
 /// The shell `exec` runs its command with; the policy's parser
 /// ([`crate::policy::shell`]) reads bash syntax, so this must be bash. An
@@ -45,7 +46,9 @@ pub const SHELL: &str = "/bin/bash";
 
 /// Variables a command inherits from agentci's environment. The cargo and
 /// rustup ones are there so `cargo test` finds the same toolchain, registry
-/// cache and target folder as the caller when they are not in the default place.
+/// cache and target folder as the caller when they are not in the default
+/// place; the package managers' cache folders so that the tools write where
+/// the `sandbox.writable` presets opened ([`crate::sandbox::writable`]).
 pub const INHERITED_ENV: &[&str] = &[
     "PATH",
     "HOME",
@@ -58,6 +61,12 @@ pub const INHERITED_ENV: &[&str] = &[
     "CARGO_TARGET_DIR",
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
+    "npm_config_cache",
+    "NPM_CONFIG_CACHE",
+    "PIP_CACHE_DIR",
+    "GOMODCACHE",
+    "GOPATH",
+    "GOCACHE",
 ];
 
 /// Git configuration every child gets, through git's variables for
@@ -96,6 +105,16 @@ const WRITABLE_ENV: &[&str] = &[
 /// Whether a command inherits the variable `name` from agentci's environment.
 pub fn is_inherited(name: &str) -> bool {
     INHERITED_ENV.contains(&name) || INHERITED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Why a run's process runner cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("cannot create the private temporary folder: {0}")]
+    TempFolder(#[source] io::Error),
+    /// An entry of `sandbox.writable` that names no usable folder.
+    #[error(transparent)]
+    Writable(#[from] WritableError),
 }
 
 /// How one run starts processes.
@@ -178,13 +197,10 @@ fn empty_folder(run_id: &str) -> io::Result<PathBuf> {
 }
 
 impl ProcessRunner {
-    /// The runner for one run; creates its private temporary folder.
-    pub fn new(config: RunnerConfig) -> io::Result<ProcessRunner> {
+    /// The runner for one run; creates its private temporary folder and
+    /// the job's `sandbox.writable` folders.
+    pub fn new(config: RunnerConfig) -> Result<ProcessRunner, RunnerError> {
         let temp = std::env::temp_dir().join(format!("agentci-{}", config.run_id));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(&temp)?;
         let mut env = inherited_env();
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), temp.clone().into()));
@@ -208,12 +224,18 @@ impl ProcessRunner {
         {
             let _ = std::fs::create_dir_all(folder);
         }
+        let job_writable = job_writable(&config, &env)?;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(&temp)
+            .map_err(RunnerError::TempFolder)?;
         let empty_file = match config.masked.is_empty() && config.read_denied.is_empty() {
             true => None,
-            false => Some(empty_file(&config.run_id)?),
+            false => Some(empty_file(&config.run_id).map_err(RunnerError::TempFolder)?),
         };
         let empty_folder = match config.read_denied.iter().any(|p| p.is_dir()) {
-            true => Some(empty_folder(&config.run_id)?),
+            true => Some(empty_folder(&config.run_id).map_err(RunnerError::TempFolder)?),
             false => None,
         };
         let paths = SandboxPaths {
@@ -221,6 +243,7 @@ impl ProcessRunner {
             workspace: config.workspace.clone(),
             temp: temp.clone(),
             writable,
+            job_writable,
             protected: config.protected,
             masked: config.masked,
             empty_file: empty_file.clone().unwrap_or_default(),
@@ -364,6 +387,41 @@ impl ProcessRunner {
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// The job's `sandbox.writable` folders, resolved in the environment the
+/// children get (`env`), checked and created; none unless the profile is
+/// `workspace-write`.
+fn job_writable(
+    config: &RunnerConfig,
+    env: &[(OsString, OsString)],
+) -> Result<Vec<crate::sandbox::ResolvedRoot>, WritableError> {
+    if config.sandbox.profile != SandboxProfile::WorkspaceWrite
+        || config.sandbox.writable.is_empty()
+    {
+        return Ok(Vec::new());
+    }
+    let lookup = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let env = writable::Env::new(&lookup);
+    let resolved = writable::resolve(&config.sandbox.writable, &env)?;
+    let kept = KeptPaths {
+        workspace: config.workspace.clone(),
+        own: [&config.protected, &config.masked]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
+        read_only: config.read_only.clone(),
+        home: lookup("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute()),
+    };
+    writable::prepare(resolved, &kept)
+}
 
 /// The inherited part of a command's environment, from agentci's own.
 fn inherited_env() -> Vec<(OsString, OsString)> {

@@ -38,7 +38,7 @@ use futures_util::FutureExt;
 
 use crate::agent::{CancelSignal, ToolSet};
 use crate::event::RunCompleted;
-use crate::process::{ProcessRunner, RunnerConfig};
+use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::ModelInfo;
 use crate::redact::Redactor;
 use crate::sink::FileBase;
@@ -133,6 +133,12 @@ pub enum StartError {
     Git(git_step::GitStepError),
     #[error("cannot create the run's private temporary folder: {0}")]
     TempFolder(std::io::Error),
+    /// An entry of `sandbox.writable` that cannot be made writable here.
+    #[error("{}", .source.in_file(.job_file))]
+    Writable {
+        job_file: PathBuf,
+        source: crate::sandbox::WritableError,
+    },
 }
 
 /// Run a prepared job to the end.
@@ -268,7 +274,7 @@ fn start_processes(
     // Later entries win when the command is spawned (eval's per-attempt folders).
     exec_env.extend(extra_env.iter().cloned());
     let processes = ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox,
+        sandbox: job.sandbox.clone(),
         workspace: workspace.to_path_buf(),
         run_id: paths.run_id.clone(),
         protected: paths.own_files.clone(),
@@ -278,7 +284,13 @@ fn start_processes(
         extra_env: exec_env,
         secrets: secrets.clone(),
     })
-    .map_err(StartError::TempFolder)?;
+    .map_err(|e| match e {
+        RunnerError::TempFolder(e) => StartError::TempFolder(e),
+        RunnerError::Writable(source) => StartError::Writable {
+            job_file: job.path.clone(),
+            source,
+        },
+    })?;
     let missing = missing.iter().map(|name| {
         format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
     });

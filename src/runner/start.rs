@@ -45,7 +45,7 @@ pub(super) fn announce(what: Announcement<'_>, bus: &EventBus) {
         workspace,
         tools,
         outputs,
-        sandbox: processes.sandbox_report(),
+        sandbox: Box::new(processes.sandbox_report()),
         budget: Some(Box::new(sent::budget_in_effect(
             &job.budget,
             skill.max_turns,

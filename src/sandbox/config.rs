@@ -1,6 +1,9 @@
 //! The sandbox's configuration: which profile a process runs under, whether
-//! it may use the network and what resources a command may use. The sandbox
-//! owns these types; the job's `sandbox:` is validated into them by `spec`.
+//! it may use the network, which folders beyond the workspace it may write
+//! and what resources a command may use. The sandbox owns these types; the
+//! job's `sandbox:` is validated into them by `spec`.
+
+use super::writable::WritableRoot;
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,7 +67,7 @@ impl Default for ResourceLimits {
 }
 
 /// `sandbox:` validated.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SandboxSpec {
     pub profile: SandboxProfile,
     /// Outgoing network allowed (`sandbox.network`, default false).
@@ -74,4 +77,8 @@ pub struct SandboxSpec {
     /// Resource limits of every command (`sandbox.limits`); not applied
     /// under `sandbox: off`.
     pub limits: ResourceLimits,
+    /// More folders children may write (`sandbox.writable`), as the job
+    /// names them; only under `workspace-write`. Resolved at run start
+    /// ([`super::writable::resolve`]).
+    pub writable: Vec<WritableRoot>,
 }

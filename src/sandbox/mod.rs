@@ -4,8 +4,9 @@
 //! installed in each child before it runs ([`child`]).
 //!
 //! Under `workspace-write` a child:
-//! - writes only in the workspace, the run's private temporary folder and
-//!   the build folder agentci passes (`CARGO_TARGET_DIR`): Landlock;
+//! - writes only in the workspace, the run's private temporary folder, the
+//!   build folder agentci passes (`CARGO_TARGET_DIR`) and the job's
+//!   `sandbox.writable` folders ([`writable`]): Landlock;
 //! - cannot write agentci's run folder, trace or JUnit even where they lie
 //!   in the workspace: a private mount namespace with read-only bind mounts
 //!   over them (Landlock cannot make a read-only hole in a writable tree);
@@ -48,6 +49,7 @@ pub mod probe;
 mod run_namespaces;
 mod seccomp;
 pub mod startup_files;
+pub mod writable;
 
 use std::ffi::CString;
 use std::io;
@@ -66,6 +68,7 @@ use std::os::unix::fs::MetadataExt;
 pub use cgroup::{CallGroup, LimitReached};
 pub use config::{ResourceLimits, SandboxProfile, SandboxSpec};
 pub use probe::{Support, support};
+pub use writable::{ResolvedRoot, WritableError, WritableRoot};
 
 use crate::event::SandboxReport;
 use child::{ChildSetup, ReadOnlyBind, ResourceLimit};
@@ -113,6 +116,9 @@ pub struct SandboxPaths {
     pub temp: PathBuf,
     /// More folders children may write under `workspace-write` (a build folder).
     pub writable: Vec<PathBuf>,
+    /// The job's `sandbox.writable`, resolved and created
+    /// ([`writable::prepare`]): writable under `workspace-write`, and reported.
+    pub job_writable: Vec<ResolvedRoot>,
     /// agentci's own outputs: the run folder, trace, JUnit.
     pub protected: Vec<PathBuf>,
     /// Files children must not read (the checkpoint key): each is masked by
@@ -143,6 +149,7 @@ impl Sandbox {
         if spec.profile == SandboxProfile::WorkspaceWrite {
             writable.push(paths.workspace.clone());
             writable.extend(paths.writable.iter().cloned());
+            writable.extend(paths.job_writable.iter().map(|r| r.folder.clone()));
         }
         let mut protected = protected_paths(&paths.workspace, &paths.protected);
         protected.extend(paths.read_only.iter().cloned());
@@ -164,8 +171,12 @@ impl Sandbox {
             checkpoint_key: !paths.masked.is_empty(),
             read_denied: !paths.read_denied.is_empty(),
         };
+        let mut report = report(&spec, &support, hides);
+        if spec.profile == SandboxProfile::WorkspaceWrite {
+            report.writable = paths.job_writable.iter().map(Into::into).collect();
+        }
         Sandbox {
-            report: report(spec, &support, hides),
+            report,
             spec,
             support,
             writable,
@@ -428,13 +439,14 @@ fn kept_capabilities(root: bool) -> u64 {
 
 /// What `spec` gets on a machine with `support`, for a run that has
 /// `hides` to hide from children.
-fn report(spec: SandboxSpec, support: &Support, hides: Hides) -> SandboxReport {
+fn report(spec: &SandboxSpec, support: &Support, hides: Hides) -> SandboxReport {
     let mut report = SandboxReport {
         profile: spec.profile.as_str().to_string(),
         network: spec.network,
         require: spec.require,
         enforced: Vec::new(),
         missing: Vec::new(),
+        writable: Vec::new(),
     };
     if spec.profile == SandboxProfile::Off {
         return report;
@@ -673,8 +685,8 @@ mod tests {
             checkpoint_key: true,
             read_denied: true,
         };
-        assert!(report(off, &none, all).missing.is_empty());
-        let r = report(SandboxSpec::default(), &none, Hides::default());
+        assert!(report(&off, &none, all).missing.is_empty());
+        let r = report(&SandboxSpec::default(), &none, Hides::default());
         assert_eq!(
             r.missing,
             [
@@ -691,7 +703,7 @@ mod tests {
         );
         // Without a mount namespace the checkpoint key and the read-denied
         // files are readable, and said so.
-        let r = report(SandboxSpec::default(), &none, all);
+        let r = report(&SandboxSpec::default(), &none, all);
         assert!(r.missing.contains(&"read_denied".to_string()));
         assert!(r.missing.contains(&"checkpoint_key".to_string()));
         let message = degraded_message(&r).unwrap();
@@ -704,7 +716,7 @@ mod tests {
             ..SandboxSpec::default()
         };
         assert!(
-            !report(with_net, &none, Hides::default())
+            !report(&with_net, &none, Hides::default())
                 .missing
                 .contains(&"network".to_string())
         );

@@ -180,6 +180,13 @@ impl JobSpec {
         }
         (env, missing)
     }
+
+    /// What the `sandbox.writable` folders must keep clear of, as far as
+    /// the job tells: its workspace, the workspace's `.git` and `.agentci`,
+    /// its outputs. A run adds what it finds at start.
+    pub fn writable_kept_paths(&self) -> crate::sandbox::writable::KeptPaths {
+        check::kept_paths(&self.workspace, &self.outputs)
+    }
 }
 
 /// One entry of the job's `skills` list, with where it is written.

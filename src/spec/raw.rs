@@ -365,14 +365,16 @@ impl<'de> Visitor<'de> for SkillVisitor {
     }
 }
 
-/// `sandbox: PROFILE` or `sandbox: {profile, network, require, limits}`;
-/// values are checked by the loader.
+/// `sandbox: PROFILE` or `sandbox: {profile, network, require, limits,
+/// writable}`; values are checked by the loader.
 #[derive(Debug, Default)]
 pub(crate) struct RawSandbox {
     pub profile: Option<String>,
     pub network: Option<Scalar>,
     pub require: Option<Scalar>,
     pub limits: Option<RawLimits>,
+    /// Folders, `~/` folders and presets, each where it was written.
+    pub writable: Option<Vec<Spanned<Scalar>>>,
 }
 
 /// `sandbox.limits`: counts and sizes, checked by the loader.
@@ -385,7 +387,7 @@ pub(crate) struct RawLimits {
     pub open_files: Option<Spanned<Scalar>>,
 }
 
-const SANDBOX_KEYS: &[&str] = &["profile", "network", "require", "limits"];
+const SANDBOX_KEYS: &[&str] = &["profile", "network", "require", "limits", "writable"];
 
 impl<'de> Deserialize<'de> for RawSandbox {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -430,6 +432,7 @@ impl<'de> Visitor<'de> for SandboxVisitor {
                 "network" => raw.network = Some(map.next_value::<Scalar>()?),
                 "require" => raw.require = Some(map.next_value::<Scalar>()?),
                 "limits" => raw.limits = map.next_value::<Option<RawLimits>>()?,
+                "writable" => raw.writable = map.next_value::<Option<Vec<Spanned<Scalar>>>>()?,
                 other => return Err(de::Error::unknown_field(other, SANDBOX_KEYS)),
             }
         }

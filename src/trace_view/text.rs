@@ -93,6 +93,10 @@ fn header(out: &mut String, view: &RunView) {
             sandbox.profile,
             if sandbox.network { "on" } else { "off" }
         );
+        if !sandbox.writable.is_empty() {
+            let folders: Vec<&str> = sandbox.writable.iter().map(|w| w.path.as_str()).collect();
+            let _ = write!(line, "; also writable: {}", folders.join(", "));
+        }
         if !sandbox.missing.is_empty() {
             let _ = write!(line, "; not enforced here: {}", sandbox.missing.join(", "));
         }

@@ -45,13 +45,17 @@ fn run_started() -> EventKind {
             junit: None,
             patch: Some("out/changes.patch".into()),
         },
-        sandbox: SandboxReport {
+        sandbox: Box::new(SandboxReport {
             profile: "workspace-write".into(),
             network: false,
             require: false,
             enforced: vec!["filesystem".into(), "processes".into(), "run_folder".into()],
             missing: vec!["network".into()],
-        },
+            writable: vec![agentci::event::WritableFolder {
+                path: "/home/runner/.cargo/registry".into(),
+                entry: "preset:cargo".into(),
+            }],
+        }),
         budget: Some(Box::new(agentci::event::BudgetInEffect {
             max_turns: 30,
             max_tool_calls: None,
@@ -186,6 +190,7 @@ fn every_kind() -> Vec<EventKind> {
             require: false,
             enforced: vec!["filesystem".into(), "run_folder".into()],
             missing: vec!["processes".into(), "network".into()],
+            writable: Vec::new(),
         }),
         EventKind::ModelRequest(ModelRequest {
             call_id: "m1".into(),

@@ -29,9 +29,11 @@ mod result;
 mod sandbox;
 mod tool_loop;
 mod untrusted;
+mod writable;
 
 pub(crate) use env::is_env_name;
 pub(crate) use result::schema_file_problem;
+pub(crate) use writable::kept_paths;
 
 use crate::spec::diagnostic::{Pos, Reporter};
 use crate::spec::load::{Overrides, existing_dir, pos_of};
@@ -99,7 +101,7 @@ impl Checker<'_> {
         let sandbox = raw
             .sandbox
             .as_ref()
-            .map(|s| self.sandbox(s))
+            .map(|s| self.sandbox(s, &vars, workspace.as_deref(), &outputs))
             .unwrap_or_default();
         let skills_path = self.skills_path(raw.skills_path.as_deref().unwrap_or_default());
         let secrets = self.secrets(raw.secrets.as_deref().unwrap_or_default());

@@ -1,18 +1,28 @@
 //! The job's `sandbox:` key: a profile name, or a mapping with the profile,
 //! whether outgoing network is allowed, whether a degraded sandbox is an
-//! error and the resource limits of each command. What the kernel can enforce is not known here; see
-//! [`crate::sandbox`].
+//! error, the resource limits of each command and the folders beyond the
+//! workspace that commands may write ([`super::writable`]). What the kernel
+//! can enforce is not known here; see [`crate::sandbox`].
+
+use std::collections::BTreeMap;
 
 use serde_saphyr::Spanned;
 
 use super::Checker;
+use super::writable::Places;
 use crate::sandbox::{ResourceLimits, SandboxProfile, SandboxSpec};
 use crate::spec::load::pos_of;
 use crate::spec::raw::{RawLimits, RawSandbox, Scalar};
 use crate::spec::size::parse_size;
 
 impl Checker<'_> {
-    pub(super) fn sandbox(&mut self, raw: &Spanned<RawSandbox>) -> SandboxSpec {
+    pub(super) fn sandbox(
+        &mut self,
+        raw: &Spanned<RawSandbox>,
+        vars: &BTreeMap<String, String>,
+        workspace: Option<&std::path::Path>,
+        outputs: &crate::spec::OutputsSpec,
+    ) -> SandboxSpec {
         let pos = pos_of(&self.r, raw);
         let mut spec = SandboxSpec::default();
         if let Some(name) = &raw.value.profile {
@@ -50,6 +60,14 @@ impl Checker<'_> {
         spec.require = flag(self, &raw.value.require, "require");
         if let Some(limits) = &raw.value.limits {
             spec.limits = self.limits(limits);
+        }
+        if let Some(entries) = &raw.value.writable {
+            let places = Places {
+                workspace,
+                outputs,
+                profile: spec.profile,
+            };
+            spec.writable = self.writable(entries, vars, &places);
         }
         spec
     }
