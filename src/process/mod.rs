@@ -20,6 +20,7 @@
 //! exports stay out of reach of a command the model wrote.
 
 mod capture;
+pub mod environ_block;
 pub mod hardening;
 pub mod sessions;
 
