@@ -49,6 +49,7 @@ mod resume_views;
 mod rounds;
 mod run;
 mod sandbox;
+mod sandbox_degraded;
 mod sandbox_limits;
 mod sandbox_root;
 mod signals;
