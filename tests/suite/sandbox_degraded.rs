@@ -106,9 +106,8 @@ fn on_a_machine_without_namespaces(cmd: &mut Command) -> &mut Command {
 }
 
 /// A job with the key as the model's `api_key_env`, passed to commands as
-/// `TOKEN` through `env:`, whose model runs each of `commands`, every call
-/// allowed.
-fn job(sb: &Sandbox, base_url: &str, sandbox: &str) {
+/// `TOKEN` through `env:`, every call allowed; `extra` is more of the job.
+fn job(sb: &Sandbox, base_url: &str, extra: &str) {
     sb.skill("runner", None);
     sb.write(
         "job.yaml",
@@ -117,7 +116,7 @@ fn job(sb: &Sandbox, base_url: &str, sandbox: &str) {
              model: {{provider: openai, name: fake-model, base_url: {base_url}, api_key_env: {KEY_ENV}}}\n\
              workspace: ws\nskills_path: [skills]\npermissions: {{default: allow}}\n\
              secrets: [{KEY_ENV}]\nenv: {{TOKEN: '${{{{ secrets.{KEY_ENV} }}}}', GREETING: hello}}\n\
-             {sandbox}\n"
+             {extra}\n"
         ),
     );
 }
@@ -500,4 +499,54 @@ fn doctor_says_what_is_exposed_without_namespaces() {
         insta::assert_snapshot!(name, text);
         eprintln!("as {who}: degraded path, doctor checked");
     }
+}
+
+/// MCP servers are the job's own programs and keep the secrets of their
+/// own `env:` without namespaces; the job's `env:` secrets, meant for
+/// commands, do not reach them either.
+#[test]
+fn an_mcp_server_keeps_its_own_secret_when_namespaces_are_refused() {
+    let server = super::mcp::test_server(&[]);
+    let calls = vec![
+        ("call_0", "mcp__test__env", json!({"name": "SERVER_TOKEN"})),
+        ("call_1", "mcp__test__env", json!({"name": "TOKEN"})),
+    ];
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Ask the server", "it answered")]),
+        Reply::tool_calls(calls),
+        Reply::step_done("asked"),
+        Reply::text("done"),
+    ]);
+    let sb = Sandbox::new();
+    let mcp = format!(
+        "mcp:\n  servers:\n    test:\n      command: {}\n      args: [{:?}]\n      \
+         env: {{SERVER_TOKEN: '${{{{ env.{KEY_ENV} }}}}'}}\n",
+        server[0], server[1]
+    );
+    job(&sb, &model.base_url(), &mcp);
+    let args = [
+        "run",
+        "job.yaml",
+        "--trace",
+        "out/trace.jsonl",
+        "--progress",
+        "none",
+    ];
+    let mut cmd = sb.agentci_command_as(RunAs::Current, &args, &[(KEY_ENV, KEY)]);
+    let out = on_a_machine_without_namespaces(&mut cmd).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = read_jsonl(&sb.path().join("out/trace.jsonl"));
+    assert!(!events(&trace, "sandbox.degraded").is_empty());
+    // The server had the key (masked on its way back), not the job's TOKEN.
+    assert!(
+        printed_by(&model, "call_0").contains("***"),
+        "{}",
+        printed_by(&model, "call_0")
+    );
+    assert!(
+        printed_by(&model, "call_1").contains("<unset>"),
+        "{}",
+        printed_by(&model, "call_1")
+    );
+    eprintln!("degraded path: the MCP server kept its own secret, not the job's env: one");
 }
