@@ -392,6 +392,7 @@ fn the_warnings_say_what_is_still_exposed_and_how_to_get_the_full_sandbox() {
         );
     }
     insta::assert_snapshot!("degraded_warnings_without_namespaces", warnings.join("\n"));
+    eprintln!("degraded path (namespaces refused by seccomp): the warning lines checked");
 }
 
 /// `sandbox.require: true` on the same machine: exit 2, no model call.
@@ -456,6 +457,7 @@ fn under_github_actions_the_degraded_sandbox_is_an_annotation_with_the_fix() {
         "degraded_annotation_without_namespaces",
         annotation.replace(&root, "<sandbox>")
     );
+    eprintln!("degraded path (namespaces refused by seccomp): the annotation checked");
 }
 
 /// `agentci doctor` on the same machine names what is still exposed and
