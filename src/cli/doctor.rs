@@ -1,6 +1,7 @@
 //! `agentci doctor`: what this machine's kernel can enforce of the sandbox
 //! (Landlock, namespaces, capabilities, seccomp), and so which protections a job's
-//! `sandbox:` gets here. Prints only; exit 0 whatever it finds.
+//! `sandbox:` gets here, what commands can still reach without the missing
+//! ones, and how to get the full sandbox. Prints only; exit 0 whatever it finds.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -9,14 +10,20 @@ use serde_json::json;
 
 use super::args::DoctorArgs;
 use super::{CliError, Exit};
-use crate::sandbox::{Support, support};
+use crate::sandbox::{Exposure, FULL_SANDBOX, Support, still_exposed, support};
 
 pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
     let support = support();
     let text = if args.json {
+        let exposed: Vec<_> = exposed(&support)
+            .iter()
+            .map(|e| json!({"name": e.name, "what": e.what}))
+            .collect();
         let value = json!({
             "support": support,
             "enforced": enforced(&support),
+            "exposed": exposed,
+            "full_sandbox": (!support.pid_namespace).then_some(FULL_SANDBOX),
         });
         format!("{value}\n")
     } else {
@@ -85,7 +92,27 @@ fn report(support: &Support) -> String {
             if on { "enforced" } else { "MISSING " }
         );
     }
+    let exposed = exposed(support);
+    if !exposed.is_empty() {
+        let _ = writeln!(out, "still exposed to commands here:");
+        for Exposure { name, what } in exposed {
+            let _ = writeln!(out, "  {name:<20}{what}");
+        }
+    }
+    if !support.pid_namespace {
+        let _ = writeln!(out, "{FULL_SANDBOX}");
+    }
     out
+}
+
+/// What commands can still reach here under `workspace-write`.
+fn exposed(support: &Support) -> Vec<Exposure> {
+    let missing: Vec<String> = enforced(support)
+        .into_iter()
+        .filter(|(_, on, _)| !on)
+        .map(|(name, ..)| name.to_string())
+        .collect();
+    still_exposed(&missing)
 }
 
 /// Each protection, whether it holds here, and what it means.

@@ -26,10 +26,16 @@ use args::{Cli, Command};
 pub use exit::{CliError, EXIT_BAD_INPUT, Exit};
 
 pub fn main() -> ExitCode {
+    use std::io::Write;
+    // First, while agentci is still one thread (the tokio runtime starts
+    // later): the environment moves to the heap and the block
+    // `/proc/<pid>/environ` shows is emptied (process/environ_block.rs).
+    if let Err(why) = crate::process::environ_block::wipe() {
+        let _ = writeln!(std::io::stderr(), "agentci: warning: {why}");
+    }
     // Before anything reads a secret: what the agent runs must not read them
     // back from /proc (process/hardening.rs says why).
     if let Err(why) = crate::process::hardening::harden_self() {
-        use std::io::Write;
         let _ = writeln!(std::io::stderr(), "agentci: warning: {why}");
     }
     let cli = match Cli::try_parse() {

@@ -18,8 +18,22 @@
 //! folder, then the caller's extra variables (the job's `env:`, an eval
 //! attempt's own folders). API keys, CI tokens and everything else a runner
 //! exports stay out of reach of a command the model wrote.
+//!
+//! Where the sandbox has no PID namespace (user namespaces refused, as
+//! Docker's default seccomp profile and hardened runners do), children
+//! share agentci's view of the machine's processes, and nothing keeps what
+//! they are given on the machine: UDP is open and Landlock covers TCP only.
+//! There the runner gives no child a variable whose value holds one of the
+//! run's secrets ([`ProcessRunner::withheld_secrets`] names them for the
+//! run's warning): `exec`, the checks and eval assertions run without the
+//! secrets the job's `env:` passes. MCP servers keep the `env:` of their
+//! own entry, set on top of this environment by [`crate::mcp`]: a server is
+//! the job's own configured program and needs its token to work, and it
+//! is not a command the model wrote. `sandbox: off` gives children
+//! everything the job passes, as asked.
 
 mod capture;
+pub mod environ_block;
 pub mod hardening;
 pub mod sessions;
 
@@ -156,6 +170,8 @@ struct Inner {
     empty_folder: Option<PathBuf>,
     /// Background sessions; killed with the runner at the latest.
     sessions: sessions::Sessions,
+    /// Variables left out of `env` for holding a secret, by name.
+    withheld: Vec<String>,
 }
 
 impl Drop for Inner {
@@ -251,15 +267,21 @@ impl ProcessRunner {
             empty_folder: empty_folder.clone().unwrap_or_default(),
             read_only: config.read_only,
         };
+        let sandbox = Sandbox::new(config.sandbox, &paths);
+        let withheld = match crate::sandbox::children_reach_agentci(sandbox.report()) {
+            true => withhold_secrets(&mut env, &config.secrets),
+            false => Vec::new(),
+        };
         Ok(ProcessRunner {
             inner: Arc::new(Inner {
-                sandbox: Some(Sandbox::new(config.sandbox, &paths)),
+                sandbox: Some(sandbox),
                 env,
                 secrets: config.secrets,
                 temp: Some(temp),
                 empty_file,
                 empty_folder,
                 sessions: sessions::Sessions::default(),
+                withheld,
             }),
         })
     }
@@ -279,6 +301,7 @@ impl ProcessRunner {
                 empty_file: None,
                 empty_folder: None,
                 sessions: sessions::Sessions::default(),
+                withheld: Vec::new(),
             }),
         }
     }
@@ -303,6 +326,13 @@ impl ProcessRunner {
 
     pub fn secrets(&self) -> &Redactor {
         &self.inner.secrets
+    }
+
+    /// The variables children do not get because their value holds one of
+    /// the run's secrets and the sandbox cannot hide agentci from them
+    /// (see the module's documentation); empty otherwise.
+    pub fn withheld_secrets(&self) -> &[String] {
+        &self.inner.withheld
     }
 
     /// `program` configured to run in `cwd` as this run's child: scrubbed
@@ -430,6 +460,24 @@ fn inherited_env() -> Vec<(OsString, OsString)> {
         .collect()
 }
 
+/// Leave out of `env` every variable whose value holds one of `secrets`
+/// (or an encoding of one, as the masking sees them); their names, sorted.
+fn withhold_secrets(env: &mut Vec<(OsString, OsString)>, secrets: &Redactor) -> Vec<String> {
+    let mut withheld = Vec::new();
+    env.retain(|(name, value)| {
+        // Masking changes exactly the text that holds a secret.
+        let text = value.to_string_lossy();
+        let holds = secrets.redact(&text) != text;
+        if holds {
+            withheld.push(name.to_string_lossy().into_owned());
+        }
+        !holds
+    });
+    withheld.sort();
+    withheld.dedup();
+    withheld
+}
+
 /// [`GIT_ENV`] as environment pairs.
 fn git_env() -> impl Iterator<Item = (OsString, OsString)> {
     GIT_ENV.iter().map(|(k, v)| (k.into(), v.into()))
@@ -514,5 +562,41 @@ impl ProcessTree {
 impl Drop for ProcessTree {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_holding_a_secret_are_withheld_by_name() {
+        let secrets = Redactor::new(["sk-live-0123456789", "npm_ABCDEFGH"]);
+        let mut env: Vec<(OsString, OsString)> = [
+            ("PATH", "/usr/bin:/bin"),
+            ("OPENAI_API_KEY", "sk-live-0123456789"),
+            ("NPM_CONFIG", "//registry/:_authToken=npm_ABCDEFGH"),
+            ("GREETING", "hello"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let withheld = withhold_secrets(&mut env, &secrets);
+        assert_eq!(withheld, ["NPM_CONFIG", "OPENAI_API_KEY"]);
+        let names: Vec<&OsString> = env.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["PATH", "GREETING"]);
+    }
+
+    #[test]
+    fn only_a_sandbox_without_its_pid_namespace_reaches_agentci() {
+        let report = |missing: &[&str]| SandboxReport {
+            missing: missing.iter().map(|m| m.to_string()).collect(),
+            ..SandboxReport::default()
+        };
+        use crate::sandbox::children_reach_agentci;
+        assert!(children_reach_agentci(&report(&["processes", "network"])));
+        assert!(!children_reach_agentci(&report(&["filesystem"])));
+        // `sandbox: off` reports nothing missing: the job asked for no sandbox.
+        assert!(!children_reach_agentci(&report(&[])));
     }
 }

@@ -72,24 +72,53 @@ pub(super) fn announce(what: Announcement<'_>, bus: &EventBus) {
 }
 
 /// Say what the sandbox cannot enforce here (`sandbox.degraded` and a
-/// warning); returns why the run must stop when the job requires it all.
+/// warning) and which variables commands go without for it; returns why
+/// the run must stop when the job requires it all.
 pub(super) fn report_degraded_sandbox(
     processes: &crate::process::ProcessRunner,
     bus: &EventBus,
 ) -> Option<String> {
+    use crate::sandbox::{FULL_SANDBOX, children_reach_agentci};
     let report = processes.sandbox_report();
     let message = crate::sandbox::degraded_message(&report)?;
     let require = report.require;
+    let reach = children_reach_agentci(&report);
     bus.emit(EventKind::SandboxDegraded(report));
+    let mut warning = message.clone();
+    if reach {
+        warning.push_str("; ");
+        warning.push_str(FULL_SANDBOX);
+    }
+    if !require {
+        warning.push_str("; set `sandbox.require: true` to make this an error");
+    }
     bus.emit(EventKind::Warning {
-        source: "sandbox".into(),
-        message: if require {
-            message.clone()
-        } else {
-            format!("{message}; set `sandbox.require: true` to make this an error")
-        },
+        source: crate::sandbox::DEGRADED_WARNING_SOURCE.into(),
+        message: warning,
     });
-    require.then(|| format!("sandbox.require is true and {message}"))
+    if require {
+        return Some(format!("sandbox.require is true and {message}"));
+    }
+    let withheld = processes.withheld_secrets();
+    if !withheld.is_empty() {
+        bus.emit(EventKind::Warning {
+            source: "env".into(),
+            message: withheld_message(withheld),
+        });
+    }
+    None
+}
+
+/// The warning naming the variables commands run without.
+fn withheld_message(withheld: &[String]) -> String {
+    let names: Vec<String> = withheld.iter().map(|n| format!("`{n}`")).collect();
+    format!(
+        "commands run without the variables that hold a secret, {}: without a PID namespace a \
+         command is not contained (it sees every process, and UDP is open); MCP servers keep \
+         their own `env:`, which commands can read from `/proc/<pid>/environ` here; {}",
+        names.join(", "),
+        crate::sandbox::FULL_SANDBOX
+    )
 }
 
 /// Warn when `budget.max_cost_usd` is set and no price is known for the model.

@@ -483,8 +483,12 @@ fn report(spec: &SandboxSpec, support: &Support, hides: Hides) -> SandboxReport 
     report
 }
 
-/// The warning line for a degraded sandbox, naming what is not enforced;
-/// `None` when everything asked for is.
+/// The `source` of the warning a run gives for a degraded sandbox (the
+/// GitHub Actions sink shows it as its own annotation instead).
+pub const DEGRADED_WARNING_SOURCE: &str = "sandbox";
+
+/// The warning line for a degraded sandbox, naming what is not enforced
+/// and what commands can still reach; `None` when everything asked for is.
 pub fn degraded_message(report: &crate::event::SandboxReport) -> Option<String> {
     if report.missing.is_empty() {
         return None;
@@ -494,11 +498,68 @@ pub fn degraded_message(report: &crate::event::SandboxReport) -> Option<String> 
         .iter()
         .map(|m| format!("{m}: {}", missing_reason(m)))
         .collect();
+    let exposed: Vec<&str> = still_exposed(&report.missing)
+        .iter()
+        .map(|e| e.what)
+        .collect();
+    let exposed = match exposed.is_empty() {
+        true => String::new(),
+        false => format!("; still exposed to commands: {}", exposed.join("; ")),
+    };
     Some(format!(
-        "the sandbox `{}` is degraded on this machine; not enforced: {} (see `agentci doctor`)",
+        "the sandbox `{}` is degraded on this machine; not enforced: {}{exposed} (see `agentci doctor`)",
         report.profile,
         what.join("; ")
     ))
+}
+
+/// Whether children of a run with `report` can reach agentci's process:
+/// its sandbox has no PID namespace. `sandbox: off` is not that case (the
+/// job asked for no sandbox, and nothing is reported missing).
+pub fn children_reach_agentci(report: &crate::event::SandboxReport) -> bool {
+    report.missing.iter().any(|m| m == "processes")
+}
+
+/// How to get the namespaces a machine refused, for a run whose children
+/// reach agentci ([`children_reach_agentci`]).
+pub const FULL_SANDBOX: &str = "for the full sandbox, allow unprivileged user namespaces \
+     (Ubuntu 23.10 and later restrict them: `sysctl kernel.apparmor_restrict_unprivileged_userns=0`) \
+     or, in a Docker container, start it with `--privileged` (or `--security-opt seccomp=unconfined \
+     --security-opt apparmor=unconfined`, plus `--cap-add SYS_ADMIN` when agentci runs as root)";
+
+/// What a command can still reach because a protection is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exposure {
+    pub name: &'static str,
+    pub what: &'static str,
+}
+
+/// What commands can still reach with `missing` protections, for the
+/// degraded warning and `agentci doctor`.
+pub fn still_exposed(missing: &[String]) -> Vec<Exposure> {
+    // Each exposure, and the protections whose absence together opens it.
+    let exposures: [(&[&str], &str, &str); 4] = [
+        (
+            &["processes"],
+            "parent_environment",
+            "the environment of the process that started agentci (`/proc/<ppid>/environ`) \
+             and of the user's other processes",
+        ),
+        // Landlock alone keeps a command from opening another domain's
+        // memory; root keeps `CAP_SYS_PTRACE` without the capability drop.
+        (
+            &["capabilities", "filesystem"],
+            "agentci_memory",
+            "as root, agentci's memory (`/proc/<pid>/mem`)",
+        ),
+        (&["network"], "udp", "UDP (Landlock covers TCP only)"),
+        (&["run_folder"], "run_folder", "the run folder"),
+    ];
+    exposures
+        .into_iter()
+        .filter(|(protections, ..)| protections.iter().all(|p| missing.iter().any(|m| m == p)))
+        .map(|(_, name, what)| Exposure { name, what })
+        .collect()
 }
 
 /// What each missing protection means, for the warning line.
@@ -506,7 +567,8 @@ pub fn missing_reason(name: &str) -> &'static str {
     match name {
         "filesystem" => "writes outside the workspace are not blocked (no Landlock)",
         "processes" => {
-            "no private PID namespace: children can see agentci's processes and may outlive their call"
+            "no private PID namespace: children see every process and may outlive their call \
+             (agentci empties its own environment block and gives commands no secrets)"
         }
         "run_folder" => {
             "no mount namespace: children can write the run folder, the trace, `.git` and skill folders"
@@ -531,7 +593,7 @@ pub fn missing_reason(name: &str) -> &'static str {
              cgroup v1 as root): the kernel does not apply `sandbox.limits.processes` to root, \
              so a fork bomb is stopped only by the call's timeout"
         }
-        "capabilities" => "children run as root keep every capability",
+        "capabilities" => "children run as root keep every capability, `CAP_SYS_PTRACE` included",
         "seccomp" => {
             "no seccomp filter: children can make device nodes, mount, trace processes, load \
              kernel code and make user namespaces as far as their capabilities let them"
@@ -540,7 +602,7 @@ pub fn missing_reason(name: &str) -> &'static str {
             "no UTS and IPC namespaces: children share the host's hostname and System V IPC"
         }
         "network" => {
-            "no network namespace: outgoing connections are not blocked (TCP only, with Landlock ABI 4+)"
+            "no network namespace: UDP reaches the network, TCP too unless Landlock ABI 4+ blocks it"
         }
         _ => "not enforced",
     }

@@ -4,7 +4,9 @@
 //! [`GithubActions`] replaces the progress display when `GITHUB_ACTIONS=true`:
 //! the log lines of [`PlainLog`](super::PlainLog) with the planning phase and
 //! each plan step folded into `::group::` blocks; failed checks and run
-//! errors as `::error file=…,line=…::` annotations; a Markdown summary
+//! errors as `::error file=…,line=…::` annotations; warnings, and a
+//! degraded sandbox with how to get the full one in a workflow
+//! ([`degraded`]), as `::warning` annotations; a Markdown summary
 //! appended to `$GITHUB_STEP_SUMMARY`; and `status`, `exit-code`, `trace`,
 //! `junit`, `patch` and `cost-usd` appended to `$GITHUB_OUTPUT`.
 //!
@@ -57,6 +59,7 @@ pub struct GithubActions {
 }
 
 mod commands;
+mod degraded;
 mod outputs;
 mod start_failure;
 mod summary;
@@ -167,6 +170,20 @@ impl GithubActions {
             EventKind::RunStarted(run) => {
                 self.job_text = std::fs::read_to_string(self.config.cwd.join(&run.job_file))
                     .unwrap_or_default();
+                out.extend(plain);
+            }
+            EventKind::SandboxDegraded(report) => {
+                out.extend(plain);
+                if let Some(message) = degraded::degraded_annotation(report) {
+                    let (file, line) = self.job_location(&["sandbox:"]);
+                    let title = Some(degraded::TITLE);
+                    out.push(annotation("warning", &file, line, title, &message));
+                }
+            }
+            // Said by the annotation above, in a workflow's terms: a log line here.
+            EventKind::Warning { source, .. }
+                if source == crate::sandbox::DEGRADED_WARNING_SOURCE =>
+            {
                 out.extend(plain);
             }
             EventKind::Warning { source, message } => {

@@ -50,6 +50,7 @@ mod rounds;
 mod run;
 mod sandbox;
 mod sandbox_caches;
+mod sandbox_degraded;
 mod sandbox_limits;
 mod sandbox_root;
 mod signals;

@@ -146,13 +146,17 @@ fn sandbox_off_is_no_sandbox() {
 }
 
 /// Attack: read agentci's environment through /proc. `rev` so no masking
-/// of the key's exact value could hide a leak.
+/// of the key's exact value could hide a leak. Under `sandbox: off` a
+/// command run as root used to read the key from `/proc/<agentci>/environ`;
+/// agentci now empties the block that file shows at start, so it finds
+/// nothing there either (tests/suite/sandbox_degraded.rs tries a machine
+/// that refuses namespaces).
 #[test]
 fn the_api_key_in_agentcis_environment_is_out_of_reach() {
     let steal = "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a API_KEY | rev; \
                  cat /proc/$PPID/environ | rev; ls /proc | grep -c '^[0-9]'";
     let leaked: String = KEY.chars().rev().collect();
-    for (sandbox, leaks) in [("", false), ("sandbox: off", true)] {
+    for (sandbox, leaks) in [("", false), ("sandbox: off", false)] {
         let model = FakeModel::start(script(&[steal]));
         let sb = Sandbox::new();
         job(&sb, &model.base_url(), sandbox, "");

@@ -129,6 +129,13 @@ impl Sandbox {
     /// [`RunAs::Unprivileged`] the whole sandbox is handed to `nobody`
     /// first, and `HOME` is a folder of its own inside it.
     pub fn agentci_as(&self, user: RunAs, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.agentci_command_as(user, args, env).output().unwrap()
+    }
+
+    /// The command [`Sandbox::agentci_as`] runs, for a test that starts it
+    /// itself (to add a `pre_exec` step, or to watch the running process:
+    /// `setpriv` execs agentci in place, so the child's pid is agentci's).
+    pub fn agentci_command_as(&self, user: RunAs, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = match user {
             RunAs::Current => Command::new(env!("CARGO_BIN_EXE_agentci")),
             RunAs::Unprivileged => {
@@ -152,6 +159,6 @@ impl Sandbox {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.output().unwrap()
+        cmd
     }
 }
