@@ -50,7 +50,8 @@ fn report(support: &Support) -> String {
         "  user namespace:     {}{}",
         yes(support.user_namespaces),
         match (support.user_namespaces, support.root) {
-            (true, true) => " (children are root only inside it: root and the workspace's owner mapped)",
+            (true, true) =>
+                " (children are root only inside it: root and the workspace's owner mapped)",
             (true, false) => " (children keep your uid)",
             (false, _) => "",
         }

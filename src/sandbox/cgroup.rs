@@ -237,7 +237,9 @@ fn mount_point(v2: bool, controller: &str) -> Option<PathBuf> {
 }
 
 fn v2_run_group(own: &[(String, String, String)], run_id: &str) -> Option<RunGroup> {
-    let (_, _, path) = own.iter().find(|(id, controllers, _)| id == "0" && controllers.is_empty())?;
+    let (_, _, path) = own
+        .iter()
+        .find(|(id, controllers, _)| id == "0" && controllers.is_empty())?;
     let mount = mount_point(true, "")?;
     let ours = mount.join(path.trim_start_matches('/'));
     let available = std::fs::read_to_string(ours.join("cgroup.controllers")).ok()?;
@@ -245,7 +247,8 @@ fn v2_run_group(own: &[(String, String, String)], run_id: &str) -> Option<RunGro
     if !has("pids") {
         return None;
     }
-    let controllers: Vec<&'static str> = ["pids", "memory"].into_iter().filter(|c| has(c)).collect();
+    let controllers: Vec<&'static str> =
+        ["pids", "memory"].into_iter().filter(|c| has(c)).collect();
     // Our own group must hand the controllers to its children; that works
     // only where the kernel allows processes beside enabled controllers
     // (a namespace's root group) or they are enabled already.
@@ -315,7 +318,10 @@ mod tests {
         assert!(counted(&oom, memory));
         let events = dir.path().join("memory.events");
         std::fs::write(&events, "low 0\nhigh 0\nmax 7\noom 0\noom_kill 0\n").unwrap();
-        assert!(!counted(&events, memory), "reclaim at the limit is not a kill");
+        assert!(
+            !counted(&events, memory),
+            "reclaim at the limit is not a kill"
+        );
         assert!(!counted(&dir.path().join("missing"), processes));
     }
 }

@@ -24,7 +24,8 @@ use nix::sched::{CloneFlags, unshare};
 
 use super::seccomp::SyscallFilter;
 
-/// Bits of a probe's exit status: which steps failed.
+/// Bits of a probe's report: which steps failed (written to the probe's
+/// pipe: an exit status keeps only 8 bits, and there are more steps).
 pub(super) const FAIL_UNSHARE: i32 = 1;
 pub(super) const FAIL_JOIN_USER: i32 = 2;
 pub(super) const FAIL_PRIVATE: i32 = 4;
@@ -90,8 +91,9 @@ pub(super) struct ChildSetup {
     pub limits: Vec<ResourceLimit>,
     /// The seccomp filters, installed last.
     pub syscalls: Option<Arc<SyscallFilter>>,
-    /// Probe: exit with the failed steps as status instead of running the command.
-    pub probe: bool,
+    /// Probe: write the failed steps to this pipe and exit instead of
+    /// running the command.
+    pub probe: Option<std::os::fd::RawFd>,
 }
 
 impl ChildSetup {
@@ -128,7 +130,7 @@ impl ChildSetup {
             if self.namespaces.contains(CloneFlags::CLONE_NEWPID) {
                 // SAFETY: we are between fork and exec; see `become_init`.
                 if let Err(e) = unsafe { become_init() } {
-                    return if self.probe {
+                    return if self.probe.is_some() {
                         self.fail(FAIL_FORK)
                     } else {
                         Err(e)
@@ -144,7 +146,7 @@ impl ChildSetup {
             }
         }
         // A probe goes on, to find every step that fails.
-        if failed != 0 && !self.probe {
+        if failed != 0 && self.probe.is_none() {
             return self.fail(failed);
         }
         for limit in &self.limits {
@@ -162,11 +164,15 @@ impl ChildSetup {
         if let Some(keep) = self.capabilities
             && !drop_capabilities(keep)
         {
-            return self.fail(failed | FAIL_CAPABILITIES);
+            failed |= FAIL_CAPABILITIES;
         }
         // SAFETY: prctl with constant arguments.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-            return self.fail(failed | FAIL_CAPABILITIES);
+            failed |= FAIL_CAPABILITIES;
+        }
+        // A probe goes on past the capabilities, to learn about seccomp too.
+        if failed != 0 && self.probe.is_none() {
+            return self.fail(failed);
         }
         if let Some(filter) = &self.syscalls {
             for program in &filter.programs {
@@ -175,18 +181,23 @@ impl ChildSetup {
                 }
             }
         }
-        if self.probe {
-            // SAFETY: _exit is async-signal-safe and ends only this child.
-            unsafe { libc::_exit(failed) }
+        if self.probe.is_some() {
+            return self.fail(failed);
         }
         Ok(())
     }
 
-    /// Stop: a probe reports the failed steps; a real command does not run.
+    /// Stop: a probe reports the failed steps and exits; a real command
+    /// does not run.
     fn fail(&self, failed: i32) -> io::Result<()> {
-        if self.probe {
-            // SAFETY: _exit is async-signal-safe and ends only this child.
-            unsafe { libc::_exit(failed) }
+        if let Some(report) = self.probe {
+            // SAFETY: a write of four bytes to the probe's pipe, then
+            // _exit, which is async-signal-safe and ends only this child.
+            unsafe {
+                let bytes = failed.to_ne_bytes();
+                libc::write(report, bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(0)
+            }
         }
         Err(io::Error::from_raw_os_error(libc::EPERM))
     }

@@ -208,7 +208,11 @@ impl Sandbox {
         if self.spec.profile == SandboxProfile::Off {
             return Ok(None);
         }
-        let group = self.groups.as_ref().map(cgroup::CallGroups::call).transpose()?;
+        let group = self
+            .groups
+            .as_ref()
+            .map(cgroup::CallGroups::call)
+            .transpose()?;
         let mut setup = self.child_setup(group.as_ref())?;
         // SAFETY: `apply` only makes system calls on data prepared here.
         unsafe { command.pre_exec(move || setup.apply()) };
@@ -262,10 +266,12 @@ impl Sandbox {
             loopback_up: isolate_network && join_network.is_none(),
             join_network: join_network.filter(|_| isolate_network),
             landlock: self.landlock(!self.spec.network && !isolate_network)?,
-            capabilities: s.capabilities.then(|| kept_capabilities(s.root)),
+            // Outside a user namespace a user who is not root has none to drop.
+            capabilities: (s.capabilities && (s.root || self.namespaces.user.is_some()))
+                .then(|| kept_capabilities(s.root)),
             limits: resource_limits(&self.spec.limits),
             syscalls: self.syscalls.clone(),
-            probe: false,
+            probe: None,
         })
     }
 

@@ -6,6 +6,8 @@
 //! `namespaces`, `network`, `seccomp`, `cgroups`) pretends features are missing; it exists for
 //! tests of the degraded path, and can only take protection away.
 
+use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::sync::OnceLock;
 
@@ -13,8 +15,8 @@ use nix::sched::CloneFlags;
 use serde::Serialize;
 
 use super::child::{
-    ChildSetup, FAIL_BIND, FAIL_CAPABILITIES, FAIL_FORK, FAIL_PRIVATE, FAIL_PROC,
-    FAIL_SECCOMP, FAIL_UNSHARE, FAIL_JOIN_USER, FAIL_VIEW,
+    ChildSetup, FAIL_BIND, FAIL_CAPABILITIES, FAIL_FORK, FAIL_JOIN_USER, FAIL_PRIVATE, FAIL_PROC,
+    FAIL_SECCOMP, FAIL_UNSHARE, FAIL_VIEW,
 };
 use super::run_namespaces::{IdMaps, RunNamespaces};
 use super::seccomp::SyscallFilter;
@@ -169,11 +171,17 @@ fn trial(namespaces: CloneFlags, shared: &RunNamespaces, syscalls: Option<Syscal
         loopback_up: false,
         join_network: shared.network_fd(),
         landlock: None,
-        capabilities: Some(0),
+        // A user who is not root has capabilities only inside a user namespace.
+        // SAFETY: geteuid has no preconditions.
+        capabilities: (unsafe { libc::geteuid() } == 0 || shared.user.is_some()).then_some(0),
         syscalls: syscalls.map(std::sync::Arc::new),
         limits: Vec::new(),
-        probe: true,
+        probe: None,
     };
+    let Ok((report, report_write)) = std::io::pipe() else {
+        return FAIL_UNSHARE;
+    };
+    setup.probe = Some(report_write.as_raw_fd());
     let mut command = std::process::Command::new("/bin/true");
     command
         .stdin(std::process::Stdio::null())
@@ -181,12 +189,15 @@ fn trial(namespaces: CloneFlags, shared: &RunNamespaces, syscalls: Option<Syscal
         .stderr(std::process::Stdio::null());
     // SAFETY: `apply` makes only system calls (see `child`).
     unsafe { command.pre_exec(move || setup.apply()) };
-    match command.status() {
-        Ok(status) => match status.code() {
-            Some(code) => code,
-            None => status.signal().map_or(FAIL_UNSHARE, |_| FAIL_FORK),
-        },
-        Err(_) => FAIL_UNSHARE,
+    let status = command.status();
+    drop(report_write);
+    let mut bytes = [0u8; 4];
+    match (status, (&report).read_exact(&mut bytes)) {
+        // Every step the trial reached wrote its failures, or none.
+        (Ok(_), Ok(())) => i32::from_ne_bytes(bytes),
+        // It died before reporting: a step failed that does not return.
+        (Ok(status), Err(_)) => status.signal().map_or(FAIL_UNSHARE, |_| FAIL_FORK),
+        (Err(_), _) => FAIL_UNSHARE,
     }
 }
 

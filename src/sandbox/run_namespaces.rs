@@ -131,9 +131,7 @@ impl Holder {
         }
         if pid == 0 {
             // SAFETY: in the forked child, as `hold` requires.
-            unsafe {
-                hold(flags, report_write.as_raw_fd(), release_read.as_raw_fd())
-            }
+            unsafe { hold(flags, report_write.as_raw_fd(), release_read.as_raw_fd()) }
         }
         drop(report_write);
         drop(release_read);

@@ -405,7 +405,11 @@ fn root_inside_cannot_make_set_id_files_or_give_files_away() {
         eprintln!("  uid_map inside: {}", outputs[0].trim());
         if user == RunAs::Current && is_root() && enforced(&trace, "user_namespace") {
             // Root is mapped to itself, not the whole range as outside.
-            assert!(outputs[0].contains("0          0          1"), "{}", outputs[0]);
+            assert!(
+                outputs[0].contains("0          0          1"),
+                "{}",
+                outputs[0]
+            );
         }
     }
 }
