@@ -400,9 +400,15 @@ fn doctor_says_what_this_machine_enforces() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|e| e[1] == (e[0] == "capabilities")
-                || (e[0] == "process_limit" && e[1] == value["support"]["control_groups"]
-                    || e[0] == "process_limit" && value["support"]["root"] == false)),
+            .all(|e| match e[0].as_str() {
+                Some("capabilities") => e[1] == true,
+                // A control group, or RLIMIT_NPROC for a user who is not root.
+                Some("process_limit") => {
+                    let root = value["support"]["root"] == true;
+                    e[1] == (value["support"]["control_groups"] == true || !root)
+                }
+                _ => e[1] == false,
+            }),
         "{value}"
     );
 }
