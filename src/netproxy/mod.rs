@@ -4,7 +4,7 @@
 //! With `sandbox.network: [host patterns]` a command keeps its private
 //! network namespace; the only way out is an HTTP proxy (CONNECT for https,
 //! absolute-form requests for plain http) that agentci runs. The proxy
-//! judges each connection by the allowlist, resolves the host
+//! judges each connection by the [`NetworkAllowlist`], resolves the host
 //! itself with a [`Resolver`], refuses loopback, private, link-local and
 //! metadata addresses unless a rule names the host literally, and reports
 //! every connection, refused ones too, as one record.
@@ -16,6 +16,8 @@
 //! checks ([`address`], [`Resolver::resolve_checked`]).
 
 pub mod address;
+mod allowlist;
 mod resolve;
 
+pub use allowlist::{AllowlistError, Decision, NetworkAllowlist, presets};
 pub use resolve::{AddressError, Resolver};
