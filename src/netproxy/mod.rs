@@ -7,7 +7,7 @@
 //! judges each connection by the [`NetworkAllowlist`], resolves the host
 //! itself with a [`Resolver`], refuses loopback, private, link-local and
 //! metadata addresses unless a rule names the host literally, and reports
-//! every connection, refused ones too, as one record.
+//! every connection, refused ones too, as one [`NetworkRecord`].
 //!
 //! This module is a leaf: it knows nothing of jobs, events or sandboxes.
 //! Whoever runs a job hands it the parsed list, the resolver's fixed
@@ -17,7 +17,17 @@
 
 pub mod address;
 mod allowlist;
+mod head;
+mod record;
+mod relay;
+mod request;
 mod resolve;
+mod server;
 
 pub use allowlist::{AllowlistError, Decision, NetworkAllowlist, presets};
+pub use record::{NetworkRecord, Outcome};
 pub use resolve::{AddressError, Resolver};
+pub use server::{NetworkProxy, ProxyError, ProxyHandle, ProxyLimits, RecordObserver};
+
+#[cfg(test)]
+mod tests;
