@@ -14,7 +14,8 @@
 //! fails naming the circle when one comes back; unit tests may reach anywhere):
 //!
 //! 1. leaves, using no other module: [`safe_file`], [`redact`], [`inert`]
-//!    (text from the run made safe to show);
+//!    (text from the run made safe to show), [`netproxy`] (the allowlist
+//!    proxy of `sandbox.network`, and the address checks `web_fetch` shares);
 //!    [`git`] uses only `safe_file`.
 //! 2. [`provider`]: model clients and the provider-neutral types (messages,
 //!    [`provider::Usage`], [`provider::ModelInfo`]).
@@ -36,6 +37,7 @@ pub mod event;
 pub mod git;
 pub mod inert;
 pub mod mcp;
+pub mod netproxy;
 pub mod policy;
 pub mod process;
 pub mod provider;

@@ -1,105 +1,20 @@
-//! Which addresses `web_fetch` may connect to.
+//! Where `web_fetch` may connect.
 //!
-//! `web_fetch` runs in agentci's own process, outside the sandbox, so it
-//! could reach what no command may: the machine's own services on
-//! loopback, the private network, a cloud's metadata service. Before each
-//! request (and each redirect hop) the host is resolved once and every
-//! address is classified; an address that is not public is refused unless
-//! an allow rule names the host literally. The request then connects to
-//! exactly the addresses checked, so a second DNS answer cannot swap them.
-//! Spellings of an address (`2130706433`, `0x7f.1`, `127.1`,
-//! `[::ffff:127.0.0.1]`) are normalised by the URL parser first and then
-//! classified as addresses, never as text. This module does not judge the
-//! URL against the rules; the policy does.
+//! `web_fetch` runs in agentci's own process, outside the sandbox, so
+//! before each request (and each redirect hop) the host is resolved once
+//! and every address checked by the same code the network proxy uses
+//! ([`Resolver::resolve_checked`]): an address that is not public is
+//! refused unless an allow rule names the host literally. The request then
+//! connects to exactly the addresses checked, so a second DNS answer cannot
+//! swap them. This module does not judge the URL against the rules; the
+//! policy does.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 
 use reqwest::Url;
 
-/// Why an address is not public, when it is not.
-pub fn not_public(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => v4_class(v4),
-        IpAddr::V6(v6) => v6_class(v6),
-    }
-}
-
-fn v4_class(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, _] = ip.octets();
-    if ip.is_loopback() {
-        Some("a loopback address")
-    } else if a == 0 {
-        Some("an unspecified address (\"this host\")")
-    } else if ip.is_private() || (a == 100 && (64..128).contains(&b)) {
-        Some("a private address")
-    } else if a == 169 && b == 254 {
-        Some("a link-local address (cloud metadata services live there)")
-    } else if ip.is_broadcast() {
-        Some("the broadcast address")
-    } else if ip.is_multicast() {
-        Some("a multicast address")
-    } else if a >= 240 || (a == 192 && b == 0 && c == 0) || (a == 198 && (18..20).contains(&b)) {
-        Some("a reserved address")
-    } else {
-        None
-    }
-}
-
-fn v6_class(ip: Ipv6Addr) -> Option<&'static str> {
-    let segments = ip.segments();
-    if let Some(v4) = embedded_v4(ip) {
-        return v4_class(v4);
-    }
-    if ip.is_loopback() {
-        Some("a loopback address")
-    } else if ip.is_unspecified() {
-        Some("an unspecified address")
-    } else if ip.is_unique_local() {
-        Some("a unique-local (private) address")
-    } else if ip.is_unicast_link_local() || segments[0] & 0xffc0 == 0xfec0 {
-        Some("a link-local address")
-    } else if ip.is_multicast() {
-        Some("a multicast address")
-    } else if segments[0] == 0x2001 && segments[1] == 0 {
-        Some("a Teredo tunnel address, which hides an IPv4 address")
-    } else {
-        None
-    }
-}
-
-/// The IPv4 address an IPv6 address carries: IPv4-mapped (`::ffff:a.b.c.d`),
-/// IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4
-/// (`2002:AABB:CCDD::`) all reach it.
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
-    let s = ip.segments();
-    let low = |hi: u16, lo: u16| {
-        let [a, b] = hi.to_be_bytes();
-        let [c, d] = lo.to_be_bytes();
-        Ipv4Addr::new(a, b, c, d)
-    };
-    if let Some(v4) = ip.to_ipv4() {
-        // `::` and `::1` are IPv6's own unspecified and loopback addresses.
-        return (!ip.is_unspecified() && !ip.is_loopback()).then_some(v4);
-    }
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return Some(low(s[6], s[7]));
-    }
-    if s[0] == 0x2002 {
-        return Some(low(s[1], s[2]));
-    }
-    None
-}
-
-/// The address a host is, when the URL parser printed an address (it
-/// prints every IPv4 spelling as `a.b.c.d` and IPv6 in brackets), or the
-/// host name.
-pub fn host_address(host: &str) -> Result<IpAddr, &str> {
-    let bare = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    bare.parse::<IpAddr>().map_err(|_| host)
-}
+use crate::netproxy::address::host_address;
+use crate::netproxy::{AddressError, Resolver};
 
 /// Where a fetch of `url` connects, once checked.
 pub struct Destination {
@@ -113,81 +28,19 @@ pub struct Destination {
 /// whether an allow rule names the host literally. `Err` says why not.
 pub async fn check(url: &Url, named: bool) -> Result<Destination, String> {
     let port = url.port_or_known_default().unwrap_or(80);
-    let (domain, addresses) = match url.host_str().map(host_address) {
-        Some(Ok(ip)) => (None, vec![SocketAddr::new(ip, port)]),
-        Some(Err(name)) => {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
-                .await
-                .map_err(|e| format!("cannot resolve `{name}`: {e}"))?
-                .collect();
-            if found.is_empty() {
-                return Err(format!("`{name}` resolves to no address"));
-            }
-            (Some(name.to_string()), found)
-        }
-        None => return Err(format!("`{url}` has no host")),
-    };
-    if !named {
-        for address in &addresses {
-            if let Some(why) = not_public(address.ip()) {
-                let host = url.host_str().unwrap_or_default();
-                return Err(format!(
-                    "`{host}` is {why} ({}), which `web_fetch` reaches only when an allow rule \
-                     names the host literally (`web_fetch(http://{host}:*/**)`)",
-                    address.ip()
-                ));
-            }
-        }
-    }
+    let host = url
+        .host_str()
+        .ok_or_else(|| format!("`{url}` has no host"))?;
+    let addresses = Resolver::system()
+        .resolve_checked(host, port, named)
+        .await
+        .map_err(|e| match e {
+            AddressError::NotPublic { .. } => format!(
+                "{e}, which `web_fetch` reaches only when an allow rule names the host \
+                 literally (`web_fetch(http://{host}:*/**)`)"
+            ),
+            other => other.to_string(),
+        })?;
+    let domain = host_address(host).is_err().then(|| host.to_string());
     Ok(Destination { domain, addresses })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // Regression: a loopback deny rule was stepped around by `0.0.0.0`,
-    // `[::ffff:127.0.0.1]` and `127.0.0.2`, and a bare `web_fetch` rule
-    // reached 169.254.169.254.
-    #[test]
-    fn every_spelling_of_a_non_public_address_is_refused() {
-        for url in [
-            "http://127.0.0.1/",
-            "http://127.0.0.2/",
-            "http://127.1/",
-            "http://2130706433/",
-            "http://0x7f.1/",
-            "http://017700000001/",
-            "http://0.0.0.0/",
-            "http://[::1]/",
-            "http://[::]/",
-            "http://[::ffff:127.0.0.1]/",
-            "http://[::ffff:7f00:1]/",
-            "http://[::127.0.0.1]/",
-            "http://[64:ff9b::a9fe:a9fe]/",
-            "http://[2002:7f00:1::]/",
-            "http://169.254.169.254/latest/meta-data/",
-            "http://[fd00:ec2::254]/",
-            "http://[fe80::1]/",
-            "http://10.0.0.1/",
-            "http://172.16.0.1/",
-            "http://192.168.1.1/",
-            "http://100.100.100.200/",
-            "http://224.0.0.1/",
-            "http://255.255.255.255/",
-            "http://[ff02::1]/",
-        ] {
-            let parsed = Url::parse(url).unwrap();
-            let ip = host_address(parsed.host_str().unwrap())
-                .unwrap_or_else(|name| panic!("{url} parsed as the name {name}"));
-            assert!(not_public(ip).is_some(), "{url} ({ip})");
-        }
-        for ip in [
-            "93.184.216.34",
-            "2606:2800:220:1:248:1893:25c8:1946",
-            "8.8.8.8",
-        ] {
-            assert_eq!(not_public(ip.parse().unwrap()), None, "{ip}");
-        }
-    }
 }
