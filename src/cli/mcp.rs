@@ -408,6 +408,7 @@ fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
     .map_err(|e| match e {
         RunnerError::TempFolder(e) => format!("cannot create the private temporary folder: {e}"),
         RunnerError::Writable(e) => e.in_file(&job.path),
+        RunnerError::Proxy(e) => e.to_string(),
     })?;
     let report = runner.sandbox_report();
     if let Some(message) = crate::sandbox::degraded_message(&report) {

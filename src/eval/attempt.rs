@@ -341,6 +341,7 @@ fn assertion_runner(
             format!("cannot create the assertions' temporary folder: {e}")
         }
         RunnerError::Writable(e) => e.in_file(&job.path),
+        RunnerError::Proxy(e) => format!("cannot start the assertions' network proxy: {e}"),
     })
 }
 

@@ -82,6 +82,10 @@ pub enum EventKind {
     /// after `run.started` (with a warning), and the run stops when `required`.
     #[serde(rename = "sandbox.degraded")]
     SandboxDegraded(SandboxReport),
+    /// A connection a command made through the proxy of
+    /// `sandbox.network: [hosts]`, allowed or refused, reported when it ends.
+    #[serde(rename = "network.request")]
+    NetworkRequest(crate::netproxy::NetworkRecord),
     #[serde(rename = "plan.created")]
     PlanCreated { steps: Vec<PlanStep> },
     #[serde(rename = "plan.updated")]

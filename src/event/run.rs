@@ -73,6 +73,10 @@ pub struct SandboxReport {
     /// `sandbox.writable`, as resolved at run start; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<WritableFolder>,
+    /// `sandbox.network: [hosts]` as written: the only hosts commands reach,
+    /// through agentci's proxy; absent when the list is not used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// One folder of `sandbox.writable`, resolved.

@@ -35,6 +35,7 @@
 mod capture;
 pub mod environ_block;
 pub mod hardening;
+pub mod network;
 pub mod sessions;
 
 use std::ffi::OsString;
@@ -49,7 +50,7 @@ use tokio::process::{Child, Command};
 
 use crate::event::SandboxReport;
 use crate::redact::Redactor;
-use crate::sandbox::writable::{self, KeptPaths};
+use crate::sandbox::writable::{self, CachePreset, KeptPaths};
 use crate::sandbox::{CallGroup, LimitReached, Sandbox, SandboxPaths};
 use crate::sandbox::{SandboxProfile, SandboxSpec, WritableError};
 
@@ -61,8 +62,9 @@ pub const SHELL: &str = "/bin/bash";
 /// Variables a command inherits from agentci's environment. The cargo and
 /// rustup ones are there so `cargo test` finds the same toolchain, registry
 /// cache and target folder as the caller when they are not in the default
-/// place; the package managers' cache folders so that the tools write where
-/// the `sandbox.writable` presets opened ([`crate::sandbox::writable`]).
+/// place. The package managers' cache folders
+/// ([`CachePreset::VARIABLES`]) are inherited too, so that the tools write
+/// where the `sandbox.writable` presets opened.
 pub const INHERITED_ENV: &[&str] = &[
     "PATH",
     "HOME",
@@ -75,12 +77,6 @@ pub const INHERITED_ENV: &[&str] = &[
     "CARGO_TARGET_DIR",
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
-    "npm_config_cache",
-    "NPM_CONFIG_CACHE",
-    "PIP_CACHE_DIR",
-    "GOMODCACHE",
-    "GOPATH",
-    "GOCACHE",
 ];
 
 /// Git configuration every child gets, through git's variables for
@@ -118,7 +114,9 @@ const WRITABLE_ENV: &[&str] = &[
 
 /// Whether a command inherits the variable `name` from agentci's environment.
 pub fn is_inherited(name: &str) -> bool {
-    INHERITED_ENV.contains(&name) || INHERITED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+    INHERITED_ENV.contains(&name)
+        || CachePreset::VARIABLES.contains(&name)
+        || INHERITED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// Why a run's process runner cannot be made.
@@ -129,6 +127,8 @@ pub enum RunnerError {
     /// An entry of `sandbox.writable` that names no usable folder.
     #[error(transparent)]
     Writable(#[from] WritableError),
+    #[error("cannot start the proxy for `sandbox.network`: {0}")]
+    Proxy(#[source] crate::netproxy::ProxyError),
 }
 
 /// How one run starts processes.
@@ -172,6 +172,8 @@ struct Inner {
     sessions: sessions::Sessions,
     /// Variables left out of `env` for holding a secret, by name.
     withheld: Vec<String>,
+    /// The proxy of `sandbox.network: [hosts]`, stopped with the runner.
+    network: Option<network::NetworkBridge>,
 }
 
 impl Drop for Inner {
@@ -267,7 +269,23 @@ impl ProcessRunner {
             empty_folder: empty_folder.clone().unwrap_or_default(),
             read_only: config.read_only,
         };
+        let hosts = config.sandbox.hosts.clone();
         let sandbox = Sandbox::new(config.sandbox, &paths);
+        let network = match (hosts, sandbox.take_proxy_listener()) {
+            (Some(hosts), Some(listener)) => Some(
+                network::NetworkBridge::start(hosts.allowlist, listener)
+                    .map_err(RunnerError::Proxy)?,
+            ),
+            _ => None,
+        };
+        if let Some(bridge) = &network {
+            for (name, value) in bridge.env() {
+                // The job's own `env:` wins (a corporate proxy chained in).
+                if !config.extra_env.iter().any(|(k, _)| *k == name) {
+                    env.push((name.into(), value.into()));
+                }
+            }
+        }
         let withheld = match crate::sandbox::children_reach_agentci(sandbox.report()) {
             true => withhold_secrets(&mut env, &config.secrets),
             false => Vec::new(),
@@ -282,8 +300,23 @@ impl ProcessRunner {
                 empty_folder,
                 sessions: sessions::Sessions::default(),
                 withheld,
+                network,
             }),
         })
+    }
+
+    /// Hand every connection the network proxy reports to `observer`
+    /// (those made so far first); nothing without a `sandbox.network` list.
+    pub fn observe_network(&self, observer: crate::netproxy::RecordObserver) {
+        if let Some(bridge) = &self.inner.network {
+            bridge.observe(observer);
+        }
+    }
+
+    /// The proxy's address in agentci's own network, when the job lists
+    /// the hosts the run may reach (`web_fetch` goes through it).
+    pub fn network_proxy_url(&self) -> Option<&str> {
+        self.inner.network.as_ref().map(|b| b.outside_url.as_str())
     }
 
     /// No sandbox, the scrubbed environment plus `extra_env`: for tools
@@ -302,6 +335,7 @@ impl ProcessRunner {
                 empty_folder: None,
                 sessions: sessions::Sessions::default(),
                 withheld: Vec::new(),
+                network: None,
             }),
         }
     }

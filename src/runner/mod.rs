@@ -133,6 +133,9 @@ pub enum StartError {
     Git(git_step::GitStepError),
     #[error("cannot create the run's private temporary folder: {0}")]
     TempFolder(std::io::Error),
+    /// The proxy `sandbox.network: [hosts]` needs could not start.
+    #[error("{0}")]
+    Proxy(crate::netproxy::ProxyError),
     /// An entry of `sandbox.writable` that cannot be made writable here.
     #[error("{}", .source.in_file(.job_file))]
     Writable {
@@ -192,6 +195,10 @@ pub async fn run_prepared(
         options.sinks,
         secrets,
     )?;
+    let network_bus = bus.clone();
+    processes.observe_network(std::sync::Arc::new(move |record| {
+        network_bus.emit(crate::event::EventKind::NetworkRequest(record));
+    }));
     let saver = options
         .checkpoint
         .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &bus));
@@ -286,6 +293,7 @@ fn start_processes(
     })
     .map_err(|e| match e {
         RunnerError::TempFolder(e) => StartError::TempFolder(e),
+        RunnerError::Proxy(e) => StartError::Proxy(e),
         RunnerError::Writable(source) => StartError::Writable {
             job_file: job.path.clone(),
             source,

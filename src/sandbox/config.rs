@@ -4,6 +4,7 @@
 //! job's `sandbox:` is validated into them by `spec`.
 
 use super::writable::WritableRoot;
+use crate::netproxy::NetworkAllowlist;
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,12 +67,30 @@ impl Default for ResourceLimits {
     }
 }
 
+/// `sandbox.network` as a list: the entries as written, and parsed.
+#[derive(Clone, Debug)]
+pub struct HostList {
+    pub written: Vec<String>,
+    pub allowlist: NetworkAllowlist,
+}
+
+impl PartialEq for HostList {
+    fn eq(&self, other: &Self) -> bool {
+        self.written == other.written
+    }
+}
+
+impl Eq for HostList {}
+
 /// `sandbox:` validated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SandboxSpec {
     pub profile: SandboxProfile,
-    /// Outgoing network allowed (`sandbox.network`, default false).
+    /// Outgoing network allowed (`sandbox.network: true`, default false).
     pub network: bool,
+    /// The hosts commands may reach through agentci's proxy
+    /// (`sandbox.network: [hosts]`); `network` is false then.
+    pub hosts: Option<HostList>,
     /// A sandbox the kernel cannot fully enforce is an error, not a warning.
     pub require: bool,
     /// Resource limits of every command (`sandbox.limits`); not applied

@@ -66,13 +66,13 @@ use nix::sched::CloneFlags;
 use std::os::unix::fs::MetadataExt;
 
 pub use cgroup::{CallGroup, LimitReached};
-pub use config::{ResourceLimits, SandboxProfile, SandboxSpec};
+pub use config::{HostList, ResourceLimits, SandboxProfile, SandboxSpec};
 pub use probe::{Support, support};
 pub use writable::{ResolvedRoot, WritableError, WritableRoot};
 
 use crate::event::SandboxReport;
 use child::{ChildSetup, ReadOnlyBind, ResourceLimit};
-use run_namespaces::{IdMaps, RunNamespaces};
+use run_namespaces::{IdMaps, RunNamespaces, RunNetwork};
 pub use seccomp::FilterError;
 use seccomp::SyscallFilter;
 
@@ -102,6 +102,9 @@ pub struct Sandbox {
     report: SandboxReport,
     /// The run's user and network namespaces, joined by every child.
     namespaces: RunNamespaces,
+    /// The listener in the run's network namespace for the proxy, until
+    /// the process runner takes it to serve.
+    proxy: std::sync::Mutex<Option<std::net::TcpListener>>,
     /// A control group per call, where the machine allows one.
     groups: Option<cgroup::CallGroups>,
 }
@@ -154,7 +157,7 @@ impl Sandbox {
         let mut protected = protected_paths(&paths.workspace, &paths.protected);
         protected.extend(paths.read_only.iter().cloned());
         let pinned = folders_above(&paths.workspace, &paths.read_only);
-        let (namespaces, support) = run_namespaces(&spec, paths, support);
+        let (mut namespaces, support) = run_namespaces(&spec, paths, support);
         // Built before any fork: the child only installs it. A filter that
         // does not build is a bug; the run goes on without it, and says so.
         let syscalls = (support.seccomp && spec.profile != SandboxProfile::Off)
@@ -175,6 +178,11 @@ impl Sandbox {
         if spec.profile == SandboxProfile::WorkspaceWrite {
             report.writable = paths.job_writable.iter().map(Into::into).collect();
         }
+        if spec.profile != SandboxProfile::Off
+            && let Some(hosts) = &spec.hosts
+        {
+            report.hosts = hosts.written.clone();
+        }
         Sandbox {
             report,
             spec,
@@ -187,9 +195,16 @@ impl Sandbox {
             empty_folder: paths.empty_folder.clone(),
             syscalls,
             pinned,
+            proxy: std::sync::Mutex::new(namespaces.proxy.take()),
             namespaces,
             groups,
         }
+    }
+
+    /// The listener inside the run's network namespace on which the proxy
+    /// for `sandbox.network: [hosts]` is to be served; once.
+    pub fn take_proxy_listener(&self) -> Option<std::net::TcpListener> {
+        self.proxy.lock().ok().and_then(|mut p| p.take())
     }
 
     pub fn profile(&self) -> SandboxProfile {
@@ -374,7 +389,11 @@ fn run_namespaces(
     if spec.profile == SandboxProfile::Off {
         return (RunNamespaces::default(), support);
     }
-    let network = !spec.network && support.network_namespace;
+    let network = match (spec.network, &spec.hosts, support.network_namespace) {
+        (true, _, _) | (false, _, false) => RunNetwork::Host,
+        (false, None, true) => RunNetwork::Isolated,
+        (false, Some(_), true) => RunNetwork::Proxied,
+    };
     let maps = support.user_namespaces.then(|| {
         // SAFETY: getuid and getgid have no preconditions.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -387,7 +406,7 @@ fn run_namespaces(
         return (namespaces, support);
     }
     support.network_namespace = false;
-    if let Ok(namespaces) = RunNamespaces::make(maps.as_ref(), false) {
+    if let Ok(namespaces) = RunNamespaces::make(maps.as_ref(), RunNetwork::Host) {
         return (namespaces, support);
     }
     support.user_namespaces = false;
@@ -453,6 +472,7 @@ fn report(spec: &SandboxSpec, support: &Support, hides: Hides) -> SandboxReport 
         enforced: Vec::new(),
         missing: Vec::new(),
         writable: Vec::new(),
+        hosts: Vec::new(),
     };
     if spec.profile == SandboxProfile::Off {
         return report;

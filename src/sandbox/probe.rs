@@ -18,7 +18,7 @@ use super::child::{
     ChildSetup, FAIL_BIND, FAIL_CAPABILITIES, FAIL_FORK, FAIL_JOIN_USER, FAIL_PRIVATE, FAIL_PROC,
     FAIL_SECCOMP, FAIL_UNSHARE, FAIL_VIEW,
 };
-use super::run_namespaces::{IdMaps, RunNamespaces};
+use super::run_namespaces::{IdMaps, RunNamespaces, RunNetwork};
 use super::seccomp::SyscallFilter;
 
 /// The test switch that pretends features are missing.
@@ -97,15 +97,16 @@ fn probe() -> Support {
     // namespace (root too) owning a network namespace.
     // SAFETY: getuid and getgid have no preconditions.
     let maps = IdMaps::for_caller(unsafe { libc::getuid() }, unsafe { libc::getgid() }, None);
-    let (shared, user, network) = if let Ok(ns) = RunNamespaces::make(Some(&maps), true) {
-        (ns, true, true)
-    } else if let Ok(ns) = RunNamespaces::make(Some(&maps), false) {
-        (ns, true, false)
-    } else if let (true, Ok(ns)) = (root, RunNamespaces::make(None, true)) {
-        (ns, false, true)
-    } else {
-        (RunNamespaces::default(), false, false)
-    };
+    let (shared, user, network) =
+        if let Ok(ns) = RunNamespaces::make(Some(&maps), RunNetwork::Proxied) {
+            (ns, true, true)
+        } else if let Ok(ns) = RunNamespaces::make(Some(&maps), RunNetwork::Host) {
+            (ns, true, false)
+        } else if let (true, Ok(ns)) = (root, RunNamespaces::make(None, RunNetwork::Proxied)) {
+            (ns, false, true)
+        } else {
+            (RunNamespaces::default(), false, false)
+        };
     if !user && !root {
         // Without a user namespace a user who is not root can make none.
         let failed = trial(CloneFlags::empty(), &shared, syscalls);

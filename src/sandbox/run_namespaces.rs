@@ -14,6 +14,12 @@
 //! its loopback, brought up once) is owned by the user namespace, so
 //! joining the user namespace first gives a child the right to join it.
 //!
+//! With a `sandbox.network` host list the holder also opens the one way
+//! out: a TCP listener on the namespace's own 127.0.0.1, handed back over
+//! a Unix socket, on which agentci serves its proxy (`crate::netproxy`).
+//! A socket belongs to the namespace it was made in, so the proxy running
+//! in agentci's process answers connections made inside.
+//!
 //! This module only makes the namespaces; [`super::child`] joins them.
 
 use std::ffi::CString;
@@ -64,36 +70,53 @@ impl IdMaps {
 pub(super) struct RunNamespaces {
     pub user: Option<OwnedFd>,
     pub network: Option<OwnedFd>,
+    /// The listener inside the network namespace that the proxy serves.
+    pub proxy: Option<std::net::TcpListener>,
 }
 
-/// What the holder reports through its pipe.
+/// The network namespace a run wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RunNetwork {
+    /// None of its own: the host's network.
+    Host,
+    /// Its own, with only a loopback.
+    Isolated,
+    /// Its own, and a listener in it for the proxy.
+    Proxied,
+}
+
+/// What the holder reports through its socket.
 const READY: u8 = 0;
 const FAILED_UNSHARE: u8 = 1;
 const FAILED_LOOPBACK: u8 = 2;
+const FAILED_LISTENER: u8 = 3;
 
 impl RunNamespaces {
     /// Make a user namespace with `maps` (when given) and a network
-    /// namespace with only its loopback up (when `network`).
-    pub fn make(maps: Option<&IdMaps>, network: bool) -> io::Result<RunNamespaces> {
+    /// namespace with only its loopback up (unless `network` is the host's).
+    pub fn make(maps: Option<&IdMaps>, network: RunNetwork) -> io::Result<RunNamespaces> {
         let mut flags = CloneFlags::empty();
         if maps.is_some() {
             flags |= CloneFlags::CLONE_NEWUSER;
         }
-        if network {
+        if network != RunNetwork::Host {
             flags |= CloneFlags::CLONE_NEWNET;
         }
         if flags.is_empty() {
             return Ok(RunNamespaces::default());
         }
-        let holder = Holder::start(flags)?;
-        let result = holder.ready().and_then(|()| {
+        let holder = Holder::start(flags, network == RunNetwork::Proxied)?;
+        let result = holder.ready().and_then(|proxy| {
             if let Some(maps) = maps {
                 write_maps(holder.pid, maps)?;
             }
             let open = |name: &str| open_namespace(holder.pid, name);
             Ok(RunNamespaces {
                 user: maps.map(|_| open("user")).transpose()?,
-                network: network.then(|| open("net")).transpose()?,
+                network: (network != RunNetwork::Host)
+                    .then(|| open("net"))
+                    .transpose()?,
+                proxy: proxy.map(std::net::TcpListener::from),
             })
         });
         holder.release();
@@ -120,8 +143,8 @@ struct Holder {
 }
 
 impl Holder {
-    fn start(flags: CloneFlags) -> io::Result<Holder> {
-        let (report_read, report_write) = pipe()?;
+    fn start(flags: CloneFlags, listen: bool) -> io::Result<Holder> {
+        let (report_read, report_write) = socket_pair()?;
         let (release_read, release_write) = pipe()?;
         // SAFETY: the child makes only async-signal-safe system calls on
         // data prepared before the fork (see `hold`), then `_exit`s.
@@ -131,7 +154,14 @@ impl Holder {
         }
         if pid == 0 {
             // SAFETY: in the forked child, as `hold` requires.
-            unsafe { hold(flags, report_write.as_raw_fd(), release_read.as_raw_fd()) }
+            unsafe {
+                hold(
+                    flags,
+                    listen,
+                    report_write.as_raw_fd(),
+                    release_read.as_raw_fd(),
+                )
+            }
         }
         drop(report_write);
         drop(release_read);
@@ -142,22 +172,17 @@ impl Holder {
         })
     }
 
-    /// Wait for the holder's report.
-    fn ready(&self) -> io::Result<()> {
-        let mut byte = [0xffu8];
-        loop {
-            // SAFETY: read into a one-byte buffer from our own pipe.
-            let n = unsafe { libc::read(self.report.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
-            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
-        match byte[0] {
-            READY => Ok(()),
+    /// Wait for the holder's report: the proxy's listener, when asked for.
+    fn ready(&self) -> io::Result<Option<OwnedFd>> {
+        let (byte, fd) = receive(self.report.as_raw_fd())?;
+        match byte {
+            READY => Ok(fd),
             FAILED_UNSHARE => Err(io::Error::other("cannot make the run's namespaces")),
             FAILED_LOOPBACK => Err(io::Error::other(
                 "cannot bring up the loopback of the run's network namespace",
+            )),
+            FAILED_LISTENER => Err(io::Error::other(
+                "cannot open the proxy's listener in the run's network namespace",
             )),
             _ => Err(io::Error::other(
                 "the process making the run's namespaces ended early",
@@ -176,16 +201,12 @@ impl Holder {
     }
 }
 
-/// The holder's life: make the namespaces, report, wait for the parent to
-/// close `release`, exit.
+/// The holder's life: make the namespaces (and the proxy's listener, with
+/// `listen`), report, wait for the parent to close `release`, exit.
 ///
 /// # Safety
 /// Only in a freshly forked child of a possibly multi-threaded process.
-unsafe fn hold(flags: CloneFlags, report: RawFd, release: RawFd) -> ! {
-    let send = |byte: u8| {
-        // SAFETY: a one-byte write to a pipe this process holds.
-        unsafe { libc::write(report, [byte].as_ptr().cast(), 1) };
-    };
+unsafe fn hold(flags: CloneFlags, listen: bool, report: RawFd, release: RawFd) -> ! {
     // SAFETY: plain system calls; `_exit` never returns.
     unsafe {
         // Keep only our two ends: a copy of another holder's release end
@@ -193,20 +214,121 @@ unsafe fn hold(flags: CloneFlags, report: RawFd, release: RawFd) -> ! {
         // time) would keep that holder waiting, and it ours.
         close_all_but(report, release);
         if libc::unshare(flags.bits()) != 0 {
-            send(FAILED_UNSHARE);
+            send(report, FAILED_UNSHARE, None);
             libc::_exit(1);
         }
         // agentci is not dumpable (process/hardening.rs), so its forks'
         // /proc files belong to root; the parent opens and writes ours.
         libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
         if flags.contains(CloneFlags::CLONE_NEWNET) && !super::child::loopback_up() {
-            send(FAILED_LOOPBACK);
+            send(report, FAILED_LOOPBACK, None);
             libc::_exit(1);
         }
-        send(READY);
+        let listener = match listen {
+            true => match loopback_listener() {
+                Some(fd) => Some(fd),
+                None => {
+                    send(report, FAILED_LISTENER, None);
+                    libc::_exit(1);
+                }
+            },
+            false => None,
+        };
+        send(report, READY, listener);
         let mut byte = [0u8];
         while libc::read(release, byte.as_mut_ptr().cast(), 1) > 0 {}
         libc::_exit(0)
+    }
+}
+
+/// A TCP listener on 127.0.0.1 (any port) of the calling process's network
+/// namespace; no allocation, for the holder.
+fn loopback_listener() -> Option<RawFd> {
+    // SAFETY: socket, bind and listen on a zeroed, correctly sized sockaddr_in.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return None;
+        }
+        let mut address: libc::sockaddr_in = std::mem::zeroed();
+        address.sin_family = libc::AF_INET as libc::sa_family_t;
+        address.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let bound = libc::bind(fd, (&raw const address).cast(), size) == 0;
+        if !bound || libc::listen(fd, 128) != 0 {
+            libc::close(fd);
+            return None;
+        }
+        Some(fd)
+    }
+}
+
+/// Room for one descriptor's control message, aligned for `cmsghdr`.
+type ControlBuffer = [u64; 4];
+
+/// Send `byte`, and `fd` with it, over the Unix socket `socket`; no
+/// allocation, for the holder.
+fn send(socket: RawFd, byte: u8, fd: Option<RawFd>) {
+    let mut data = [byte];
+    let mut control: ControlBuffer = [0; 4];
+    // SAFETY: the message points at buffers that outlive the call; the
+    // control message is written within `control` by the CMSG macros.
+    unsafe {
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        if let Some(fd) = fd {
+            message.msg_control = control.as_mut_ptr().cast();
+            message.msg_controllen = libc::CMSG_SPACE(4) as usize;
+            let header = libc::CMSG_FIRSTHDR(&message);
+            (*header).cmsg_level = libc::SOL_SOCKET;
+            (*header).cmsg_type = libc::SCM_RIGHTS;
+            (*header).cmsg_len = libc::CMSG_LEN(4) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<libc::c_int>(), fd);
+        }
+        libc::sendmsg(socket, &message, 0);
+    }
+}
+
+/// Receive the holder's report byte and the descriptor sent with it.
+fn receive(socket: RawFd) -> io::Result<(u8, Option<OwnedFd>)> {
+    let mut data = [0xffu8];
+    let mut control: ControlBuffer = [0; 4];
+    // SAFETY: recvmsg into buffers that outlive the call; a descriptor is
+    // taken only from an SCM_RIGHTS message the kernel filled in.
+    unsafe {
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.as_mut_ptr().cast();
+        message.msg_controllen = std::mem::size_of::<ControlBuffer>();
+        let received = loop {
+            let n = libc::recvmsg(socket, &mut message, libc::MSG_CMSG_CLOEXEC);
+            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break n;
+        };
+        if received <= 0 {
+            return Ok((0xff, None));
+        }
+        let header = libc::CMSG_FIRSTHDR(&message);
+        let fd = (!header.is_null()
+            && (*header).cmsg_level == libc::SOL_SOCKET
+            && (*header).cmsg_type == libc::SCM_RIGHTS)
+            .then(|| {
+                let fd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<libc::c_int>());
+                OwnedFd::from_raw_fd(fd)
+            });
+        Ok((data[0], fd))
     }
 }
 
@@ -229,6 +351,25 @@ unsafe fn close_all_but(a: RawFd, b: RawFd) {
         close(low + 1, high - 1);
     }
     close(high + 1, u32::MAX);
+}
+
+/// A connected pair of Unix sockets for the holder's report.
+fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair fills the two-element array.
+    let made = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if made != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -296,7 +437,7 @@ mod tests {
                 let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
                 let maps = IdMaps::for_caller(uid, gid, None);
                 let made = (0..5)
-                    .filter(|_| RunNamespaces::make(Some(&maps), true).is_ok())
+                    .filter(|_| RunNamespaces::make(Some(&maps), RunNetwork::Proxied).is_ok())
                     .count();
                 let _ = done.send(made);
             });

@@ -42,7 +42,7 @@ impl CachePreset {
     ];
 
     /// The variables the presets read. Children inherit them (see
-    /// `process::INHERITED_ENV`), so the tools use the folders made writable.
+    /// `process::is_inherited`), so the tools use the folders made writable.
     pub const VARIABLES: &[&str] = &[
         "CARGO_HOME",
         "npm_config_cache",

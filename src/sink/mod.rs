@@ -15,6 +15,7 @@
 pub mod bus;
 mod github;
 mod junit;
+mod network;
 pub(crate) mod progress;
 mod result_file;
 mod resumed;
@@ -25,6 +26,7 @@ pub use github::{
     report_start_failure, step_summary,
 };
 pub use junit::{FileBase, JunitWriter};
+pub use network::describe_network;
 pub use progress::{PlainLog, ProgressBars};
 pub use result_file::ResultWriter;
 pub use resumed::describe_resume;

@@ -370,11 +370,60 @@ impl<'de> Visitor<'de> for SkillVisitor {
 #[derive(Debug, Default)]
 pub(crate) struct RawSandbox {
     pub profile: Option<String>,
-    pub network: Option<Scalar>,
+    pub network: Option<RawNetwork>,
     pub require: Option<Scalar>,
     pub limits: Option<RawLimits>,
     /// Folders, `~/` folders and presets, each where it was written.
     pub writable: Option<Vec<Spanned<Scalar>>>,
+}
+
+/// `sandbox.network`: `true`, `false`, or the hosts commands may reach
+/// through agentci's proxy (each with its position, for errors).
+#[derive(Debug)]
+pub(crate) enum RawNetwork {
+    Flag(Scalar),
+    Hosts(Vec<Spanned<String>>),
+}
+
+impl<'de> Deserialize<'de> for RawNetwork {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NetworkVisitor)
+    }
+}
+
+struct NetworkVisitor;
+
+impl<'de> Visitor<'de> for NetworkVisitor {
+    type Value = RawNetwork;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("`true`, `false` or a list of hosts such as `[crates.io, preset:npm]`")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawNetwork, A::Error> {
+        let mut hosts = Vec::new();
+        while let Some(host) = seq.next_element::<Spanned<String>>()? {
+            hosts.push(host);
+        }
+        Ok(RawNetwork::Hosts(hosts))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawNetwork, E> {
+        ScalarVisitor.visit_unit().map(RawNetwork::Flag)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawNetwork, E> {
+        Ok(RawNetwork::Flag(Scalar::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawNetwork, E> {
+        Ok(RawNetwork::Flag(Scalar::Int(v.into())))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawNetwork, E> {
+        Ok(RawNetwork::Flag(Scalar::Int(v.into())))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawNetwork, E> {
+        Ok(RawNetwork::Flag(Scalar::Float(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawNetwork, E> {
+        Ok(RawNetwork::Flag(Scalar::Str(v.to_string())))
+    }
 }
 
 /// `sandbox.limits`: counts and sizes, checked by the loader.
@@ -429,7 +478,7 @@ impl<'de> Visitor<'de> for SandboxVisitor {
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "profile" => raw.profile = Some(map.next_value::<ProfileName>()?.0),
-                "network" => raw.network = Some(map.next_value::<Scalar>()?),
+                "network" => raw.network = Some(map.next_value::<RawNetwork>()?),
                 "require" => raw.require = Some(map.next_value::<Scalar>()?),
                 "limits" => raw.limits = map.next_value::<Option<RawLimits>>()?,
                 "writable" => raw.writable = map.next_value::<Option<Vec<Spanned<Scalar>>>>()?,

@@ -11,7 +11,10 @@
 //! The fetch runs in agentci's process, outside the sandbox, so every hop
 //! also passes [`address`]: a loopback, private, link-local or metadata
 //! address is reached only when an allow rule names its host, and the
-//! request connects to exactly the address that was checked.
+//! request connects to exactly the address that was checked. When the job
+//! lists the hosts the run may reach (`sandbox.network: [hosts]`), the
+//! fetch goes through the run's proxy instead, which applies that list and
+//! the same address checks, and reports the connection.
 
 use std::time::Duration;
 
@@ -191,6 +194,9 @@ async fn fetch(written: &str, ctx: &ToolContext) -> Result<Page, ToolResult> {
 /// it and nowhere else: no second DNS lookup, no proxy (a proxy would
 /// resolve the host itself).
 async fn client_to(url: &Url, ctx: &ToolContext) -> Result<reqwest::Client, ToolResult> {
+    if let Some(proxy) = ctx.processes.network_proxy_url() {
+        return through_proxy(proxy);
+    }
     let named = url.host_str().is_some_and(|host| {
         ctx.fetch_policy
             .as_ref()
@@ -208,6 +214,22 @@ async fn client_to(url: &Url, ctx: &ToolContext) -> Result<reqwest::Client, Tool
         builder = builder.resolve_to_addrs(domain, &destination.addresses);
     }
     builder
+        .build()
+        .map_err(|e| io(format!("cannot start an HTTP client: {e}")))
+}
+
+/// With `sandbox.network: [hosts]` a fetch goes through the run's proxy, as
+/// the commands' connections do: the host must be listed there too, the
+/// proxy resolves it and checks its addresses, and the connection is a
+/// `network.request` event.
+fn through_proxy(proxy: &str) -> Result<reqwest::Client, ToolResult> {
+    let proxy = reqwest::Proxy::all(proxy)
+        .map_err(|e| io(format!("cannot use the run's network proxy: {e}")))?;
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .proxy(proxy)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"))
         .build()
         .map_err(|e| io(format!("cannot start an HTTP client: {e}")))
 }

@@ -30,6 +30,9 @@ pub(super) fn timeline_entries(event: &Event) -> Vec<Entry> {
             "sandbox".into(),
             format!("not enforced here: {}", report.missing.join(", ")),
         ),
+        EventKind::NetworkRequest(record) => vec![Entry::Network {
+            line: crate::sink::describe_network(record),
+        }],
         EventKind::BudgetExceeded { limit, used, max } => vec![Entry::Budget {
             limit: *limit,
             used: *used,

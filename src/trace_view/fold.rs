@@ -159,6 +159,7 @@ impl Fold {
             EventKind::SkillLoaded(_)
             | EventKind::Warning { .. }
             | EventKind::SandboxDegraded(_)
+            | EventKind::NetworkRequest(_)
             | EventKind::BudgetExceeded { .. }
             | EventKind::GitPatch(_)
             | EventKind::GitCommit { .. }

@@ -188,6 +188,9 @@ fn timeline(out: &mut String, view: &RunView, full: bool) {
             Entry::Git { line } => {
                 let _ = writeln!(out, "  git: {line}");
             }
+            Entry::Network { line } => {
+                let _ = writeln!(out, "  network: {line}");
+            }
             Entry::Resumed {
                 line,
                 events_dropped,

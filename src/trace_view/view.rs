@@ -95,6 +95,10 @@ pub enum Entry {
     Git {
         line: String,
     },
+    /// A connection through the proxy of `sandbox.network: [hosts]`.
+    Network {
+        line: String,
+    },
     /// `agentci run --resume` went on with the run here; the full event
     /// is in the view's `resumed`.
     Resumed {

@@ -52,6 +52,7 @@ mod sandbox;
 mod sandbox_caches;
 mod sandbox_degraded;
 mod sandbox_limits;
+mod sandbox_network;
 mod sandbox_root;
 mod signals;
 mod sinks;

@@ -64,6 +64,12 @@ impl LogLines {
             | EventKind::ToolBatchCompleted(_) => {}
             // Its warning, emitted with it, is the line.
             EventKind::SandboxDegraded(_) => {}
+            EventKind::NetworkRequest(record) => {
+                lines.push(format!(
+                    "network: {}",
+                    crate::sink::describe_network(record)
+                ));
+            }
             EventKind::ModelRetry(retry) => lines.push(retry_line(retry)),
             EventKind::ContextTrimmed(trim) => lines.push(trim_line(trim)),
             EventKind::ReplayDrift(drift) => lines.push(format!("replay: {}", drift.summary())),

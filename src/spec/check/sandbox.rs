@@ -10,9 +10,11 @@ use serde_saphyr::Spanned;
 
 use super::Checker;
 use super::writable::Places;
-use crate::sandbox::{ResourceLimits, SandboxProfile, SandboxSpec};
+use crate::netproxy::NetworkAllowlist;
+use crate::sandbox::{HostList, ResourceLimits, SandboxProfile, SandboxSpec};
+use crate::spec::diagnostic::Pos;
 use crate::spec::load::pos_of;
-use crate::spec::raw::{RawLimits, RawSandbox, Scalar};
+use crate::spec::raw::{RawLimits, RawNetwork, RawSandbox, Scalar};
 use crate::spec::size::parse_size;
 
 impl Checker<'_> {
@@ -56,7 +58,13 @@ impl Checker<'_> {
                 false
             }
         };
-        spec.network = flag(self, &raw.value.network, "network");
+        match &raw.value.network {
+            Some(RawNetwork::Hosts(entries)) => spec.hosts = self.hosts(entries, pos, &spec),
+            Some(RawNetwork::Flag(value)) => {
+                spec.network = flag(self, &Some(value.clone()), "network");
+            }
+            None => {}
+        }
         spec.require = flag(self, &raw.value.require, "require");
         if let Some(limits) = &raw.value.limits {
             spec.limits = self.limits(limits);
@@ -70,6 +78,42 @@ impl Checker<'_> {
             spec.writable = self.writable(entries, vars, &places);
         }
         spec
+    }
+
+    /// `sandbox.network: [hosts]`: each entry checked where it stands.
+    fn hosts(
+        &mut self,
+        entries: &[Spanned<String>],
+        key: Pos,
+        spec: &SandboxSpec,
+    ) -> Option<HostList> {
+        if spec.profile == SandboxProfile::Off {
+            self.r.warning(
+                key,
+                "`sandbox.network` lists hosts but the profile is `off`: commands reach every \
+                 host directly and no proxy runs"
+                    .to_string(),
+            );
+        }
+        if entries.is_empty() {
+            self.r.error(
+                key,
+                "`sandbox.network: []` allows no host; write `false` for no network, or list \
+                 the hosts (`[crates.io, preset:npm]`)"
+                    .to_string(),
+            );
+            return None;
+        }
+        let mut ok = true;
+        for entry in entries {
+            if let Err(e) = NetworkAllowlist::parse(&[entry.value.as_str()]) {
+                self.r.error(pos_of(&self.r, entry), e.to_string());
+                ok = false;
+            }
+        }
+        let written: Vec<String> = entries.iter().map(|e| e.value.clone()).collect();
+        let allowlist = NetworkAllowlist::parse(&written).ok().filter(|_| ok)?;
+        Some(HostList { written, allowlist })
     }
 
     /// `sandbox.limits`: each key left out keeps its default.
