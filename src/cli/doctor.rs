@@ -177,7 +177,7 @@ fn enforced(s: &Support) -> Vec<(&'static str, bool, &'static str)> {
         (
             "network",
             s.network_namespace,
-            "no outgoing network unless sandbox.network: true (network namespace with its own loopback)",
+            "no outgoing network unless sandbox.network: true, or only the listed hosts through agentci's proxy (network namespace with its own loopback)",
         ),
     ]
 }

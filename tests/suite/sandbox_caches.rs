@@ -10,7 +10,9 @@
 //! disk with no network at all, as root and as an unprivileged user, once
 //! with the preset (the bump lands and the checks pass) and once without
 //! (the same commands are refused by the kernel), so the preset is what
-//! makes it work.
+//! makes it work. A second one serves the registry over HTTP, reached only
+//! through agentci's proxy when the job lists it in `sandbox.network`, as
+//! the shipped job lists `preset:cargo`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -441,5 +443,138 @@ fn cargo_bumps_a_dependency_from_a_local_registry_only_with_the_preset() {
         let built = lock.contains(&format!("version = \"{}\"", NEW.0))
             && sb.path().join("target/debug/app").exists();
         assert!(!built, "as {}: built without the preset", user.label());
+    }
+}
+
+/// A sparse registry over plain HTTP on 127.0.0.1, serving the index and
+/// the `.crate` files [`local_registry`] made: what a command reaches only
+/// through agentci's proxy. Counts the requests it answers.
+struct SparseRegistry {
+    port: u16,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SparseRegistry {
+    fn serve(dir: PathBuf) -> SparseRegistry {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut head = Vec::new();
+                let mut byte = [0u8];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let body = match path.as_str() {
+                    "/index/config.json" => Some(
+                        format!("{{\"dl\":\"http://registry.test:{port}/dl/{{crate}}-{{version}}.crate\"}}")
+                            .into_bytes(),
+                    ),
+                    p if p.starts_with("/index/") => std::fs::read(dir.join(&p[1..])).ok(),
+                    p if p.starts_with("/dl/") => std::fs::read(dir.join(&p[4..])).ok(),
+                    _ => None,
+                };
+                let _ = match body {
+                    Some(body) => stream
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                body.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .and_then(|()| stream.write_all(&body)),
+                    None => stream.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    ),
+                };
+            }
+        });
+        SparseRegistry { port, requests }
+    }
+}
+
+/// The shipped job's whole situation: the registry is on the network, so
+/// the job lists it in `sandbox.network` and opens the cache with
+/// `preset:cargo`. Real `cargo` fetches the index and the new crate through
+/// agentci's proxy (the registry's name resolves to 127.0.0.1 by the test
+/// switch), the bump lands and the checks pass; every fetch is a
+/// `network.request` event. Without the host in the list the same run
+/// fails and the registry hears nothing.
+#[test]
+fn cargo_bumps_a_dependency_through_the_proxy_from_a_sparse_registry() {
+    let Some(toolchain) = toolchain() else {
+        eprintln!("skipped: no toolchain that every user can run could be made here");
+        return;
+    };
+    for user in RunAs::each() {
+        for listed in [true, false] {
+            eprintln!("as {}, registry listed: {listed}", user.label());
+            let sb = Sandbox::new();
+            let cargo_home = fixture(&sb);
+            let registry = SparseRegistry::serve(sb.path().join("registry"));
+            let port = registry.port;
+            sb.write(
+                "cargo-home/config.toml",
+                &format!(
+                    "[source.crates-io]\nreplace-with = \"on-http\"\n\n\
+                     [source.on-http]\nregistry = \"sparse+http://registry.test:{port}/index/\"\n\n\
+                     [net]\nretry = 0\n"
+                ),
+            );
+            let target = sb.path().join("target");
+            let hosts = match listed {
+                true => format!("[\"registry.test:{port}\"]"),
+                false => "[preset:cargo]".to_string(),
+            };
+            let sandbox = format!("sandbox: {{writable: [preset:cargo], network: {hosts}}}");
+            let path = format!("{}:/usr/local/bin:/usr/bin:/bin", toolchain.bin.display());
+            let env = [
+                ("PATH", path.as_str()),
+                ("CARGO_HOME", cargo_home.to_str().unwrap()),
+                ("CARGO_TARGET_DIR", target.to_str().unwrap()),
+                ("AGENTCI_TEST_RESOLVE", "registry.test=127.0.0.1"),
+            ];
+            let commands = [
+                &format!("cargo update -p {CRATE} --precise {}", NEW.0) as &str,
+                "cargo build",
+            ];
+            let (out, trace, outputs) = attack(&sb, user, &commands, &bump_keys(&sandbox), &env);
+            if !enforced(&trace, "network") {
+                break;
+            }
+            let records = events(&trace, "network.request");
+            if !listed {
+                assert_eq!(out.status.code(), Some(1), "{outputs:#?}");
+                assert_eq!(
+                    registry.requests.load(std::sync::atomic::Ordering::SeqCst),
+                    0
+                );
+                assert!(records.iter().all(|r| r["allowed"] == false), "{records:?}");
+                eprintln!("  not listed: cargo was refused, the registry heard nothing");
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(0), "{}\n{outputs:#?}", stderr(&out));
+            let lock = std::fs::read_to_string(sb.workspace().join("Cargo.lock")).unwrap();
+            assert!(lock.contains(&format!("version = \"{}\"", NEW.0)), "{lock}");
+            let fetched: Vec<&Value> = records
+                .iter()
+                .copied()
+                .filter(|r| r["host"] == "registry.test" && r["allowed"] == true)
+                .collect();
+            assert!(!fetched.is_empty(), "{records:?}");
+            eprintln!(
+                "  listed: bumped to {} through {} proxied requests",
+                NEW.0,
+                fetched.len()
+            );
+        }
     }
 }
