@@ -69,6 +69,15 @@ fn report(support: &Support) -> String {
     );
     let _ = writeln!(
         out,
+        "  network proxy:      {}{}",
+        yes(support.network_proxy),
+        match support.network_proxy {
+            true => " (sandbox.network: [hosts] is served inside the run's network namespace)",
+            false => " (sandbox.network: [hosts] cannot be enforced here)",
+        }
+    );
+    let _ = writeln!(
+        out,
         "  uts/ipc namespaces: {}",
         yes(support.uts_ipc_namespaces)
     );
@@ -199,6 +208,7 @@ mod tests {
             read_only_view: true,
             capabilities: true,
             seccomp: true,
+            network_proxy: true,
             control_groups: true,
         };
         insta::assert_snapshot!("doctor_full", report(&full));
