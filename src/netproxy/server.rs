@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::timeout;
@@ -29,7 +29,7 @@ use super::allowlist::NetworkAllowlist;
 use super::head::{Head, HeadError, Message, read_head};
 pub use super::record::RecordObserver;
 use super::record::{ConnectionLog, Outcome};
-use super::relay::{ForwardError, forward, tunnel};
+use super::relay::{self, ForwardError};
 use super::request::{Request, RequestKind};
 use super::resolve::{AddressError, Resolver};
 
@@ -166,7 +166,10 @@ impl NetworkProxy {
 
     /// Serve one connection the caller accepted, to its end; its record
     /// has been reported when this returns.
-    pub async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(&self, client: S) {
+    pub async fn serve_connection<S>(&self, client: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
         serve(&self.shared, client).await;
     }
 
@@ -203,8 +206,8 @@ impl Accept for tokio::net::TcpListener {
 }
 
 impl Accept for tokio::net::UnixListener {
-    type Stream = tokio::net::UnixStream;
-    async fn accept(&self) -> io::Result<tokio::net::UnixStream> {
+    type Stream = UnixStream;
+    async fn accept(&self) -> io::Result<UnixStream> {
         Ok(tokio::net::UnixListener::accept(self).await?.0)
     }
 }
@@ -266,33 +269,43 @@ impl Refusal {
     }
 }
 
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: &Shared, client: S) {
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: &Shared, mut client: S) {
     let mut log = ConnectionLog::new(shared.observer.clone());
-    let (mut reader, mut writer) = tokio::io::split(client);
-    match relay(shared, &mut reader, &mut writer, &mut log).await {
+    let relayed = match open(shared, &mut client, &mut log).await {
+        Ok(opened) => relay(&mut client, opened, &log).await,
+        Err(refusal) => Err(refusal),
+    };
+    match relayed {
         Ok(()) => log.end(Outcome::Closed, None),
         Err(refusal) => {
             if let Some(status) = refusal.status {
-                answer(&mut reader, &mut writer, status, &refusal.reason, shared).await;
+                answer(&mut client, status, &refusal.reason, shared).await;
             }
             log.end(refusal.outcome, Some(refusal.reason));
         }
     }
 }
 
-/// Read the request, judge it, connect and relay.
-async fn relay<R, W>(
+/// A request judged and connected; what is left is to relay it.
+struct Opened {
+    origin: TcpStream,
+    tunnel: bool,
+    /// What goes to the origin first: the forwarded head, and whatever the
+    /// client sent after its head.
+    first: Vec<u8>,
+}
+
+/// Read the request, judge it and connect to its origin.
+async fn open<S>(
     shared: &Shared,
-    reader: &mut R,
-    writer: &mut W,
+    client: &mut S,
     log: &mut ConnectionLog,
-) -> Result<(), Refusal>
+) -> Result<Opened, Refusal>
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let limits = &shared.limits;
-    let raw = match timeout(limits.head_timeout, read_head(reader, Vec::new())).await {
+    let raw = match timeout(limits.head_timeout, read_head(client, Vec::new())).await {
         Err(_) => {
             let why = format!(
                 "no complete request head within {}s",
@@ -320,49 +333,60 @@ where
     }
     log.rule = decision.rule;
     log.allowed = true;
-    let tunnelling = matches!(request.kind, RequestKind::Tunnel);
     let origin = connect(shared, &request, decision.named_literally, log).await?;
-    let (mut origin_r, mut origin_w) = origin.into_split();
-    let failed = |e: io::Error| Refusal::new(Outcome::RelayFailed, format!("relaying failed: {e}"));
-    let first = match request.kind {
+    let (tunnel, first) = match request.kind {
         RequestKind::Tunnel => {
-            writer
+            client
                 .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
                 .await
-                .map_err(failed)?;
-            raw.rest
+                .map_err(relay_failed)?;
+            (true, raw.rest)
         }
         RequestKind::Forward { start, authority } => {
             let mut out = head.rewrite(&start, &["host"], &[("Host", &authority)]);
             out.extend_from_slice(&raw.rest);
-            out
+            (false, out)
         }
     };
-    origin_w.write_all(&first).await.map_err(failed)?;
-    log.sent.fetch_add(first.len() as u64, Ordering::Relaxed);
+    Ok(Opened {
+        origin,
+        tunnel,
+        first,
+    })
+}
+
+/// Relay an opened request between the client and its origin.
+async fn relay<S>(client: &mut S, mut opened: Opened, log: &ConnectionLog) -> Result<(), Refusal>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut origin_r, mut origin_w) = opened.origin.split();
+    origin_w
+        .write_all(&opened.first)
+        .await
+        .map_err(relay_failed)?;
+    log.sent
+        .fetch_add(opened.first.len() as u64, Ordering::Relaxed);
+    let (mut client_r, mut client_w) = tokio::io::split(client);
+    let client = (&mut client_r, &mut client_w);
+    let origin = (&mut origin_r, &mut origin_w);
     let (sent, received) = (&log.sent, &log.received);
-    if tunnelling {
-        tunnel(
-            (reader, writer),
-            (&mut origin_r, &mut origin_w),
-            sent,
-            received,
-        )
-        .await
-        .map_err(failed)
+    if opened.tunnel {
+        relay::tunnel(client, origin, sent, received)
+            .await
+            .map_err(relay_failed)
     } else {
-        forward(
-            (reader, writer),
-            (&mut origin_r, &mut origin_w),
-            sent,
-            received,
-        )
-        .await
-        .map_err(|e| match e {
-            ForwardError::BadResponse(_) => Refusal::new(Outcome::Unreachable, e.to_string()),
-            ForwardError::Io(io) => failed(io),
-        })
+        relay::forward(client, origin, sent, received)
+            .await
+            .map_err(|e| match e {
+                ForwardError::BadResponse(_) => Refusal::new(Outcome::Unreachable, e.to_string()),
+                ForwardError::Io(io) => relay_failed(io),
+            })
     }
+}
+
+fn relay_failed(e: io::Error) -> Refusal {
+    Refusal::new(Outcome::RelayFailed, format!("relaying failed: {e}"))
 }
 
 /// Resolve the request's host once, check its addresses, and connect to
@@ -447,10 +471,9 @@ fn not_public(error: &AddressError, request: &Request) -> String {
 
 /// Answer with `status` and `reason` as text, then read and drop what the
 /// client still sends for a moment, so it gets to read the answer.
-async fn answer<R, W>(reader: &mut R, writer: &mut W, status: &str, reason: &str, shared: &Shared)
+async fn answer<S>(client: &mut S, status: &str, reason: &str, shared: &Shared)
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let body = format!("agentci: {reason}\n");
     let message = format!(
@@ -459,8 +482,8 @@ where
         body.len()
     );
     let written = timeout(shared.limits.head_timeout, async {
-        writer.write_all(message.as_bytes()).await?;
-        writer.shutdown().await
+        client.write_all(message.as_bytes()).await?;
+        client.shutdown().await
     })
     .await;
     if !matches!(written, Ok(Ok(()))) {
@@ -470,7 +493,7 @@ where
     let _ = timeout(LINGER, async {
         let mut drained = 0usize;
         while drained < 1 << 20 {
-            match reader.read(&mut sink).await {
+            match client.read(&mut sink).await {
                 Ok(0) | Err(_) => break,
                 Ok(read) => drained += read,
             }
