@@ -17,6 +17,7 @@
 
 pub mod address;
 mod allowlist;
+mod connection;
 mod head;
 mod record;
 mod relay;

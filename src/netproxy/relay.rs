@@ -16,9 +16,15 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::head::{Head, HeadError, Message, read_head};
 
-/// Bytes read at a time in each direction: large enough that a bulk
-/// download costs few system calls.
-const BUFFER: usize = 128 * 1024;
+/// Bytes a direction reads at a time at first: enough for a request, a
+/// TLS handshake or an index page.
+const FIRST_BUFFER: usize = 16 * 1024;
+/// What the buffer grows to while reads keep filling it, so a bulk download
+/// costs few system calls (`benches/proxy_throughput.rs`: the proxy's CPU
+/// time per 100 MB fell from 34 to about 22 ms going from a fixed 128 KiB
+/// to 512 KiB). A connection whose reads never fill the buffer keeps it
+/// small, so hundreds of slow connections cost little memory.
+const MAX_BUFFER: usize = 512 * 1024;
 
 /// What ends a forwarded request early.
 #[derive(Debug, thiserror::Error)]
@@ -40,22 +46,26 @@ pub async fn pump<R, W>(
     pass_end: bool,
 ) -> io::Result<()>
 where
-    R: AsyncRead + Unpin + ?Sized,
-    W: AsyncWrite + Unpin + ?Sized,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
 {
-    let mut buffer = vec![0u8; BUFFER];
+    let mut buffer = vec![0u8; FIRST_BUFFER];
     loop {
         let read = from.read(&mut buffer).await?;
         if read == 0 {
-            if pass_end {
-                // The peer may already be gone; the relay is over either way.
-                let _ = to.shutdown().await;
-            }
-            return Ok(());
+            break;
         }
         to.write_all(&buffer[..read]).await?;
         counter.fetch_add(read as u64, Ordering::Relaxed);
+        if read == buffer.len() && buffer.len() < MAX_BUFFER {
+            buffer.resize(buffer.len() * 2, 0);
+        }
     }
+    if pass_end {
+        // The peer may already be gone; the relay is over either way.
+        let _ = to.shutdown().await;
+    }
+    Ok(())
 }
 
 /// Both directions of a CONNECT tunnel; the first error ends both.
@@ -66,10 +76,10 @@ pub async fn tunnel<CR, CW, OR, OW>(
     received: &AtomicU64,
 ) -> io::Result<()>
 where
-    CR: AsyncRead + Unpin + ?Sized,
-    CW: AsyncWrite + Unpin + ?Sized,
-    OR: AsyncRead + Unpin + ?Sized,
-    OW: AsyncWrite + Unpin + ?Sized,
+    CR: AsyncRead + Unpin,
+    CW: AsyncWrite + Unpin,
+    OR: AsyncRead + Unpin,
+    OW: AsyncWrite + Unpin,
 {
     let (client_r, client_w) = client;
     let (origin_r, origin_w) = origin;
@@ -90,10 +100,10 @@ pub async fn forward<CR, CW, OR, OW>(
     received: &AtomicU64,
 ) -> Result<(), ForwardError>
 where
-    CR: AsyncRead + Unpin + ?Sized,
-    CW: AsyncWrite + Unpin + ?Sized,
-    OR: AsyncRead + Unpin + ?Sized,
-    OW: AsyncWrite + Unpin + ?Sized,
+    CR: AsyncRead + Unpin,
+    CW: AsyncWrite + Unpin,
+    OR: AsyncRead + Unpin,
+    OW: AsyncWrite + Unpin,
 {
     let (client_r, client_w) = client;
     let (origin_r, origin_w) = origin;
@@ -123,8 +133,8 @@ async fn response<OR, CW>(
     received: &AtomicU64,
 ) -> Result<(), ForwardError>
 where
-    OR: AsyncRead + Unpin + ?Sized,
-    CW: AsyncWrite + Unpin + ?Sized,
+    OR: AsyncRead + Unpin,
+    CW: AsyncWrite + Unpin,
 {
     let mut pending = Vec::new();
     loop {

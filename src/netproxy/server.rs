@@ -1,45 +1,35 @@
-//! The proxy server: connections in, judged, relayed, reported.
+//! The proxy server: where connections come from, and how it stops.
 //!
 //! The caller owns where connections come from. A listener may have been
 //! made inside a sandbox's network namespace, so the proxy never binds one
 //! itself: it takes a `std` TCP or Unix listener as it is
 //! ([`NetworkProxy::serve_tcp`], [`NetworkProxy::serve_unix`]), or one
 //! connection at a time from anything that reads and writes
-//! ([`NetworkProxy::serve_connection`]). Each connection carries one
-//! request: it is judged by the allowlist, its host resolved once and
-//! checked, and then tunnelled or forwarded to exactly the address that
-//! was checked. Refusals are answered in words that say what to add to
-//! `sandbox.network`. Records go to a callback rather than a channel so the
-//! caller decides how they reach the run (an event bus, a channel, a test's
-//! vector) without the proxy knowing.
+//! ([`NetworkProxy::serve_connection`]). The accept loop bounds how many
+//! connections are open at once and ends them all when its handle is
+//! dropped or shut down. What happens on one connection is
+//! [`super::connection`]'s business. Records go to a callback rather than a
+//! channel so the caller decides how they reach the run (an event bus, a
+//! channel, a test's vector) without the proxy knowing.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::timeout;
 
 use super::allowlist::NetworkAllowlist;
-use super::head::{Head, HeadError, Message, read_head};
+use super::connection::{Shared, serve};
 pub use super::record::RecordObserver;
-use super::record::{ConnectionLog, Outcome};
-use super::relay::{ForwardError, forward, tunnel};
-use super::request::{Request, RequestKind};
-use super::resolve::{AddressError, Resolver};
+use super::resolve::Resolver;
 
 /// Waited after a failed `accept` that is not about one connection (out of
 /// file descriptors): connections ending free them.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
-/// How long a refused client's leftover request is read and dropped after
-/// the answer, so closing does not reset the connection before the client
-/// has read why.
-const LINGER: Duration = Duration::from_secs(2);
 
 /// Bounds on what one client can make the proxy hold.
 #[derive(Clone, Copy, Debug)]
@@ -76,14 +66,6 @@ pub enum ProxyError {
 #[derive(Clone)]
 pub struct NetworkProxy {
     shared: Arc<Shared>,
-}
-
-#[derive(Clone)]
-struct Shared {
-    allowlist: NetworkAllowlist,
-    resolver: Resolver,
-    observer: RecordObserver,
-    limits: ProxyLimits,
 }
 
 /// A running accept loop. Dropping it stops the loop and every open
@@ -166,7 +148,10 @@ impl NetworkProxy {
 
     /// Serve one connection the caller accepted, to its end; its record
     /// has been reported when this returns.
-    pub async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(&self, client: S) {
+    pub async fn serve_connection<S>(&self, client: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
         serve(&self.shared, client).await;
     }
 
@@ -203,8 +188,8 @@ impl Accept for tokio::net::TcpListener {
 }
 
 impl Accept for tokio::net::UnixListener {
-    type Stream = tokio::net::UnixStream;
-    async fn accept(&self) -> io::Result<tokio::net::UnixStream> {
+    type Stream = UnixStream;
+    async fn accept(&self) -> io::Result<UnixStream> {
         Ok(tokio::net::UnixListener::accept(self).await?.0)
     }
 }
@@ -239,242 +224,4 @@ async fn accept_loop<L: Accept>(shared: Arc<Shared>, listener: L, mut stop: ones
         }
     }
     connections.shutdown().await;
-}
-
-/// The proxy's own answer to a request it does not relay.
-struct Refusal {
-    outcome: Outcome,
-    /// The status to answer with; `None`: close without a word (the
-    /// client left or stalled).
-    status: Option<&'static str>,
-    reason: String,
-}
-
-impl Refusal {
-    fn new(outcome: Outcome, reason: impl Into<String>) -> Self {
-        let status = match outcome {
-            Outcome::BadRequest => Some("400 Bad Request"),
-            Outcome::NotListed | Outcome::NotPublic => Some("403 Forbidden"),
-            Outcome::Unresolved | Outcome::Unreachable => Some("502 Bad Gateway"),
-            _ => None,
-        };
-        Refusal {
-            outcome,
-            status,
-            reason: reason.into(),
-        }
-    }
-}
-
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: &Shared, client: S) {
-    let mut log = ConnectionLog::new(shared.observer.clone());
-    let (mut reader, mut writer) = tokio::io::split(client);
-    match relay(shared, &mut reader, &mut writer, &mut log).await {
-        Ok(()) => log.end(Outcome::Closed, None),
-        Err(refusal) => {
-            if let Some(status) = refusal.status {
-                answer(&mut reader, &mut writer, status, &refusal.reason, shared).await;
-            }
-            log.end(refusal.outcome, Some(refusal.reason));
-        }
-    }
-}
-
-/// Read the request, judge it, connect and relay.
-async fn relay<R, W>(
-    shared: &Shared,
-    reader: &mut R,
-    writer: &mut W,
-    log: &mut ConnectionLog,
-) -> Result<(), Refusal>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let limits = &shared.limits;
-    let raw = match timeout(limits.head_timeout, read_head(reader, Vec::new())).await {
-        Err(_) => {
-            let why = format!(
-                "no complete request head within {}s",
-                limits.head_timeout.as_secs_f32()
-            );
-            return Err(Refusal::new(Outcome::Stalled, why));
-        }
-        Ok(Err(e @ (HeadError::Closed | HeadError::Io(_)))) => {
-            return Err(Refusal::new(Outcome::Abandoned, e.to_string()));
-        }
-        Ok(Err(e)) => return Err(Refusal::new(Outcome::BadRequest, e.to_string())),
-        Ok(Ok(raw)) => raw,
-    };
-    let bad = |why: &str| Refusal::new(Outcome::BadRequest, why);
-    let head = Head::parse(&raw.head, Message::Request).map_err(|e| bad(&e.to_string()))?;
-    if let Some(method) = head.start.first() {
-        log.method = method.clone();
-    }
-    let request = Request::from_head(&head).map_err(bad)?;
-    log.host = request.host.clone();
-    log.port = request.port;
-    let decision = shared.allowlist.decide(&request.host, request.port);
-    if !decision.allowed {
-        return Err(Refusal::new(Outcome::NotListed, not_listed(&request)));
-    }
-    log.rule = decision.rule;
-    log.allowed = true;
-    let tunnelling = matches!(request.kind, RequestKind::Tunnel);
-    let origin = connect(shared, &request, decision.named_literally, log).await?;
-    let (mut origin_r, mut origin_w) = origin.into_split();
-    let failed = |e: io::Error| Refusal::new(Outcome::RelayFailed, format!("relaying failed: {e}"));
-    let first = match request.kind {
-        RequestKind::Tunnel => {
-            writer
-                .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-                .await
-                .map_err(failed)?;
-            raw.rest
-        }
-        RequestKind::Forward { start, authority } => {
-            let mut out = head.rewrite(&start, &["host"], &[("Host", &authority)]);
-            out.extend_from_slice(&raw.rest);
-            out
-        }
-    };
-    origin_w.write_all(&first).await.map_err(failed)?;
-    log.sent.fetch_add(first.len() as u64, Ordering::Relaxed);
-    let (sent, received) = (&log.sent, &log.received);
-    if tunnelling {
-        tunnel(
-            (reader, writer),
-            (&mut origin_r, &mut origin_w),
-            sent,
-            received,
-        )
-        .await
-        .map_err(failed)
-    } else {
-        forward(
-            (reader, writer),
-            (&mut origin_r, &mut origin_w),
-            sent,
-            received,
-        )
-        .await
-        .map_err(|e| match e {
-            ForwardError::BadResponse(_) => Refusal::new(Outcome::Unreachable, e.to_string()),
-            ForwardError::Io(io) => failed(io),
-        })
-    }
-}
-
-/// Resolve the request's host once, check its addresses, and connect to
-/// the first of them that answers.
-async fn connect(
-    shared: &Shared,
-    request: &Request,
-    named_literally: bool,
-    log: &mut ConnectionLog,
-) -> Result<TcpStream, Refusal> {
-    let within = shared.limits.connect_timeout;
-    let (host, port) = (&request.host, request.port);
-    let resolving = shared.resolver.resolve_checked(host, port, named_literally);
-    let addresses = match timeout(within, resolving).await {
-        Err(_) => {
-            let why = format!(
-                "resolving `{host}` took longer than {}s",
-                within.as_secs_f32()
-            );
-            return Err(Refusal::new(Outcome::Unresolved, why));
-        }
-        Ok(Err(e @ AddressError::NotPublic { address, .. })) => {
-            log.allowed = false;
-            log.address = Some(address);
-            return Err(Refusal::new(Outcome::NotPublic, not_public(&e, request)));
-        }
-        Ok(Err(e)) => return Err(Refusal::new(Outcome::Unresolved, e.to_string())),
-        Ok(Ok(addresses)) => addresses,
-    };
-    let mut last = String::new();
-    for address in addresses {
-        match timeout(within, TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                log.address = Some(address.ip());
-                return Ok(stream);
-            }
-            Ok(Err(e)) => last = format!("connecting to {address} failed: {e}"),
-            Err(_) => {
-                last = format!(
-                    "connecting to {address} took longer than {}s",
-                    within.as_secs_f32()
-                );
-            }
-        }
-    }
-    Err(Refusal::new(
-        Outcome::Unreachable,
-        format!("cannot reach `{host}:{port}`: {last}"),
-    ))
-}
-
-/// The entry that would allow the request's host and port.
-fn entry_for(request: &Request) -> String {
-    if request.port == 80 || request.port == 443 {
-        request.host.clone()
-    } else {
-        format!("{}:{}", request.host, request.port)
-    }
-}
-
-fn not_listed(request: &Request) -> String {
-    let target = format!("{}:{}", request.host, request.port);
-    let entry = entry_for(request);
-    match NetworkAllowlist::preset_for(&request.host, request.port) {
-        Some(preset) => format!(
-            "`{target}` is not in sandbox.network; add `preset:{preset}` (or `{entry}`) to allow it"
-        ),
-        None => {
-            format!("`{target}` is not in sandbox.network; add `{entry}` (or a preset) to allow it")
-        }
-    }
-}
-
-fn not_public(error: &AddressError, request: &Request) -> String {
-    format!(
-        "{error}, which sandbox.network reaches only when an entry names the host itself, not a \
-         glob or a preset: add `{}` to allow it",
-        entry_for(request)
-    )
-}
-
-/// Answer with `status` and `reason` as text, then read and drop what the
-/// client still sends for a moment, so it gets to read the answer.
-async fn answer<R, W>(reader: &mut R, writer: &mut W, status: &str, reason: &str, shared: &Shared)
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let body = format!("agentci: {reason}\n");
-    let message = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let written = timeout(shared.limits.head_timeout, async {
-        writer.write_all(message.as_bytes()).await?;
-        writer.shutdown().await
-    })
-    .await;
-    if !matches!(written, Ok(Ok(()))) {
-        return;
-    }
-    let mut sink = [0u8; 8192];
-    let _ = timeout(LINGER, async {
-        let mut drained = 0usize;
-        while drained < 1 << 20 {
-            match reader.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(read) => drained += read,
-            }
-        }
-    })
-    .await;
 }

@@ -44,6 +44,32 @@ async fn a_tunnel_to_a_listed_address_relays_both_ways_and_counts() {
 }
 
 #[tokio::test]
+async fn a_large_download_arrives_whole_and_is_counted() {
+    let body: &'static [u8] = Box::leak(
+        (0..5_000_000u32)
+            .map(|i| (i % 251) as u8)
+            .collect::<Vec<u8>>()
+            .into_boxed_slice(),
+    );
+    let (origin, _) = echo_origin(body).await;
+    let mut proxy = start(&[origin.to_string()]);
+    let request = format!("CONNECT {origin} HTTP/1.1\r\n\r\n");
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    read_until_blank_line(&mut stream).await;
+    stream.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    stream.read_to_end(&mut got).await.unwrap();
+    assert!(
+        got == body,
+        "{} bytes arrived, not the {} sent",
+        got.len(),
+        body.len()
+    );
+    assert_eq!(proxy.record().await.bytes_received, body.len() as u64);
+}
+
+#[tokio::test]
 async fn bytes_sent_with_the_connect_head_reach_the_origin() {
     let (origin, mut received) = echo_origin(b"").await;
     let mut proxy = start(&[format!("registry.test:{}", origin.port())]);
