@@ -101,6 +101,12 @@ impl CallGroups {
         })
     }
 
+    /// Whether the groups limit resident memory (so `RLIMIT_AS`, which
+    /// counts reserved address space, is not needed on top).
+    pub fn limits_memory(&self) -> bool {
+        self.runs.iter().any(|r| r.controllers.contains(&"memory"))
+    }
+
     /// A new group for one call, with the limits written.
     pub fn call(&self) -> io::Result<CallGroup> {
         self.remove_ended();

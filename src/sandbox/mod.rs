@@ -284,7 +284,12 @@ impl Sandbox {
             // Outside a user namespace a user who is not root has none to drop.
             capabilities: (s.capabilities && (s.root || self.namespaces.user.is_some()))
                 .then(|| kept_capabilities(s.root)),
-            limits: resource_limits(&self.spec.limits),
+            limits: resource_limits(
+                &self.spec.limits,
+                self.groups
+                    .as_ref()
+                    .is_some_and(cgroup::CallGroups::limits_memory),
+            ),
             syscalls: self.syscalls.clone(),
             probe: None,
         })
@@ -347,8 +352,11 @@ impl Sandbox {
 }
 
 /// The `setrlimit` calls for `limits`, each capped at the hard limit
-/// agentci already has (an unprivileged process cannot raise it).
-fn resource_limits(limits: &ResourceLimits) -> Vec<ResourceLimit> {
+/// agentci already has (an unprivileged process cannot raise it). Where a
+/// control group limits resident memory, address space is left alone:
+/// runtimes reserve far more than they use (the JVM, V8), and the group
+/// ends a call that really uses too much with `RESOURCE_LIMIT`.
+fn resource_limits(limits: &ResourceLimits, group_limits_memory: bool) -> Vec<ResourceLimit> {
     [
         (libc::RLIMIT_NPROC, limits.processes),
         (libc::RLIMIT_AS, limits.memory),
@@ -356,6 +364,7 @@ fn resource_limits(limits: &ResourceLimits) -> Vec<ResourceLimit> {
         (libc::RLIMIT_NOFILE, limits.open_files),
     ]
     .into_iter()
+    .filter(|(resource, _)| !(group_limits_memory && *resource == libc::RLIMIT_AS))
     .map(|(resource, wanted)| {
         let mut current = libc::rlimit {
             rlim_cur: libc::RLIM_INFINITY,

@@ -43,10 +43,13 @@ fn a_file_past_the_size_limit_ends_the_call_and_the_run_goes_on() {
     }
 }
 
-/// Attack: 512 MiB allocated at once under `memory: 256MiB`: the
-/// allocation fails inside the call, and the next call still runs.
+/// Attack: 512 MiB allocated and used under `memory: 256MiB`. Where a
+/// control group counts the call's resident memory, the kernel kills the
+/// process at the limit and the call says RESOURCE_LIMIT; elsewhere
+/// `RLIMIT_AS` makes the allocation fail inside the call. Either way the
+/// next call still runs.
 #[test]
-fn an_allocation_past_the_memory_limit_fails_inside_the_call() {
+fn an_allocation_past_the_memory_limit_ends_in_the_call() {
     for user in RunAs::each() {
         eprintln!("as {}:", user.label());
         let sb = Sandbox::new();
@@ -60,7 +63,21 @@ fn an_allocation_past_the_memory_limit_fails_inside_the_call() {
             &[],
         );
         assert!(!sb.workspace().join("allocated").exists(), "{}", outputs[0]);
-        assert!(outputs[0].contains("MemoryError"), "{}", outputs[0]);
+        let doctor = super::support::harness::agentci_in(sb.path(), &["doctor", "--json"], &[]);
+        let doctor: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
+        let grouped = user == RunAs::Current && doctor["support"]["control_groups"] == true;
+        if grouped {
+            eprintln!("  control group path: the process was killed at the limit");
+            assert!(
+                outputs[0].starts_with("ERROR RESOURCE_LIMIT:")
+                    && outputs[0].contains("sandbox.limits.memory"),
+                "{}",
+                outputs[0]
+            );
+        } else {
+            eprintln!("  setrlimit path: the allocation failed");
+            assert!(outputs[0].contains("MemoryError"), "{}", outputs[0]);
+        }
         assert!(sb.workspace().join("next.txt").exists(), "{}", outputs[1]);
     }
 }
