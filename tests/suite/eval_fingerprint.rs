@@ -64,6 +64,12 @@ fn a_skill_edit_reruns_every_attempt_and_says_so() {
     let sandbox = after_first_run();
     append(&sandbox, "skills/notes-fixer/SKILL.md", "Be brief.\n");
     let again = eval(&sandbox, &["suite.yaml", "--out", "out"]);
+    // As a fresh folder would say: the cassettes no longer match the skill.
+    assert!(
+        stderr(&again).contains("agentci: notes: 0/5 cases passed"),
+        "{}",
+        stderr(&again)
+    );
     insta::assert_snapshot!("eval_fingerprint_skill_edit_progress", reuse_lines(&again));
     let summary = sandbox.read("out/summary.md");
     let line = summary
