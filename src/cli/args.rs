@@ -212,6 +212,9 @@ pub struct EvalArgs {
     /// Re-run the attempts that errored in an earlier run into --out.
     #[arg(long)]
     pub retry_errors: bool,
+    /// Re-run every attempt, keeping nothing from an earlier run into --out.
+    #[arg(long)]
+    pub fresh: bool,
     /// The share of cases that must pass (0 to 1), for every suite.
     #[arg(long, value_name = "RATE")]
     pub min_pass_rate: Option<f64>,

@@ -153,6 +153,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         shard: args.shard,
         filter,
         retry_errors: args.retry_errors,
+        fresh: args.fresh,
         min_pass_rate: args.min_pass_rate,
         models: args.model.clone(),
     })

@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::eval::EvalObserver;
-use crate::eval::results::{AttemptResult, Outcome};
+use crate::eval::results::{AttemptResult, Outcome, Reuse};
 
 const PREFIX: &str = "[agentci]";
 
@@ -27,15 +27,30 @@ fn line(suite: &str, case: &str, result: &AttemptResult) -> String {
     crate::inert::line(&text)
 }
 
+/// One line per reason attempts finished before run again; the reason can
+/// name a file, so each is one inert line.
+fn rerun_lines(reuse: &Reuse) -> impl Iterator<Item = String> + '_ {
+    reuse.rerun.iter().map(|rerun| {
+        crate::inert::line(&format!(
+            "{PREFIX} eval: {} re-run: {}",
+            rerun.attempts, rerun.why
+        ))
+    })
+}
+
 pub struct PlainProgress;
 
 impl EvalObserver for PlainProgress {
-    fn planned(&self, to_run: usize, kept: usize) {
+    fn planned(&self, reuse: &Reuse) {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
-            "{PREFIX} eval: {to_run} attempts to run, {kept} kept from before"
+            "{PREFIX} eval: {} attempts to run, {} kept from before",
+            reuse.ran, reuse.kept
         );
+        for line in rerun_lines(reuse) {
+            let _ = writeln!(err, "{line}");
+        }
     }
 
     fn started(&self, _suite: &str, _case: &str, _attempt: u32) {}
@@ -48,7 +63,7 @@ impl EvalObserver for PlainProgress {
 pub struct NoProgress;
 
 impl EvalObserver for NoProgress {
-    fn planned(&self, _to_run: usize, _kept: usize) {}
+    fn planned(&self, _reuse: &Reuse) {}
     fn started(&self, _suite: &str, _case: &str, _attempt: u32) {}
     fn finished(&self, _suite: &str, _case: &str, _result: &AttemptResult) {}
 }
@@ -73,11 +88,16 @@ impl SuiteBar {
 }
 
 impl EvalObserver for SuiteBar {
-    fn planned(&self, to_run: usize, kept: usize) {
-        self.bar.set_length(to_run as u64);
-        if kept > 0 {
-            self.bar
-                .println(format!("{PREFIX} eval: {kept} attempts kept from before"));
+    fn planned(&self, reuse: &Reuse) {
+        self.bar.set_length(reuse.ran as u64);
+        if reuse.kept > 0 {
+            self.bar.println(format!(
+                "{PREFIX} eval: {} attempts kept from before",
+                reuse.kept
+            ));
+        }
+        for line in rerun_lines(reuse) {
+            self.bar.println(line);
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::assertions::{Facts, judge};
+use super::fingerprint::Fingerprint;
 use super::fixture::{TempWorkspace, materialize};
 use super::isolation::PrivateArea;
 use super::results::{AttemptResult, Outcome};
@@ -59,7 +60,7 @@ pub struct AttemptPlan {
     pub dir: PathBuf,
     /// The results folder, for paths relative to it.
     pub out_root: PathBuf,
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
 }
 
 /// The cassette attempt `n` replays (`None`: the case runs live).
@@ -106,7 +107,8 @@ impl AttemptResult {
             changed: Vec::new(),
             trace: None,
             started_at,
-            fingerprint: plan.fingerprint.clone(),
+            fingerprint: plan.fingerprint.total.clone(),
+            fingerprint_parts: plan.fingerprint.parts.clone(),
             interrupted: false,
             replay_drift: None,
             result: None,
@@ -143,7 +145,7 @@ async fn run_into(
     let (workspace, private, before) = make_workspace(case, settings).await?;
     result.setup_ms = millis(setup.elapsed());
 
-    let prepared = prepare(suite, case, plan, settings, workspace.path())?;
+    let prepared = prepare(suite, case, plan.attempt, settings, workspace.path())?;
     // exec, the checks and the `run:` assertions all get the attempt's own
     // temp and build-output folders (see `isolation`).
     let (job_env, _) = prepared.job.resolve_env(|name| std::env::var(name).ok());
@@ -356,11 +358,12 @@ fn interrupted(result: &mut AttemptResult, reason: &str) {
     };
 }
 
-/// The base job with the case's overrides, the workspace being the temp copy.
-fn prepare(
+/// The base job with the case's overrides for attempt `attempt`, the
+/// workspace being the temp copy (or, to fingerprint it, the fixture).
+pub(super) fn prepare(
     suite: &SuiteSpec,
     case: &CaseSpec,
-    plan: &AttemptPlan,
+    attempt: u32,
     settings: &AttemptSettings,
     workspace: &Path,
 ) -> Result<Prepared, String> {
@@ -371,16 +374,16 @@ fn prepare(
         skills_path: settings.skills_path.clone(),
         model: settings.model.clone().or_else(|| {
             // A replayed case keeps the job's model: the cassette stands in for it.
-            replay_cassette(case, settings, plan.attempt)
+            replay_cassette(case, settings, attempt)
                 .is_none()
                 .then(|| case.model.clone())
                 .flatten()
         }),
-        base_url: replay_cassette(case, settings, plan.attempt)
+        base_url: replay_cassette(case, settings, attempt)
             .is_none()
             .then(|| settings.base_url.clone())
             .flatten(),
-        replay: replay_cassette(case, settings, plan.attempt),
+        replay: replay_cassette(case, settings, attempt),
         replay_match: settings.replay_match.clone(),
         job_flags: case_overrides(case, settings),
         ..LoadOptions::default()

@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::GlobMatcher;
-use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
 use super::attempt::{AttemptPlan, AttemptSettings, run_attempt};
-use super::results::{AttemptResult, CaseResult, Outcome, Results, SuiteResult};
+use super::results::{AttemptResult, CaseResult, Outcome, Results, Reuse, SuiteResult};
+use super::reuse::{Decision, Hashes, decide};
 use super::shard::Shard;
-use super::suite::{CaseSpec, SuiteSpec};
+use super::suite::SuiteSpec;
 
 pub const ATTEMPT_FILE: &str = "attempt.json";
 
@@ -41,6 +41,8 @@ pub struct EvalOptions {
     pub filter: Option<GlobMatcher>,
     /// Re-run attempts that errored in a previous run into the same folder.
     pub retry_errors: bool,
+    /// `--fresh`: re-run every attempt, keeping nothing from a previous run.
+    pub fresh: bool,
     /// `--min-pass-rate`, beating every suite's `min_pass_rate`.
     pub min_pass_rate: Option<f64>,
     /// Models compared side by side (`--model` given several times): each
@@ -51,8 +53,9 @@ pub struct EvalOptions {
 
 /// Told about progress; implemented by the CLI's display.
 pub trait EvalObserver: Send + Sync {
-    /// Before anything runs: attempts to run, and attempts kept from before.
-    fn planned(&self, to_run: usize, kept: usize);
+    /// Before anything runs: attempts to run, attempts kept from before, and
+    /// why attempts an earlier run had finished run again.
+    fn planned(&self, reuse: &Reuse);
     fn started(&self, suite: &str, case: &str, attempt: u32);
     fn finished(&self, suite: &str, case: &str, result: &AttemptResult);
 }
@@ -84,42 +87,6 @@ pub fn select_cases(
     }
 }
 
-/// Identifies what an attempt ran: the case as defined (not its position)
-/// and the settings that change what runs.
-pub fn fingerprint(suite: &SuiteSpec, case: &CaseSpec, settings: &AttemptSettings) -> String {
-    let assertions: Vec<String> = case.assertions.iter().map(|a| a.label()).collect();
-    let text = format!(
-        "{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}{}",
-        suite.job.display(),
-        case.name,
-        case.fixture,
-        case.goal,
-        case.vars,
-        case.model,
-        case.budget,
-        case.cassettes,
-        case.min_pass_rate,
-        assertions,
-        settings.model,
-        settings.record,
-        schema_text(settings),
-    );
-    let digest = Sha256::digest(text.as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-/// `--result-schema`'s file as it is now: a changed schema runs the cases
-/// again. Nothing without the flag, so earlier fingerprints stay valid.
-fn schema_text(settings: &AttemptSettings) -> String {
-    settings
-        .result_schema
-        .as_ref()
-        .map_or_else(String::new, |path| {
-            let text = std::fs::read_to_string(path).unwrap_or_default();
-            format!("\nresult_schema\n{text}")
-        })
-}
-
 fn attempt_dir(out: &Path, suite: &str, case: &str, model: Option<&str>, n: u32) -> PathBuf {
     let case_dir = out.join(suite).join(case);
     match model {
@@ -142,15 +109,6 @@ fn attempt_dir(out: &Path, suite: &str, case: &str, model: Option<&str>, n: u32)
     }
 }
 
-/// A finished attempt from an earlier run that may be kept.
-fn previous(dir: &Path, fingerprint: &str, retry_errors: bool) -> Option<AttemptResult> {
-    let text = std::fs::read_to_string(dir.join(ATTEMPT_FILE)).ok()?;
-    let result: AttemptResult = serde_json::from_str(&text).ok()?;
-    let keep =
-        result.fingerprint == fingerprint && !(retry_errors && result.outcome == Outcome::Error);
-    keep.then_some(result)
-}
-
 struct Job {
     suite: usize,
     case: usize,
@@ -171,6 +129,8 @@ struct Planned {
     done: Vec<Vec<AttemptResult>>,
     /// The attempts to run, each with its slot.
     jobs: Vec<(usize, Job)>,
+    /// How many were kept, how many run, and why kept ones run again.
+    reuse: Reuse,
 }
 
 /// Run the selected cases of `suites` and summarize them. Results files are
@@ -185,9 +145,9 @@ pub async fn run_eval(
         slots,
         mut done,
         jobs,
+        reuse,
     } = plan(&suites, options, repeat);
-    let kept = done.iter().map(Vec::len).sum();
-    observer.planned(jobs.len(), kept);
+    observer.planned(&reuse);
 
     let permits = Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
     let mut turn: Option<oneshot::Receiver<()>> = None;
@@ -226,6 +186,7 @@ pub async fn run_eval(
 
     let suite_results = summarize(&suites, &slots, done, options);
     let mut results = Results::new(options.shard.map(|s| s.to_string()), repeat, suite_results);
+    results.reuse = Some(reuse);
     results.interrupted = options.settings.cancel.reason().map(|reason| {
         format!(
             "{reason}: {stopped} attempts stopped (errors), {not_started} not started (left \
@@ -252,15 +213,17 @@ fn plan(suites: &[SuiteSpec], options: &EvalOptions, repeat: u32) -> Planned {
         .collect();
     let mut done: Vec<Vec<AttemptResult>> = vec![Vec::new(); slots.len()];
     let mut jobs = Vec::new();
+    let mut reuse = Reuse::default();
+    let mut hashes = Hashes::default();
     for (slot, ((s, c), model)) in slots.iter().enumerate() {
         let (suite, case) = (&suites[*s], &suites[*s].cases[*c]);
         let mut settings = options.settings.clone();
         if model.is_some() {
             settings.model = model.clone();
         }
-        let fingerprint = fingerprint(suite, case, &settings);
         let settings = Arc::new(settings);
         for n in 1..=repeat {
+            let fingerprint = hashes.fingerprint(suite, case, n, &settings, &options.out_dir);
             let dir = attempt_dir(
                 &options.out_dir,
                 &suite.name,
@@ -268,27 +231,46 @@ fn plan(suites: &[SuiteSpec], options: &EvalOptions, repeat: u32) -> Planned {
                 model.as_deref(),
                 n,
             );
-            match previous(&dir, &fingerprint, options.retry_errors) {
-                Some(result) => done[slot].push(result),
-                None => jobs.push((
-                    slot,
-                    Job {
-                        suite: *s,
-                        case: *c,
-                        plan: AttemptPlan {
-                            attempt: n,
-                            dir,
-                            out_root: options.out_dir.clone(),
-                            fingerprint: fingerprint.clone(),
-                        },
-                        settings: Arc::clone(&settings),
-                        label: label(&case.name, model.as_deref()),
-                    },
-                )),
+            let rerun = match decide(
+                &dir.join(ATTEMPT_FILE),
+                &fingerprint,
+                options.retry_errors,
+                options.fresh,
+            ) {
+                Decision::Keep(result) => {
+                    reuse.kept += 1;
+                    done[slot].push(*result);
+                    continue;
+                }
+                Decision::Run { rerun } => rerun,
+            };
+            reuse.ran += 1;
+            if let Some(why) = rerun {
+                reuse.add_rerun(why);
             }
+            jobs.push((
+                slot,
+                Job {
+                    suite: *s,
+                    case: *c,
+                    plan: AttemptPlan {
+                        attempt: n,
+                        dir,
+                        out_root: options.out_dir.clone(),
+                        fingerprint,
+                    },
+                    settings: Arc::clone(&settings),
+                    label: label(&case.name, model.as_deref()),
+                },
+            ));
         }
     }
-    Planned { slots, done, jobs }
+    Planned {
+        slots,
+        done,
+        jobs,
+        reuse,
+    }
 }
 
 /// An attempt's place in the queue for a `--jobs` permit. Attempts take

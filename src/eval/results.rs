@@ -6,6 +6,7 @@
 //! [`SuiteResult::new`]), so merged shards give the same figures as one run.
 //! Running attempts and writing JUnit or Markdown happen elsewhere.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -120,6 +121,10 @@ pub struct AttemptResult {
     /// Identifies the case definition and settings the attempt ran with;
     /// resuming re-runs attempts whose fingerprint changed.
     pub fingerprint: String,
+    /// The hashes the fingerprint is made of, by part (job, skill files,
+    /// fixture, model, …), so a re-run can say which changed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fingerprint_parts: BTreeMap<String, String>,
     /// Stopped by SIGINT/SIGTERM before it finished (an `error`); never
     /// saved for resuming, so the next run into the same folder re-runs it.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -381,6 +386,40 @@ pub struct Results {
     /// What regressed against `--baseline` (empty without one).
     #[serde(default)]
     pub regressions: Vec<Regression>,
+    /// How many attempts were kept from an earlier run into the same folder,
+    /// how many ran, and why kept ones ran again; `None` for merged shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<Reuse>,
+}
+
+/// What a run into an existing `--out` kept and what it ran again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reuse {
+    /// Attempts kept from an earlier run.
+    pub kept: usize,
+    /// Attempts run now (new ones and re-runs).
+    pub ran: usize,
+    /// Attempts an earlier run had finished that ran again, grouped by why.
+    #[serde(default)]
+    pub rerun: Vec<Rerun>,
+}
+
+/// Attempts that ran again for one reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rerun {
+    pub attempts: usize,
+    /// "the skill changed (skills/fix/SKILL.md)", "--fresh", …
+    pub why: String,
+}
+
+impl Reuse {
+    /// Count one more re-run for `why`, next to earlier ones for the same reason.
+    pub fn add_rerun(&mut self, why: String) {
+        match self.rerun.iter_mut().find(|r| r.why == why) {
+            Some(rerun) => rerun.attempts += 1,
+            None => self.rerun.push(Rerun { attempts: 1, why }),
+        }
+    }
 }
 
 impl Results {
@@ -393,6 +432,7 @@ impl Results {
             suites,
             interrupted: None,
             regressions: Vec::new(),
+            reuse: None,
         }
     }
 

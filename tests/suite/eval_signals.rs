@@ -176,17 +176,21 @@ fn sigterm_stops_the_running_attempt_keeps_the_finished_one_and_resumes() {
     let junit = read(&sb.path().join("out/junit.xml"));
     assert!(junit.contains("interrupted by SIGTERM"), "{junit}");
 
-    // Running again re-runs the interrupted case only.
-    let model = FakeModel::start(quick_script());
+    // Running again runs the interrupted case, which was not saved. The new
+    // fake server listens on another port: another `--base-url` is another
+    // model endpoint, so the finished attempt runs again too, and says why
+    // (issue 22: a changed --base-url used to keep everything).
+    let model = FakeModel::start([quick_script(), quick_script()].concat());
     let args = args(&model.base_url());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let tmp = temp(&sb).display().to_string();
     let out = agentci_in(sb.path(), &args, &[("TMPDIR", &tmp)]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("2 attempts to run, 0 kept"), "{err}");
     assert!(
-        stderr(&out).contains("1 attempts to run, 1 kept"),
-        "{}",
-        stderr(&out)
+        err.contains("eval: 1 re-run: the model settings changed\n"),
+        "{err}"
     );
     assert_eq!(model.remaining(), 0);
     assert_no_workspace_left(&sb);

@@ -15,6 +15,7 @@ mod cli_run;
 mod context;
 mod contract;
 mod eval;
+mod eval_fingerprint;
 mod eval_github;
 mod eval_isolation;
 mod eval_overrides;

@@ -46,6 +46,7 @@ pub fn summary(results: &Results) -> String {
         let _ = writeln!(out, "> ⚠️ **Interrupted**: {}.\n", cell(note));
     }
     suite_lines(results, &mut out);
+    reuse_line(results, &mut out);
     let any_error = cases_table(results, &mut out);
     out.push_str(
         "\npass@k: at least one of the k attempts that reached a verdict passed; pass^k: all \
@@ -85,6 +86,26 @@ fn suite_lines(results: &Results, out: &mut String) {
             suite.pass_pow_k,
         );
     }
+}
+
+/// What a run into an existing `--out` kept and ran again; nothing when it
+/// kept nothing and re-ran nothing (a first run, or merged shards).
+fn reuse_line(results: &Results, out: &mut String) {
+    let Some(reuse) = &results.reuse else {
+        return;
+    };
+    if reuse.kept == 0 && reuse.rerun.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "{} attempts kept from an earlier run into this folder, {} run",
+        reuse.kept, reuse.ran
+    );
+    for rerun in &reuse.rerun {
+        let _ = write!(out, "; {} re-run: {}", rerun.attempts, cell(&rerun.why));
+    }
+    out.push_str(".\n\n");
 }
 
 /// The table of cases (with a model column when models are compared);
@@ -248,6 +269,7 @@ mod tests {
             trace: None,
             started_at: "2026-01-01T00:00:00Z".to_string(),
             fingerprint: String::new(),
+            fingerprint_parts: Default::default(),
             interrupted: false,
             replay_drift: None,
             result: None,
