@@ -284,3 +284,36 @@ pub fn print_call(report: &CallReport, as_json: bool) {
         );
     }
 }
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    // Regression: a server reporting an empty version printed `name , protocol`.
+    #[test]
+    fn an_empty_version_is_left_out_of_the_server_line() {
+        let up = |version: &str| UpServer {
+            name: "files".into(),
+            server: ServerIdentity::said(Some("fs"), Some(version), "2025-06-18".into()),
+            tools: Vec::new(),
+            resources: Vec::new(),
+            resource_templates: Vec::new(),
+            tools_refreshed: false,
+            missing_allowed_tools: Vec::new(),
+            requests: Vec::new(),
+        };
+        let line = |version: &str| {
+            let mut out = Vec::new();
+            print_up(&mut out, &up(version));
+            String::from_utf8(out)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(line(""), "files: fs, protocol 2025-06-18");
+        assert_eq!(line(" "), "files: fs, protocol 2025-06-18");
+        assert_eq!(line("1.2.0"), "files: fs 1.2.0, protocol 2025-06-18");
+    }
+}

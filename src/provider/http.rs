@@ -74,6 +74,8 @@ impl HttpTarget {
         // The attempt as a whole runs under `request_timeout` (see `attempt`);
         // the client's own limit is a second guard for the connect phase.
         let client = reqwest::Client::builder()
+            // Providers and gateways (LiteLLM, vLLM) log who called.
+            .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(request_timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|err| {

@@ -332,6 +332,13 @@ async fn loopback_server_needs_no_key_and_gets_no_authorization() {
         .map(|request| request.authorization)
         .collect();
     assert_eq!(auth, vec![None, Some("Bearer sk-test-secret".to_string())]);
+    // Every request says who sends it, keyed or not.
+    for request in fake.captured() {
+        assert_eq!(
+            request.user_agent.as_deref(),
+            Some(concat!("agentci/", env!("CARGO_PKG_VERSION")))
+        );
+    }
 }
 
 #[tokio::test]

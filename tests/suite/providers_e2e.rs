@@ -160,6 +160,12 @@ fn anthropic_streams_tool_use_with_key_version_and_system_prompt() {
         assert_eq!(request.api_key.as_deref(), Some(ANTHROPIC_KEY));
         assert_eq!(request.anthropic_version.as_deref(), Some("2023-06-01"));
         assert_eq!(request.authorization, None);
+        // Regression: requests carried no User-Agent; providers and proxies
+        // (LiteLLM) log who called.
+        assert_eq!(
+            request.user_agent.as_deref(),
+            Some(concat!("agentci/", env!("CARGO_PKG_VERSION")))
+        );
         assert_eq!(request.body["stream"], true);
         assert!(
             request.body["system"][0]["text"]

@@ -82,6 +82,19 @@ pub struct ServerIdentity {
     pub protocol_version: String,
 }
 
+impl ServerIdentity {
+    /// What the server said, with an empty name or version taken as not
+    /// said (a server reporting `version: ""` printed as `name , protocol`).
+    pub fn said(name: Option<&str>, version: Option<&str>, protocol_version: String) -> Self {
+        let given = |v: Option<&str>| v.map(str::trim).filter(|v| !v.is_empty()).map(String::from);
+        ServerIdentity {
+            name: given(name),
+            version: given(version),
+            protocol_version,
+        }
+    }
+}
+
 /// A started, initialized server. Every method takes `&self`: calls to
 /// the same server may run concurrently (rmcp matches answers to requests
 /// by id), so a run can share one server behind an `Arc`.
@@ -146,11 +159,11 @@ impl McpServer {
             }
         };
         if let Some(info) = service.peer_info() {
-            server.identity = ServerIdentity {
-                name: info.server_info.as_ref().map(|i| i.name.clone()),
-                version: info.server_info.as_ref().map(|i| i.version.clone()),
-                protocol_version: info.protocol_version.to_string(),
-            };
+            server.identity = ServerIdentity::said(
+                info.server_info.as_ref().map(|i| i.name.as_str()),
+                info.server_info.as_ref().map(|i| i.version.as_str()),
+                info.protocol_version.to_string(),
+            );
             server.has_resources = info.capabilities.resources.is_some();
         }
         // rmcp caches list answers and serves a stale one when a re-fetch

@@ -640,6 +640,8 @@ pub struct CapturedRequest {
     pub api_key: Option<String>,
     /// `anthropic-version`.
     pub anthropic_version: Option<String>,
+    /// `user-agent`: who is calling, for the provider's logs.
+    pub user_agent: Option<String>,
 }
 
 #[derive(Default)]
@@ -778,6 +780,7 @@ async fn answer(
             path: uri.path().to_string(),
             api_key: header("x-api-key"),
             anthropic_version: header("anthropic-version"),
+            user_agent: header("user-agent"),
         });
         // A request the real API refuses gets its 400 and uses no scripted reply.
         if let Some(message) = refusal {
