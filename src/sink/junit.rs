@@ -17,6 +17,7 @@
 //! actions, xunit-viewer) need to show a failure and link it.
 
 mod agent;
+pub mod attributes;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -108,7 +109,9 @@ impl JunitWriter {
     pub fn to_xml(&self) -> Result<String, quick_junit::SerializeError> {
         let mut report = Report::new("agentci");
         report.add_test_suite(self.suite());
-        report.to_string()
+        report
+            .to_string()
+            .map(|xml| attributes::line_breaks_as_references(&xml))
     }
 
     fn suite(&self) -> TestSuite {

@@ -14,7 +14,7 @@
 
 pub mod bus;
 mod github;
-mod junit;
+pub mod junit;
 mod network;
 pub(crate) mod progress;
 mod result_file;

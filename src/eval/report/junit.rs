@@ -24,6 +24,7 @@ pub fn to_xml(results: &Results) -> Result<String, String> {
     }
     report
         .to_string()
+        .map(|xml| crate::sink::junit::attributes::line_breaks_as_references(&xml))
         .map_err(|e| format!("cannot write JUnit XML: {e}"))
 }
 
