@@ -24,6 +24,7 @@ use tempfile::TempDir;
 use super::sandbox::enforced;
 use super::sandbox_root::attack;
 use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
+use super::support::origin::Origin;
 use super::support::users::RunAs;
 
 /// The crate the fixture depends on, its versions and what each prints.
@@ -446,59 +447,26 @@ fn cargo_bumps_a_dependency_from_a_local_registry_only_with_the_preset() {
     }
 }
 
-/// A sparse registry over plain HTTP on 127.0.0.1, serving the index and
-/// the `.crate` files [`local_registry`] made: what a command reaches only
-/// through agentci's proxy. Counts the requests it answers.
-struct SparseRegistry {
-    port: u16,
-    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl SparseRegistry {
-    fn serve(dir: PathBuf) -> SparseRegistry {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut head = Vec::new();
-                let mut byte = [0u8];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-                    head.push(byte[0]);
-                }
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let head = String::from_utf8_lossy(&head);
-                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let body = match path.as_str() {
-                    "/index/config.json" => Some(
-                        format!("{{\"dl\":\"http://registry.test:{port}/dl/{{crate}}-{{version}}.crate\"}}")
-                            .into_bytes(),
-                    ),
-                    p if p.starts_with("/index/") => std::fs::read(dir.join(&p[1..])).ok(),
-                    p if p.starts_with("/dl/") => std::fs::read(dir.join(&p[4..])).ok(),
-                    _ => None,
-                };
-                let _ = match body {
-                    Some(body) => stream
-                        .write_all(
-                            format!(
-                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                                body.len()
-                            )
-                            .as_bytes(),
-                        )
-                        .and_then(|()| stream.write_all(&body)),
-                    None => stream.write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    ),
-                };
-            }
-        });
-        SparseRegistry { port, requests }
-    }
+/// A sparse registry over plain HTTP on 127.0.0.1 as `registry.test`,
+/// serving the index and the `.crate` files [`local_registry`] made in
+/// `dir`: what a command reaches only through agentci's proxy.
+fn sparse_registry(dir: PathBuf) -> Origin {
+    let port = std::sync::Arc::new(std::sync::OnceLock::<u16>::new());
+    let known = port.clone();
+    let origin = Origin::start("registry.test", move |path| match path {
+        "/index/config.json" => Some(
+            format!(
+                "{{\"dl\":\"http://registry.test:{}/dl/{{crate}}-{{version}}.crate\"}}",
+                known.get().copied().unwrap_or_default()
+            )
+            .into_bytes(),
+        ),
+        p if p.starts_with("/index/") => std::fs::read(dir.join(&p[1..])).ok(),
+        p if p.starts_with("/dl/") => std::fs::read(dir.join(&p[4..])).ok(),
+        _ => None,
+    });
+    let _ = port.set(origin.port);
+    origin
 }
 
 /// The shipped job's whole situation: the registry is on the network, so
@@ -519,7 +487,7 @@ fn cargo_bumps_a_dependency_through_the_proxy_from_a_sparse_registry() {
             eprintln!("as {}, registry listed: {listed}", user.label());
             let sb = Sandbox::new();
             let cargo_home = fixture(&sb);
-            let registry = SparseRegistry::serve(sb.path().join("registry"));
+            let registry = sparse_registry(sb.path().join("registry"));
             let port = registry.port;
             sb.write(
                 "cargo-home/config.toml",
@@ -553,10 +521,7 @@ fn cargo_bumps_a_dependency_through_the_proxy_from_a_sparse_registry() {
             let records = events(&trace, "network.request");
             if !listed {
                 assert_eq!(out.status.code(), Some(1), "{outputs:#?}");
-                assert_eq!(
-                    registry.requests.load(std::sync::atomic::Ordering::SeqCst),
-                    0
-                );
+                assert_eq!(registry.heard(), 0);
                 assert!(records.iter().all(|r| r["allowed"] == false), "{records:?}");
                 eprintln!("  not listed: cargo was refused, the registry heard nothing");
                 continue;

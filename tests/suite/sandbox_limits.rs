@@ -170,3 +170,49 @@ fn bad_limits_are_reported_at_their_line() {
         insta::assert_snapshot!(name, format!("{stdout}{}", stderr(&out)));
     }
 }
+
+/// Attack: leave the call's control group (write its own pid into a parent
+/// group's `cgroup.procs`) before forking, or forge the group's events
+/// file that agentci reads after the call, or remove the group. The
+/// control-group hierarchy is read-only inside the sandbox, so the forks
+/// still stop at the limit and the call still says RESOURCE_LIMIT.
+#[test]
+fn a_command_cannot_leave_or_forge_its_control_group() {
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        let permissions = format!("{ALLOW_ALL}\nsandbox: {{limits: {{processes: 64}}}}");
+        let escape = "for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/cgroup.procs \
+                      /sys/fs/cgroup/unified/cgroup.procs; do echo 0 > $f; done; \
+                      g=$(grep pids /proc/self/cgroup | cut -d: -f3); \
+                      echo 'max 0' > /sys/fs/cgroup/pids$g/pids.events; \
+                      echo 100000 > /sys/fs/cgroup/pids$g/pids.max; \
+                      rmdir /sys/fs/cgroup/pids$g; cat /proc/self/cgroup";
+        let command = format!("{escape}; {FORK_200}");
+        let (_, trace, outputs) = attack(
+            &sb,
+            user,
+            &[&command, "echo next > next.txt"],
+            &permissions,
+            &[],
+        );
+        let forked: u32 = std::fs::read_to_string(sb.workspace().join("forked"))
+            .unwrap_or_else(|_| panic!("{}", outputs[0]))
+            .parse()
+            .unwrap();
+        eprintln!("  {forked} of 200 forks succeeded");
+        if !enforced(&trace, "process_limit") {
+            continue;
+        }
+        assert!(forked < 64, "{forked} forks: {}", outputs[0]);
+        let root = user == RunAs::Current && super::support::users::is_root();
+        if root {
+            assert!(
+                outputs[0].starts_with("ERROR RESOURCE_LIMIT:"),
+                "{}",
+                outputs[0]
+            );
+        }
+        assert!(sb.workspace().join("next.txt").exists(), "{}", outputs[1]);
+    }
+}

@@ -10,51 +10,19 @@
 //! `AGENTCI_TEST_RESOLVE` (debug builds only) makes the test's names
 //! resolve to 127.0.0.1, where the test's server listens.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use serde_json::{Value, json};
 
 use super::sandbox::enforced;
 use super::sandbox_root::attack;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr};
+use super::support::origin::Origin;
 use super::support::users::RunAs;
 
-/// A one-request-per-connection HTTP server on 127.0.0.1 answering
-/// `registry says hello` to any request, counting the requests it gets.
-struct Registry {
-    port: u16,
-    requests: Arc<AtomicUsize>,
-}
-
-impl Registry {
-    fn start() -> Registry {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(AtomicUsize::new(0));
-        let counted = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut head = Vec::new();
-                let mut byte = [0u8];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-                    head.push(byte[0]);
-                }
-                counted.fetch_add(1, Ordering::SeqCst);
-                let body = "registry says hello\n";
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        Registry { port, requests }
-    }
+/// The registry commands reach through the proxy, answering
+/// `registry says hello` on every path.
+fn registry() -> Origin {
+    Origin::start("registry.test", |_| Some(b"registry says hello\n".to_vec()))
 }
 
 fn network_events(trace: &[Value]) -> Vec<&Value> {
@@ -65,7 +33,7 @@ fn network_events(trace: &[Value]) -> Vec<&Value> {
 fn only_listed_hosts_are_reached_through_the_proxy() {
     for user in RunAs::each() {
         eprintln!("as {}:", user.label());
-        let registry = Registry::start();
+        let registry = registry();
         let port = registry.port;
         let sb = Sandbox::new();
         let sandbox = format!(
@@ -106,7 +74,8 @@ fn only_listed_hosts_are_reached_through_the_proxy() {
             outputs[4]
         );
         // The registry saw the two allowed requests and nothing else.
-        assert_eq!(registry.requests.load(Ordering::SeqCst), 2, "{outputs:?}");
+        assert_eq!(registry.heard(), 2, "{outputs:?}");
+        assert_eq!(registry.served(), 2, "{outputs:?}");
 
         let records = network_events(&trace);
         let find = |host: &str, method: &str| {
@@ -154,7 +123,7 @@ fn only_listed_hosts_are_reached_through_the_proxy() {
 /// host in `sandbox.network`, and each fetch is a `network.request` event.
 #[test]
 fn web_fetch_goes_through_the_same_proxy_and_list() {
-    let registry = Registry::start();
+    let registry = registry();
     let port = registry.port;
     let fetch = |id: &str, url: String| (id.to_string(), "web_fetch", json!({ "url": url }));
     let calls = [
@@ -206,7 +175,8 @@ fn web_fetch_goes_through_the_same_proxy_and_list() {
     assert!(listed.contains("registry says hello"), "{listed}");
     assert!(!unlisted.contains("registry says hello"), "{unlisted}");
     assert!(unlisted.contains("sandbox.network"), "{unlisted}");
-    assert_eq!(registry.requests.load(Ordering::SeqCst), 1);
+    assert_eq!(registry.heard(), 1);
+    assert_eq!(registry.served(), 1);
     let trace = sb.trace("out/trace.jsonl");
     let records = network_events(&trace);
     assert!(
@@ -248,4 +218,46 @@ fn a_bad_host_list_is_reported_at_its_entry() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         insta::assert_snapshot!(name, format!("{stdout}{}", stderr(&out)));
     }
+}
+
+/// The test's origin refuses what a real HTTP/1.1 server refuses, so a
+/// proxy that forwarded a request wrongly would fail the tests above.
+#[test]
+fn the_test_origin_refuses_what_a_real_server_refuses() {
+    use std::io::{Read, Write};
+    let origin = registry();
+    let port = origin.port;
+    let status = |request: String| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer.lines().next().unwrap_or_default().to_string()
+    };
+    let host = format!("registry.test:{port}");
+    assert_eq!(
+        status("GET / HTTP/1.1\r\n\r\n".into()),
+        "HTTP/1.1 400 Bad Request"
+    );
+    assert_eq!(
+        status(format!(
+            "GET http://{host}/ HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        )),
+        "HTTP/1.1 400 Bad Request"
+    );
+    assert_eq!(
+        status(format!(
+            "GET / HTTP/1.1\r\nHost: {host}\r\nProxy-Authorization: x\r\n\r\n"
+        )),
+        "HTTP/1.1 400 Bad Request"
+    );
+    assert_eq!(
+        status("GET / HTTP/1.1\r\nHost: other.test\r\n\r\n".into()),
+        "HTTP/1.1 421 Misdirected Request"
+    );
+    assert_eq!(
+        status(format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n")),
+        "HTTP/1.1 200 OK"
+    );
+    assert_eq!((origin.heard(), origin.served()), (5, 1));
 }

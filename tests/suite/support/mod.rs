@@ -3,6 +3,7 @@
 pub mod fake_model;
 pub mod harness;
 pub mod junit_schema;
+pub mod origin;
 pub mod prerequisites;
 pub mod trace_schema;
 pub mod users;
