@@ -70,8 +70,8 @@ fn report(support: &Support) -> String {
     let _ = writeln!(
         out,
         "  network proxy:      {}{}",
-        yes(support.network_proxy),
-        match support.network_proxy {
+        yes(support.network_namespace),
+        match support.network_namespace {
             true => " (sandbox.network: [hosts] is served inside the run's network namespace)",
             false => " (sandbox.network: [hosts] cannot be enforced here)",
         }
@@ -208,7 +208,6 @@ mod tests {
             read_only_view: true,
             capabilities: true,
             seccomp: true,
-            network_proxy: true,
             control_groups: true,
         };
         insta::assert_snapshot!("doctor_full", report(&full));

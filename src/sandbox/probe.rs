@@ -38,7 +38,9 @@ pub struct Support {
     pub pid_namespace: bool,
     /// A private mount namespace with read-only bind mounts.
     pub mount_namespace: bool,
-    /// A private network namespace with its own loopback.
+    /// A private network namespace with its own loopback, and in it the
+    /// listener for the proxy of `sandbox.network: [hosts]` (the probe
+    /// makes both together).
     pub network_namespace: bool,
     /// Private UTS and IPC namespaces (hostname, System V IPC).
     pub uts_ipc_namespaces: bool,
@@ -48,9 +50,6 @@ pub struct Support {
     pub capabilities: bool,
     /// The sandbox's seccomp filters can be installed.
     pub seccomp: bool,
-    /// A listener for the proxy of `sandbox.network: [hosts]` can be opened
-    /// inside the run's network namespace.
-    pub network_proxy: bool,
     /// A control group per call can be made (cgroup v2 delegated, or v1 as
     /// root): the process limit then binds root too.
     pub control_groups: bool,
@@ -131,8 +130,6 @@ fn probe() -> Support {
     support.pid_namespace = support.mount_namespace && failed & (FAIL_FORK | FAIL_PROC) == 0;
     support.read_only_view = support.mount_namespace && failed & FAIL_VIEW == 0;
     support.network_namespace = network && namespaces && !missing("network");
-    // Both ways of making the network namespace above open the proxy's listener too.
-    support.network_proxy = support.network_namespace;
     // Steps after the namespaces: known only if the trial got that far;
     // if it did not, a trial without namespaces tells (a machine that
     // refuses namespaces can still drop capabilities and filter calls).

@@ -5,9 +5,10 @@
 //! host and the reason come from a command's request, so they are made
 //! inert before they reach a terminal.
 
+use crate::git::left_out::human_size;
 use crate::netproxy::NetworkRecord;
 
-/// `CONNECT crates.io:443 allowed by preset:cargo: 517 B sent, 3.1 MB received in 412 ms`.
+/// `CONNECT crates.io:443 allowed by preset:cargo: 517 bytes sent, 3.1 MB received in 412 ms`.
 pub fn describe_network(record: &NetworkRecord) -> String {
     let method = match record.method.as_str() {
         "" => "?",
@@ -16,8 +17,8 @@ pub fn describe_network(record: &NetworkRecord) -> String {
     let target = crate::inert::line(&format!("{method} {}:{}", record.host, record.port));
     let traffic = format!(
         "{} sent, {} received in {} ms",
-        size(record.bytes_sent),
-        size(record.bytes_received),
+        human_size(record.bytes_sent),
+        human_size(record.bytes_received),
         record.duration_ms
     );
     match (record.allowed, &record.rule, &record.reason) {
@@ -35,15 +36,6 @@ pub fn describe_network(record: &NetworkRecord) -> String {
             "{target} refused: {}",
             crate::inert::line(reason.as_deref().unwrap_or("not in sandbox.network"))
         ),
-    }
-}
-
-/// Bytes as a person reads them: `517 B`, `12.4 kB`, `3.1 MB`.
-fn size(bytes: u64) -> String {
-    match bytes {
-        0..1_000 => format!("{bytes} B"),
-        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
-        _ => format!("{:.1} MB", bytes as f64 / 1e6),
     }
 }
 
@@ -76,7 +68,7 @@ mod tests {
     fn allowed_and_refused_connections_read_as_one_line() {
         assert_eq!(
             describe_network(&record(true, Some("preset:cargo"), None)),
-            "CONNECT crates.io:443 allowed by preset:cargo: 517 B sent, 3.1 MB received in 412 ms"
+            "CONNECT crates.io:443 allowed by preset:cargo: 517 bytes sent, 3.1 MB received in 412 ms"
         );
         assert_eq!(
             describe_network(&record(

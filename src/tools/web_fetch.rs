@@ -205,11 +205,7 @@ async fn client_to(url: &Url, ctx: &ToolContext) -> Result<reqwest::Client, Tool
     let destination = address::check(url, named)
         .await
         .map_err(|why| ToolResult::failure(ToolErrorCode::PermissionDenied, why))?;
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"));
+    let mut builder = client_builder().no_proxy();
     if let Some(domain) = &destination.domain {
         builder = builder.resolve_to_addrs(domain, &destination.addresses);
     }
@@ -225,13 +221,19 @@ async fn client_to(url: &Url, ctx: &ToolContext) -> Result<reqwest::Client, Tool
 fn through_proxy(proxy: &str) -> Result<reqwest::Client, ToolResult> {
     let proxy = reqwest::Proxy::all(proxy)
         .map_err(|e| io(format!("cannot use the run's network proxy: {e}")))?;
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
+    client_builder()
         .proxy(proxy)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"))
         .build()
         .map_err(|e| io(format!("cannot start an HTTP client: {e}")))
+}
+
+/// What every fetch's client has: redirects left to [`fetch`] (each hop
+/// is judged), the connect timeout, and who is asking.
+fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"))
 }
 
 /// A redirect hop is a new fetch: the job's rules must allow it too.
