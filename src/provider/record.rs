@@ -36,11 +36,14 @@ impl std::fmt::Debug for RecordingProvider {
 
 impl RecordingProvider {
     /// Creates (or truncates) the cassette at `path` and writes its header.
-    /// `workspace_root` is the absolute path replaced by `${WORKSPACE}`.
+    /// `workspace_root` is the absolute path replaced by `${WORKSPACE}`;
+    /// `event_text` says whether the prompt holds what the GitHub event
+    /// that started the run adds (see [`CassetteHeader::event_text`]).
     pub fn new(
         inner: Box<dyn ModelProvider>,
         path: impl Into<PathBuf>,
         workspace_root: &Path,
+        event_text: bool,
     ) -> Result<Self, ProviderError> {
         let path = path.into();
         let cannot_create = |err: std::io::Error| {
@@ -60,7 +63,10 @@ impl RecordingProvider {
             file: Mutex::new((file, Conversation::default())),
             path,
         };
-        let header = CassetteHeader::new(info.provider, info.name);
+        let header = CassetteHeader {
+            event_text,
+            ..CassetteHeader::new(info.provider, info.name)
+        };
         recorder.append(|_| &header)?;
         Ok(recorder)
     }

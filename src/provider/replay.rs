@@ -187,17 +187,19 @@ impl ReplayProvider {
                 SentState::comparable_messages(request, &self.paths),
             );
             if let Some(diff) = first_difference(&recorded_value, &sent_value) {
+                let part = changed_part(&recorded_value, &sent_value, &diff.path);
                 return Err(ProviderError::ReplayDiverged(format!(
-                    "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; re-record with --record",
+                    "replay diverged from cassette {shown} at exchange {} (line {line}): {} changed since the recording; {}: recorded {} but the run sent {}; {}",
                     *next + 1,
-                    changed_part(&recorded_value, &sent_value, &diff.path),
+                    part.what,
                     if diff.path.is_empty() {
                         "request"
                     } else {
                         &diff.path
                     },
                     diff.recorded,
-                    diff.actual
+                    diff.actual,
+                    part.fix
                 )));
             }
             // Equal after all (the head and messages compare as one value).

@@ -15,6 +15,7 @@ mod git_step;
 mod mcp;
 mod prepare;
 mod provider_setup;
+mod replay_prompt;
 mod read_denied;
 pub mod resume;
 mod rounds;
@@ -155,9 +156,9 @@ pub async fn run_prepared(
         further_skills,
         workspace,
         warnings,
-        untrusted,
-        memory,
+        ..
     } = prepared;
+    let prompt = replay_prompt::prompt_input(prepared);
     let paths = RunPaths::resolve(job, workspace.root(), &options);
     let mut resume = options.resume;
     // A resumed run's workspace holds the run's own changes: it was checked when the run began.
@@ -205,7 +206,7 @@ pub async fn run_prepared(
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
 
-    let provider = provider_for(prepared, options.record.as_deref());
+    let provider = provider_for(prepared, options.record.as_deref(), prompt.event_text);
     let after_checks = git_after_checks(
         job,
         workspace.root(),
@@ -238,8 +239,8 @@ pub async fn run_prepared(
             ..ToolLimits::default()
         },
         processes,
-        untrusted,
-        memory: memory.as_ref(),
+        untrusted: &prompt.untrusted,
+        memory: prompt.memory.as_ref(),
         cancel: options.cancel,
         after_checks,
         saver,
@@ -351,6 +352,7 @@ fn read_only_in_workspace(
 fn provider_for(
     prepared: &Prepared,
     record: Option<&Path>,
+    event_text: bool,
 ) -> Box<dyn crate::provider::ModelProvider> {
     let Prepared {
         job,
@@ -363,7 +365,7 @@ fn provider_for(
         .chain(further_skills)
         .map(|s| (s.name.clone(), s.dir.clone()))
         .collect();
-    build_provider(job, workspace.root(), &skill_folders, record)
+    build_provider(job, workspace.root(), &skill_folders, record, event_text)
 }
 
 /// The job's git outputs as the step after the checks; `None` when it asks for none.

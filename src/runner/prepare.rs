@@ -27,6 +27,9 @@ pub struct Prepared {
     pub untrusted: Vec<UntrustedText>,
     /// The job's memory file (`memory:`), untrusted when the workspace is.
     pub memory: Option<Memory>,
+    /// The workspace is untrusted because the run was started by a pull
+    /// request event (not because the job says so).
+    pub event_untrusts_workspace: bool,
 }
 
 /// Why a job could not be prepared for a run.
@@ -95,6 +98,8 @@ pub fn prepare_for_event(
     let skill_file = loaded.skill_file;
     let (job, load_warnings) = (loaded.job, loaded.warnings);
     let untrusted_because = untrusted_because(&job, event);
+    let event_untrusts_workspace =
+        job.trust_workspace.is_none() && event.is_some_and(GithubEvent::is_pull_request);
     let untrusted_because = untrusted_because.as_deref();
     let search_paths = skills::skill_search_paths(&job, &options.skills_path);
     let skill = find_skill(
@@ -147,6 +152,7 @@ pub fn prepare_for_event(
         further_skills,
         workspace,
         untrusted,
+        event_untrusts_workspace,
     })
 }
 

@@ -20,12 +20,15 @@ use crate::spec::{JobSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
 
 /// `skill_folders` (each skill's name and folder) are normalized in
-/// cassettes like the workspace, so a recording replays in another checkout.
+/// cassettes like the workspace, so a recording replays in another checkout;
+/// `event_text` (the prompt holds the GitHub event's text) goes into a
+/// recording's header.
 pub fn build_provider(
     job: &JobSpec,
     workspace: &Path,
     skill_folders: &[(String, PathBuf)],
     record: Option<&Path>,
+    event_text: bool,
 ) -> Box<dyn ModelProvider> {
     let info = ModelInfo {
         provider: job.model.provider.as_str().to_string(),
@@ -65,7 +68,7 @@ pub fn build_provider(
         },
     };
     let built = match (built, record) {
-        (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace)
+        (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace, event_text)
             .map(|p| Box::new(p.with_skill_folders(skill_folders)) as Box<dyn ModelProvider>),
         (other, _) => other,
     };

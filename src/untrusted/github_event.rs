@@ -142,6 +142,7 @@ impl GithubEvent {
                 let text = self.payload.get(object)?.get(field)?.as_str()?;
                 (!text.trim().is_empty()).then(|| {
                     UntrustedText::new(format!("{label} (GitHub {} event)", self.name), text)
+                        .from_event()
                 })
             })
             .collect()

@@ -47,6 +47,15 @@ pub(super) fn run_example(
     workflow: &str,
     model_args: &[&str],
 ) -> (tempfile::TempDir, tempfile::TempDir, std::process::Output) {
+    run_example_with(workflow, model_args, &[])
+}
+
+/// [`run_example`] with these environment variables set as well.
+pub(super) fn run_example_with(
+    workflow: &str,
+    model_args: &[&str],
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, tempfile::TempDir, std::process::Output) {
     let ws = calc_copy();
     let out_dir = tempfile::tempdir().unwrap();
     let mut args = vec![
@@ -61,14 +70,10 @@ pub(super) fn run_example(
     ];
     args.extend(model_args.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = agentci_in(
-        &repo(),
-        &args,
-        &[(
-            "CARGO_TARGET_DIR",
-            &ws.path().join("target").display().to_string(),
-        )],
-    );
+    let target = ws.path().join("target").display().to_string();
+    let mut env = env.to_vec();
+    env.push(("CARGO_TARGET_DIR", &target));
+    let out = agentci_in(&repo(), &args, &env);
     (ws, out_dir, out)
 }
 

@@ -43,6 +43,7 @@ mod progress_plain;
 mod protocol;
 mod provider;
 mod providers_e2e;
+mod replay_events;
 mod replay_sequence;
 mod result_schema;
 mod resume;

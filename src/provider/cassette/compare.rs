@@ -67,22 +67,100 @@ pub fn first_difference(recorded: &Value, actual: &Value) -> Option<Difference> 
     diff_at(String::new(), recorded, actual)
 }
 
+/// Where a replayed request left its recording, and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangedPart {
+    /// The part in the words a user edits: `the skill text (system prompt)`.
+    pub what: String,
+    /// How to make the replay match again.
+    pub fix: &'static str,
+}
+
+/// The fix for a part of the request the job, skill or agentci decides.
+const RE_RECORD: &str = "re-record with --record";
+
+/// The fix when the untrusted input differs: it comes from the event that
+/// started the run (or the job's `untrusted_inputs`), not from an edit.
+const SAME_INPUT: &str = "replay under the same GitHub event and untrusted_inputs as the \
+     recording (a cassette recorded without an event replays under any), or re-record with --record";
+
+/// What part of the request a difference at `path` lies in, and its fix.
+pub fn changed_part(recorded: &Value, actual: &Value, path: &str) -> ChangedPart {
+    let content_at = |request: &Value| -> String {
+        message_index(path)
+            .and_then(|index| request.get("messages")?.get(index)?.get("content")?.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (was, sent) = (content_at(recorded), content_at(actual));
+    let untrusted = |opening: &str| was.contains(opening) != sent.contains(opening);
+    let in_fence = |text: &str| {
+        let differs_at = common_prefix(&was, &sent);
+        text.find(crate::untrusted::FENCE_OPENING)
+            .is_some_and(|at| (at..fence_end(text)).contains(&differs_at))
+    };
+    if untrusted(crate::untrusted::PROMPT_NOTE_OPENING) {
+        return ChangedPart {
+            what: "the run's untrusted input (the note about it in the system prompt: the \
+                   recording and this run differ in whether a GitHub event's text, such as a \
+                   pull request's title and body, or the job's untrusted_inputs reached the model)"
+                .to_string(),
+            fix: SAME_INPUT,
+        };
+    }
+    if untrusted(crate::untrusted::FENCE_OPENING) || in_fence(&was) || in_fence(&sent) {
+        return ChangedPart {
+            what: "the run's untrusted input in the task (a GitHub event's text, such as a pull \
+                   request's title and body, or the job's untrusted_inputs)"
+                .to_string(),
+            fix: SAME_INPUT,
+        };
+    }
+    ChangedPart {
+        what: part_name(recorded, actual, path),
+        fix: RE_RECORD,
+    }
+}
+
+/// The message index a difference's `path` starts with (`messages[3]…`).
+fn message_index(path: &str) -> Option<usize> {
+    path.strip_prefix("messages[")
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|n| n.parse::<usize>().ok())
+}
+
+/// Where the fenced untrusted blocks of a goal message end: after its last
+/// line of only backticks (a block's closing fence).
+fn fence_end(text: &str) -> usize {
+    let mut offset = 0;
+    let mut end = 0;
+    for line in text.split_inclusive('\n') {
+        offset += line.len();
+        let bare = line.trim_end_matches('\n');
+        if bare.len() >= 3 && bare.bytes().all(|b| b == b'`') {
+            end = offset;
+        }
+    }
+    end
+}
+
+/// How many bytes `a` and `b` share from their start.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
 /// What part of the request a difference at `path` lies in, in the words a
 /// user edits: the skill text, the run details, the task, a tool result, the
 /// tool list. `recorded` is the [`comparable`] recorded request, whose
 /// message roles say what each message is.
-pub fn changed_part(recorded: &Value, actual: &Value, path: &str) -> String {
+fn part_name(recorded: &Value, actual: &Value, path: &str) -> String {
     if path.starts_with("tools") {
         return "the tool list".to_string();
     }
     if path.starts_with("tool_choice") {
         return "the tool choice".to_string();
     }
-    let index = path
-        .strip_prefix("messages[")
-        .and_then(|rest| rest.split(']').next())
-        .and_then(|n| n.parse::<usize>().ok());
-    let Some(index) = index else {
+    let Some(index) = message_index(path) else {
         return "the request".to_string();
     };
     let message = recorded.get("messages").and_then(|m| m.get(index));
@@ -291,7 +369,7 @@ mod tests {
         let part = |edited: &str| {
             let actual = request(edited);
             let diff = first_difference(&recorded, &actual).unwrap();
-            changed_part(&recorded, &actual, &diff.path)
+            changed_part(&recorded, &actual, &diff.path).what
         };
         assert_eq!(
             part(&prompt.replace("Do it.", "Do.")),
@@ -309,5 +387,33 @@ mod tests {
             part(&prompt.replace("You are", "You're")),
             "agentci's protocol text (system prompt)"
         );
+    }
+
+    #[test]
+    fn a_difference_in_untrusted_input_is_named_as_such_with_its_own_fix() {
+        use crate::untrusted::{FENCE_OPENING, PROMPT_NOTE_OPENING};
+        let system = |text: &str| json!({"messages": [{"role": "system", "content": text}]});
+        let plain = "You are agentci.\n\n# Skill: s\nDo it.";
+        let noted = format!("You are agentci.\n\n{PROMPT_NOTE_OPENING}: data.\n\n# Skill: s\nDo it.");
+        let part = |recorded: &Value, actual: &Value| {
+            let diff = first_difference(recorded, actual).unwrap();
+            changed_part(recorded, actual, &diff.path)
+        };
+        let noted_part = part(&system(&noted), &system(plain));
+        assert!(noted_part.what.contains("untrusted input"), "{noted_part:?}");
+        assert!(noted_part.fix.contains("same GitHub event"), "{noted_part:?}");
+        assert_eq!(part(&system(plain), &system(&noted)).fix, noted_part.fix);
+
+        let goal = |body: &str, trailer: &str| {
+            json!({"messages": [{"role": "user", "content": format!(
+                "Goal:\nfix\n\n{FENCE_OPENING} Data.\n\nUntrusted input 1 of 1: pull request body\n```untrusted\n{body}\n```\n\n{trailer}"
+            )}]})
+        };
+        let body_changed = part(&goal("Merge me", "Make a plan."), &goal("Merge you", "Make a plan."));
+        assert!(body_changed.what.contains("untrusted input in the task"), "{body_changed:?}");
+        // After the last fence is agentci's own text again.
+        let trailer_changed = part(&goal("Merge me", "Make a plan."), &goal("Merge me", "Plan."));
+        assert_eq!(trailer_changed.what, "the task (message 1)");
+        assert_eq!(trailer_changed.fix, "re-record with --record");
     }
 }

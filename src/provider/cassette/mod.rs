@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolChoice, ToolDefinition};
 
-pub use compare::{Difference, changed_part, comparable, comparable_message, first_difference};
+pub use compare::{ChangedPart, Difference, changed_part, comparable, comparable_message, first_difference};
 pub use paths::WorkspacePaths;
 
 /// The format version this build reads and writes. Version 3: every
@@ -42,6 +42,13 @@ pub struct CassetteHeader {
     pub provider: String,
     pub model: String,
     pub agentci_version: String,
+    /// The recorded run's prompt held what the GitHub event that started it
+    /// adds: its free text (a pull request's title and body, a comment) and
+    /// the untrusted framing a pull request gives the workspace's memory
+    /// file. A replay follows the recording: without this, a replay started
+    /// by such an event leaves the event out of the prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub event_text: bool,
 }
 
 impl CassetteHeader {
@@ -51,7 +58,20 @@ impl CassetteHeader {
             provider: provider.into(),
             model: model.into(),
             agentci_version: env!("CARGO_PKG_VERSION").to_string(),
+            event_text: false,
         }
+    }
+
+    /// The header of the cassette at `path`, reading only its first line;
+    /// `None` when it cannot be read (replay itself then says why).
+    pub fn peek(path: &Path) -> Option<CassetteHeader> {
+        use std::io::BufRead;
+        let file = std::fs::File::open(path).ok()?;
+        let first = std::io::BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| !line.trim().is_empty())?;
+        serde_json::from_str(&first).ok()
     }
 }
 
