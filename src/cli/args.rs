@@ -241,10 +241,10 @@ pub struct BaselineArgs {
     /// A suite pass rate lower by more than this (0 to 1) is a regression.
     #[arg(long, value_name = "RATE", default_value_t = 0.05)]
     pub max_pass_rate_drop: f64,
-    /// A suite cost higher by more than this share (0.2 = 20%) is a regression.
+    /// A suite's cost per attempt higher by more than this share (0.2 = 20%) is a regression.
     #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
     pub max_cost_increase: f64,
-    /// A mean case duration longer by more than this share (1.0 = twice) is a regression.
+    /// A suite's mean attempt duration longer by more than this share (1.0 = twice) is a regression.
     #[arg(long, value_name = "SHARE", default_value_t = 1.0)]
     pub max_duration_increase: f64,
 }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::results::{CaseStatus, Results, SuiteResult};
+use super::results::{CaseResult, CaseStatus, Results, SuiteResult};
 
 /// One regression, with the figures before and after, so every output
 /// (stderr, `results.json`, JUnit, Markdown, annotations) can show them.
@@ -46,9 +46,9 @@ impl Regression {
 pub struct Thresholds {
     /// Absolute drop in a suite's pass rate (0.05 = five points).
     pub pass_rate_drop: f64,
-    /// Relative increase of a suite's total cost (0.2 = +20%).
+    /// Relative increase of a suite's mean cost per attempt (0.2 = +20%).
     pub cost_increase: f64,
-    /// Relative increase of a suite's mean case duration (1.0 = twice as long).
+    /// Relative increase of a suite's mean attempt duration (1.0 = twice as long).
     pub duration_increase: f64,
 }
 
@@ -141,28 +141,46 @@ fn suite_regressions(
         );
         push("pass_rate", was, is, message);
     }
-    if let (Some(was), Some(is)) = (before.cost_usd, now.cost_usd)
+    // Per attempt: the baseline may have run another `--repeat`, and a
+    // case's cost and duration are sums over its attempts.
+    let cost = |suite: &SuiteResult| per_attempt(suite, |case| case.cost_usd);
+    if let (Some(was), Some(is)) = (cost(before), cost(now))
         && was > 0.0
         && is > was * (1.0 + limits.cost_increase)
     {
         let message = format!(
-            "{name}: cost ${was:.4} → ${is:.4}, up more than {:.0}%",
+            "{name}: cost per attempt ${was:.4} → ${is:.4}, up more than {:.0}%",
             limits.cost_increase * 100.0
         );
         push("cost", format!("${was:.4}"), format!("${is:.4}"), message);
     }
-    let (was, is) = (before.mean_duration_ms as f64, now.mean_duration_ms as f64);
-    if was > 0.0 && is > was * (1.0 + limits.duration_increase) {
+    let duration = |suite: &SuiteResult| per_attempt(suite, |case| Some(case.duration_ms as f64));
+    if let (Some(was), Some(is)) = (duration(before), duration(now))
+        && was > 0.0
+        && is > was * (1.0 + limits.duration_increase)
+    {
         let (before, after) = (
             format!("{:.1}s", was / 1000.0),
             format!("{:.1}s", is / 1000.0),
         );
         let message = format!(
-            "{name}: mean case duration {before} → {after}, up more than {:.0}%",
+            "{name}: mean attempt duration {before} → {after}, up more than {:.0}%",
             limits.duration_increase * 100.0
         );
         push("duration", before, after, message);
     }
+}
+
+/// The mean per attempt of a figure each case sums over its attempts;
+/// `None` when a case's figure is unknown or no attempt ran.
+fn per_attempt(suite: &SuiteResult, figure: impl Fn(&CaseResult) -> Option<f64>) -> Option<f64> {
+    let attempts: u32 = suite
+        .cases
+        .iter()
+        .map(|c| c.attempts_passed + c.attempts_failed + c.attempts_errored)
+        .sum();
+    let total: Option<f64> = suite.cases.iter().map(figure).sum();
+    total.filter(|_| attempts > 0).map(|t| t / f64::from(attempts))
 }
 
 #[cfg(test)]
@@ -202,6 +220,36 @@ mod tests {
         assert_eq!(
             (found[1].before.as_str(), found[1].after.as_str()),
             ("100.0%", "33.3%")
+        );
+    }
+
+    /// One passing case of `attempts` attempts, each taking `ms` and costing `usd`.
+    fn timed(attempts: u32, ms: u64, usd: f64) -> Results {
+        let mut case = CaseResult::new("a", 0, 1.0, Vec::new());
+        case.attempts_passed = attempts;
+        case.duration_ms = ms * u64::from(attempts);
+        case.cost_usd = Some(usd * f64::from(attempts));
+        Results::new(None, attempts, vec![SuiteResult::new("s", "s.yaml", 0.0, vec![case])])
+    }
+
+    // Regression: with `--repeat 3` against a baseline run once, the case's
+    // duration (a sum over attempts) tripled and was reported as a
+    // regression though every attempt took as long as before.
+    #[test]
+    fn cost_and_duration_compare_per_attempt_whatever_the_repeat() {
+        let limits = Thresholds::default();
+        let found = regressions(&timed(1, 1000, 0.01), &timed(3, 1000, 0.01), &limits);
+        assert!(found.is_empty(), "{found:?}");
+        let found = regressions(&timed(3, 1000, 0.01), &timed(1, 2500, 0.02), &limits);
+        let kinds: Vec<&str> = found.iter().map(|r| r.kind.as_str()).collect();
+        assert_eq!(kinds, ["cost", "duration"], "{found:?}");
+        assert_eq!(
+            found[1].message,
+            "s: mean attempt duration 1.0s → 2.5s, up more than 100%"
+        );
+        assert_eq!(
+            found[0].message,
+            "s: cost per attempt $0.0100 → $0.0200, up more than 20%"
         );
     }
 }

@@ -357,6 +357,42 @@ fn shards_cover_every_case_once_and_merge_like_one_run() {
     assert!(!sandbox.path().join("bad").exists());
 }
 
+// Regression: a case's duration is the sum over its attempts, and was
+// compared as one figure, so `--repeat 3` against a baseline run once was a
+// "mean case duration" regression though every attempt took as long.
+#[test]
+fn a_baseline_run_with_another_repeat_compares_per_attempt() {
+    let sandbox = notes_sandbox();
+    let args = ["suite.yaml", "--filter", "passes", "--repeat", "3", "--out", "now"];
+    let first = eval(&sandbox, &args);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // The baseline: the same attempts' figures, as a run with `--repeat 1`
+    // taking exactly as long per attempt would have written them.
+    let mut base = results(&sandbox.path().join("now"));
+    base["repeat"] = 1.into();
+    for suite in base["suites"].as_array_mut().unwrap() {
+        for case in suite["cases"].as_array_mut().unwrap() {
+            let attempts = case["attempts"].as_array().unwrap().len() as u64;
+            assert_eq!(attempts, 3);
+            case["duration_ms"] = (case["duration_ms"].as_u64().unwrap() / attempts).into();
+            case["attempts_passed"] = 1.into();
+            case["attempts"].as_array_mut().unwrap().truncate(1);
+        }
+        let mean = suite["cases"][0]["duration_ms"].clone();
+        suite["mean_duration_ms"] = mean;
+    }
+    sandbox.write("base.json", &base.to_string());
+    // The same attempts again (kept from before, so their times are the
+    // ones above), compared with the baseline.
+    let mut again = args.to_vec();
+    again.extend(["--baseline", "base.json"]);
+    let out = eval(&sandbox, &again);
+    let err = stderr(&out);
+    assert!(err.contains("3 kept from before"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("no regression"), "{err}");
+}
+
 #[test]
 fn baseline_flags_a_regression_by_name_and_passes_without_one() {
     let sandbox = notes_sandbox();
