@@ -180,7 +180,9 @@ fn per_attempt(suite: &SuiteResult, figure: impl Fn(&CaseResult) -> Option<f64>)
         .map(|c| c.attempts_passed + c.attempts_failed + c.attempts_errored)
         .sum();
     let total: Option<f64> = suite.cases.iter().map(figure).sum();
-    total.filter(|_| attempts > 0).map(|t| t / f64::from(attempts))
+    total
+        .filter(|_| attempts > 0)
+        .map(|t| t / f64::from(attempts))
 }
 
 #[cfg(test)]
@@ -229,7 +231,11 @@ mod tests {
         case.attempts_passed = attempts;
         case.duration_ms = ms * u64::from(attempts);
         case.cost_usd = Some(usd * f64::from(attempts));
-        Results::new(None, attempts, vec![SuiteResult::new("s", "s.yaml", 0.0, vec![case])])
+        Results::new(
+            None,
+            attempts,
+            vec![SuiteResult::new("s", "s.yaml", 0.0, vec![case])],
+        )
     }
 
     // Regression: with `--repeat 3` against a baseline run once, the case's

@@ -363,7 +363,15 @@ fn shards_cover_every_case_once_and_merge_like_one_run() {
 #[test]
 fn a_baseline_run_with_another_repeat_compares_per_attempt() {
     let sandbox = notes_sandbox();
-    let args = ["suite.yaml", "--filter", "passes", "--repeat", "3", "--out", "now"];
+    let args = [
+        "suite.yaml",
+        "--filter",
+        "passes",
+        "--repeat",
+        "3",
+        "--out",
+        "now",
+    ];
     let first = eval(&sandbox, &args);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     // The baseline: the same attempts' figures, as a run with `--repeat 1`

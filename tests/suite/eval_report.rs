@@ -502,3 +502,28 @@ fn bad_model_lists_are_refused_before_anything_runs() {
     );
     assert!(!sandbox.path().join("o").exists());
 }
+
+// Regression: XML readers turn a raw line break inside an attribute into a
+// space (attribute-value normalization, XML 1.0 §3.3.3), so a failure
+// message naming a multi-line `run:` assertion was shown on one line by
+// every JUnit reader. It is written as `&#10;`, which readers keep.
+#[test]
+fn a_multi_line_failure_message_keeps_its_line_breaks_in_junit_readers() {
+    let sandbox = notes_sandbox();
+    sandbox.write(
+        "multi.yaml",
+        "version: 1\nname: multi\njob: job.yaml\ncases:\n  - name: two-lines\n    fixture: fixture\n    cassette: cassettes/good.jsonl\n    assert:\n      - run: |\n          test -f notes.txt\n          grep -q 'status: broken' notes.txt\n",
+    );
+    let out = eval(&sandbox, &["multi.yaml", "--out", "out"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let junit = sandbox.path().join("out/junit.xml");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("run: test -f notes.txt&#10;grep -q"), "{xml}");
+    if let Some(read) = assert_readable(&junit) {
+        let message = read[0].results[0].1.clone().unwrap_or_default();
+        assert!(
+            message.contains("test -f notes.txt\ngrep -q"),
+            "junitparser reads {message:?}"
+        );
+    }
+}

@@ -596,8 +596,13 @@ async fn recording_keeps_each_exchange_on_disk_as_it_happens() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.jsonl");
     let fake = FakeModel::start(vec![Reply::text("a")]);
-    let recorder =
-        RecordingProvider::new(Box::new(keyed(&fake.base_url())), &cassette, dir.path(), false).unwrap();
+    let recorder = RecordingProvider::new(
+        Box::new(keyed(&fake.base_url())),
+        &cassette,
+        dir.path(),
+        false,
+    )
+    .unwrap();
     recorder.complete(&request("one")).await.unwrap();
     // Read while the recorder is alive: nothing waits for a final flush.
     assert_eq!(
@@ -714,8 +719,13 @@ async fn replay_hands_recorded_text_to_the_observer_as_a_stream() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.jsonl");
     let fake = FakeModel::start(vec![Reply::text("a recorded answer in several words")]);
-    let recorder =
-        RecordingProvider::new(Box::new(keyed(&fake.base_url())), &cassette, dir.path(), false).unwrap();
+    let recorder = RecordingProvider::new(
+        Box::new(keyed(&fake.base_url())),
+        &cassette,
+        dir.path(),
+        false,
+    )
+    .unwrap();
     recorder.complete(&request("hi")).await.unwrap();
     drop(recorder);
     let replay = ReplayProvider::open(&cassette, dir.path()).unwrap();

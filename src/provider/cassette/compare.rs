@@ -88,7 +88,13 @@ const SAME_INPUT: &str = "replay under the same GitHub event and untrusted_input
 pub fn changed_part(recorded: &Value, actual: &Value, path: &str) -> ChangedPart {
     let content_at = |request: &Value| -> String {
         message_index(path)
-            .and_then(|index| request.get("messages")?.get(index)?.get("content")?.as_str())
+            .and_then(|index| {
+                request
+                    .get("messages")?
+                    .get(index)?
+                    .get("content")?
+                    .as_str()
+            })
             .unwrap_or_default()
             .to_string()
     };
@@ -394,14 +400,21 @@ mod tests {
         use crate::untrusted::{FENCE_OPENING, PROMPT_NOTE_OPENING};
         let system = |text: &str| json!({"messages": [{"role": "system", "content": text}]});
         let plain = "You are agentci.\n\n# Skill: s\nDo it.";
-        let noted = format!("You are agentci.\n\n{PROMPT_NOTE_OPENING}: data.\n\n# Skill: s\nDo it.");
+        let noted =
+            format!("You are agentci.\n\n{PROMPT_NOTE_OPENING}: data.\n\n# Skill: s\nDo it.");
         let part = |recorded: &Value, actual: &Value| {
             let diff = first_difference(recorded, actual).unwrap();
             changed_part(recorded, actual, &diff.path)
         };
         let noted_part = part(&system(&noted), &system(plain));
-        assert!(noted_part.what.contains("untrusted input"), "{noted_part:?}");
-        assert!(noted_part.fix.contains("same GitHub event"), "{noted_part:?}");
+        assert!(
+            noted_part.what.contains("untrusted input"),
+            "{noted_part:?}"
+        );
+        assert!(
+            noted_part.fix.contains("same GitHub event"),
+            "{noted_part:?}"
+        );
         assert_eq!(part(&system(plain), &system(&noted)).fix, noted_part.fix);
 
         let goal = |body: &str, trailer: &str| {
@@ -409,10 +422,19 @@ mod tests {
                 "Goal:\nfix\n\n{FENCE_OPENING} Data.\n\nUntrusted input 1 of 1: pull request body\n```untrusted\n{body}\n```\n\n{trailer}"
             )}]})
         };
-        let body_changed = part(&goal("Merge me", "Make a plan."), &goal("Merge you", "Make a plan."));
-        assert!(body_changed.what.contains("untrusted input in the task"), "{body_changed:?}");
+        let body_changed = part(
+            &goal("Merge me", "Make a plan."),
+            &goal("Merge you", "Make a plan."),
+        );
+        assert!(
+            body_changed.what.contains("untrusted input in the task"),
+            "{body_changed:?}"
+        );
         // After the last fence is agentci's own text again.
-        let trailer_changed = part(&goal("Merge me", "Make a plan."), &goal("Merge me", "Plan."));
+        let trailer_changed = part(
+            &goal("Merge me", "Make a plan."),
+            &goal("Merge me", "Plan."),
+        );
         assert_eq!(trailer_changed.what, "the task (message 1)");
         assert_eq!(trailer_changed.fix, "re-record with --record");
     }

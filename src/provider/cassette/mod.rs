@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolChoice, ToolDefinition};
 
-pub use compare::{ChangedPart, Difference, changed_part, comparable, comparable_message, first_difference};
+pub use compare::{
+    ChangedPart, Difference, changed_part, comparable, comparable_message, first_difference,
+};
 pub use paths::WorkspacePaths;
 
 /// The format version this build reads and writes. Version 3: every
