@@ -282,13 +282,8 @@ fn decide(result: &mut AttemptResult, completed: &RunCompleted, report: &RunRepo
     } else if result.assertions.iter().all(|a| a.passed) {
         Outcome::Passed
     } else {
-        let failed: Vec<&str> = result
-            .assertions
-            .iter()
-            .filter(|a| !a.passed)
-            .map(|a| a.name.as_str())
-            .collect();
-        result.reason = format!("failed: {}", failed.join("; "));
+        let (headline, failed) = result.failed_assertions();
+        result.reason = format!("{headline} {}", failed.join("; "));
         Outcome::Failed
     };
     if let Some(error) = report.sink_errors.first() {

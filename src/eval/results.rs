@@ -219,6 +219,45 @@ pub struct CaseResult {
     pub attempts: Vec<AttemptResult>,
 }
 
+/// Longest part of an assertion's message quoted where it failed.
+const SEEN_CHARS: usize = 160;
+
+impl AttemptResult {
+    /// What failed: a headline (``1 of 3 assertions failed:``) and each
+    /// failed assertion with the first line of what it saw
+    /// (`` `status: passed` saw the run failed (…)``).
+    pub fn failed_assertions(&self) -> (String, Vec<String>) {
+        let failed = self.assertions.iter().filter(|a| !a.passed);
+        let noun = match self.assertions.len() {
+            1 => "assertion",
+            _ => "assertions",
+        };
+        let headline = format!(
+            "{} of {} {noun} failed:",
+            failed.clone().count(),
+            self.assertions.len()
+        );
+        let each = failed.map(|a| {
+            let name = a.name.replace('\n', " ");
+            let seen = a.message.as_deref().and_then(|m| m.lines().next());
+            match seen.map(str::trim).filter(|m| !m.is_empty()) {
+                Some(seen) => format!("`{}` saw {}", name.trim(), cut(seen)),
+                None => format!("`{}`", name.trim()),
+            }
+        });
+        (headline, each.collect())
+    }
+}
+
+/// `text` cut to [`SEEN_CHARS`] characters, saying so.
+fn cut(text: &str) -> String {
+    if text.chars().count() <= SEEN_CHARS {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(SEEN_CHARS).collect();
+    format!("{kept}…")
+}
+
 impl CaseResult {
     /// Summarize `attempts` (sorted by attempt number here). A case with any
     /// errored attempt is an error: its figures are incomplete until

@@ -122,7 +122,7 @@ fn github_actions_gets_the_step_summary_annotations_and_outputs() {
     let out = stdout(&now);
     let annotations: Vec<&str> = out.lines().filter(|l| l.starts_with("::error")).collect();
     for expected in [
-        "::error title=agentci eval%3A notes/passes failed::notes/passes failed: 0/1 attempts passed, 0 errored: attempt 1 ",
+        "::error title=agentci eval%3A notes/passes failed::notes/passes failed: 0/1 attempts passed, 0 errored: attempt 1: 3 of 7 assertions failed: `status: passed` saw",
         "::error title=agentci eval%3A notes/fails failed::",
         "::error title=agentci eval%3A notes/errors error::notes/errors error: 0/0 attempts passed, 1 errored",
         "::error title=agentci eval%3A regression in notes/passes::notes/passes: passed in the baseline, failed now (before passed (1/1 attempts), after failed (0/1 attempts, 0 errored))",
@@ -504,8 +504,8 @@ fn bad_model_lists_are_refused_before_anything_runs() {
 }
 
 // Regression: XML readers turn a raw line break inside an attribute into a
-// space (attribute-value normalization, XML 1.0 §3.3.3), so a failure
-// message naming a multi-line `run:` assertion was shown on one line by
+// space (attribute-value normalization, XML 1.0 §3.3.3), so a multi-line
+// failure message (one failed assertion a line) was shown on one line by
 // every JUnit reader. It is written as `&#10;`, which readers keep.
 #[test]
 fn a_multi_line_failure_message_keeps_its_line_breaks_in_junit_readers() {
@@ -518,11 +518,12 @@ fn a_multi_line_failure_message_keeps_its_line_breaks_in_junit_readers() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let junit = sandbox.path().join("out/junit.xml");
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("run: test -f notes.txt&#10;grep -q"), "{xml}");
+    let message = "attempt 1: 1 of 2 assertions failed:&#10;`run: test -f notes.txt grep -q";
+    assert!(xml.contains(message), "{xml}");
     if let Some(read) = assert_readable(&junit) {
         let message = read[0].results[0].1.clone().unwrap_or_default();
         assert!(
-            message.contains("test -f notes.txt\ngrep -q"),
+            message.contains("assertions failed:\n`run: test -f notes.txt grep -q"),
             "junitparser reads {message:?}"
         );
     }

@@ -26,7 +26,7 @@ pub fn eval_annotations(results: &Results) -> Vec<String> {
                 .iter()
                 .find(|a| a.outcome.as_str() == case.status.as_str())
                 .map_or_else(String::new, |a| {
-                    format!(": attempt {} {}", a.attempt, a.reason)
+                    format!(": attempt {}: {}", a.attempt, a.reason)
                 });
             let message = format!(
                 "{subject} {}: {}/{} attempts passed, {} errored{reason}",

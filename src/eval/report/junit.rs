@@ -191,8 +191,18 @@ fn verdict_message(case: &CaseResult, attempt: &AttemptResult) -> String {
             "attempt {} errored: {reason} ({} errored)",
             attempt.attempt, case.attempts_errored
         ),
+        // One failed assertion a line: JUnit readers show the message.
+        _ if attempt.outcome == Outcome::Failed && attempt.assertions.iter().any(|a| !a.passed) => {
+            let (headline, failed) = attempt.failed_assertions();
+            format!(
+                "{rate}, needed {:.0}%; attempt {}: {headline}\n{}",
+                case.min_pass_rate * 100.0,
+                attempt.attempt,
+                failed.join("\n")
+            )
+        }
         _ => format!(
-            "{rate}, needed {:.0}%; attempt {} {reason}",
+            "{rate}, needed {:.0}%; attempt {}: {reason}",
             case.min_pass_rate * 100.0,
             attempt.attempt,
         ),
