@@ -58,7 +58,6 @@ pub fn job_fingerprint(job_file: &Path, args: &RunArgs, cwd: &Path) -> JobFinger
 /// a resumed run's trace goes on in the file the run wrote.
 pub fn refuse_flags(args: &RunArgs) -> Result<(), Diagnostic> {
     let refused = [
-        ("--json", args.json),
         ("--trace -", args.trace.as_deref() == Some(Path::new("-"))),
         ("--record", args.record.is_some()),
         ("--replay", args.replay.is_some()),
@@ -74,8 +73,8 @@ pub fn refuse_flags(args: &RunArgs) -> Result<(), Diagnostic> {
     }
     Err(Diagnostic::unplaced(format!(
         "--resume cannot be used with {}: a resumed run goes on writing its trace in the \
-         file the run wrote, and a cassette (--record, --replay) holds a run from its start; \
-         drop {}",
+         file the run wrote (--json streams its events to stdout as well), and a cassette \
+         (--record, --replay) holds a run from its start; drop {}",
         given.join(", "),
         if given.len() == 1 { "it" } else { "them" }
     )))

@@ -32,12 +32,12 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
             .and_then(|()| resume::require_job(&args, dir))
             .and_then(|()| resume::check_out(&args, dir, &cwd));
         if let Err(problem) = ready {
-            return did_not_start(&[problem], args.progress, &cwd);
+            return did_not_start(&[problem], &args, &cwd);
         }
     }
     let job_flags = match job_flags(&args.job_flags) {
         Ok(flags) => flags,
-        Err(problem) => return did_not_start(&[*problem], args.progress, &cwd),
+        Err(problem) => return did_not_start(&[*problem], &args, &cwd),
     };
     let options = load_options(&args, &cwd, job_flags);
     let job_file = args
@@ -45,7 +45,7 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(COMMAND_LINE_JOB));
     if args.print_job {
-        return print_job(&job_file, &options, args.progress, &cwd);
+        return print_job(&job_file, &options, &args, &cwd);
     }
     // `--trace -` is stdout, never a file named `-`.
     let trace_to_stdout = args.json || args.trace.as_deref() == Some(Path::new("-"));
@@ -56,16 +56,12 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         match GithubEvent::from_env(|name| std::env::var(name).ok().filter(|v| !v.is_empty())) {
             Ok(event) => event,
             Err(problem) => {
-                return did_not_start(
-                    &[Diagnostic::unplaced(problem.to_string())],
-                    args.progress,
-                    &cwd,
-                );
+                return did_not_start(&[Diagnostic::unplaced(problem.to_string())], &args, &cwd);
             }
         };
     let mut prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
         Ok(prepared) => prepared,
-        Err(e) => return did_not_start(&e.diagnostics(), args.progress, &cwd),
+        Err(e) => return did_not_start(&e.diagnostics(), &args, &cwd),
     };
     let job = resume::job_fingerprint(&job_file, &args, &cwd);
     let absolute = |p: &Option<PathBuf>| p.as_deref().map(|p| cwd.join(p));
@@ -77,7 +73,7 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     });
     let (key, resumption) = match checkpointing(resume_at, &mut prepared, &job) {
         Ok(ready) => ready,
-        Err(problem) => return did_not_start(&[problem], args.progress, &cwd),
+        Err(problem) => return did_not_start(&[problem], &args, &cwd),
     };
     let (trigger, cancel) = cancel_pair();
     let run_options = RunOptions {
@@ -108,7 +104,7 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let (report, received) = match execute(&prepared, run_options, trigger)? {
         (Ok(report), received) => (report, received),
         (Err(e), _) => {
-            return did_not_start(&[Diagnostic::unplaced(e.to_string())], args.progress, &cwd);
+            return did_not_start(&[Diagnostic::unplaced(e.to_string())], &args, &cwd);
         }
     };
     Ok(finish(&args, &cwd, &report, &received, trace_to_stdout))
@@ -297,7 +293,7 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, Box<Diagnostic>> {
 fn print_job(
     job_file: &Path,
     options: &LoadOptions,
-    mode: ProgressMode,
+    args: &RunArgs,
     cwd: &Path,
 ) -> Result<Exit, CliError> {
     match spec::load_job(job_file, options) {
@@ -318,22 +314,26 @@ fn print_job(
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
                     Ok(Exit::Success)
                 }
-                Err(e) => did_not_start(&[Diagnostic::unplaced(e)], mode, cwd),
+                Err(e) => did_not_start(&[Diagnostic::unplaced(e)], args, cwd),
             }
         }
-        Err(diagnostics) => did_not_start(&diagnostics, mode, cwd),
+        Err(diagnostics) => did_not_start(&diagnostics, args, cwd),
     }
 }
 
 /// The problems of a run that did not start, on stderr; under GitHub
 /// Actions as annotations, with a summary and the outputs `status=error`
 /// and `exit-code=2`.
-fn did_not_start(
-    problems: &[Diagnostic],
-    mode: ProgressMode,
-    cwd: &Path,
-) -> Result<Exit, CliError> {
+fn did_not_start(problems: &[Diagnostic], args: &RunArgs, cwd: &Path) -> Result<Exit, CliError> {
+    let mode = args.progress;
     let mut stderr = std::io::stderr();
+    // `--json` promises JSON on stdout: the problems go there as one event
+    // too, the human text stays on stderr.
+    if args.json || args.trace.as_deref() == Some(Path::new("-")) {
+        if let Err(e) = super::json_stream::not_started(problems) {
+            let _ = writeln!(stderr, "error: failed to write to stdout: {e}");
+        }
+    }
     match github_config(mode, cwd) {
         Some(config) => {
             if let Err(e) = report_start_failure(config, problems) {

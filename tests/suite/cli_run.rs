@@ -355,6 +355,47 @@ fn a_run_that_cannot_start_names_the_flag_or_the_place() {
     insta::assert_snapshot!("cannot_start", with_paths_redacted(&sb, &report));
 }
 
+// A program reading `--json` output gets the problems of a run that cannot
+// start as JSON too (it used to get an empty stdout and had to parse stderr).
+#[test]
+fn a_run_that_cannot_start_says_why_in_json_with_json() {
+    let sb = sandbox();
+    sb.write(
+        "typo.yaml",
+        "version: 1\nname: typo\nskill: fixer\ngoal: Fix it.\n\
+         model: {provider: openai, name: fake-model}\nworkspace: ws\nskills_path: [skills]\n\
+         buget: {max_turns: 3}\n",
+    );
+    for stream_flag in [&["--json"][..], &["--trace", "-"][..]] {
+        let mut args = vec!["run", "typo.yaml"];
+        args.extend_from_slice(stream_flag);
+        let out = sb.agentci(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("typo.yaml:8:1: error:"),
+            "{}",
+            stderr(&out)
+        );
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let event: Value = serde_json::from_str(lines[0]).unwrap();
+        insta::assert_json_snapshot!("cannot_start_json", event);
+    }
+    // Without a place, the problem still comes as JSON.
+    let out = sb.agentci(&["run", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let event: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(event["type"], "run.not_started");
+    assert_eq!(event["problems"][0]["file"], Value::Null);
+    assert!(
+        event["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--goal")
+    );
+}
+
 #[test]
 fn validate_finds_suites_in_folders_and_checks_them_with_positions() {
     let sb = sandbox();

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use super::signals::wait_until;
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, outside_github, read_jsonl, stderr};
+use super::support::harness::{
+    Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
+};
 use super::support::trace_schema::assert_valid_trace;
 
 /// A job that writes two files, one per step; its check wants both. The
@@ -316,4 +318,23 @@ fn resume_refuses_a_cassette_and_a_folder_without_a_checkpoint() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no checkpoint"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_resumed_run_streams_its_events_on_stdout_with_json() {
+    let (sb, model) = stopped_run();
+    let out = resume(&sb, &model, &["--json", "--max-turns", "10"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let kinds: Vec<&str> = lines.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(kinds.contains(&"run.resumed"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"run.completed"), "{kinds:?}");
+    // The trace file goes on as well, and holds what stdout showed.
+    assert_valid_trace(&run_dir(&sb).join("trace.jsonl"));
+    let trace = trace(&sb);
+    assert_eq!(events(&trace, "run.completed")[0]["status"], "passed");
+    assert_eq!(events(&trace, "run.completed")[0], lines.last().unwrap());
 }
