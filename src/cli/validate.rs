@@ -42,6 +42,7 @@ pub fn validate(args: ValidateArgs) -> Result<Exit, CliError> {
         model: args.model.clone(),
         skills: HashMap::new(),
         jobs: HashSet::new(),
+        github: github_config(),
         files: 0,
         errors: 0,
         warnings: 0,
@@ -81,6 +82,22 @@ pub fn validate(args: ValidateArgs) -> Result<Exit, CliError> {
     }
 }
 
+/// Where annotations point under GitHub Actions (`GITHUB_ACTIONS=true`):
+/// paths relative to the checkout; `None` elsewhere.
+fn github_config() -> Option<crate::sink::GithubConfig> {
+    if !std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        return None;
+    }
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    Some(crate::sink::GithubConfig {
+        log: None,
+        step_summary: None,
+        output: None,
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        repo_root: env("GITHUB_WORKSPACE").map(PathBuf::from),
+    })
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -96,6 +113,8 @@ struct Validation<W: Write> {
     skills: HashMap<PathBuf, Option<Skill>>,
     /// Job files already validated.
     jobs: HashSet<PathBuf>,
+    /// Set under GitHub Actions: problems become annotations too.
+    github: Option<crate::sink::GithubConfig>,
     files: usize,
     errors: usize,
     warnings: usize,
@@ -315,6 +334,11 @@ impl<W: Write> Validation<W> {
             match d.severity {
                 Severity::Error => self.errors += 1,
                 Severity::Warning => self.warnings += 1,
+            }
+            // Under GitHub Actions each problem is also an annotation at its
+            // place, as `agentci run` makes them.
+            if let Some(github) = &self.github {
+                let _ = writeln!(self.out, "{}", crate::sink::problem_annotation(github, &d));
             }
             d.file = self.shown(&d.file);
             // A diagnostic quotes the file: shown inert.

@@ -67,7 +67,7 @@ mod summary;
 pub use commands::{annotation, escape_data, escape_property};
 pub use outputs::output_line;
 use outputs::outputs_text;
-pub use start_failure::report_start_failure;
+pub use start_failure::{problem_annotation, report_start_failure};
 use summary::summary_markdown;
 
 /// What the summary and outputs need, collected from the events.

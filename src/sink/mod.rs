@@ -23,7 +23,7 @@ mod trace;
 
 pub use github::{
     GithubActions, GithubConfig, annotation, escape_data, escape_property, output_line,
-    report_start_failure, step_summary,
+    problem_annotation, report_start_failure, step_summary,
 };
 pub use junit::{FileBase, JunitWriter};
 pub use network::describe_network;

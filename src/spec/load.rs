@@ -370,12 +370,20 @@ pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), Str
 }
 
 pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
-    if url.starts_with("http://") || url.starts_with("https://") {
-        Ok(())
-    } else {
-        Err(format!(
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
             "base URL `{url}` must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
-        ))
+        ));
+    }
+    // What the HTTP client will parse at the first request, checked now.
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
+        Ok(_) => Err(format!(
+            "base URL `{url}` has no host, e.g. http://127.0.0.1:11434/v1"
+        )),
+        Err(e) => Err(format!(
+            "base URL `{url}` is not a valid URL ({e}), e.g. http://127.0.0.1:11434/v1"
+        )),
     }
 }
 

@@ -25,6 +25,17 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// ` (agentci calls it `exec`)` for another agent's name of a builtin tool
+/// (`bash`, `Bash`, `shell`), else ` (did you mean `X`?)` for a close
+/// builtin name, else "".
+pub fn unknown_tool_hint(name: &str) -> String {
+    use crate::tools::catalog;
+    match catalog::agentci_name_for(name) {
+        Some(ours) => format!(" (agentci calls it `{ours}`)"),
+        None => did_you_mean(name, catalog::names()),
+    }
+}
+
 /// ` (did you mean `X`?)` when a skill with a name close to `name` is in
 /// one of the folders that were searched for it.
 pub fn similar_skill(name: &str, searched: &[std::path::PathBuf]) -> String {

@@ -69,6 +69,53 @@ pub fn is_builtin(name: &str) -> bool {
     BUILTINS.iter().any(|b| b.name == name)
 }
 
+/// What other coding agents call agentci's builtins (Claude Code, Codex,
+/// Gemini CLI, OpenHands), compared without case: a job or suite written
+/// with their names is told agentci's.
+const OTHER_AGENTS_NAMES: &[(&str, &str)] = &[
+    ("bash", "exec"),
+    ("shell", "exec"),
+    ("sh", "exec"),
+    ("shell_command", "exec"),
+    ("run_shell_command", "exec"),
+    ("execute_command", "exec"),
+    ("terminal", "exec"),
+    ("cat", "read"),
+    ("view", "read"),
+    ("read_file", "read"),
+    ("write_file", "write"),
+    ("create_file", "write"),
+    ("multiedit", "edit"),
+    ("str_replace", "edit"),
+    ("str_replace_editor", "edit"),
+    ("str_replace_based_edit_tool", "edit"),
+    ("apply_patch", "edit"),
+    ("replace", "edit"),
+    ("edit_file", "edit"),
+    ("glob", "find"),
+    ("find_files", "find"),
+    ("search", "grep"),
+    ("search_file_content", "grep"),
+    ("rg", "grep"),
+    ("list_directory", "ls"),
+    ("list_dir", "ls"),
+    ("webfetch", "web_fetch"),
+    ("fetch", "web_fetch"),
+    ("todowrite", "todo"),
+    ("agent", "task"),
+];
+
+/// agentci's name for a tool another agent calls `name` (`Bash`, `shell`
+/// → `exec`), when `name` is not already agentci's.
+pub fn agentci_name_for(name: &str) -> Option<&'static str> {
+    let lower = name.to_lowercase();
+    OTHER_AGENTS_NAMES
+        .iter()
+        .find(|(other, _)| *other == lower)
+        .map(|(_, ours)| *ours)
+        .filter(|ours| *ours != name)
+}
+
 /// A fresh instance of the builtin tool called `name`, if there is one.
 pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
     BUILTINS.iter().find(|b| b.name == name).map(|b| (b.make)())

@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, outside_github, read_jsonl, stderr, stdout};
+use super::support::harness::{
+    Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
+};
 
 const TYPO: &str = "hello wrold\n";
 const GOAL: &str = "Fix the typo in greeting.txt.";
@@ -394,6 +396,39 @@ fn a_run_that_cannot_start_says_why_in_json_with_json() {
             .unwrap()
             .contains("--goal")
     );
+}
+
+// What people coming from other agents write: `tool_called: bash` (a tool
+// no run can call, so the assertion could never fail) and a case `model:`
+// written like a job's mapping (it said "quote text that starts with `{`").
+// Under GitHub Actions every problem is an annotation at its place too.
+#[test]
+fn validate_names_other_agents_tools_and_case_models_and_annotates_on_github() {
+    let sb = sandbox();
+    sb.write(
+        "evals/job.yaml",
+        "version: 1\nname: fix\nskill: fixer\ngoal: Fix it.\n\
+         model: {provider: openai, name: fake-model}\nskills_path: [../skills]\n",
+    );
+    sb.write("evals/fixture/greeting.txt", TYPO);
+    sb.write(
+        "evals/suite.yaml",
+        "version: 1\nname: s\njob: job.yaml\ncases:\n  - name: a\n    fixture: fixture\n    \
+         model: {provider: openai, base_url: 'http://127.0.0.1:9/v1'}\n    assert:\n      \
+         - tool_called: Bash\n      - tool_not_called: mcp__github__create_issue\n      \
+         - tool_called: step_done\n",
+    );
+    let plain = sb.agentci(&["validate", "evals/suite.yaml"]);
+    assert_eq!(plain.status.code(), Some(2), "{}", stderr(&plain));
+    let out = stdout(&plain);
+    assert!(!out.contains("::error"), "{out}");
+    let github = agentci_in(
+        sb.path(),
+        &["validate", "evals/suite.yaml"],
+        &[("GITHUB_ACTIONS", "true")],
+    );
+    assert_eq!(github.status.code(), Some(2), "{}", stderr(&github));
+    insta::assert_snapshot!("validate_other_agents_names", stdout(&github));
 }
 
 #[test]

@@ -317,12 +317,28 @@ impl SuiteChecker<'_> {
         vars
     }
 
-    fn model(&mut self, raw: &Spanned<String>) -> Option<String> {
+    fn model(&mut self, raw: &Spanned<serde_json::Value>) -> Option<String> {
+        let pos = self.r.pos(&raw.referenced);
+        let Some(written) = raw.value.as_str() else {
+            let found = match &raw.value {
+                serde_json::Value::Object(_) => "not a mapping like a job's `model:`".to_string(),
+                serde_json::Value::Array(_) => "not a list".to_string(),
+                other => format!("found `{other}`"),
+            };
+            self.r.error(
+                pos,
+                format!(
+                    "a case's `model` is one string, PROVIDER:NAME (such as \
+                     `openai:gpt-4.1-mini`), {found}; the server's address comes from the job's \
+                     `model.base_url` or `--base-url`"
+                ),
+            );
+            return None;
+        };
         // The same rules as `--model`, so every provider agentci has is accepted.
-        match parse_model_flag(&raw.value) {
-            Ok(_) => Some(raw.value.clone()),
+        match parse_model_flag(written) {
+            Ok(_) => Some(written.to_string()),
             Err(e) => {
-                let pos = self.r.pos(&raw.referenced);
                 self.r.error(
                     pos,
                     format!("model: {e}; replayed cases name a `cassette` instead"),
@@ -443,8 +459,12 @@ impl SuiteChecker<'_> {
                     set,
                 }
             }
-            RawAssertion::ToolCalled(tool) => Assertion::ToolCalled(tool.clone()),
-            RawAssertion::ToolNotCalled(tool) => Assertion::ToolNotCalled(tool.clone()),
+            RawAssertion::ToolCalled(tool) => {
+                Assertion::ToolCalled(self.tool_name(tool, "tool_called", pos)?)
+            }
+            RawAssertion::ToolNotCalled(tool) => {
+                Assertion::ToolNotCalled(self.tool_name(tool, "tool_not_called", pos)?)
+            }
             RawAssertion::MaxTurns(n) => {
                 Assertion::MaxTurns(self.whole(n, item, "max_turns", u32::MAX.into())? as u32)
             }
@@ -471,6 +491,38 @@ impl SuiteChecker<'_> {
                 Assertion::FinalTextMatches(regex(self, "final_text_matches", pattern)?)
             }
         })
+    }
+
+    /// A tool a run could call: a builtin, an MCP tool (`mcp__SERVER__TOOL`,
+    /// `mcp_list_resources`, `mcp_read_resource`) or one of agentci's own
+    /// (`submit_plan`, `step_done`, `update_plan`, `submit_result`). Any
+    /// other name could never be called, so the assertion could never
+    /// judge anything.
+    fn tool_name(&mut self, tool: &str, key: &str, pos: Pos) -> Option<String> {
+        let tool = tool.trim();
+        let own = [
+            crate::agent::protocol::SUBMIT_PLAN,
+            crate::agent::protocol::STEP_DONE,
+            crate::agent::protocol::UPDATE_PLAN,
+            crate::agent::result::SUBMIT_RESULT,
+        ];
+        if crate::tools::catalog::is_builtin(tool)
+            || tool.starts_with("mcp_")
+            || own.contains(&tool)
+        {
+            return Some(tool.to_string());
+        }
+        self.r.error(
+            pos,
+            format!(
+                "`{key}`: no tool is called `{tool}`{}; name a builtin ({}), an MCP tool as \
+                 `mcp__SERVER__TOOL`, or one of {}",
+                crate::spec::suggest::unknown_tool_hint(tool),
+                crate::tools::catalog::names().join(", "),
+                own.join(", ")
+            ),
+        );
+        None
     }
 
     /// A path inside the workspace: relative, no `..`.

@@ -31,7 +31,9 @@ pub(super) struct RawCase {
     pub goal: Option<Spanned<String>>,
     #[serde(default)]
     pub vars: BTreeMap<String, Spanned<Scalar>>,
-    pub model: Option<Spanned<String>>,
+    /// `PROVIDER:NAME`; any YAML value, so that a mapping (as a job's
+    /// `model:` is written) gets a message about case models.
+    pub model: Option<Spanned<serde_json::Value>>,
     pub budget: Option<RawBudget>,
     pub cassette: Option<Spanned<String>>,
     pub cassettes: Option<Spanned<Vec<Spanned<String>>>>,

@@ -55,7 +55,7 @@ pub fn report_start_failure(
 /// One problem as an annotation: at its file, line and column when it has a
 /// position; otherwise titled `agentci`, with a flag or a file without a
 /// position kept in the message.
-fn problem_annotation(config: &GithubConfig, problem: &Diagnostic) -> String {
+pub fn problem_annotation(config: &GithubConfig, problem: &Diagnostic) -> String {
     if !problem.is_placed() {
         let kind = problem.severity.as_str();
         return annotation(kind, "", 1, Some("agentci"), &problem.message);

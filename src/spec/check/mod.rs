@@ -77,7 +77,7 @@ impl Checker<'_> {
             "what the agent should achieve",
             &vars,
         );
-        let model = self.model(raw.model.as_ref(), &overrides);
+        let model = self.model(raw.model.as_ref(), &overrides, &vars);
         let tools = raw.tools.as_ref().map(|tools| self.tools(tools));
         let permissions = self.permissions(raw.permissions.as_ref());
         let budget = raw

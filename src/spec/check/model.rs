@@ -2,6 +2,7 @@
 //! `--model`, `--base-url` and `--replay` applied over the job file.
 //! `stream`, `retry` and `price` are read in [`super::model_options`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_saphyr::Spanned;
@@ -19,6 +20,7 @@ impl Checker<'_> {
         &mut self,
         raw: Option<&Spanned<RawModel>>,
         overrides: &Overrides,
+        vars: &BTreeMap<String, String>,
     ) -> Option<ModelSpec> {
         let pos = raw.map_or_else(|| self.r.start(), |m| pos_of(&self.r, m));
         let raw = raw.map(|m| &m.value);
@@ -49,7 +51,7 @@ impl Checker<'_> {
         let base_url = match &overrides.base_url {
             Some(url) => Some(url.clone()),
             None if !same_provider => None,
-            None => field(|m| &m.base_url).and_then(|url| self.base_url(url)),
+            None => field(|m| &m.base_url).and_then(|url| self.base_url(url, vars)),
         };
         let request_timeout = raw
             .and_then(|m| m.request_timeout.as_ref())
@@ -154,12 +156,32 @@ impl Checker<'_> {
         }
     }
 
-    /// The job file's `base_url:`, if it is one agentci can send to.
-    fn base_url(&mut self, url: &Spanned<String>) -> Option<String> {
-        match check_base_url(&url.value) {
-            Ok(()) => Some(url.value.clone()),
+    /// The job file's `base_url:`, vars substituted, if it is one agentci
+    /// can send to. A URL that a var made wrong says which var it was, so
+    /// the problem shows here and not at the first request.
+    fn base_url(
+        &mut self,
+        url: &Spanned<String>,
+        vars: &BTreeMap<String, String>,
+    ) -> Option<String> {
+        let text = self.substitute(url, vars)?;
+        match check_base_url(&text) {
+            Ok(()) => Some(text),
             Err(message) => {
                 let at = pos_of(&self.r, url);
+                let used: Vec<String> = vars
+                    .iter()
+                    .filter(|(name, _)| url.value.contains(&format!("vars.{name}")))
+                    .map(|(name, value)| format!("`{name}` is `{value}`"))
+                    .collect();
+                let message = match used.is_empty() {
+                    true => message,
+                    false => format!(
+                        "{message} (after substituting vars: {}; change the var's value, \
+                         in `vars:` or with --var)",
+                        used.join(", ")
+                    ),
+                };
                 self.r.error(at, message);
                 None
             }

@@ -21,7 +21,7 @@ impl Checker<'_> {
             let pos = pos_of(&self.r, tool);
             let name = tool.value.trim();
             if !catalog::is_builtin(name) {
-                let hint = crate::spec::suggest::did_you_mean(name, catalog::names());
+                let hint = crate::spec::suggest::unknown_tool_hint(name);
                 self.r.error(
                     pos,
                     format!(
