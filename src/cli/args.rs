@@ -39,6 +39,12 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// A job file: also check this machine's set-up for it (its model's key
+    /// and server, the programs its MCP servers start).
+    pub job: Option<PathBuf>,
+    /// Do not ask the model's server whether it answers.
+    #[arg(long)]
+    pub offline: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

@@ -1,7 +1,10 @@
 //! `agentci doctor`: what this machine's kernel can enforce of the sandbox
 //! (Landlock, namespaces, capabilities, seccomp), and so which protections a job's
 //! `sandbox:` gets here, what commands can still reach without the missing
-//! ones, and how to get the full sandbox. Prints only; exit 0 whatever it finds.
+//! ones, and how to get the full sandbox. Given a job file it also checks
+//! this machine's set-up for the job ([`super::doctor_setup`]). The sandbox
+//! part only informs (exit 0); a set-up check that fails is exit 1, a job
+//! file that does not load exit 2.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -9,29 +12,79 @@ use std::io::Write as _;
 use serde_json::json;
 
 use super::args::DoctorArgs;
+use super::doctor_setup::{Outcome, SetupCheck, setup_checks};
 use super::{CliError, Exit};
 use crate::sandbox::{Exposure, FULL_SANDBOX, Support, still_exposed, support};
+use crate::spec::LoadOptions;
 
 pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
+    let setup = match &args.job {
+        Some(job_file) => {
+            let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
+            let options = LoadOptions {
+                cwd,
+                ..LoadOptions::default()
+            };
+            match crate::spec::load_job(job_file, &options) {
+                Ok((job, _)) => {
+                    let env = |name: &str| std::env::var(name).ok();
+                    Some(setup_checks(&job, args.offline, &env))
+                }
+                Err(problems) => {
+                    let mut stderr = std::io::stderr();
+                    for problem in problems {
+                        let _ = writeln!(stderr, "{}", problem.with_severity());
+                    }
+                    return Err(CliError::Reported);
+                }
+            }
+        }
+        None => None,
+    };
     let support = support();
     let text = if args.json {
         let exposed: Vec<_> = exposed(&support)
             .iter()
             .map(|e| json!({"name": e.name, "what": e.what}))
             .collect();
+        let enforced: Vec<_> = enforced(&support)
+            .into_iter()
+            .map(|(name, on, what)| json!({"name": name, "enforced": on, "what": what}))
+            .collect();
         let value = json!({
             "support": support,
-            "enforced": enforced(&support),
+            "enforced": enforced,
             "exposed": exposed,
             "full_sandbox": (!support.pid_namespace).then_some(FULL_SANDBOX),
+            "setup": setup,
         });
         format!("{value}\n")
     } else {
-        report(&support)
+        let mut text = report(&support);
+        if let Some(setup) = &setup {
+            text.push_str(&setup_report(setup));
+        }
+        text
     };
     // Nothing to do if stdout is closed.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    Ok(Exit::Success)
+    let failed = setup.iter().flatten().any(|c| c.outcome == Outcome::Failed);
+    Ok(if failed { Exit::Failed } else { Exit::Success })
+}
+
+/// The job's set-up checks, one a line.
+fn setup_report(checks: &[SetupCheck]) -> String {
+    let mut out = String::from("set-up for the job:\n");
+    for c in checks {
+        let _ = writeln!(
+            out,
+            "  {:<17} {:<7}  {}",
+            c.name,
+            c.outcome.as_str(),
+            c.detail
+        );
+    }
+    out
 }
 
 /// The text report.

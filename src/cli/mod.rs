@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod doctor;
+mod doctor_setup;
 pub mod eval;
 mod eval_progress;
 pub mod exit;

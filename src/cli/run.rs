@@ -329,10 +329,9 @@ fn did_not_start(problems: &[Diagnostic], args: &RunArgs, cwd: &Path) -> Result<
     let mut stderr = std::io::stderr();
     // `--json` promises JSON on stdout: the problems go there as one event
     // too, the human text stays on stderr.
-    if args.json || args.trace.as_deref() == Some(Path::new("-")) {
-        if let Err(e) = super::json_stream::not_started(problems) {
-            let _ = writeln!(stderr, "error: failed to write to stdout: {e}");
-        }
+    let json = args.json || args.trace.as_deref() == Some(Path::new("-"));
+    if json && let Err(e) = super::json_stream::not_started(problems) {
+        let _ = writeln!(stderr, "error: failed to write to stdout: {e}");
     }
     match github_config(mode, cwd) {
         Some(config) => {

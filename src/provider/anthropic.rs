@@ -29,7 +29,7 @@ use response::parse_response;
 use stream::EventDecoder;
 
 const PROVIDER: &str = "anthropic";
-const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
 const DEFAULT_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// The API version this module's wire format follows.
 const ANTHROPIC_VERSION: &str = "2023-06-01";

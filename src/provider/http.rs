@@ -377,7 +377,9 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-pub(super) fn is_loopback(url: &reqwest::Url) -> bool {
+/// A server on this machine (`localhost`, 127.0.0.0/8, `::1`), which may
+/// run without a key.
+pub fn is_loopback(url: &reqwest::Url) -> bool {
     match url.host_str() {
         Some(host) if host.eq_ignore_ascii_case("localhost") => true,
         Some(host) => host

@@ -31,7 +31,7 @@ use response::parse_response;
 use stream::ChunkDecoder;
 
 const PROVIDER: &str = "openai";
-const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// What an [`OpenAiProvider`] is built from; mirrors the job file's `model:` block.
 #[derive(Clone, Debug, Default, PartialEq)]

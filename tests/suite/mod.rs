@@ -14,6 +14,7 @@ mod background;
 mod cli_run;
 mod context;
 mod contract;
+mod doctor;
 mod eval;
 mod eval_fingerprint;
 mod eval_github;

@@ -406,14 +406,14 @@ fn doctor_says_what_this_machine_enforces() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|e| match e[0].as_str() {
-                Some("capabilities") => e[1] == true,
+            .all(|e| match e["name"].as_str() {
+                Some("capabilities") => e["enforced"] == true,
                 // A control group, or RLIMIT_NPROC for a user who is not root.
                 Some("process_limit") => {
                     let root = value["support"]["root"] == true;
-                    e[1] == (value["support"]["control_groups"] == true || !root)
+                    e["enforced"] == (value["support"]["control_groups"] == true || !root)
                 }
-                _ => e[1] == false,
+                _ => e["enforced"] == false,
             }),
         "{value}"
     );

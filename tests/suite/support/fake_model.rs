@@ -22,7 +22,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
@@ -685,6 +685,7 @@ impl FakeModel {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(answer))
                     .route("/v1/messages", post(answer))
+                    .route("/v1/models", get(models))
                     .with_state(state);
                 // Not a graceful shutdown: a delayed reply still sleeping must
                 // not keep the test waiting; dropping the runtime cancels it.
@@ -862,6 +863,45 @@ async fn answer(
         }
     }
     response
+}
+
+/// The models this server serves, in the list each API answers with; no
+/// key is a 401 as both APIs answer it. OpenAI:
+/// https://platform.openai.com/docs/api-reference/models/list (`object:
+/// list`, each `{id, object: model, created, owned_by}`); Anthropic:
+/// https://docs.anthropic.com/en/api/models-list (`anthropic-version`
+/// required; `{data: [{type: model, id, display_name, created_at}],
+/// has_more, first_id, last_id}`).
+async fn models(headers: HeaderMap) -> Response {
+    let has = |name: &str| headers.get(name).is_some();
+    let api = if has("anthropic-version") || has("x-api-key") {
+        Api::Anthropic
+    } else {
+        Api::OpenAi
+    };
+    let keyed = match api {
+        Api::Anthropic => has("x-api-key"),
+        Api::OpenAi => has("authorization"),
+    };
+    if !keyed {
+        let message = "no API key was provided";
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(error_body(api, 401, message, None)),
+        )
+            .into_response();
+    }
+    let body = match api {
+        Api::OpenAi => json!({"object": "list", "data": [
+            {"id": "fake-model", "object": "model", "created": 0, "owned_by": "agentci-tests"}
+        ]}),
+        Api::Anthropic => json!({
+            "data": [{"type": "model", "id": "fake-model", "display_name": "Fake model",
+                      "created_at": "2026-01-01T00:00:00Z"}],
+            "has_more": false, "first_id": "fake-model", "last_id": "fake-model"
+        }),
+    };
+    axum::Json(body).into_response()
 }
 
 /// The next scripted reply for the conversation whose first user message is `first_user`.
