@@ -31,6 +31,7 @@ mod github;
 mod hardening;
 mod junit_report;
 mod mcp;
+mod mcp_auth;
 mod mcp_misbehave;
 mod mcp_requests;
 mod mcp_run;
