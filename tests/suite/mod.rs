@@ -37,6 +37,7 @@ mod mcp_requests;
 mod mcp_run;
 mod mcp_sandbox;
 mod mcp_set;
+mod mcp_startup;
 mod memory_rules;
 mod module_graph;
 mod policy;
