@@ -15,11 +15,10 @@
 mod sampling;
 
 use std::sync::{Arc, Mutex, PoisonError};
-
-use crate::agent::toolset::{LiveTools, LiveUpdate};
 use std::time::Duration;
 
 use super::run::McpStart;
+use crate::agent::toolset::{LiveTools, LiveUpdate};
 use crate::event::{EventKind, McpServerStartup, McpStartOutcome, McpStartup};
 use crate::mcp::tool::{resource_tools, server_tools};
 use crate::mcp::{

@@ -163,7 +163,8 @@ impl HttpFailure {
         let how = format!(
             "send a token with the job's `headers:` for this server, read from agentci's \
              environment, e.g. `mcp.servers.{server}.headers: {{Authorization: \"Bearer ${{{{ \
-             env.{} }}}}\"}}`",
+             env.{} }}}}\"}}` (by hand: `agentci mcp list --url URL --header \
+             \"Authorization=Bearer …\"`)",
             token_variable(server)
         );
         match self {
