@@ -175,12 +175,13 @@ fn a_servers_start_up_is_in_the_runs_time_and_its_own_phase() {
 #[test]
 fn the_start_up_counts_against_the_timeout_of_the_agents_turns() {
     let sb = Sandbox::new();
-    // 2 s of start-up and a 2.5 s answer do not fit in 4 s; the answer alone would.
+    // 2 s of start-up and a 3.5 s answer do not fit in 5 s; the answer
+    // alone would.
     let model = FakeModel::start(vec![Reply::delay(
-        Duration::from_millis(2500),
+        Duration::from_millis(3500),
         Reply::plan(&[("Look", "looked")]),
     )]);
-    job(&sb, &model.base_url(), "2", "4s");
+    job(&sb, &model.base_url(), "2", "5s");
     let (out, _, trace) = run(&sb);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert_eq!(
