@@ -113,6 +113,12 @@ impl BudgetTracker {
         self.earlier + self.started.elapsed()
     }
 
+    /// Count `spent` (time the run spent before the tracker started) as
+    /// already used.
+    pub fn count_time(&mut self, spent: Duration) {
+        self.earlier += spent;
+    }
+
     /// Count the time so far into the saved part of the tracker, so that a
     /// checkpoint taken now carries it.
     pub fn fold_time(&mut self) {

@@ -69,6 +69,9 @@ pub struct AgentInput<'a> {
     pub saver: Option<Box<dyn StateSaver + 'a>>,
     /// A checkpoint to go on from instead of the start of the conversation.
     pub resume: Option<ResumeFrom>,
+    /// Time the run spent before the agent (its MCP servers' start-up),
+    /// counted against `budget.timeout`.
+    pub time_spent: std::time::Duration,
 }
 
 /// Where a resumed agent goes on from: the loop's state as last saved,
@@ -112,6 +115,7 @@ impl<'a> Agent<'a> {
             price,
             saver,
             resume,
+            time_spent,
         } = input;
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
@@ -144,7 +148,8 @@ impl<'a> Agent<'a> {
                 content: protocol::goal_message(&job.goal, &tools.read_only_names(), untrusted),
             },
         ];
-        let (state, last_sent) = starting_state(job, skill, price, opening, resume);
+        let (mut state, last_sent) = starting_state(job, skill, price, opening, resume);
+        state.budget.count_time(time_spent);
         let parts = SessionParts {
             provider,
             model_name: job.model.name.clone(),

@@ -23,12 +23,14 @@ use crate::provider::replay_drift::ReplayDrift;
 use crate::provider::{ModelInfo, Usage};
 
 mod checks;
+mod mcp;
 mod model;
 mod plan;
 mod run;
 mod tools;
 
 pub use checks::{CheckCompleted, CheckOutcome};
+pub use mcp::{McpServerStartup, McpStartOutcome, McpStartup};
 pub use model::{
     ContextCompacted, ContextTrimmed, ModelRequest, ModelResponse, ModelRetry, SentDelta,
 };
@@ -182,6 +184,10 @@ pub enum EventKind {
     GitCommit { branch: String, sha: String },
     #[serde(rename = "git.push")]
     GitPush { remote: String, branch: String },
+    /// The job's MCP servers started (or did not) before the agent's first
+    /// turn; emitted right after the run's start. The time is the run's.
+    #[serde(rename = "mcp.startup")]
+    McpStartup(McpStartup),
     /// A job's MCP server cannot be used (did not start, crashed, hung,
     /// broke the protocol); its tools answer with errors from now on.
     #[serde(rename = "mcp.server.down")]

@@ -18,6 +18,7 @@ mod result;
 pub mod sampling;
 mod server;
 mod set;
+mod start_limit;
 mod state;
 mod stdio;
 pub mod tool;
@@ -26,7 +27,8 @@ pub use command::{StdioLaunch, server_command};
 pub use result::{McpResource, McpTool, ToolOutput};
 pub use sampling::{Sampler, SamplingAnswer, SamplingRequest, SamplingTurn};
 pub use server::{McpServer, SHUTDOWN_GRACE, ServerDown, ServerIdentity, StartContext};
-pub use set::{McpSet, RefreshedTools, ResourceListing};
+pub use set::{McpSet, RefreshedTools, ResourceListing, ServerStartup};
+pub use start_limit::RunDeadline;
 pub use state::ServerRequestRecord;
 
 /// The name the model sees for `tool` of `server`: `mcp__<server>__<tool>`.

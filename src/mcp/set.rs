@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::result::{McpResource, McpTool, ToolOutput};
 use super::server::{McpServer, SHUTDOWN_GRACE, ServerDown, StartContext};
+use super::start_limit::{RunDeadline, StartLimit};
 use super::state::ServerRequestRecord;
 use crate::spec::McpServerSpec;
 
@@ -30,8 +31,20 @@ pub struct McpSet {
     failed: Vec<ServerDown>,
     /// The first `required: true` server that did not start.
     required_failed: Option<ServerDown>,
+    /// How each server's start went, in the job's order.
+    startups: Vec<ServerStartup>,
     /// Servers already returned by [`McpSet::take_down`].
     reported_down: Mutex<BTreeSet<String>>,
+}
+
+/// How long one server took to start, and whether it did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerStartup {
+    pub server: String,
+    pub duration: Duration,
+    pub started: bool,
+    /// The run's `budget.timeout` ran out before the server was ready.
+    pub out_of_run_time: bool,
 }
 
 /// A server whose tool list changed and was listed again.
@@ -64,6 +77,7 @@ impl McpSet {
             up: Vec::new(),
             failed: Vec::new(),
             required_failed: None,
+            startups: Vec::new(),
             reported_down: Mutex::new(BTreeSet::new()),
         }
     }
@@ -74,10 +88,25 @@ impl McpSet {
     /// `startup_timeout`. Never fails as a whole: see [`McpSet::failed`] and
     /// [`McpSet::required_failure`].
     pub async fn start(specs: &[McpServerSpec], cx: &StartContext<'_>) -> McpSet {
-        let started =
-            futures_util::future::join_all(specs.iter().map(|spec| start_one(spec, cx))).await;
+        McpSet::start_within(specs, cx, None).await
+    }
+
+    /// [`McpSet::start`], every start also ending when `run` does (the
+    /// run's `budget.timeout`): see [`McpSet::startups`].
+    pub async fn start_within(
+        specs: &[McpServerSpec],
+        cx: &StartContext<'_>,
+        run: Option<RunDeadline>,
+    ) -> McpSet {
+        let started = futures_util::future::join_all(
+            specs
+                .iter()
+                .map(|spec| timed_start(spec, cx, StartLimit::new(spec, run))),
+        )
+        .await;
         let mut set = McpSet::empty();
-        for (spec, outcome) in specs.iter().zip(started) {
+        for (spec, (outcome, startup)) in specs.iter().zip(started) {
+            set.startups.push(startup);
             match outcome {
                 Ok(server) => set.up.push(Arc::new(server)),
                 Err(down) => {
@@ -90,6 +119,11 @@ impl McpSet {
             }
         }
         set
+    }
+
+    /// How long each server took to start, in the job's order.
+    pub fn startups(&self) -> &[ServerStartup] {
+        &self.startups
     }
 
     /// The servers that did not start, each with its reason and stderr tail.
@@ -285,19 +319,38 @@ impl McpSet {
     }
 }
 
-/// Starts one server and waits for its answer to a `ping`, all within
-/// its `startup_timeout`.
-async fn start_one(spec: &McpServerSpec, cx: &StartContext<'_>) -> Result<McpServer, ServerDown> {
-    let deadline = tokio::time::Instant::now() + spec.startup_timeout;
-    let server = McpServer::start(spec, cx).await?;
-    match tokio::time::timeout_at(deadline, server.settle()).await {
+/// [`start_one`], timed.
+async fn timed_start(
+    spec: &McpServerSpec,
+    cx: &StartContext<'_>,
+    limit: StartLimit,
+) -> (Result<McpServer, ServerDown>, ServerStartup) {
+    let began = tokio::time::Instant::now();
+    let outcome = start_one(spec, cx, &limit).await;
+    let startup = ServerStartup {
+        server: spec.name.clone(),
+        duration: began.elapsed(),
+        started: outcome.is_ok(),
+        out_of_run_time: outcome.is_err() && limit.ran_out_of_run_time(),
+    };
+    (outcome, startup)
+}
+
+/// Starts one server and waits for its answer to a `ping`, all before `limit`.
+async fn start_one(
+    spec: &McpServerSpec,
+    cx: &StartContext<'_>,
+    limit: &StartLimit,
+) -> Result<McpServer, ServerDown> {
+    let server = McpServer::start_before(spec, cx, limit).await?;
+    match tokio::time::timeout_at(limit.at(), server.settle()).await {
         Ok(Ok(())) => Ok(server),
         Ok(Err(down)) => Err(down),
         Err(_) => {
             server.shutdown_within(Duration::from_millis(200)).await;
             Err(ServerDown {
                 server: spec.name.clone(),
-                reason: "did not answer a ping within its startup_timeout".to_string(),
+                reason: limit.missed("answer a ping"),
                 stderr: server.stderr_tail(),
             })
         }

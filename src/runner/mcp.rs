@@ -1,5 +1,7 @@
 //! A job's MCP servers in a run: started before the agent (through the
-//! run's process runner, so under its sandbox), their tools handed to the
+//! run's process runner, so under its sandbox, and within the run's
+//! `budget.timeout`: their start-up is the run's time, reported as
+//! `mcp.startup` right after the run's start), their tools handed to the
 //! tool set, what happened to them (and the requests they sent) turned
 //! into trace events before each model turn and before `run.completed`,
 //! and shut down when the run ends. Servers the job lets sample get their
@@ -13,11 +15,15 @@
 mod sampling;
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use super::run::McpStart;
 use crate::agent::toolset::{LiveTools, LiveUpdate};
-use crate::event::EventKind;
+use crate::event::{EventKind, McpServerStartup, McpStartOutcome, McpStartup};
 use crate::mcp::tool::{resource_tools, server_tools};
-use crate::mcp::{McpSet, Sampler, ServerDown, StartContext, model_tool_name};
+use crate::mcp::{
+    McpSet, RunDeadline, Sampler, ServerDown, ServerStartup, StartContext, model_tool_name,
+};
 use crate::process::ProcessRunner;
 use crate::sink::bus::EventBus;
 use crate::spec::{JobSpec, McpTransport};
@@ -29,8 +35,10 @@ pub struct RunServers {
     bus: EventBus,
     /// The names of the `required: true` servers.
     required: Vec<String>,
-    /// Events about the start, emitted before the first model turn (after
-    /// `run.started`, so every trace begins with it).
+    /// How long the servers took to start, all together.
+    startup: Duration,
+    /// Events about the start, emitted after `run.started` (so every trace
+    /// begins with it): see [`RunServers::start_report`].
     pending: Mutex<Vec<EventKind>>,
 }
 
@@ -50,14 +58,18 @@ pub fn secret_values(job: &JobSpec, lookup: impl Fn(&str) -> Option<String>) -> 
 }
 
 impl RunServers {
-    /// Starts the job's servers together (none: nothing to do).
+    /// Starts the job's servers together (none: nothing to do), each
+    /// given up when `deadline` (the run's `budget.timeout`) comes first.
     pub async fn start(
         job: &JobSpec,
         workspace: &std::path::Path,
         processes: &ProcessRunner,
+        deadline: Option<RunDeadline>,
         bus: EventBus,
     ) -> RunServers {
-        let set = Arc::new(start_set(job, workspace, processes).await);
+        let began = tokio::time::Instant::now();
+        let set = Arc::new(start_set(job, workspace, processes, deadline).await);
+        let startup = began.elapsed();
         // Requests sent during the last tool calls have no next turn.
         let last = Arc::clone(&set);
         bus.before_completion(Box::new(move || request_events(&last)));
@@ -87,7 +99,26 @@ impl RunServers {
             set,
             bus,
             required,
+            startup,
             pending: Mutex::new(pending),
+        }
+    }
+
+    /// What the run says about the start right after its own start: the
+    /// `mcp.startup` event, then the servers that failed and the warnings
+    /// so far (call it after [`RunServers::tools`]).
+    pub fn start_report(&self) -> McpStart {
+        let startup = McpStartup {
+            duration_ms: self.startup.as_millis() as u64,
+            servers: self.set.startups().iter().map(server_startup).collect(),
+        };
+        let timed_out = startup.timed_out().map(str::to_string).collect();
+        let mut events = vec![EventKind::McpStartup(startup)];
+        events.extend(std::mem::take(&mut *self.lock_pending()));
+        McpStart {
+            duration: self.startup,
+            timed_out,
+            events,
         }
     }
 
@@ -181,6 +212,7 @@ async fn start_set(
     job: &JobSpec,
     workspace: &std::path::Path,
     processes: &ProcessRunner,
+    deadline: Option<RunDeadline>,
 ) -> McpSet {
     let sampler = job
         .mcp
@@ -195,7 +227,19 @@ async fn start_set(
         runner: Some(processes),
         sampler,
     };
-    McpSet::start(&job.mcp.servers, &cx).await
+    McpSet::start_within(&job.mcp.servers, &cx, deadline).await
+}
+
+fn server_startup(s: &ServerStartup) -> McpServerStartup {
+    McpServerStartup {
+        server: s.server.clone(),
+        duration_ms: s.duration.as_millis() as u64,
+        outcome: match (s.started, s.out_of_run_time) {
+            (true, _) => McpStartOutcome::Started,
+            (false, true) => McpStartOutcome::TimedOut,
+            (false, false) => McpStartOutcome::Failed,
+        },
+    }
 }
 
 /// The requests servers sent since the last call, as events.

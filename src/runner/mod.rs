@@ -27,6 +27,7 @@ mod start;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use checkpoint::{CHECKPOINT_DIR, sha256_hex, skill_fingerprint};
 pub use checkpoint_key::{CheckpointKey, KeyError};
@@ -39,6 +40,7 @@ use futures_util::FutureExt;
 
 use crate::agent::{CancelSignal, ToolSet};
 use crate::event::RunCompleted;
+use crate::mcp::RunDeadline;
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::ModelInfo;
 use crate::redact::Redactor;
@@ -216,7 +218,10 @@ pub async fn run_prepared(
         &provider.model_info(),
         options.cancel.clone(),
     );
-    let (servers, tools) = start_tools(job, skill, workspace.root(), &processes, &bus).await;
+    let deadline = run_deadline(job, resume.as_ref());
+    let (servers, tools) =
+        start_tools(job, skill, workspace.root(), &processes, deadline, &bus).await;
+    let mcp_start = servers.as_ref().map(|servers| servers.start_report());
     let input = RunInput {
         job,
         skill,
@@ -245,6 +250,7 @@ pub async fn run_prepared(
         after_checks,
         saver,
         resume,
+        mcp_start,
     };
     let completed = run::run(input, bus.clone()).await;
     if let Some(servers) = servers {
@@ -403,19 +409,32 @@ fn git_after_checks<'a>(
     })
 }
 
+/// When the run's `budget.timeout` runs out, counted from now less what a
+/// resumed run had spent before.
+fn run_deadline(job: &JobSpec, resume: Option<&resume::Resumption>) -> Option<RunDeadline> {
+    let timeout = job.budget.timeout?;
+    let spent = resume.map_or(Duration::ZERO, resume::Resumption::elapsed);
+    Some(RunDeadline {
+        at: tokio::time::Instant::now() + timeout.saturating_sub(spent),
+        timeout,
+    })
+}
+
 /// The tools the model may call: the job's built-in ones and those of its
-/// MCP servers, which start here (`None` when the job has none).
+/// MCP servers, which start here within `deadline` (`None` when the job
+/// has none).
 async fn start_tools(
     job: &JobSpec,
     skill: &Skill,
     workspace: &Path,
     processes: &ProcessRunner,
+    deadline: Option<RunDeadline>,
     bus: &EventBus,
 ) -> (Option<Arc<mcp::RunServers>>, ToolSet) {
     let servers = match job.mcp.servers.is_empty() {
         true => None,
         false => Some(Arc::new(
-            mcp::RunServers::start(job, workspace, processes, bus.clone()).await,
+            mcp::RunServers::start(job, workspace, processes, deadline, bus.clone()).await,
         )),
     };
     let tools = ToolSet::from_tools(

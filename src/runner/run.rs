@@ -8,14 +8,15 @@
 //! [`RunCompleted`], which is also the last event. Signals reach it as a
 //! [`CancelSignal`].
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 
 use super::checks::{self, ChecksRan};
 use super::git_step::GitStepError;
 use super::resume::Resumption;
-use super::{rounds, start};
+use super::rounds;
+use super::start::{self, OutOfTime};
 use crate::agent::memory::Memory;
 use crate::agent::sent;
 use crate::agent::{
@@ -62,6 +63,19 @@ pub struct RunInput<'a> {
     /// The checkpoint to go on from (`agentci run --resume`): the run
     /// says `run.resumed` instead of starting.
     pub resume: Option<Resumption>,
+    /// How the job's MCP servers started, before the run was called; `None`
+    /// when the job has none.
+    pub mcp_start: Option<McpStart>,
+}
+
+/// The start of the job's MCP servers: the run's time too (in its duration
+/// and against `budget.timeout`), said right after the run's start.
+pub struct McpStart {
+    pub duration: Duration,
+    /// The servers the run's `budget.timeout` cut short: the run ends.
+    pub timed_out: Vec<String>,
+    /// `mcp.startup`, then what went wrong (servers down, warnings).
+    pub events: Vec<EventKind>,
 }
 
 /// A step after the checks (the runner's git outputs). It gets the status
@@ -90,7 +104,11 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         after_checks,
         saver,
         resume,
+        mcp_start,
     } = input;
+    // The servers started before this was called; their time is the run's.
+    let servers_time = mcp_start.as_ref().map_or(Duration::ZERO, |m| m.duration);
+    started = started.checked_sub(servers_time).unwrap_or(started);
     let model = provider.model_info();
     let price = start::model_price(job, &model.name);
     let (resumed, resume) = resume_start(resume, job, skill, &mut started);
@@ -109,6 +127,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
             price,
             saver,
             resume,
+            time_spent: servers_time,
         },
         bus.clone(),
     );
@@ -136,11 +155,17 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         return complete(refused(job, reason, started, &bus), &bus);
     }
     start::warn_unpriced(job, &model.name, price, &bus);
+    let out_of_time = mcp_start.and_then(|m| start::report_servers(m, &agent, &bus));
 
-    let verdict = work_in_rounds(
-        &mut agent, job, &workspace, &processes, &bus, &cancel, resuming,
-    )
-    .await;
+    let verdict = match out_of_time {
+        Some(exceeded) => stopped_at_start(exceeded, job, &bus),
+        None => {
+            work_in_rounds(
+                &mut agent, job, &workspace, &processes, &bus, &cancel, resuming,
+            )
+            .await
+        }
+    };
     let completed = conclude(
         &mut agent,
         verdict,
@@ -196,6 +221,27 @@ async fn conclude(
         checks_passed,
         checks_failed,
         result: agent.result().cloned(),
+    }
+}
+
+/// The run's timeout ran out before the agent's first turn (its MCP
+/// servers were still starting): a budget stop, every check skipped.
+fn stopped_at_start(exceeded: OutOfTime, job: &JobSpec, bus: &EventBus) -> Verdict {
+    let OutOfTime { exceeded, reason } = exceeded;
+    bus.emit(EventKind::BudgetExceeded {
+        limit: exceeded.limit,
+        used: exceeded.used,
+        max: exceeded.max,
+    });
+    checks::skip_checks(&job.checks, &reason, bus);
+    Verdict {
+        status: RunStatus::BudgetExceeded,
+        reason,
+        summary: None,
+        checks_passed: 0,
+        checks_failed: 0,
+        failures: Vec::new(),
+        agent_finished: false,
     }
 }
 

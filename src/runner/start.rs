@@ -1,8 +1,11 @@
 //! How a run starts: what it announces before the agent's first turn
 //! (`run.started`, `skill.loaded`, load warnings, a degraded sandbox, a
-//! price it cannot enforce), and the model's price.
+//! price it cannot enforce, how its MCP servers started), and the model's
+//! price.
 
-use crate::agent::sent;
+use super::run::McpStart;
+use crate::agent::budget::Exceeded;
+use crate::agent::{Agent, sent};
 use crate::event::{EventKind, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded};
 use crate::provider::ModelInfo;
 use crate::provider::pricing::{Price, builtin_price};
@@ -145,4 +148,34 @@ pub(super) fn model_price(job: &JobSpec, model: &str) -> Option<Price> {
             cache_write_per_mtok: p.cache_write_per_mtok,
         })
         .or_else(|| builtin_price(model))
+}
+
+/// The run's timeout ran out while its MCP servers started.
+pub(super) struct OutOfTime {
+    pub exceeded: Exceeded,
+    pub reason: String,
+}
+
+/// Say how the MCP servers started (`mcp.startup`, servers down,
+/// warnings); when the run's timeout cut a server's start short, the run
+/// is out of time before its first turn.
+pub(super) fn report_servers(
+    start: McpStart,
+    agent: &Agent<'_>,
+    bus: &EventBus,
+) -> Option<OutOfTime> {
+    for event in start.events {
+        bus.emit(event);
+    }
+    if start.timed_out.is_empty() {
+        return None;
+    }
+    let exceeded = agent.state().budget.timeout_exceeded();
+    let names: Vec<String> = start.timed_out.iter().map(|n| format!("`{n}`")).collect();
+    let reason = format!(
+        "{} while the MCP servers started ({} not ready)",
+        exceeded.reason(),
+        names.join(", ")
+    );
+    Some(OutOfTime { exceeded, reason })
 }

@@ -13,6 +13,7 @@
 //! Choosing which sinks a run gets (terminal or not, `--out`) is the CLI's job.
 
 pub mod bus;
+mod described;
 mod github;
 pub mod junit;
 mod network;
@@ -21,6 +22,7 @@ mod result_file;
 mod resumed;
 mod trace;
 
+pub use described::{describe_compaction, describe_mcp_startup};
 pub use github::{
     GithubActions, GithubConfig, annotation, escape_data, escape_property, output_line,
     problem_annotation, report_start_failure, step_summary,

@@ -23,7 +23,7 @@ use crate::sink::bus::{EventSink, SinkError};
 
 pub use bars::ProgressBars;
 pub(super) use lines::LogLines;
-pub(crate) use lines::describe_call;
+pub(crate) use lines::{budget_amount, describe_call};
 pub(crate) use text::{one_line, plural, secs, thousands};
 
 pub(super) const PREFIX: &str = "[agentci]";

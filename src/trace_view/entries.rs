@@ -71,13 +71,12 @@ pub(super) fn timeline_entries(event: &Event) -> Vec<Entry> {
             format!("mcp server {server}"),
             format!("{outcome} its request `{method}`: {detail}"),
         ),
-        EventKind::ContextCompacted(c) => warning(
-            "context".to_string(),
-            format!(
-                "{} earlier messages replaced by a {} (~{} to ~{} tokens of {})",
-                c.replaced_messages, c.method, c.tokens_before, c.tokens_after, c.window
-            ),
-        ),
+        EventKind::ContextCompacted(c) => {
+            warning("context".to_string(), crate::sink::describe_compaction(c))
+        }
+        EventKind::McpStartup(startup) => vec![Entry::Mcp {
+            line: crate::sink::describe_mcp_startup(startup),
+        }],
         EventKind::ReplayDrift(drift) => warning("replay".to_string(), drift.summary()),
         // Rounds are shown as written; the checks of every round stay in `checks`.
         EventKind::SubagentStarted(_)

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::entries::timeline_entries;
 use super::load::{LoadedTrace, TraceLine};
-use super::view::{CallView, Entry, RunView, StepView, TurnView, ViewOptions};
+use super::view::{CallView, Entry, MCP_STARTUP_PHASE, RunView, StepView, TurnView, ViewOptions};
 use crate::event::{Event, EventKind, Phase, PlanStep, StepStatus, Totals};
 
 impl RunView {
@@ -173,6 +173,16 @@ impl Fold {
             | EventKind::RoundStarted { .. }
             | EventKind::RoundCompleted { .. }
             | EventKind::McpToolsRefreshed { .. } => {
+                self.view.timeline.extend(timeline_entries(event));
+            }
+            // The servers start before `run.started`, so their time is
+            // not between two events: the event carries it.
+            EventKind::McpStartup(startup) => {
+                *self
+                    .view
+                    .phases_ms
+                    .entry(MCP_STARTUP_PHASE.to_string())
+                    .or_default() += startup.duration_ms;
                 self.view.timeline.extend(timeline_entries(event));
             }
             EventKind::RunResumed(resumed) => {

@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::view::{CallView, Entry, RunView, TurnView};
+use super::view::{CallView, Entry, MCP_STARTUP_PHASE, RunView, TurnView};
 use crate::event::{CheckOutcome, Decision, Phase, SentDelta, StepStatus};
 use crate::provider::Message;
-use crate::sink::progress::{describe_call, one_line, plural, secs, thousands};
+use crate::sink::progress::{budget_amount, describe_call, one_line, plural, secs, thousands};
 
 /// The run as text; `full` adds what the model was sent and whole check outputs.
 pub fn render_text(view: &RunView, full: bool) -> String {
@@ -181,8 +181,10 @@ fn timeline(out: &mut String, view: &RunView, full: bool) {
             Entry::Budget { limit, used, max } => {
                 let _ = writeln!(
                     out,
-                    "  ! budget exceeded: {} used {used} of {max}",
-                    limit.key()
+                    "  ! budget exceeded: {} used {} of {}",
+                    limit.key(),
+                    budget_amount(*limit, *used),
+                    budget_amount(*limit, *max)
                 );
             }
             Entry::Git { line } => {
@@ -190,6 +192,9 @@ fn timeline(out: &mut String, view: &RunView, full: bool) {
             }
             Entry::Network { line } => {
                 let _ = writeln!(out, "  network: {line}");
+            }
+            Entry::Mcp { line } => {
+                let _ = writeln!(out, "  {line}");
             }
             Entry::Resumed {
                 line,
@@ -444,13 +449,21 @@ fn numbers(out: &mut String, view: &RunView) {
         thousands(t.output_tokens),
         secs(t.duration_ms)
     );
-    const ORDER: [&str; 6] = ["setup", "plan", "execute", "summary", "checks", "git"];
+    const ORDER: [(&str, &str); 7] = [
+        (MCP_STARTUP_PHASE, "MCP start-up"),
+        ("setup", "setup"),
+        ("plan", "plan"),
+        ("execute", "execute"),
+        ("summary", "summary"),
+        ("checks", "checks"),
+        ("git", "git"),
+    ];
     let phases: Vec<String> = ORDER
         .iter()
-        .filter_map(|p| {
+        .filter_map(|(key, label)| {
             view.phases_ms
-                .get(*p)
-                .map(|ms| format!("{p} {}", secs(*ms)))
+                .get(*key)
+                .map(|ms| format!("{label} {}", secs(*ms)))
         })
         .collect();
     if !phases.is_empty() {

@@ -17,6 +17,9 @@ use crate::event::{
     RunStarted, SentDelta, StepStatus, Totals,
 };
 
+/// The phase of the MCP servers' start-up in [`RunView::phases_ms`].
+pub const MCP_STARTUP_PHASE: &str = "mcp_startup";
+
 /// What to include beyond the outline.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ViewOptions {
@@ -39,7 +42,9 @@ pub struct RunView {
     pub checks: Vec<CheckCompleted>,
     /// From `run.completed`, or added up from the turns when the trace was cut.
     pub totals: Totals,
-    /// Wall time spent in each phase, in milliseconds, from the events' times.
+    /// Wall time spent in each phase, in milliseconds, from the events'
+    /// times; the MCP servers' start-up ([`MCP_STARTUP_PHASE`]), before
+    /// `run.started`, from its event.
     pub phases_ms: BTreeMap<String, u64>,
     pub summary: Option<String>,
     /// The structured result from `run.completed` (valid against the job's
@@ -97,6 +102,10 @@ pub enum Entry {
     },
     /// A connection through the proxy of `sandbox.network: [hosts]`.
     Network {
+        line: String,
+    },
+    /// How the job's MCP servers started.
+    Mcp {
         line: String,
     },
     /// `agentci run --resume` went on with the run here; the full event

@@ -13,6 +13,8 @@ It can also misbehave on purpose, as real servers do:
                           and send notifications/tools/list_changed
   --exit-before-init      exit with code 3 before reading anything
   --stray-at-start        print a non-JSON line before answering initialize
+  --slow-init SECONDS     sleep before answering initialize (a server that
+                          downloads or builds something as it starts)
   --ignore-stdin-close    keep running after stdin closes (as a server with
                           background work does), until killed
   --background-child TAG  start a detached child (its own session) that sleeps,
@@ -239,6 +241,7 @@ def handle(message):
         return
     try:
         if method == "initialize":
+            time.sleep(float(text_option("--slow-init") or 0))
             capabilities = {"tools": {"listChanged": True}}
             if flag("--resources"):
                 capabilities["resources"] = {}

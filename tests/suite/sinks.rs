@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextCompacted, ContextTrimmed, Decision, Event,
-    EventKind, GitPatch, ModelRequest, ModelResponse, ModelRetry, OutputPaths, Phase, PlanStep,
-    RuleSource, RunCompleted, RunStarted, RunStatus, SCHEMA_VERSION, SandboxReport, SkillLoaded,
-    SkillSource, StepStatus, SubagentCompleted, SubagentStarted, ToolBatchCompleted,
-    ToolBatchStarted, ToolCallRef, ToolResultEvent, Totals,
+    EventKind, GitPatch, McpServerStartup, McpStartOutcome, McpStartup, ModelRequest,
+    ModelResponse, ModelRetry, OutputPaths, Phase, PlanStep, RuleSource, RunCompleted, RunStarted,
+    RunStatus, SCHEMA_VERSION, SandboxReport, SkillLoaded, SkillSource, StepStatus,
+    SubagentCompleted, SubagentStarted, ToolBatchCompleted, ToolBatchStarted, ToolCallRef,
+    ToolResultEvent, Totals,
 };
 use agentci::provider::{ModelInfo, Usage};
 use agentci::sink::bus::{EventBus, EventSink};
@@ -441,6 +442,7 @@ fn every_kind() -> Vec<EventKind> {
             remote: "origin".into(),
             branch: "agentci/fix-clippy".into(),
         },
+        mcp_startup(),
         EventKind::McpServerDown {
             server: "github".into(),
             reason: "exited with status 1 during tools/call".into(),
@@ -521,6 +523,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::GitPatch(_) => "git.patch",
         EventKind::GitCommit { .. } => "git.commit",
         EventKind::GitPush { .. } => "git.push",
+        EventKind::McpStartup(_) => "mcp.startup",
         EventKind::McpServerDown { .. } => "mcp.server.down",
         EventKind::McpToolsRefreshed { .. } => "mcp.tools.refreshed",
         EventKind::McpServerRequest { .. } => "mcp.server.request",
@@ -1238,6 +1241,93 @@ fn plain_log_shows_one_line_per_meaningful_event() {
 [agentci] run passed in 7.1s: 12 turns, 9 tool calls, 3,400 tokens, $0.0123
 "
     );
+}
+
+fn mcp_startup() -> EventKind {
+    let server = |name: &str, duration_ms, outcome| McpServerStartup {
+        server: name.into(),
+        duration_ms,
+        outcome,
+    };
+    EventKind::McpStartup(McpStartup {
+        duration_ms: 4_012,
+        servers: vec![
+            server("github", 830, McpStartOutcome::Started),
+            server("gone", 120, McpStartOutcome::Failed),
+            server("slow", 4_012, McpStartOutcome::TimedOut),
+        ],
+    })
+}
+
+/// A compaction that replaced `replaced` messages by `method` and shortened
+/// `shortened` tool outputs.
+fn compacted(method: &str, replaced: usize, shortened: usize) -> EventKind {
+    EventKind::ContextCompacted(ContextCompacted {
+        call_id: "m4".into(),
+        method: method.into(),
+        summary_call_id: (method == "summary").then(|| "m3".into()),
+        fallback_reason: None,
+        messages_before: 40,
+        messages_after: 40 - replaced,
+        replaced_messages: replaced,
+        replaced_tool_calls: Vec::new(),
+        shortened_outputs: shortened,
+        tokens_before: 11_309,
+        tokens_after: 2_933,
+        window: 16_000,
+        high_water: 12_800,
+    })
+}
+
+/// Regression: a compaction that only shortened tool outputs read "0 earlier
+/// messages replaced by a digest"; the lines now say what was done.
+#[test]
+fn plain_log_says_what_a_compaction_did_and_how_servers_started() {
+    let out = Captured::default();
+    let mut log = PlainLog::new(Box::new(out.clone()));
+    for event in stamped(vec![
+        mcp_startup(),
+        compacted("digest", 0, 3),
+        compacted("digest", 1, 0),
+        compacted("summary", 12, 2),
+        compacted("digest", 29, 0),
+    ]) {
+        log.on_event(&event).unwrap();
+    }
+    log.finish().unwrap();
+    let text = out.text();
+    assert!(!text.contains("0 earlier"), "{text}");
+    insta::assert_snapshot!("plain_log_compaction_and_mcp_startup", text);
+}
+
+/// `trace show` says the same as the log: what a compaction did, and the
+/// servers' start-up as a line and as its own phase.
+#[test]
+fn trace_show_says_what_a_compaction_did_and_how_servers_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_trace(
+        dir.path(),
+        vec![
+            run_started(),
+            mcp_startup(),
+            compacted("digest", 0, 3),
+            compacted("summary", 12, 2),
+            run_completed(RunStatus::Passed, "all checks passed", (1, 0)),
+        ],
+    );
+    let out = super::support::harness::agentci_in(
+        dir.path(),
+        &["trace", "show", path.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("context") || l.contains("MCP"))
+        .collect();
+    assert!(!text.contains("0 earlier"), "{text}");
+    insta::assert_snapshot!("trace_show_compaction_and_mcp_startup", lines.join("\n"));
 }
 
 #[test]

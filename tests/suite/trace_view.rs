@@ -97,7 +97,7 @@ fn trace_cmd(sb: &Sandbox, args: &[&str]) -> Output {
 
 /// Times, the sandbox's path, run ids, the fake server's port and the
 /// version replaced by placeholders.
-fn redact(text: &str, sb: &Sandbox) -> String {
+pub(super) fn redact(text: &str, sb: &Sandbox) -> String {
     let root = sb.path().canonicalize().unwrap();
     let text = text
         .replace(&root.display().to_string(), "<sandbox>")

@@ -57,8 +57,11 @@ pub(super) async fn connect(
             connect_stdio(&launch, cx.runner, state, child, client(false)).await
         }
         McpTransport::Http { url, headers } => {
+            let sent = !headers.is_empty();
             let headers = http_headers(headers, cx.env)?;
-            connect_http(url, headers, client(true)).await
+            connect_http(url, headers, client(true))
+                .await
+                .map_err(|failure| failure.reason(&spec.name, url, sent))
         }
     }
 }
@@ -123,15 +126,79 @@ async fn connect_http(
     url: &str,
     headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
     client: AgentciClient,
-) -> Result<Service, String> {
+) -> Result<Service, HttpFailure> {
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::from_config(config);
-    serve_client(client, transport).await.map_err(|e| {
-        format!(
-            "could not be reached at {url}: {}",
-            shorten(&root_cause(&e), 300)
-        )
-    })
+    serve_client(client, transport)
+        .await
+        .map_err(|e| HttpFailure::of(&e))
+}
+
+/// Why a remote server could not be initialized.
+enum HttpFailure {
+    /// HTTP 401 with a `WWW-Authenticate` challenge: the server wants
+    /// credentials (MCP authorization, 2025-11-25, "Authorization Server
+    /// Discovery": a server answers 401 with `WWW-Authenticate`).
+    AuthRequired(String),
+    /// HTTP 403 with a challenge: the credentials lack a scope.
+    InsufficientScope(String),
+    Other(String),
+}
+
+impl HttpFailure {
+    fn of(error: &rmcp::service::ClientInitializeError) -> HttpFailure {
+        match error.auth_challenge() {
+            Some(challenge) if error.is_authorization_required() => {
+                HttpFailure::AuthRequired(challenge.to_string())
+            }
+            Some(challenge) => HttpFailure::InsufficientScope(challenge.to_string()),
+            None => HttpFailure::Other(root_cause(error)),
+        }
+    }
+
+    /// What the user reads: for an authentication failure, what the
+    /// server asked and how a job sends credentials (agentci runs no
+    /// interactive OAuth flow: nobody is there to log in).
+    fn reason(self, server: &str, url: &str, sent_headers: bool) -> String {
+        let how = format!(
+            "send a token with the job's `headers:` for this server, read from agentci's \
+             environment, e.g. `mcp.servers.{server}.headers: {{Authorization: \"Bearer ${{{{ \
+             env.{} }}}}\"}}` (by hand: `agentci mcp list --url URL --header \
+             \"Authorization=Bearer …\"`)",
+            token_variable(server)
+        );
+        match self {
+            HttpFailure::AuthRequired(challenge) if sent_headers => format!(
+                "the server asked for authentication at {url} (HTTP 401, `WWW-Authenticate: {}`) and \
+                 refused the job's `headers:`: check that they carry a valid token; {how}",
+                shorten(&challenge, 200)
+            ),
+            HttpFailure::AuthRequired(challenge) => format!(
+                "the server asked for authentication at {url} (HTTP 401, `WWW-Authenticate: {}`): {how}",
+                shorten(&challenge, 200)
+            ),
+            HttpFailure::InsufficientScope(challenge) => format!(
+                "the server refused the credentials sent at {url} as lacking a scope (HTTP 403, \
+                 `WWW-Authenticate: {}`): give the job's `headers:` a token with that scope",
+                shorten(&challenge, 200)
+            ),
+            HttpFailure::Other(cause) => {
+                format!("could not be reached at {url}: {}", shorten(&cause, 300))
+            }
+        }
+    }
+}
+
+/// A variable name for the example in the message: `API_TOKEN` for server `api`.
+fn token_variable(server: &str) -> String {
+    let name: String = server
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' => c.to_ascii_uppercase(),
+            _ => '_',
+        })
+        .collect();
+    format!("{name}_TOKEN")
 }
 
 /// The innermost error: rmcp's outer messages name its internal types

@@ -29,6 +29,7 @@ use serde_json::Value;
 use super::handler::AgentciClient;
 use super::result::{McpResource, McpTool, ToolOutput};
 use super::sampling::Sampler;
+use super::start_limit::{StartLimit, human};
 use super::state::{ServerRequestRecord, ServerState};
 use super::stdio::StdioChild;
 use crate::process::ProcessRunner;
@@ -127,11 +128,20 @@ impl McpServer {
         spec: &McpServerSpec,
         cx: &StartContext<'_>,
     ) -> Result<McpServer, ServerDown> {
-        let deadline = tokio::time::Instant::now() + spec.startup_timeout;
+        McpServer::start_before(spec, cx, &StartLimit::new(spec, None)).await
+    }
+
+    /// [`McpServer::start`], all before `limit` (its `startup_timeout`, or
+    /// the run's timeout when sooner).
+    pub(crate) async fn start_before(
+        spec: &McpServerSpec,
+        cx: &StartContext<'_>,
+        limit: &StartLimit,
+    ) -> Result<McpServer, ServerDown> {
         let state = Arc::new(ServerState::default());
         let mut child = None;
         let started =
-            tokio::time::timeout(spec.startup_timeout, connect(spec, cx, &state, &mut child)).await;
+            tokio::time::timeout_at(limit.at(), connect(spec, cx, &state, &mut child)).await;
         let mut server = McpServer {
             name: spec.name.clone(),
             timeout: spec.timeout,
@@ -150,11 +160,7 @@ impl McpServer {
             Ok(Ok(service)) => service,
             Ok(Err(reason)) => return Err(server.fail(reason).await),
             Err(_) => {
-                let reason = format!(
-                    "did not start, initialize and list its tools within its startup_timeout \
-                     of {}",
-                    human(spec.startup_timeout)
-                );
+                let reason = limit.missed("start, initialize and list its tools");
                 return Err(server.fail(reason).await);
             }
         };
@@ -175,16 +181,10 @@ impl McpServer {
             .await;
         server.peer = Some(service.peer().clone());
         *server.service.get_mut() = Some(service);
-        match tokio::time::timeout_at(deadline, server.list_tools()).await {
+        match tokio::time::timeout_at(limit.at(), server.list_tools()).await {
             Ok(Ok(())) => Ok(server),
             Ok(Err(down)) => Err(down),
-            Err(_) => {
-                let reason = format!(
-                    "did not list its tools within its startup_timeout of {}",
-                    human(spec.startup_timeout)
-                );
-                Err(server.fail(reason).await)
-            }
+            Err(_) => Err(server.fail(limit.missed("list its tools")).await),
         }
     }
 
@@ -503,18 +503,4 @@ impl McpServer {
 
 fn resources(values: Vec<Value>) -> Vec<McpResource> {
     values.iter().filter_map(McpResource::from_json).collect()
-}
-
-/// `30s`, `1m30s`, `500ms`.
-fn human(duration: Duration) -> String {
-    let ms = duration.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let secs = duration.as_secs();
-    match (secs / 60, secs % 60) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
 }

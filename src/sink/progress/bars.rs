@@ -280,6 +280,10 @@ impl EventSink for ProgressBars {
             EventKind::ContextCompacted(c) => {
                 self.print(format!("{PREFIX} {}", compacted_line(c)));
             }
+            EventKind::McpStartup(startup) => {
+                let line = crate::sink::describe_mcp_startup(startup);
+                self.print(format!("{PREFIX} {line}"));
+            }
             EventKind::CheckCompleted(check) => {
                 self.step = Some(format!("check \"{}\"", check.name));
                 self.refresh_message();

@@ -93,6 +93,9 @@ impl LogLines {
             EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
                 lines.extend(git_line(&event.kind));
             }
+            EventKind::McpStartup(startup) => {
+                lines.push(crate::sink::describe_mcp_startup(startup));
+            }
             EventKind::McpServerDown { .. }
             | EventKind::McpServerRequest { .. }
             | EventKind::McpToolsRefreshed { .. } => lines.extend(mcp_lines(&event.kind)),
@@ -406,12 +409,8 @@ pub(super) fn trim_line(trim: &ContextTrimmed) -> String {
 
 pub(super) fn compacted_line(c: &ContextCompacted) -> String {
     format!(
-        "context near the model's window: {} earlier messages replaced by a {} (~{} to ~{} tokens of {})",
-        c.replaced_messages,
-        c.method,
-        thousands(c.tokens_before),
-        thousands(c.tokens_after),
-        thousands(c.window)
+        "context near the model's window: {}",
+        crate::sink::describe_compaction(c)
     )
 }
 
@@ -445,7 +444,8 @@ pub(super) fn step_of(index: usize, plan_len: Option<usize>) -> String {
     }
 }
 
-fn budget_amount(limit: BudgetLimit, amount: f64) -> String {
+/// A budget amount in its limit's unit: `$2.0400`, `4.2s`, `3,400`.
+pub(crate) fn budget_amount(limit: BudgetLimit, amount: f64) -> String {
     match limit {
         BudgetLimit::MaxCostUsd => format!("${amount:.4}"),
         BudgetLimit::Timeout => format!("{amount:.1}s"),
