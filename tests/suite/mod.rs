@@ -64,4 +64,5 @@ mod trace_rebuild;
 mod trace_view;
 mod validate;
 mod validate_corpus;
+mod verdict;
 mod workflow_lint;
