@@ -26,26 +26,35 @@ fn nothing_ran(state: &LoopState) -> Option<String> {
     if !work.nothing_ran() {
         return None;
     }
-    let how = if work.denied == work.made {
-        "denied by the permission rules".to_string()
+    let calls = match work.made {
+        1 => "the agent's only tool call".to_string(),
+        n => format!("all {n} tool calls of the agent"),
+    };
+    let what = if work.denied == work.made {
+        format!("{calls} {} denied by the permission rules", were(work.made))
     } else if work.denied > 0 {
         format!(
-            "refused ({} denied by the permission rules, the others not run)",
+            "{calls} {} refused ({} denied by the permission rules, the others not run)",
+            were(work.made),
             work.denied
         )
     } else {
-        "refused (none was run)".to_string()
-    };
-    let calls = if work.made == 1 {
-        "the agent's only tool call was".to_string()
-    } else {
-        format!("all {} tool calls of the agent were", work.made)
+        // Nothing to allow: the calls named tools the run lacks, had bad
+        // arguments or repeated themselves.
+        return Some(format!(
+            "nothing could happen: {calls} {} refused (a tool the run lacks, bad arguments, \
+             repeats), and the job has no checks",
+            were(work.made)
+        ));
     };
     Some(format!(
-        "nothing could happen: {calls} {how}, and the job has no checks; allow what the goal \
-         needs (`--allow edit`, `--allow 'exec(cargo test *)'`, or `permissions.allow` in the \
-         job)"
+        "nothing could happen: {what}, and the job has no checks; allow what the goal needs \
+         (`--allow edit`, `--allow 'exec(cargo test *)'`, or `permissions.allow` in the job)"
     ))
+}
+
+fn were(calls: u64) -> &'static str {
+    if calls == 1 { "was" } else { "were" }
 }
 
 /// Steps the agent ended `failed` or `blocked`.
@@ -152,6 +161,12 @@ mod tests {
             reason.contains("(1 denied by the permission rules"),
             "{reason}"
         );
+        let reason = objection(&state(tally(1, 0, 0), &done)).unwrap();
+        assert!(
+            reason.starts_with("nothing could happen: the agent's only tool call was refused"),
+            "{reason}"
+        );
+        assert!(!reason.contains("--allow"), "{reason}");
         assert_eq!(objection(&state(tally(4, 1, 3), &done)), None);
         // No calls at all is not "everything was refused".
         assert_eq!(objection(&state(tally(0, 0, 0), &done)), None);

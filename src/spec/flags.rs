@@ -223,7 +223,20 @@ pub(super) fn allow_looking(
     if !flags.allow.is_empty() {
         return None;
     }
-    let looking = crate::tools::catalog::looking();
+    // Only the read-only tools the run gets: `--tools edit` looks at nothing.
+    let named: Vec<&str> = flags
+        .tools
+        .iter()
+        .flat_map(|t| t.split(','))
+        .map(str::trim)
+        .collect();
+    let looking: Vec<&str> = crate::tools::catalog::looking()
+        .into_iter()
+        .filter(|tool| named.is_empty() || named.contains(tool))
+        .collect();
+    if looking.is_empty() {
+        return None;
+    }
     let permissions = raw.permissions.get_or_insert(RawPermissions {
         default: None,
         allow: Vec::new(),

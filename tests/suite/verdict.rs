@@ -303,4 +303,58 @@ fn repeated_calls_of_a_tool_the_run_lacks_end_the_step() {
     let trace = sb.trace("out/trace.jsonl");
     let steps = events(&trace, "step.completed");
     assert_eq!(steps[0]["status"], "failed", "{}", steps[0]);
+    insta::assert_snapshot!(
+        "nothing_ran_reason",
+        completed(&trace)["reason"].as_str().unwrap()
+    );
+}
+
+/// The rules a `--goal` run gets without `--allow`, as `--print-job` shows
+/// them: the read-only tools it has, and nothing once any `--allow` is given.
+#[test]
+fn a_goal_run_without_allow_rules_allows_the_read_only_tools_it_has() {
+    let sb = sandbox();
+    let allowed = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--goal",
+            "x",
+            "--skill",
+            "fix-failing-test",
+            "--skills-path",
+            "skills",
+            "--model",
+            "openai:m",
+            "--workspace",
+            "ws",
+            "--print-job",
+        ];
+        args.extend_from_slice(extra);
+        let out = sb.agentci(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let job: Value = serde_saphyr::from_str(&stdout(&out)).unwrap();
+        let rules: Vec<String> = job["permissions"]["allow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect();
+        (rules, stderr(&out).contains("--allow: warning: none given"))
+    };
+    assert_eq!(
+        allowed(&[]),
+        (
+            vec!["read".into(), "find".into(), "grep".into(), "ls".into()],
+            true
+        )
+    );
+    assert_eq!(
+        allowed(&["--tools", "read,edit"]),
+        (vec!["read".into()], true)
+    );
+    assert_eq!(allowed(&["--tools", "edit"]), (vec![], false));
+    assert_eq!(
+        allowed(&["--allow", "edit(*.py)"]),
+        (vec!["edit(*.py)".into()], false)
+    );
 }
