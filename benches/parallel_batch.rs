@@ -87,7 +87,9 @@ fn main() {
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| {
                 let started = Instant::now();
-                let results = runtime.block_on(run_batch(&env, &calls, &mut LoopGuard::new(100)));
+                let results = runtime
+                    .block_on(run_batch(&env, &calls, &mut LoopGuard::new(100)))
+                    .results;
                 assert!(results.iter().all(|r| r.ok), "every fetch must succeed");
                 started.elapsed()
             })

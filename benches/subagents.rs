@@ -141,7 +141,9 @@ fn main() {
                     tasks: Some(&tasks),
                 };
                 let started = Instant::now();
-                let results = runtime.block_on(run_batch(&env, &calls, &mut LoopGuard::new(100)));
+                let results = runtime
+                    .block_on(run_batch(&env, &calls, &mut LoopGuard::new(100)))
+                    .results;
                 assert!(results.iter().all(|r| r.ok), "every task must answer");
                 started.elapsed()
             })

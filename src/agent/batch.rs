@@ -67,12 +67,17 @@ struct Approved<'a> {
     read_only: bool,
 }
 
+/// What a turn's calls came to.
+pub struct BatchRan {
+    /// One result per call, in the order the model made them.
+    pub results: Vec<ToolResult>,
+    /// The calls that passed every check and ran (whatever their result):
+    /// a run none of whose calls ever ran could not do anything.
+    pub ran: usize,
+}
+
 /// Run `calls` and return one result per call, in order.
-pub async fn run_batch(
-    env: &BatchEnv<'_>,
-    calls: &[ToolCall],
-    guard: &mut LoopGuard,
-) -> Vec<ToolResult> {
+pub async fn run_batch(env: &BatchEnv<'_>, calls: &[ToolCall], guard: &mut LoopGuard) -> BatchRan {
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
     let parsed: Vec<Option<Value>> = calls
         .iter()
@@ -103,6 +108,7 @@ pub async fn run_batch(
         }
     }
 
+    let ran = approved.len();
     // Contiguous read-only calls form one parallel group; a mutating call is a group of its own.
     let mut groups: Vec<Vec<Approved>> = Vec::new();
     for call in approved {
@@ -117,10 +123,11 @@ pub async fn run_batch(
         }
     }
 
-    results
+    let results = results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| ToolResult::failure(ToolErrorCode::Io, "call was not run")))
-        .collect()
+        .collect();
+    BatchRan { results, ran }
 }
 
 /// Run one group (parallel reads or one mutating call) between its batch
@@ -241,9 +248,9 @@ fn admit<'a>(
         .inspect_err(|result| record_result(env, call, result, 0))
 }
 
-/// The checks a call passes before it runs, in order: its arguments are a
-/// JSON object, the tool is offered now, the arguments fit its schema, the
-/// loop guard lets it run, and the skill and the policy allow it. `Err` is
+/// The checks a call passes before it runs, in order: the loop guard lets
+/// it run, its arguments are a JSON object, the tool is offered now, the
+/// arguments fit its schema, and the skill and the policy allow it. `Err` is
 /// the result the model gets; refusals by a rule are recorded as decisions.
 fn check_call<'a>(
     env: &BatchEnv<'a>,
@@ -252,6 +259,14 @@ fn check_call<'a>(
     guard: &mut LoopGuard,
     turn: &Judgement,
 ) -> Result<(&'a dyn crate::tools::Tool, Value), ToolResult> {
+    // The guard comes first: a call refused or failing the same way again
+    // and again is a repeat like any other (a model that kept calling a
+    // tool it was refused burned its whole budget).
+    let key = match &parsed {
+        Ok(args) => args.clone(),
+        Err(_) => Value::String(call.arguments.clone()),
+    };
+    loop_verdict(env, call, &key, guard, turn)?;
     let args = arguments_object(call, parsed)?;
     let tool = offered_tool(env, call, &args)?;
     if let Err(message) = schema::check_arguments(&tool.spec().parameters, &args) {
@@ -260,7 +275,6 @@ fn check_call<'a>(
             format!("invalid arguments for `{}`: {message}", call.name),
         ));
     }
-    loop_verdict(env, call, &args, guard, turn)?;
     permitted(env, call, tool, &args)?;
     Ok((tool, args))
 }

@@ -8,6 +8,10 @@
 //! warning and the end look like in the trace is the batch's and the
 //! step's business; this module only counts. It forgets everything when a
 //! new step starts: re-reading a file in the next step is not a loop.
+//! A tool call counts also when it is refused or fails (denied, a tool the
+//! run lacks, bad arguments), and so does a control call its phase refuses
+//! (`submit_result` in a step): the guard is asked before any other check,
+//! since repeating a refusal will not change it.
 //! Polls are not repeats: `process read` and `process list` answer
 //! differently as a background session runs, so reading it again is how a
 //! model waits for a server (the budget bounds a model that polls forever).

@@ -173,6 +173,7 @@ impl<'a> Agent<'a> {
             },
             rules_reminder: (job.guidance.rules_reminder && !job.guidance.rules.is_empty())
                 .then(|| protocol::rules_reminder(job.guidance.rules.len())),
+            takes_result: job.result_schema.is_some(),
             context: context_keeper::ContextKeeper::new(&job.model.name, &job.model.context),
             saver,
             last_sent,

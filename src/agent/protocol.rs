@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::memory::Memory;
+use super::result::SUBMIT_RESULT;
 use crate::event::{PlanStep, StepStatus};
 use crate::policy::ToolAllowance;
 use crate::provider::ToolDefinition;
@@ -309,6 +310,18 @@ pub fn out_of_phase(tool: &str, planning: bool) -> Option<String> {
         )),
         (SUBMIT_PLAN, false) => Some(
             "the plan was already accepted; to change the steps after this one, call update_plan"
+                .to_string(),
+        ),
+        // Offered on every turn once the first result turn added it (a
+        // stable tool list keeps the prompt cached), taken only on that turn.
+        (SUBMIT_RESULT, true) => Some(
+            "`submit_result` is taken only after the steps, when the run asks for its result; \
+             submit the plan with submit_plan first"
+                .to_string(),
+        ),
+        (SUBMIT_RESULT, false) => Some(
+            "`submit_result` is taken only after the steps, when the run asks for its result; \
+             finish this step with step_done"
                 .to_string(),
         ),
         _ => None,

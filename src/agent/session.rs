@@ -62,6 +62,9 @@ pub struct Session<'a> {
     sent: SentLog,
     /// `rules_reminder`: the line appended to the last result of each batch.
     rules_reminder: Option<String>,
+    /// The job has a result schema: `submit_result` is a call the phases
+    /// answer (taken on the final turn, refused with when it is taken before).
+    takes_result: bool,
     /// The context window, the high-water mark and the token estimate
     /// (a handle on the tokenizer, rebuilt from the job, not loop state).
     context: ContextKeeper,
@@ -83,6 +86,8 @@ pub struct SessionParts<'a> {
     pub tool_loop: ToolLoopSpec,
     pub subagents: SubagentConfig,
     pub rules_reminder: Option<String>,
+    /// The job has a `result_schema`.
+    pub takes_result: bool,
     pub context: ContextKeeper,
     pub saver: Option<Box<dyn StateSaver + 'a>>,
     /// What the trace says the last request sent (a resumed run's), so
@@ -110,6 +115,7 @@ impl<'a> Session<'a> {
             tool_loop,
             subagents,
             rules_reminder,
+            takes_result,
             context,
             saver,
             last_sent,
@@ -131,6 +137,7 @@ impl<'a> Session<'a> {
             subagents,
             sent: last_sent.unwrap_or_default(),
             rules_reminder,
+            takes_result,
             context,
             saver,
             saver_failed: false,

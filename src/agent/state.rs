@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::event::{PlanStep, StepStatus};
 use crate::provider::Message;
 
+use super::batch::BatchRan;
 use super::budget::BudgetTracker;
 use super::loop_guard::LoopGuard;
+use crate::tools::ToolErrorCode;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LoopState {
@@ -45,6 +47,38 @@ pub struct LoopState {
     /// than added to: a checkpoint rewrites its saved messages when it changes.
     #[serde(default)]
     pub rewrites: u64,
+    /// The tool calls the model made and what became of them.
+    #[serde(default)]
+    pub work: WorkTally,
+}
+
+/// The model's tool calls over the run (control calls aside): how many it
+/// made, how many ran, how many the rules denied. A run that made calls
+/// and none ran could not do anything, whatever the model reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkTally {
+    pub made: u64,
+    pub ran: u64,
+    /// Refused as `PERMISSION_DENIED` (the job's rules, the skill's, the phase's).
+    pub denied: u64,
+}
+
+impl WorkTally {
+    /// Count one turn's `calls` calls and what came of them.
+    pub fn record(&mut self, batch: &BatchRan, calls: usize) {
+        self.made += calls as u64;
+        self.ran += batch.ran as u64;
+        self.denied += batch
+            .results
+            .iter()
+            .filter(|r| r.error == Some(ToolErrorCode::PermissionDenied))
+            .count() as u64;
+    }
+
+    /// Calls were made and not one of them ran.
+    pub fn nothing_ran(&self) -> bool {
+        self.made > 0 && self.ran == 0
+    }
 }
 
 /// Where the loop's state goes before every model turn: the run's
@@ -77,6 +111,7 @@ impl LoopState {
             step_open: false,
             subagents_started: 0,
             rewrites: 0,
+            work: WorkTally::default(),
         }
     }
 

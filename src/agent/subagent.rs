@@ -365,7 +365,7 @@ impl<'a> Subagents<'a> {
             batches,
             tasks: None,
         };
-        let results = run_batch(&env, calls, guard).await;
+        let results = run_batch(&env, calls, guard).await.results;
         for (call, result) in calls.iter().zip(results) {
             messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),

@@ -25,9 +25,29 @@ use super::{CliError, Exit};
 use crate::eval::suite::{SuiteLoadOptions, load_suite};
 use crate::skills::discover::misnamed_skill_file;
 use crate::skills::git::{GitSkillError, default_cache_dir, fetch_skill};
-use crate::skills::tools_left::{no_tools_warning, tools_left};
+use crate::skills::tools_left::{no_tools_warning, nothing_allowed_warning, tools_left};
 use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
 use crate::spec::{Diagnostic, JobSpec, LoadOptions, Severity, SkillRef, load_job_with_problems};
+
+/// Warnings about a job whose runs cannot show much: one without checks
+/// (only what the agent did decides it), one whose rules deny every call.
+fn unjudged(file: &Path, job: &JobSpec, skill: Option<&Skill>) -> Vec<Diagnostic> {
+    let mut warnings = Vec::new();
+    if job.checks.is_empty() {
+        warnings.push(Diagnostic::warning(
+            file,
+            0,
+            0,
+            "the job has no checks: nothing but the agent's own account decides a run (it \
+             fails only when no call could run or a step ended failed or blocked); add \
+             `checks:` with the commands that show the work is right",
+        ));
+    }
+    if let Some(message) = skill.and_then(|skill| nothing_allowed_warning(job, skill)) {
+        warnings.push(Diagnostic::warning(file, 0, 0, message));
+    }
+    warnings
+}
 
 /// Folders never searched for job files and skills.
 const SKIPPED_DIRS: &[&str] = &[".git", ".github", ".agentci", "target", "node_modules"];
@@ -202,6 +222,10 @@ impl<W: Write> Validation<W> {
             && let Some(message) = no_tools_warning(job.tools.as_deref(), skill)
         {
             self.report(vec![Diagnostic::warning(file, line, column, message)]);
+        }
+        // A job with errors may lack checks or rules only because a broken entry was dropped.
+        if job_ok {
+            self.report(unjudged(file, job, skill.as_ref()));
         }
         if !job_ok || !further_ok {
             return;

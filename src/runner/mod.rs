@@ -24,6 +24,7 @@ mod run_files;
 mod run_folder;
 pub mod secrets;
 mod start;
+mod unchecked;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -127,6 +127,8 @@ pub fn prepare_for_event(
     {
         warnings.push(message);
     }
+    // A --goal run without --allow is given the read-only tools, so this is a job file's.
+    warnings.extend(skills::tools_left::nothing_allowed_warning(&job, &skill));
     for further in &further_skills {
         warnings.extend(further.warnings.iter().cloned());
     }

@@ -15,8 +15,8 @@ use futures_util::future::BoxFuture;
 use super::checks::{self, ChecksRan};
 use super::git_step::GitStepError;
 use super::resume::Resumption;
-use super::rounds;
 use super::start::{self, OutOfTime};
+use super::{rounds, unchecked};
 use crate::agent::memory::Memory;
 use crate::agent::sent;
 use crate::agent::{
@@ -311,7 +311,14 @@ async fn work_in_rounds(
         // Background sessions end with the agent's work, also on a signal:
         // the checks judge the workspace, not a server the model left running.
         agent.end_sessions();
-        let verdict = judge(outcome, job, workspace, processes, bus, cancel).await;
+        // Without checks, what the agent did stands in for them.
+        let objection = job
+            .checks
+            .is_empty()
+            .then(|| unchecked::objection(agent.state()))
+            .flatten();
+        let judged = Judged { outcome, objection };
+        let verdict = judge(judged, job, workspace, processes, bus, cancel).await;
         if rounds > 1 {
             bus.emit(EventKind::RoundCompleted {
                 round,
@@ -351,21 +358,32 @@ struct Verdict {
     agent_finished: bool,
 }
 
-async fn judge(
+/// What the checks are to judge: how the agent's work ended and, for a job
+/// without checks, why the run cannot pass anyway ([`unchecked::objection`]).
+struct Judged {
     outcome: AgentOutcome,
+    objection: Option<String>,
+}
+
+async fn judge(
+    judged: Judged,
     job: &JobSpec,
     workspace: &Workspace,
     processes: &ProcessRunner,
     bus: &EventBus,
     cancel: &CancelSignal,
 ) -> Verdict {
+    let Judged { outcome, objection } = judged;
     let summary = outcome.as_ref().ok().cloned().flatten();
     let agent_finished = outcome.is_ok();
     let run_checks =
         || checks::run_checks_until(&job.checks, workspace.root(), processes, bus, cancel);
     let (status, reason, ran) = match outcome {
         Ok(_) => match run_checks().await {
-            Ok(ran) if ran.failed == 0 => (RunStatus::Passed, passed_reason(ran.passed), ran),
+            Ok(ran) if ran.failed == 0 => match objection {
+                Some(reason) => (RunStatus::Failed, reason, ran),
+                None => (RunStatus::Passed, passed_reason(ran.passed), ran),
+            },
             Ok(ran) => (
                 RunStatus::Failed,
                 format!(

@@ -4,9 +4,12 @@
 //! `allowed-tools`, one that names only tools agentci lacks
 //! (`AskUserQuestion`, `WebFetch`), or job `tools` disjoint from the
 //! skill's. This module words that case for `validate` and for the start
-//! of a run; the tool set itself is built by the agent.
+//! of a run; the tool set itself is built by the agent. So is its kin: a job
+//! whose permission rules allow none of the tools it gets.
 
 use super::Skill;
+use crate::policy::{PermissionPolicy, ToolAllowance};
+use crate::spec::JobSpec;
 use crate::tools::catalog;
 
 /// The builtin tools a run of `skill` gets under the job's `tools`
@@ -59,6 +62,38 @@ pub fn no_tools_warning(job_tools: Option<&[String]>, skill: &Skill) -> Option<S
          `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop \
          `allowed-tools` to allow every tool",
         skill.name
+    ))
+}
+
+/// Why every call of the run would be denied: the job's permission rules
+/// allow none of the builtin tools it gets, or `None`. A job with MCP
+/// servers is not judged: their tools are known only once they run.
+pub fn nothing_allowed_warning(job: &JobSpec, skill: &Skill) -> Option<String> {
+    // Without `tools:` a run gets the builtins that are not opt-in.
+    let offered: Vec<String> = catalog::for_job(job.tools.as_deref())
+        .iter()
+        .map(|tool| tool.spec().name.clone())
+        .collect();
+    let tools: Vec<&str> = tools_left(job.tools.as_deref(), skill)
+        .into_iter()
+        .filter(|name| offered.iter().any(|o| o == name))
+        .collect();
+    if tools.is_empty() || !job.mcp.servers.is_empty() {
+        return None;
+    }
+    let policy = PermissionPolicy::new(&job.permissions.rules()).with_network(job.sandbox.network);
+    let allowed = |tool: &&str| {
+        policy.allowance(tool) != ToolAllowance::None
+            && !policy.denials(tool).iter().any(|rule| rule == tool)
+    };
+    if tools.iter().any(allowed) {
+        return None;
+    }
+    Some(format!(
+        "the job's permission rules allow none of its tools ({}): every call the agent makes \
+         will be denied; allow what the goal needs in `permissions.allow` (`read`, \
+         `edit(src/**)`, `exec(cargo test *)`) or set `permissions.default: allow`",
+        tools.join(", ")
     ))
 }
 

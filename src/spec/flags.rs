@@ -211,6 +211,51 @@ pub(super) fn apply(raw: &mut RawJob, flags: &JobFlags, cwd: &std::path::Path) -
     places
 }
 
+/// A job made from flags alone (no job file) with no `--allow`: the
+/// read-only tools are allowed, as `codex exec` and `claude -p` start out,
+/// instead of a run where every call is denied. Returns the note that says
+/// so and how to allow more; `None` when the flags name allow rules.
+pub(super) fn allow_looking(
+    raw: &mut RawJob,
+    flags: &JobFlags,
+    places: &mut FlagPlaces,
+) -> Option<String> {
+    if !flags.allow.is_empty() {
+        return None;
+    }
+    // Only the read-only tools the run gets: `--tools edit` looks at nothing.
+    let named: Vec<&str> = flags
+        .tools
+        .iter()
+        .flat_map(|t| t.split(','))
+        .map(str::trim)
+        .collect();
+    let looking: Vec<&str> = crate::tools::catalog::looking()
+        .into_iter()
+        .filter(|tool| named.is_empty() || named.contains(tool))
+        .collect();
+    if looking.is_empty() {
+        return None;
+    }
+    let permissions = raw.permissions.get_or_insert(RawPermissions {
+        default: None,
+        allow: Vec::new(),
+        deny: Vec::new(),
+        allow_hard_links: None,
+    });
+    for tool in &looking {
+        permissions
+            .allow
+            .push(places.spanned("--allow", (*tool).to_string()));
+    }
+    Some(format!(
+        "none given: the agent may use the read-only tools ({}) and every other call is \
+         denied; to let it change files add `--allow edit --allow write` (or narrower, \
+         `--allow 'edit(src/**)'`), to run commands `--allow 'exec(cargo test *)'`",
+        looking.join(", ")
+    ))
+}
+
 fn apply_budget(raw: &mut RawJob, flags: &JobFlags, places: &mut FlagPlaces) {
     let budget_flags = [
         (&flags.max_turns, "--max-turns"),

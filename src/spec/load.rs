@@ -139,8 +139,11 @@ pub fn load_job_with_problems(
     if opts.reject_unused_vars {
         diagnostics.extend(unused_vars(&overrides, &raw, &source, &opts.job_flags));
     }
-    let places = flags::apply(&mut raw, &opts.job_flags, &opts.cwd);
+    let mut places = flags::apply(&mut raw, &opts.job_flags, &opts.cwd);
     if from_flags {
+        if let Some(note) = flags::allow_looking(&mut raw, &opts.job_flags, &mut places) {
+            diagnostics.push(Diagnostic::warning("--allow", 0, 0, note));
+        }
         raw.name = Some(Spanned::new(
             "command-line".to_string(),
             serde_saphyr::Location::UNKNOWN,

@@ -64,6 +64,16 @@ pub fn names() -> Vec<&'static str> {
     BUILTINS.iter().map(|b| b.name).collect()
 }
 
+/// The builtins every run gets that only look (`read`, `find`, `grep`,
+/// `ls`): what a job made from flags allows when it names no rules.
+pub fn looking() -> Vec<&'static str> {
+    BUILTINS
+        .iter()
+        .filter(|b| !b.opt_in && spec(b.name).is_some_and(|s| s.read_only))
+        .map(|b| b.name)
+        .collect()
+}
+
 /// Is `name` a builtin tool?
 pub fn is_builtin(name: &str) -> bool {
     BUILTINS.iter().any(|b| b.name == name)

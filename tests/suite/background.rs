@@ -410,7 +410,8 @@ fn background_commands_obey_the_policy_and_the_tool_set() {
         .replace("[read, exec, process]", "[read, exec]");
     sb.write("job.yaml", &job_text);
     let (out, _) = run(&sb);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Its only call was refused and the job has no checks: nothing could happen.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(exec_properties(&model).get("background").is_none());
     let refused = result_text(&model, "bg");
     assert!(

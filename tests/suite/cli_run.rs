@@ -543,7 +543,8 @@ fn a_deny_flag_wins_over_an_allow_flag_for_a_model_that_tries_it() {
         "--progress",
         "none",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Its only call was denied and the job has no checks: nothing could happen.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let trace = sb.trace("out/trace.jsonl");
     let decision = events(&trace, "permission.decision")
         .into_iter()

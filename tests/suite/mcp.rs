@@ -334,7 +334,12 @@ fn validate_accepts_the_mcp_key() {
     let validated = sandbox.agentci(&["validate", "job.yaml"]);
     assert_eq!(validated.status.code(), Some(0), "{}", stdout(&validated));
     let text = stdout(&validated);
-    assert!(!text.contains("warning"), "{text}");
+    // The job has no checks (a warning of its own); nothing is wrong with its servers.
+    let others: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("warning") && !l.contains("has no checks"))
+        .collect();
+    assert!(others.is_empty(), "{text}");
 }
 
 #[test]

@@ -68,4 +68,5 @@ mod trace_rebuild;
 mod trace_view;
 mod validate;
 mod validate_corpus;
+mod verdict;
 mod workflow_lint;

@@ -312,7 +312,7 @@ fn a_model_that_answers_in_text_is_reminded_once_then_the_run_fails() {
 }
 
 #[test]
-fn submit_result_in_a_step_is_an_unknown_tool() {
+fn submit_result_in_a_step_is_refused_with_when_it_is_taken() {
     let fake = FakeModel::start(vec![
         Reply::plan(&[("Read the notes", "the notes are known")]),
         Reply::tool_calls(vec![(
@@ -331,8 +331,12 @@ fn submit_result_in_a_step_is_an_unknown_tool() {
     let ran = run(&sb, &[], &[]);
     assert_eq!(ran.code, Some(0), "stderr: {}", ran.stderr);
     let answer = tool_answer(&fake.requests()[2], "early");
-    assert!(answer.contains("submit_result"), "{answer}");
-    assert!(answer.to_lowercase().contains("error"), "{answer}");
+    assert!(answer.starts_with("ERROR INVALID_ARGUMENT"), "{answer}");
+    // Not "not available in this run": it is taken, later.
+    assert!(
+        answer.contains("taken only after the steps") && answer.contains("step_done"),
+        "{answer}"
+    );
     // Only the final turn's result counts.
     assert_eq!(
         completed(&ran.trace)["result"],

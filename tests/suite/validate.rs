@@ -227,7 +227,8 @@ fn default_path_finds_workspace_skills_and_honours_agentciignore() {
     std::fs::create_dir_all(root.join("jobs")).unwrap();
     std::fs::write(
         root.join("jobs/lint.yaml"),
-        "name: lint\nskill: lint\ngoal: fix lint\nmodel: {name: m}\n",
+        "name: lint\nskill: lint\ngoal: fix lint\nmodel: {name: m}\n\
+         permissions: {allow: [read, edit]}\nchecks: [{name: lint, run: make lint}]\n",
     )
     .unwrap();
     std::fs::create_dir_all(root.join("broken")).unwrap();

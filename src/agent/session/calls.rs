@@ -4,11 +4,17 @@
 //! conversation in the order the model made them. Calling the model is
 //! [`super::model_call`]'s.
 
+use serde_json::Value;
+
+use crate::event::EventKind;
 use crate::provider::{Message, ToolCall};
+use crate::sink::bus::EventBus;
 use crate::tools::{ToolErrorCode, ToolResult};
 
 use super::super::batch::{self, BatchEnv};
+use super::super::loop_guard::{Judgement, LoopGuard};
 use super::super::protocol::{self, CONTROL_TOOLS};
+use super::super::result::SUBMIT_RESULT;
 use super::super::subagent::Subagents;
 use super::{ControlCall, Session, Stop};
 
@@ -29,7 +35,7 @@ impl Session<'_> {
         let (controls, regular): (Indexed, Indexed) = calls
             .iter()
             .enumerate()
-            .partition(|(_, c)| CONTROL_TOOLS.contains(&c.name.as_str()));
+            .partition(|(_, c)| self.is_control(&c.name));
         let regular_calls: Vec<ToolCall> = regular.iter().map(|(_, c)| (*c).clone()).collect();
         self.state
             .budget
@@ -37,11 +43,23 @@ impl Session<'_> {
             .map_err(Stop::Budget)?;
 
         let mut texts: Vec<Option<String>> = vec![None; calls.len()];
-        let applied = answer_controls(&controls, control, read_only_phase, &mut answer, &mut texts);
-        let results = self.run_batch(&regular_calls, read_only_phase).await;
+        let phase = Phase {
+            control,
+            read_only: read_only_phase,
+        };
+        let applied = answer_controls(
+            &controls,
+            &phase,
+            &mut answer,
+            &mut texts,
+            (&mut self.state.guard, &self.bus),
+        );
+        let ran = self.run_batch(&regular_calls, read_only_phase).await;
         self.state
             .budget
             .record_tool_calls(regular_calls.len() as u32);
+        self.state.work.record(&ran, regular_calls.len());
+        let results = ran.results;
         for ((index, _), result) in regular.iter().zip(results) {
             // The model provider is a third party: it never sees a secret a tool printed.
             texts[*index] = Some(self.bus.redact(&result.model_text()));
@@ -73,12 +91,19 @@ impl Session<'_> {
         Ok(applied)
     }
 
+    /// A call the phases answer themselves: the control tools, and
+    /// `submit_result` in a job with a result schema (taken on the final
+    /// turn, refused with when it is taken before).
+    fn is_control(&self, name: &str) -> bool {
+        CONTROL_TOOLS.contains(&name) || (self.takes_result && name == SUBMIT_RESULT)
+    }
+
     /// Run the calls that are not control calls, as one batch that may start sub-agents.
     async fn run_batch(
         &mut self,
         regular_calls: &[ToolCall],
         read_only_phase: bool,
-    ) -> Vec<ToolResult> {
+    ) -> batch::BatchRan {
         let state = &mut self.state;
         // The batch's sub-agents spend from the run's budget while it runs.
         let budget = std::sync::Mutex::new(&mut state.budget);
@@ -107,39 +132,81 @@ impl Session<'_> {
     }
 }
 
+/// The control calls a phase takes, and whether it is the read-only one (planning).
+struct Phase<'p> {
+    control: &'p [&'p str],
+    read_only: bool,
+}
+
 /// Answer the turn's control calls through `answer`, each in its place in
-/// `texts`; a control tool the phase does not take gets an error result.
+/// `texts`; a control tool the phase does not take gets an error result
+/// that says when it is taken. Refused calls count for the loop guard.
 /// Returns the calls the phase applied.
 fn answer_controls(
     controls: &[(usize, &ToolCall)],
-    control: &[&str],
-    read_only_phase: bool,
+    phase: &Phase<'_>,
     answer: &mut impl FnMut(&ControlCall) -> Result<String, String>,
     texts: &mut [Option<String>],
+    (guard, bus): (&mut LoopGuard, &EventBus),
 ) -> Vec<ControlCall> {
     let mut applied = Vec::new();
     for &(index, call) in controls {
-        if !control.contains(&call.name.as_str()) {
-            let message = protocol::out_of_phase(&call.name, read_only_phase)
-                .unwrap_or_else(|| format!("`{}` cannot be called now", call.name));
-            texts[index] =
-                Some(ToolResult::failure(ToolErrorCode::InvalidArgument, message).model_text());
-            continue;
-        }
-        let control_call = ControlCall {
-            name: call.name.clone(),
-            arguments: serde_json::from_str(&call.arguments)
-                .map_err(|e| format!("arguments are not valid JSON: {e}")),
+        let refusal = if !phase.control.contains(&call.name.as_str()) {
+            protocol::out_of_phase(&call.name, phase.read_only)
+                .unwrap_or_else(|| format!("`{}` cannot be called now", call.name))
+        } else {
+            let control_call = ControlCall {
+                name: call.name.clone(),
+                arguments: serde_json::from_str(&call.arguments)
+                    .map_err(|e| format!("arguments are not valid JSON: {e}")),
+            };
+            match answer(&control_call) {
+                Ok(text) => {
+                    texts[index] = Some(text);
+                    applied.push(control_call);
+                    continue;
+                }
+                Err(message) => message,
+            }
         };
-        texts[index] = Some(match answer(&control_call) {
-            Ok(text) => {
-                applied.push(control_call);
-                text
-            }
-            Err(message) => {
-                ToolResult::failure(ToolErrorCode::InvalidArgument, message).model_text()
-            }
-        });
+        texts[index] = Some(refused(call, refusal, guard, bus).model_text());
     }
     applied
+}
+
+/// The result of a refused control call. The loop guard counts it like any
+/// other call: a model that calls `submit_result` in a step again and
+/// again is warned, then its step ends, instead of spending the budget.
+fn refused(call: &ToolCall, refusal: String, guard: &mut LoopGuard, bus: &EventBus) -> ToolResult {
+    let args = serde_json::from_str(&call.arguments)
+        .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+    match guard.observe_call(&call.name, &args) {
+        Judgement::Run => ToolResult::failure(ToolErrorCode::InvalidArgument, refusal),
+        Judgement::Warn(warning) => {
+            bus.emit(EventKind::Warning {
+                source: "loop_guard".into(),
+                message: format!(
+                    "call {} (`{}`) refused again: {warning}",
+                    call.id, call.name
+                ),
+            });
+            ToolResult::failure(
+                ToolErrorCode::LoopDetected,
+                format!("{refusal}. {}", sentence(&warning)),
+            )
+        }
+        Judgement::Stop(reason) => ToolResult::failure(
+            ToolErrorCode::LoopDetected,
+            format!("{refusal}. The step is ended, {reason}"),
+        ),
+    }
+}
+
+/// `text` with its first letter in upper case, to follow a full stop.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
