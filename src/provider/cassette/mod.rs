@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use super::{ChatRequest, ChatResponse, Message, ProviderError, ToolChoice, ToolDefinition};
 
 pub use compare::{
-    ChangedPart, Difference, changed_part, comparable, comparable_message, first_difference,
+    ChangedPart, Difference, UNTRUSTED_FENCE_OPENING, UNTRUSTED_NOTE_OPENING, changed_part,
+    comparable, comparable_message, first_difference,
 };
 pub use paths::WorkspacePaths;
 
