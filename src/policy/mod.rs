@@ -575,4 +575,43 @@ mod tests {
         let v = p.decide("exec", &json!({"command": "git commit -m 'rm it' && ls"}));
         assert_eq!(v.decision, Decision::Allow);
     }
+
+    // Regression (issue 22, item 6): `exec(/…/scripts/with_server.py *)`
+    // could never allow anything, though the rule named the script.
+    #[test]
+    fn an_allow_rule_names_a_skill_script_by_absolute_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let skill = root.join("skills/web");
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        std::fs::write(skill.join("scripts/with_server.py"), "").unwrap();
+        let script = skill.join("scripts/with_server.py").display().to_string();
+        let rule = format!("exec({script} *)");
+        let p = policy(DefaultDecision::Deny, &[&rule, "exec(python3 *)"], &[])
+            .with_skill_programs(SkillPrograms::new(&root.join("ws"), [skill.as_path()]));
+        let decide = |command: String| p.decide("exec", &json!({ "command": command }));
+        let verdict = decide(format!("{script} --port 8000 -- python3 test.py"));
+        assert_eq!(verdict.decision, Decision::Allow, "{verdict:?}");
+        assert_eq!(verdict.patterns, std::slice::from_ref(&rule));
+        // Without the skill loaded the same rule vouches for nothing.
+        let bare = policy(DefaultDecision::Deny, &[&rule], &[]);
+        let verdict = bare.decide("exec", &json!({ "command": script }));
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert!(
+            verdict
+                .rule
+                .contains("by its absolute path inside the skill's folder"),
+            "{verdict:?}"
+        );
+        // A path that climbs out of the skill folder is not its script.
+        let climbed = format!("{}/scripts/../../../ws/x.py", skill.display());
+        std::fs::write(root.join("ws/x.py"), "").unwrap();
+        let verdict = decide(climbed);
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert!(
+            verdict.rule.contains("not a file inside a skill folder"),
+            "{verdict:?}"
+        );
+    }
 }

@@ -582,7 +582,8 @@ fn syncer_skill(sb: &Sandbox, allowed_tools: &str) -> PathBuf {
     for (file, text) in [
         (
             "skills/syncer/scripts/sync.sh",
-            "#!/bin/sh\necho \"sync $1 in $(pwd)\"\n",
+            "#!/bin/sh\necho \"sync $1 in $(pwd)\"\necho changed >> \"$0\" 2>/dev/null\n\
+             touch written 2>/dev/null\nexit 0\n",
         ),
         ("outside.sh", "#!/bin/sh\necho outside ran\n"),
     ] {
@@ -690,6 +691,11 @@ fn a_skill_script_runs_by_its_absolute_path_and_in_its_folder() {
         );
     }
     assert!(!tool_result(&requests, "c_link").contains("outside ran"));
+    // The script the rule trusts cannot change itself or its folder: the
+    // sandbox keeps a skill folder outside the workspace read-only too.
+    assert!(!dir.join("written").exists());
+    let script = sb.read("skills/syncer/scripts/sync.sh");
+    assert!(script.ends_with("exit 0\n"), "{script}");
 }
 
 // Regression (issue 22, item 6): a list or mapping under `metadata` was a

@@ -86,7 +86,12 @@ fn bracketed_value(line: &str) -> Option<(&str, &str)> {
     let (key, value) = line.split_once(": ")?;
     let value = value.trim();
     let top_level = line.starts_with(|c: char| c.is_alphanumeric() || c == '_');
-    (top_level && !key.contains(' ') && value.starts_with(['[', '{']) && !value.contains('"'))
+    let count = |c: char| value.chars().filter(|&v| v == c).count();
+    // Only a bracket left open: a closed one that still fails (nested too
+    // deeply, say) is not text in disguise.
+    let unclosed = count('[') > count(']') || count('{') > count('}');
+    let short = value.chars().count() <= 120;
+    (top_level && unclosed && short && !key.contains(' ') && value.starts_with(['[', '{']))
         .then_some((key.trim(), value))
 }
 
