@@ -377,6 +377,10 @@ impl Workspace {
                 .find(|f| abs.starts_with(&f.canonical))
             && let Ok(rest) = abs.strip_prefix(&folder.canonical)
         {
+            // The folder itself is shown as given, without a trailing `/`.
+            if rest.as_os_str().is_empty() {
+                return folder.given.display().to_string();
+            }
             return folder.given.join(rest).display().to_string();
         }
         match abs.strip_prefix(&self.root) {

@@ -678,6 +678,10 @@ fn a_skill_script_runs_by_its_absolute_path_and_in_its_folder() {
         ran.contains(&format!("sync two in {}", dir.display())),
         "{ran}"
     );
+    let trace = sb.trace("out/trace.jsonl");
+    let results = events(&trace, "tool.result");
+    let in_skill = results.iter().find(|e| e["call_id"] == "c_cwd").unwrap();
+    assert_eq!(in_skill["data"]["cwd"], dir.display().to_string());
     // A symlink in the skill folder that leads out of it is not the skill's
     // script, and a path outside every skill folder stays refused; both
     // say how to call a program instead.
