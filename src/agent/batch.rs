@@ -390,15 +390,22 @@ fn permitted(
     tool: &dyn crate::tools::Tool,
     args: &Value,
 ) -> Result<(), ToolResult> {
-    if let Err(SkillRefusal { allowed }) = env.tools.skill_permits(&call.name, args) {
+    if let Err(SkillRefusal { allowed, why }) =
+        env.tools
+            .skill_permits(&call.name, args, env.policy.skill_programs())
+    {
         let verdict = refusal("skill allowed-tools", RuleSource::Skill, allowed.clone());
         decide(env, call, &verdict);
+        // A line the patterns cannot judge says why, or the message would
+        // name a pattern the call seems to match.
+        let why = why.map(|why| format!(", which cannot vouch for this line: {why}"));
         return Err(ToolResult::failure(
             ToolErrorCode::PermissionDenied,
             format!(
-                "the skill allows `{}` only as {}",
+                "the skill allows `{}` only as {}{}",
                 call.name,
-                allowed.join(", ")
+                allowed.join(", "),
+                why.unwrap_or_default()
             ),
         ));
     }

@@ -28,7 +28,7 @@ pub mod tokens;
 pub mod toolset;
 
 use crate::event::{EventKind, Phase, PlanStep, Totals};
-use crate::policy::PermissionPolicy;
+use crate::policy::{PermissionPolicy, SkillPrograms};
 use crate::provider::pricing::Price;
 use crate::provider::{Message, ModelProvider, ToolChoice};
 use crate::sink::bus::EventBus;
@@ -120,8 +120,7 @@ impl<'a> Agent<'a> {
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
         }
-        let policy =
-            PermissionPolicy::new(&job.permissions.rules()).with_network(job.sandbox.network);
+        let policy = run_policy(job, skill, further_skills, workspace.root());
         let workspace_display = workspace.root().display().to_string();
         let opening = vec![
             Message::System {
@@ -325,6 +324,28 @@ fn run_details<'a>(
 
 /// What tools that show files nobody named in the call (`grep`) may show:
 /// the job's `read` deny rules, asked per file, and its hard-link choice.
+/// The run's permission policy: the job's rules with the skill-folder
+/// placeholders replaced by the loaded skills' folders, whose scripts the
+/// rules may then name by absolute path.
+fn run_policy(
+    job: &JobSpec,
+    skill: &Skill,
+    further_skills: &[Skill],
+    workspace: &std::path::Path,
+) -> PermissionPolicy {
+    let rules = crate::skills::placeholders::expand_in_rules(
+        job.permissions.rules(),
+        skill,
+        further_skills,
+    );
+    let folders = std::iter::once(skill)
+        .chain(further_skills)
+        .map(|s| s.dir.as_path());
+    PermissionPolicy::new(&rules)
+        .with_network(job.sandbox.network)
+        .with_skill_programs(SkillPrograms::new(workspace, folders))
+}
+
 fn file_access(policy: &PermissionPolicy, job: &JobSpec) -> FileAccess {
     let rules = policy.clone();
     FileAccess::new(

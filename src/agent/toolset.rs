@@ -9,7 +9,7 @@
 //! not decided here: [`crate::tools::catalog`] lists the builtins and the
 //! runner assembles the run's tools.
 
-use crate::policy::{ToolPattern, allowing_rules, call_subject};
+use crate::policy::{SkillPrograms, ToolPattern, allowing_rules, call_subject, exec_hazard};
 use crate::provider::ToolDefinition;
 use std::sync::Arc;
 
@@ -46,6 +46,10 @@ pub struct NotOffered {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillRefusal {
     pub allowed: Vec<String>,
+    /// Why the patterns cannot vouch for this `exec` line whatever they
+    /// name (a hazard such as a comment or a program outside the skill
+    /// folders), when that is what refused it.
+    pub why: Option<String>,
 }
 
 impl ToolSet {
@@ -164,7 +168,14 @@ impl ToolSet {
     }
 
     /// Does the skill's `allowed-tools` permit this particular call?
-    pub fn skill_permits(&self, tool: &str, args: &serde_json::Value) -> Result<(), SkillRefusal> {
+    /// `programs`: the loaded skills' folders, whose scripts the skill's
+    /// patterns may name by absolute path.
+    pub fn skill_permits(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        programs: &SkillPrograms,
+    ) -> Result<(), SkillRefusal> {
         let Some(patterns) = &self.skill_patterns else {
             return Ok(());
         };
@@ -179,13 +190,17 @@ impl ToolSet {
             .find(|t| t.spec().name == tool)
             .map_or(RuleArgument::None, |t| t.spec().rule_argument);
         let subject = call_subject(kind, args);
-        if allowing_rules(&relevant, tool, kind, subject.as_deref()).is_some() {
-            Ok(())
-        } else {
-            Err(SkillRefusal {
-                allowed: relevant.iter().map(|p| p.as_str().to_string()).collect(),
-            })
+        if allowing_rules(&relevant, tool, kind, subject.as_deref(), programs).is_some() {
+            return Ok(());
         }
+        let why = match (kind, subject.as_deref()) {
+            (RuleArgument::Command, Some(line)) => exec_hazard(line, programs),
+            _ => None,
+        };
+        Err(SkillRefusal {
+            allowed: relevant.iter().map(|p| p.as_str().to_string()).collect(),
+            why,
+        })
     }
 }
 
@@ -230,17 +245,29 @@ mod tests {
         let skill = patterns(&["exec(cargo test *)"]);
         let set = ToolSet::new(None, Some(&skill));
         assert!(
-            set.skill_permits("exec", &json!({"command": "cargo test"}))
-                .is_ok()
+            set.skill_permits(
+                "exec",
+                &json!({"command": "cargo test"}),
+                &SkillPrograms::default()
+            )
+            .is_ok()
         );
         assert!(
-            set.skill_permits("exec", &json!({"command": "rm -rf x"}))
-                .is_err()
+            set.skill_permits(
+                "exec",
+                &json!({"command": "rm -rf x"}),
+                &SkillPrograms::default()
+            )
+            .is_err()
         );
         // Regression: a permitted command chained with another was permitted.
         assert!(
-            set.skill_permits("exec", &json!({"command": "cargo test && rm -rf x"}))
-                .is_err()
+            set.skill_permits(
+                "exec",
+                &json!({"command": "cargo test && rm -rf x"}),
+                &SkillPrograms::default()
+            )
+            .is_err()
         );
     }
 
@@ -290,7 +317,10 @@ mod tests {
         assert_eq!(set.names(), vec!["read", "mcp__db__query", "mcp__db__drop"]);
         assert_eq!(set.read_only_names(), vec!["read", "mcp__db__query"]);
         assert!(set.get("mcp__db__drop", true).is_err());
-        assert!(set.skill_permits("mcp__db__drop", &json!({})).is_ok());
+        assert!(
+            set.skill_permits("mcp__db__drop", &json!({}), &SkillPrograms::default())
+                .is_ok()
+        );
         let narrow = patterns(&["mcp__db__query"]);
         let set = ToolSet::from_tools(vec![extra("mcp__db__drop", false)], Some(&narrow));
         assert!(set.names().is_empty());

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::pattern::normalize_path;
 use super::shell::{self, ShellLine};
+use super::skill_programs::SkillPrograms;
 use super::{DefaultDecision, PermissionPolicy, ToolPattern, Verdict};
 use crate::event::{Decision, RuleSource};
 use crate::tools::RuleArgument;
@@ -71,7 +72,7 @@ pub(super) fn decide_exec(policy: &PermissionPolicy, line: &str, args: &Value) -
     if let Some(rule) = bare_allow {
         return allow_by(vec![rule.as_str().to_string()]);
     }
-    match vouch(&allow, &parsed).and_then(|rules| {
+    match vouch(&allow, &parsed, &policy.skill_programs).and_then(|rules| {
         let files = redirects_allowed(policy, &parsed, cwd)?;
         Ok(rules.into_iter().chain(files).collect::<Vec<_>>())
     }) {
@@ -84,12 +85,16 @@ pub(super) fn decide_exec(policy: &PermissionPolicy, line: &str, args: &Value) -
 /// rule allows any line; rules with an argument only a line without
 /// hazards whose every simple command one of them matches. Redirections
 /// are the policy's to judge, not these rules'.
-pub fn allowing_rules<'r>(rules: &'r [ToolPattern], line: &str) -> Option<Vec<&'r ToolPattern>> {
+pub fn allowing_rules<'r>(
+    rules: &'r [ToolPattern],
+    line: &str,
+    programs: &SkillPrograms,
+) -> Option<Vec<&'r ToolPattern>> {
     if let Some(bare) = rules.iter().find(|r| r.is_bare() && r.matches_tool("exec")) {
         return Some(vec![bare]);
     }
     let parsed = shell::parse(line).ok()?;
-    if !parsed.hazards.is_empty() {
+    if !parsed.hazards_with(programs).is_empty() {
         return None;
     }
     matching_rules(rules, &parsed)
@@ -119,11 +124,15 @@ fn matching_rules<'r>(
 
 /// The exec rules that vouch for every command, or why they cannot
 /// (`None` when no rule matches a command: the plain default).
-fn vouch(allow: &[ToolPattern], parsed: &ShellLine) -> Result<Vec<String>, Option<String>> {
+fn vouch(
+    allow: &[ToolPattern],
+    parsed: &ShellLine,
+    programs: &SkillPrograms,
+) -> Result<Vec<String>, Option<String>> {
     if allow.is_empty() {
         return Err(None);
     }
-    if let Some(hazard) = parsed.hazards.first() {
+    if let Some(hazard) = parsed.hazards_with(programs).first() {
         let names: Vec<&str> = allow.iter().map(ToolPattern::as_str).collect();
         return Err(Some(format!(
             "{} cannot vouch for this line: {hazard}",

@@ -12,9 +12,11 @@
 pub mod command;
 pub mod pattern;
 pub mod shell;
+pub mod skill_programs;
 pub mod url_pattern;
 
 pub use pattern::{PatternError, ToolPattern, call_subject};
+pub use skill_programs::SkillPrograms;
 
 use serde_json::Value;
 
@@ -54,6 +56,9 @@ pub struct PermissionPolicy {
     /// `web_fetch` runs in agentci's own process, outside the sandbox, so
     /// without it only URL rules (`web_fetch(https://docs.rs/**)`) open it.
     network: bool,
+    /// The loaded skills' folders: an `exec` allow rule may name a program
+    /// inside one by its absolute path.
+    skill_programs: SkillPrograms,
 }
 
 /// `web_fetch` judges every redirect hop as a new call of its own, and
@@ -91,7 +96,20 @@ impl PermissionPolicy {
             allow: rules.allow.clone(),
             deny: rules.deny.clone(),
             network: true,
+            skill_programs: SkillPrograms::default(),
         }
+    }
+
+    /// The policy for a run whose loaded skills are `programs`' folders:
+    /// allow rules may name their scripts by absolute path.
+    pub fn with_skill_programs(mut self, programs: SkillPrograms) -> Self {
+        self.skill_programs = programs;
+        self
+    }
+
+    /// The loaded skills' folders, whose scripts rules may name by path.
+    pub fn skill_programs(&self) -> &SkillPrograms {
+        &self.skill_programs
     }
 
     /// The policy for a run whose sandbox does (`true`) or does not let
@@ -262,6 +280,15 @@ impl PermissionPolicy {
     }
 }
 
+/// Why no allow rule with an argument can vouch for the `exec` line
+/// `line` whatever it names (its first hazard), or `None`.
+pub fn exec_hazard(line: &str, programs: &SkillPrograms) -> Option<String> {
+    match shell::parse(line) {
+        Ok(parsed) => parsed.hazards_with(programs).into_iter().next(),
+        Err(why) => Some(format!("the line cannot be read as bash, {why}")),
+    }
+}
+
 /// The rules of `rules` that together allow the call, or `None`. A bare
 /// rule (`exec`) allows any command line; rules with an argument allow an
 /// `exec` line only as [`command::allowing_rules`] says.
@@ -270,9 +297,10 @@ pub fn allowing_rules<'r>(
     tool: &str,
     kind: RuleArgument,
     subject: Option<&str>,
+    programs: &SkillPrograms,
 ) -> Option<Vec<&'r ToolPattern>> {
     match (subject, kind) {
-        (Some(line), RuleArgument::Command) => command::allowing_rules(rules, line),
+        (Some(line), RuleArgument::Command) => command::allowing_rules(rules, line, programs),
         _ => rules
             .iter()
             .find(|r| r.matches(tool, kind, subject))
@@ -546,5 +574,44 @@ mod tests {
         }
         let v = p.decide("exec", &json!({"command": "git commit -m 'rm it' && ls"}));
         assert_eq!(v.decision, Decision::Allow);
+    }
+
+    // Regression (issue 22, item 6): `exec(/…/scripts/with_server.py *)`
+    // could never allow anything, though the rule named the script.
+    #[test]
+    fn an_allow_rule_names_a_skill_script_by_absolute_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let skill = root.join("skills/web");
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        std::fs::write(skill.join("scripts/with_server.py"), "").unwrap();
+        let script = skill.join("scripts/with_server.py").display().to_string();
+        let rule = format!("exec({script} *)");
+        let p = policy(DefaultDecision::Deny, &[&rule, "exec(python3 *)"], &[])
+            .with_skill_programs(SkillPrograms::new(&root.join("ws"), [skill.as_path()]));
+        let decide = |command: String| p.decide("exec", &json!({ "command": command }));
+        let verdict = decide(format!("{script} --port 8000 -- python3 test.py"));
+        assert_eq!(verdict.decision, Decision::Allow, "{verdict:?}");
+        assert_eq!(verdict.patterns, std::slice::from_ref(&rule));
+        // Without the skill loaded the same rule vouches for nothing.
+        let bare = policy(DefaultDecision::Deny, &[&rule], &[]);
+        let verdict = bare.decide("exec", &json!({ "command": script }));
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert!(
+            verdict
+                .rule
+                .contains("by its absolute path inside the skill's folder"),
+            "{verdict:?}"
+        );
+        // A path that climbs out of the skill folder is not its script.
+        let climbed = format!("{}/scripts/../../../ws/x.py", skill.display());
+        std::fs::write(root.join("ws/x.py"), "").unwrap();
+        let verdict = decide(climbed);
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert!(
+            verdict.rule.contains("not a file inside a skill folder"),
+            "{verdict:?}"
+        );
     }
 }

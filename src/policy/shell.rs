@@ -15,6 +15,8 @@ use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem, CompoundComman
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{ParserOptions, Token};
 
+use super::skill_programs::SkillPrograms;
+
 mod evaluated;
 
 /// Programs that run another program named in their arguments (or a
@@ -85,6 +87,41 @@ pub struct SimpleCommand {
     pub deny_forms: Vec<String>,
     /// Why nobody can tell which program runs, when that is so.
     pub opaque: Option<String>,
+    /// The program, when it is given by an absolute path or a path with
+    /// `..` (and written plainly): no allow rule vouches for it unless it
+    /// is a loaded skill's file ([`ShellLine::hazards_with`]).
+    pub program_path: Option<String>,
+}
+
+impl ShellLine {
+    /// Why an allow rule cannot vouch for this line: the hazards of the
+    /// line, and each program given by a path that is not a file of a
+    /// loaded skill (`programs`).
+    pub fn hazards_with(&self, programs: &SkillPrograms) -> Vec<String> {
+        let paths = self
+            .commands
+            .iter()
+            .filter_map(|c| c.program_path.as_deref())
+            .filter(|path| !programs.holds(path))
+            .map(|path| outside_program(path, programs));
+        let mut all: Vec<String> = self.hazards.iter().cloned().chain(paths).collect();
+        all.dedup();
+        all
+    }
+}
+
+/// Why the program at `path` (not a loaded skill's file) cannot be vouched for.
+fn outside_program(path: &str, programs: &SkillPrograms) -> String {
+    let skills = match programs.is_empty() {
+        true => "",
+        false => " and is not a file inside a skill folder of this run",
+    };
+    format!(
+        "the program `{path}` is given by an absolute path or one with `..`{skills}, so \
+         no allow rule can vouch for it; call an installed program by its name, a \
+         workspace script by its path relative to the workspace (`./scripts/x.sh`), or a \
+         skill's script by its absolute path inside the skill's folder"
+    )
 }
 
 /// A file a redirection opens.
@@ -266,6 +303,7 @@ impl Walker<'_> {
         self.out.commands.push(SimpleCommand {
             text: String::new(),
             deny_forms: Vec::new(),
+            program_path: None,
             opaque: Some(format!(
                 "{what} can run commands nobody can see before it runs"
             )),
@@ -284,6 +322,7 @@ impl Walker<'_> {
             self.out.commands.push(SimpleCommand {
                 text: text.to_string(),
                 deny_forms: Vec::new(),
+                program_path: None,
                 opaque: Some(format!(
                     "{what} can run commands nobody can see before it runs"
                 )),
@@ -548,6 +587,7 @@ impl Walker<'_> {
         self.out.commands.push(SimpleCommand {
             text: String::new(),
             deny_forms: Vec::new(),
+            program_path: None,
             opaque: Some(
                 "a value bash evaluates as code can run commands nobody can see before it runs"
                     .into(),
@@ -578,8 +618,11 @@ impl Walker<'_> {
         }
         let program = &words[0];
         let name = program.value.clone().filter(|_| !program.expands);
-        if let Some(why) = program_hazard(program) {
-            self.hazard(why);
+        let mut program_path = None;
+        match program_hazard(program) {
+            Some(why) => self.hazard(why),
+            None if is_outside_path(&program.raw) => program_path = Some(program.raw.clone()),
+            None => {}
         }
         if let Some(why) = name
             .as_deref()
@@ -627,6 +670,7 @@ impl Walker<'_> {
             text,
             deny_forms,
             opaque,
+            program_path,
         });
     }
 }
@@ -658,13 +702,13 @@ fn program_hazard(program: &WordInfo) -> Option<String> {
              what runs; write it plainly"
         ));
     }
-    if raw.starts_with('/') || raw.split('/').any(|part| part == "..") {
-        return Some(format!(
-            "the program `{raw}` is given by a path outside the workspace, which allow rules \
-             do not name; call it by its name"
-        ));
-    }
     None
+}
+
+/// Whether the program word (plain, no quotes or expansions) is a path that
+/// may lead outside the workspace: absolute, or climbing with `..`.
+fn is_outside_path(raw: &str) -> bool {
+    raw.starts_with('/') || raw.split('/').any(|part| part == "..")
 }
 
 fn base_name(program: &str) -> &str {
@@ -715,7 +759,7 @@ mod tests {
     }
 
     fn hazards(line: &str) -> Vec<String> {
-        parse(line).unwrap().hazards
+        parse(line).unwrap().hazards_with(&SkillPrograms::default())
     }
 
     #[test]

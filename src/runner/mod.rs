@@ -182,7 +182,7 @@ pub async fn run_prepared(
     let read_only = read_only_in_workspace(job, workspace.root(), skill, further_skills);
     let hidden = Hidden {
         checkpoint_key: masked,
-        read_denied: read_denied_in_workspace(job, workspace.root()),
+        read_denied: read_denied_in_workspace(job, workspace.root(), skill, further_skills),
     };
     let (processes, secrets, unset_secrets) = start_processes(
         job,
@@ -322,8 +322,18 @@ struct Hidden {
 
 /// The workspace's files that the job's `read(...)` deny rules cover; none
 /// without such rules (the workspace is not walked then).
-fn read_denied_in_workspace(job: &JobSpec, workspace: &Path) -> Vec<PathBuf> {
-    let policy = crate::policy::PermissionPolicy::new(&job.permissions.rules());
+fn read_denied_in_workspace(
+    job: &JobSpec,
+    workspace: &Path,
+    skill: &Skill,
+    further_skills: &[Skill],
+) -> Vec<PathBuf> {
+    let rules = crate::skills::placeholders::expand_in_rules(
+        job.permissions.rules(),
+        skill,
+        further_skills,
+    );
+    let policy = crate::policy::PermissionPolicy::new(&rules);
     if policy.denials("read").is_empty() {
         return Vec::new();
     }

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use serde_saphyr::Spanned;
 
-use self::raw::{AllowedTools, KNOWN_KEYS, RawFrontmatter};
+use self::raw::{KNOWN_KEYS, Node};
 use self::yaml_error::explain_yaml_error;
 use super::Skill;
 use super::placeholders::expand_folder_placeholders;
@@ -44,13 +44,15 @@ pub fn parse_skill(
     let parts = split(file, &text)?;
     let yaml = parts.yaml;
     let mut r = Reporter::new(file, yaml, 1);
-    let raw = if yaml.trim().is_empty() {
-        RawFrontmatter::default()
+    let root = if yaml.trim().is_empty() {
+        None
     } else {
         let mut options = serde_saphyr::Options::default();
         options.with_snippet = false;
-        match serde_saphyr::from_str_with_options::<RawFrontmatter>(yaml, options) {
-            Ok(raw) => raw,
+        // Only broken YAML fails here: values of a wrong type are the
+        // checks' to report, all of them, each at its key.
+        match serde_saphyr::from_str_with_options::<Spanned<Node>>(yaml, options) {
+            Ok(root) => Some(root),
             Err(e) => {
                 r.yaml_error(&e);
                 explain_yaml_error(&mut r.diagnostics, yaml, &e);
@@ -58,7 +60,11 @@ pub fn parse_skill(
             }
         }
     };
-    let skill = build(&mut r, raw, &parts, dir);
+    let fields = match &root {
+        None => Fields::default(),
+        Some(root) => fields(&mut r, root).ok_or_else(|| r.diagnostics.clone())?,
+    };
+    let skill = build(&mut r, &fields, &parts, dir);
     if r.has_errors() {
         return Err(r.diagnostics);
     }
@@ -113,27 +119,142 @@ fn split<'t>(file: &Path, text: &'t str) -> Result<Parts<'t>, Vec<Diagnostic>> {
     ))
 }
 
+/// The node written for each key agentci reads.
+#[derive(Default)]
+struct Fields<'n> {
+    name: Option<&'n Spanned<Node>>,
+    description: Option<&'n Spanned<Node>>,
+    license: Option<&'n Spanned<Node>>,
+    compatibility: Option<&'n Spanned<Node>>,
+    metadata: Option<&'n Spanned<Node>>,
+    allowed_tools: Option<&'n Spanned<Node>>,
+    model: Option<&'n Spanned<Node>>,
+    max_turns: Option<&'n Spanned<Node>>,
+}
+
+/// The known keys of the frontmatter `root`; other keys are warnings (the
+/// format lets every tool add its own). `None` (with the error reported)
+/// when the frontmatter is not a mapping.
+fn fields<'n>(r: &mut Reporter<'_>, root: &'n Spanned<Node>) -> Option<Fields<'n>> {
+    let Node::Map(entries) = &root.value else {
+        let pos = r.pos(&root.referenced);
+        r.error(
+            pos,
+            format!(
+                "the frontmatter must be a mapping of keys (name, description, …), found {}",
+                root.value.kind()
+            ),
+        );
+        return None;
+    };
+    let mut fields = Fields::default();
+    for (key, value) in entries {
+        let name = text_of(r, key);
+        let slot = match name.as_str() {
+            "name" => &mut fields.name,
+            "description" => &mut fields.description,
+            "license" => &mut fields.license,
+            "compatibility" => &mut fields.compatibility,
+            "metadata" => &mut fields.metadata,
+            "allowed-tools" => &mut fields.allowed_tools,
+            "model" => &mut fields.model,
+            "max-turns" => &mut fields.max_turns,
+            _ => {
+                let pos = r.pos(&key.referenced);
+                r.warning(
+                    pos,
+                    format!(
+                        "unknown key `{name}` in SKILL.md frontmatter (ignored); agentci reads: {}",
+                        KNOWN_KEYS.join(", ")
+                    ),
+                );
+                continue;
+            }
+        };
+        *slot = Some(value);
+    }
+    Some(fields)
+}
+
+/// A scalar's text: a string as YAML gives it, any other scalar as written
+/// in the file (`1.10` stays `1.10`); a list or mapping as YAML flow text.
+fn text_of(r: &Reporter<'_>, node: &Spanned<Node>) -> String {
+    match &node.value {
+        Node::Scalar(Scalar::Str(text)) => text.clone(),
+        Node::Scalar(scalar) => r
+            .source_of(&node.referenced)
+            .map(|written| written.trim().to_string())
+            .filter(|written| !written.is_empty())
+            .unwrap_or_else(|| scalar.text()),
+        Node::Null => String::new(),
+        Node::List(_) | Node::Map(_) => yaml_text(r, node).to_string(),
+    }
+}
+
+/// A list or mapping as YAML flow text (JSON, which YAML reads), each
+/// scalar in it as written: `tags: [x, y]` stays `["x","y"]`, not a list
+/// with YAML 1.1's `y` turned into `true`.
+fn yaml_text(r: &Reporter<'_>, node: &Spanned<Node>) -> serde_json::Value {
+    use serde_json::Value;
+    match &node.value {
+        Node::Null => Value::Null,
+        Node::Scalar(_) => Value::String(text_of(r, node)),
+        Node::List(items) => Value::Array(items.iter().map(|i| yaml_text(r, i)).collect()),
+        Node::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (text_of(r, k), yaml_text(r, v)))
+                .collect(),
+        ),
+    }
+}
+
+/// A key whose value is text: `Ok(None)` for a key written with no value,
+/// `Err(())` (reported) for a list or mapping.
+fn text_value(r: &mut Reporter<'_>, key: &str, node: &Spanned<Node>) -> Result<Option<String>, ()> {
+    match &node.value {
+        Node::Null | Node::Scalar(Scalar::Null) => Ok(None),
+        Node::Scalar(_) => Ok(Some(text_of(r, node))),
+        other => {
+            let pos = r.pos(&node.referenced);
+            r.error(
+                pos,
+                format!(
+                    "`{key}`: expected text, found {}; quote text that starts with `[` or `{{`",
+                    other.kind()
+                ),
+            );
+            Err(())
+        }
+    }
+}
+
 /// Checks the frontmatter's values and builds the skill (with `warnings` empty).
 fn build(
     r: &mut Reporter<'_>,
-    raw: RawFrontmatter,
+    fields: &Fields<'_>,
     parts: &Parts<'_>,
     dir: &Path,
 ) -> Option<Skill> {
     let body = parts.body;
-    warn_unknown_keys(r, &raw.unknown);
-    let name = check_name(r, raw.name.as_ref(), dir);
-    let description = check_description(r, raw.description.as_ref());
-    let compatibility = raw
-        .compatibility
-        .as_ref()
-        .and_then(|c| check_compatibility(r, c));
-    let tools = raw.allowed_tools.as_ref().map(|t| allowed_tools(r, t, dir));
+    let name = check_name(r, fields.name, dir);
+    let description = check_description(r, fields.description);
+    let license = fields
+        .license
+        .and_then(|l| text_value(r, "license", l).ok().flatten());
+    let compatibility = fields.compatibility.and_then(|c| check_compatibility(r, c));
+    let tools = fields.allowed_tools.and_then(|t| allowed_tools(r, t, dir));
     let (allowed_tools, unmapped_tools) = match tools {
         Some((patterns, unmapped)) => (Some(patterns), unmapped),
         None => (None, Vec::new()),
     };
-    let max_turns = raw.max_turns.as_ref().and_then(|m| check_max_turns(r, m));
+    let max_turns = fields.max_turns.and_then(|m| check_max_turns(r, m));
+    let model = fields
+        .model
+        .and_then(|m| text_value(r, "model", m).ok().flatten())
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty());
+    let metadata = fields.metadata.map(|m| metadata(r, m)).unwrap_or_default();
     if body.trim().is_empty() {
         let pos = (parts.body_line, 1);
         r.warning(
@@ -141,13 +262,10 @@ fn build(
             "SKILL.md has no instructions after the frontmatter; the body is what the agent follows",
         );
     }
-    let metadata = raw
-        .metadata
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.text()))
-        .collect();
-    let tools_pos = raw.allowed_tools.as_ref().map(|t| r.pos(&t.referenced));
+    let tools_pos = fields
+        .allowed_tools
+        .filter(|_| allowed_tools.is_some())
+        .map(|t| r.pos(&t.referenced));
     let skill = Skill {
         name: name?,
         description: description?,
@@ -155,14 +273,10 @@ fn build(
         instructions: expand_folder_placeholders(body, dir),
         allowed_tools,
         unmapped_tools,
-        license: raw.license.and_then(|l| l.value),
+        license,
         compatibility,
         metadata,
-        model: raw
-            .model
-            .and_then(|m| m.value)
-            .map(|m| m.trim().to_string())
-            .filter(|m| !m.is_empty()),
+        model,
         max_turns,
         warnings: Vec::new(),
         source: None,
@@ -173,30 +287,51 @@ fn build(
     Some(skill)
 }
 
-/// Keys other tools add are warnings, not errors: the format lets every
-/// tool add its own.
-fn warn_unknown_keys(r: &mut Reporter<'_>, unknown: &[Spanned<String>]) {
-    for key in unknown {
-        let pos = r.pos(&key.referenced);
-        r.warning(
-            pos,
-            format!(
-                "unknown key `{}` in SKILL.md frontmatter (ignored); agentci reads: {}",
-                key.value,
-                KNOWN_KEYS.join(", ")
-            ),
-        );
+/// `metadata:`, a mapping of keys to text. A list or mapping as a value
+/// (public collections write `tags: [a, b]`) is a warning, and the value is
+/// kept as YAML flow text so nothing is lost.
+fn metadata(r: &mut Reporter<'_>, node: &Spanned<Node>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let entries = match &node.value {
+        Node::Null => return out,
+        Node::Map(entries) => entries,
+        other => {
+            let pos = r.pos(&node.referenced);
+            r.error(
+                pos,
+                format!(
+                    "`metadata` must be a mapping of keys to text (`author: me`), found {}",
+                    other.kind()
+                ),
+            );
+            return out;
+        }
+    };
+    for (key, value) in entries {
+        let key = text_of(r, key);
+        let text = text_of(r, value);
+        if let Node::List(_) | Node::Map(_) = value.value {
+            let pos = r.pos(&value.referenced);
+            r.warning(
+                pos,
+                format!(
+                    "`metadata.{key}` is {}, but the Agent Skills format wants text values; the \
+                     skill loads with it kept as the YAML text `{text}` (quote it, or write it \
+                     as text, to silence this)",
+                    value.value.kind()
+                ),
+            );
+        }
+        out.insert(key, text);
     }
+    out
 }
 
 /// `compatibility:`, 1 to 500 characters; an error (but the value kept) otherwise.
-fn check_compatibility(
-    r: &mut Reporter<'_>,
-    compatibility: &Spanned<Option<String>>,
-) -> Option<String> {
+fn check_compatibility(r: &mut Reporter<'_>, compatibility: &Spanned<Node>) -> Option<String> {
+    let text = text_value(r, "compatibility", compatibility).ok()?;
     let pos = r.pos(&compatibility.referenced);
-    let text = compatibility.value.as_deref().unwrap_or_default();
-    let chars = text.chars().count();
+    let chars = text.as_deref().unwrap_or_default().chars().count();
     if chars == 0 || chars > MAX_COMPATIBILITY_CHARS {
         r.error(
             pos,
@@ -206,34 +341,33 @@ fn check_compatibility(
             ),
         );
     }
-    compatibility.value.clone()
+    text
 }
 
 /// `max-turns:`, a whole number from 1 to `u32::MAX`.
-fn check_max_turns(r: &mut Reporter<'_>, max_turns: &Spanned<Scalar>) -> Option<u32> {
-    match max_turns.value {
-        Scalar::Int(n) if n >= 1 && n <= i128::from(u32::MAX) => u32::try_from(n).ok(),
-        _ => {
-            let pos = r.pos(&max_turns.referenced);
-            r.error(
-                pos,
-                format!(
-                    "`max-turns` must be a whole number from 1 to {}, found {} `{}`",
-                    u32::MAX,
-                    max_turns.value.kind(),
-                    max_turns.value.text()
-                ),
-            );
-            None
-        }
+fn check_max_turns(r: &mut Reporter<'_>, max_turns: &Spanned<Node>) -> Option<u32> {
+    if let Node::Scalar(Scalar::Int(n)) = max_turns.value
+        && n >= 1
+        && n <= i128::from(u32::MAX)
+    {
+        return u32::try_from(n).ok();
     }
+    let found = match &max_turns.value {
+        Node::Scalar(_) => format!("{} `{}`", max_turns.value.kind(), text_of(r, max_turns)),
+        other => other.kind().to_string(),
+    };
+    let pos = r.pos(&max_turns.referenced);
+    r.error(
+        pos,
+        format!(
+            "`max-turns` must be a whole number from 1 to {}, found {found}",
+            u32::MAX
+        ),
+    );
+    None
 }
 
-fn check_name(
-    r: &mut Reporter<'_>,
-    name: Option<&Spanned<Option<String>>>,
-    dir: &Path,
-) -> Option<String> {
+fn check_name(r: &mut Reporter<'_>, name: Option<&Spanned<Node>>, dir: &Path) -> Option<String> {
     let Some(name) = name else {
         let pos = r.start();
         r.error(
@@ -243,21 +377,21 @@ fn check_name(
         return None;
     };
     let pos = r.pos(&name.referenced);
-    let Some(value) = name.value.as_deref() else {
+    let Some(value) = text_value(r, "name", name).ok()? else {
         r.error(
             pos,
             "`name` is present but has no value; write the skill's name (equal to its folder's name)",
         );
         return None;
     };
-    if let Err(reason) = check_skill_name(value) {
+    if let Err(reason) = check_skill_name(&value) {
         r.error(pos, format!("invalid skill name `{value}`: {reason}"));
         return None;
     }
     // The Agent Skills client guidance: warn about a mismatch, load anyway.
     // The folder is the one the user gave (a symlink's own name, not its target's).
     let folder = dir.file_name().map(|f| f.to_string_lossy().into_owned());
-    if folder.as_deref() != Some(value) {
+    if folder.as_deref() != Some(value.as_str()) {
         r.warning(
             pos,
             format!(
@@ -267,7 +401,7 @@ fn check_name(
             ),
         );
     }
-    Some(value.to_string())
+    Some(value)
 }
 
 /// The Agent Skills naming rule: 1–64 lowercase letters, digits and
@@ -291,10 +425,7 @@ pub fn check_skill_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_description(
-    r: &mut Reporter<'_>,
-    description: Option<&Spanned<Option<String>>>,
-) -> Option<String> {
+fn check_description(r: &mut Reporter<'_>, description: Option<&Spanned<Node>>) -> Option<String> {
     let Some(description) = description else {
         let pos = r.start();
         r.error(
@@ -304,7 +435,7 @@ fn check_description(
         return None;
     };
     let pos = r.pos(&description.referenced);
-    let Some(text) = description.value.as_deref() else {
+    let Some(text) = text_value(r, "description", description).ok()? else {
         r.error(
             pos,
             "`description` is present but has no value; say what the skill does and when to use it",
@@ -336,24 +467,47 @@ fn check_description(
 /// (`Bash(python {baseDir}/scripts/x.py:*)`).
 fn allowed_tools(
     r: &mut Reporter<'_>,
-    tools: &Spanned<AllowedTools>,
+    tools: &Spanned<Node>,
     dir: &Path,
-) -> (Vec<crate::policy::ToolPattern>, Vec<String>) {
+) -> Option<(Vec<crate::policy::ToolPattern>, Vec<String>)> {
     let mut entries: Vec<(String, (u32, u32))> = Vec::new();
     match &tools.value {
-        AllowedTools::Text(text) => {
+        // `allowed-tools:` with no value allows nothing, as `""` does.
+        Node::Null => {}
+        Node::Scalar(_) => {
+            let text = text_of(r, tools);
             let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-            for (_, entry) in split_allowed_tools(text) {
+            for (_, entry) in split_allowed_tools(&text) {
                 let nth = seen.entry(entry).or_default();
                 let pos = r.pos_in_scalar(&tools.referenced, entry, *nth);
                 *nth += 1;
                 entries.push((entry.to_string(), pos));
             }
         }
-        AllowedTools::List(items) => {
-            for item in items {
-                entries.push((item.value.clone(), r.pos(&item.referenced)));
+        Node::List(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let pos = r.pos(&item.referenced);
+                match &item.value {
+                    Node::Scalar(_) => entries.push((text_of(r, item), pos)),
+                    other => r.error(
+                        pos,
+                        format!(
+                            "`allowed-tools[{index}]`: expected a tool name such as `Read` or \
+                             `Bash(git diff:*)`, found {}",
+                            other.kind()
+                        ),
+                    ),
+                }
             }
+        }
+        Node::Map(_) => {
+            let pos = r.pos(&tools.referenced);
+            r.error(
+                pos,
+                "`allowed-tools`: expected space-separated tool names or a list of them, found \
+                 a mapping; write `allowed-tools: Read Grep Bash(git diff:*)`",
+            );
+            return None;
         }
     }
     let mut patterns = Vec::new();
@@ -375,7 +529,7 @@ fn allowed_tools(
             }
         }
     }
-    (patterns, unmapped)
+    Some((patterns, unmapped))
 }
 
 #[cfg(test)]
@@ -449,6 +603,63 @@ mod tests {
         assert!(found[0].2.contains("lowercase"));
         assert_eq!((found[1].0, found[1].1), (3, 14));
         assert_eq!((found[2].0, found[2].1), (4, 12));
+    }
+
+    // Regression (issue 22, item 6): one type error hid every other
+    // problem and named `metadata`, not the key inside it.
+    #[test]
+    fn type_errors_are_all_reported_each_at_its_nested_key() {
+        let text = "---\nname: a\ndescription: [x]\nlicense: {a: 1}\n\
+                    allowed-tools:\n  - Read\n  - Bash: x\nmax-turns: [1]\nmetadata: [1]\n---\nb\n";
+        let problems = parse("a", text).unwrap_err();
+        let found = positions(&problems);
+        assert_eq!(found.len(), 5, "{found:?}");
+        assert_eq!((found[0].0, found[0].1), (3, 14));
+        assert!(
+            found[0]
+                .2
+                .starts_with("`description`: expected text, found a list")
+        );
+        assert_eq!((found[1].0, found[1].1), (4, 10));
+        assert!(
+            found[1]
+                .2
+                .starts_with("`license`: expected text, found a mapping")
+        );
+        assert_eq!((found[2].0, found[2].1), (7, 5));
+        assert!(
+            found[2]
+                .2
+                .starts_with("`allowed-tools[1]`: expected a tool name")
+        );
+        assert!(found[3].2.contains("`max-turns` must be a whole number"));
+        assert_eq!(found[3].0, 8);
+        assert!(found[4].2.starts_with("`metadata` must be a mapping"));
+        assert_eq!((found[4].0, found[4].1), (9, 11));
+    }
+
+    // Regression (issue 22, item 6): a list or mapping under `metadata`
+    // failed the skill; public collections write them often.
+    #[test]
+    fn metadata_lists_and_maps_warn_and_are_kept_as_yaml() {
+        let text = "---\nname: a\ndescription: d\nmetadata:\n  version: 1.10\n  tags: [x, y]\n\
+                    \x20 owner:\n    team: docs\n---\nb\n";
+        let (skill, warnings) = parse("a", text).unwrap();
+        assert_eq!(skill.metadata["version"], "1.10");
+        assert_eq!(skill.metadata["tags"], r#"["x","y"]"#);
+        assert_eq!(skill.metadata["owner"], r#"{"team":"docs"}"#);
+        let found = positions(&warnings);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!((found[0].0, found[0].1), (6, 9));
+        assert!(
+            found[0].2.starts_with("`metadata.tags` is a list"),
+            "{found:?}"
+        );
+        assert_eq!(found[1].0, 8);
+        assert!(
+            found[1].2.starts_with("`metadata.owner` is a mapping"),
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -178,6 +178,15 @@ impl<'a> Reporter<'a> {
         has_errors(&self.diagnostics)
     }
 
+    /// The source text of the value at `location`, as written, when the
+    /// location carries its span.
+    pub fn source_of(&self, location: &Location) -> Option<&'a str> {
+        let span = location.span();
+        let start = usize::try_from(span.byte_offset()?).ok()?;
+        let len = usize::try_from(span.byte_len()?).ok()?;
+        self.source.get(start..start.checked_add(len)?)
+    }
+
     /// Where the `nth` (0-based) occurrence of `needle` sits inside the
     /// scalar at `location`, found by searching the source text the scalar
     /// came from; falls back to the scalar's start (for example when the
@@ -272,6 +281,12 @@ fn yaml_message(error: &serde_saphyr::Error) -> String {
             .to_string(),
         _ => {
             let message: Cow<'_, str> = UserMessageFormatter.format_message(error);
+            // The scanner's nesting limit reaches us only as this text.
+            if message == "recursion limit exceeded" {
+                return "the YAML is nested too deeply to read; keep it to plain keys, lists \
+                        and short values"
+                    .to_string();
+            }
             // Control characters from the input must not reach the terminal;
             // quotes and other printable text stay as they are.
             message

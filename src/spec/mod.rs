@@ -350,7 +350,7 @@ pub struct BudgetSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckSpec {
     pub name: String,
-    /// A shell command, run with `sh -c` in the workspace.
+    /// A shell command, run with `bash -c` in the workspace.
     pub run: String,
     pub timeout: Duration,
 }

@@ -35,7 +35,7 @@ impl ExecTool {
                         "command": {"type": "string", "minLength": 1,
                                     "description": "Shell command line, e.g. `cargo test -q`."},
                         "cwd": {"type": "string",
-                                "description": "Directory to run in, relative to the workspace root. Default: the root."},
+                                "description": "Directory to run in, relative to the workspace root, or a skill folder by its absolute path. Default: the root."},
                         "timeout_ms": {"type": "integer", "minimum": 1,
                                        "description": "Time limit in milliseconds. Default 120000."}
                     },
@@ -65,8 +65,8 @@ impl ExecTool {
     }
 }
 
-const DESCRIPTION: &str = "Run a shell command with `sh -c` in the workspace root (or in \
-    `cwd`, a directory inside the workspace). stdin is empty, so interactive \
+const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace root (or in \
+    `cwd`, a directory inside the workspace or a skill folder). stdin is empty, so interactive \
     commands fail rather than wait. Returns the exit code, stdout and then \
     stderr (after a `[stderr]` line); long output keeps its start and end and \
     says how much was cut. `timeout_ms` defaults to 120000 and is capped at \
@@ -98,7 +98,10 @@ impl Tool for ExecTool {
 
 async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
     let command = str_arg(&args, "command").unwrap_or_default();
-    let cwd = match ctx.workspace.resolve(str_arg(&args, "cwd").unwrap_or(".")) {
+    let cwd = match ctx
+        .workspace
+        .resolve_cwd(str_arg(&args, "cwd").unwrap_or("."))
+    {
         Ok(p) => p,
         Err(e) => return outside(e),
     };

@@ -206,6 +206,31 @@ impl Workspace {
         Ok(found)
     }
 
+    /// The folder an `exec` command runs in (`cwd`): a folder of the
+    /// workspace, or a skill folder or a folder inside one, by its absolute
+    /// path or (for a skill inside the workspace) its relative one. Running
+    /// a command in a skill folder writes nothing there by itself, and the
+    /// sandbox keeps skill folders read-only for the command
+    /// ([`crate::sandbox`]), so a skill's scripts may run where their
+    /// instructions expect them to.
+    pub fn resolve_cwd(&self, path: &str) -> Result<PathBuf, PathError> {
+        let refused = match self.resolve(path) {
+            Ok(found) => return Ok(found),
+            Err(refused) => refused,
+        };
+        match self.resolve_for_reading(path) {
+            Ok(found) if self.in_skill_folder(&found) => Ok(found),
+            _ => Err(refused),
+        }
+    }
+
+    /// Whether `abs` (canonical) lies in a skill folder (not the kept outputs).
+    fn in_skill_folder(&self, abs: &Path) -> bool {
+        self.read_only
+            .iter()
+            .any(|f| !f.kept_outputs && abs.starts_with(&f.canonical))
+    }
+
     /// The skill folder `path` (absolute, lexical) is in, by either form.
     fn skill_folder_of(&self, path: &Path) -> Option<&ReadOnlyFolder> {
         self.read_only
@@ -352,6 +377,10 @@ impl Workspace {
                 .find(|f| abs.starts_with(&f.canonical))
             && let Ok(rest) = abs.strip_prefix(&folder.canonical)
         {
+            // The folder itself is shown as given, without a trailing `/`.
+            if rest.as_os_str().is_empty() {
+                return folder.given.display().to_string();
+            }
             return folder.given.join(rest).display().to_string();
         }
         match abs.strip_prefix(&self.root) {

@@ -49,21 +49,28 @@ ok   skills-corpus/edge-block-dashes/SKILL.md (skill edge-block-dashes)
 ok   skills-corpus/edge-comment-opener/SKILL.md (skill edge-comment-opener)
 ok   skills-corpus/edge-cr-only/SKILL.md (skill edge-cr-only)
 ok   skills-corpus/edge-crlf/SKILL.md (skill edge-crlf)
-skills-corpus/edge-deep/SKILL.md:4:12: error: `metadata`: expected a string, number or boolean, found sequence
+skills-corpus/edge-deep/SKILL.md:4:269: error: the YAML is nested too deeply to read; keep it to plain keys, lists and short values
 skills-corpus/edge-empty-compatibility/SKILL.md:4:16: error: `compatibility` has 0 characters; it takes 1 to 500 (what the skill needs to run), or leave the key out
 skills-corpus/edge-lowercase: error: the skill file is named `skill.md`; rename it to SKILL.md (the name is case-sensitive)
+skills-corpus/edge-many-problems/SKILL.md:4:3: error: `description`: expected text, found a list; quote text that starts with `[` or `{`
+skills-corpus/edge-many-problems/SKILL.md:7:5: error: `allowed-tools[1]`: expected a tool name such as `Read` or `Bash(git diff:*)`, found a mapping
+skills-corpus/edge-many-problems/SKILL.md:8:12: error: `max-turns` must be a whole number from 1 to 4294967295, found a string `many`
+skills-corpus/edge-many-problems/SKILL.md:9:11: error: `metadata` must be a mapping of keys to text (`author: me`), found a list
 skills-corpus/edge-no-body/SKILL.md:5:1: warning: SKILL.md has no instructions after the frontmatter; the body is what the agent follows
 ok   skills-corpus/edge-no-body/SKILL.md (skill edge-no-body)
 skills-corpus/edge-not-utf8/SKILL.md:3:17: error: the file is not valid UTF-8: byte 0xe9 here starts no character; save it as UTF-8
 skills-corpus/edge-null-description/SKILL.md:3:12: error: `description` is present but has no value; say what the skill does and when to use it
 skills-corpus/edge-tab-indent/SKILL.md:5:1: error: a tab in the indentation; YAML indents with spaces only, so replace the tab with spaces
-skills-corpus/edge-type-error/SKILL.md:4:3: error: `description`: expected a string, found a list or mapping; quote text that starts with `[` or `{`
+skills-corpus/edge-type-error/SKILL.md:4:3: error: `description`: expected text, found a list; quote text that starts with `[` or `{`
 skills-corpus/edge-unquoted-colon/SKILL.md:3:36: error: mapping values are not allowed in this context; the value of `description` holds `: `, which YAML reads as a new key: quote it, e.g. description: \"Checks links. Use when: the docs changed\"
 ok   skills-corpus/form-filling/SKILL.md (skill form-filling)
 skills-corpus/interview/SKILL.md:4:16: warning: unknown tool `AskUserQuestion` in allowed-tools; expected a canonical name (read, write, edit, find, grep, ls, exec, web_fetch, todo, task, process) or a Claude Code name (Read, Write, Edit, Glob, Grep, LS, Bash, Bash(cmd:*), …)
 skills-corpus/interview/SKILL.md:4:16: warning: skill `interview` leaves the run no tools: none of its `allowed-tools` is a tool agentci has (names that map to no agentci tool: AskUserQuestion); list the tools it needs in `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop `allowed-tools` to allow every tool
 ok   skills-corpus/interview/SKILL.md (skill interview)
 ok   skills-corpus/linked/SKILL.md (skill linked)
+skills-corpus/metadata-lists/SKILL.md:6:9: warning: `metadata.tags` is a list, but the Agent Skills format wants text values; the skill loads with it kept as the YAML text `[\"pdf\",\"forms\"]` (quote it, or write it as text, to silence this)
+skills-corpus/metadata-lists/SKILL.md:8:5: warning: `metadata.requires` is a mapping, but the Agent Skills format wants text values; the skill loads with it kept as the YAML text `{\"bins\":[\"qpdf\"]}` (quote it, or write it as text, to silence this)
+ok   skills-corpus/metadata-lists/SKILL.md (skill metadata-lists)
 skills-corpus/no-tools/SKILL.md:4:16: warning: skill `no-tools` leaves the run no tools: its `allowed-tools` is empty; list the tools it needs in `allowed-tools` (Read Grep Edit Bash(cmd:*) …) and in the job's `tools`, or drop `allowed-tools` to allow every tool
 ok   skills-corpus/no-tools/SKILL.md (skill no-tools)
 ok   skills-corpus/plugin/skills/root-cause/SKILL.md (skill root-cause)
@@ -559,4 +566,179 @@ fn a_cassette_with_skill_paths_replays_from_another_checkout() {
     let results = events(&trace, "tool.result");
     let read = results.iter().find(|e| e["call_id"] == "c_read").unwrap();
     assert_eq!(read["ok"], true, "{read}");
+}
+
+/// A skill `syncer` in `skills/` whose `scripts/sync.sh` says where it ran,
+/// with `scripts/link.sh` a symlink to a script outside the skill folder.
+fn syncer_skill(sb: &Sandbox, allowed_tools: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    sb.write(
+        "skills/syncer/SKILL.md",
+        &format!(
+            "---\nname: syncer\ndescription: Syncs things with its script.\n\
+             allowed-tools: {allowed_tools}\n---\nRun scripts/sync.sh.\n"
+        ),
+    );
+    for (file, text) in [
+        (
+            "skills/syncer/scripts/sync.sh",
+            "#!/bin/sh\necho \"sync $1 in $(pwd)\"\necho changed >> \"$0\" 2>/dev/null\n\
+             touch written 2>/dev/null\nexit 0\n",
+        ),
+        ("outside.sh", "#!/bin/sh\necho outside ran\n"),
+    ] {
+        let path = sb.write(file, text);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let dir = sb.path().canonicalize().unwrap().join("skills/syncer");
+    std::os::unix::fs::symlink(
+        sb.path().canonicalize().unwrap().join("outside.sh"),
+        dir.join("scripts/link.sh"),
+    )
+    .unwrap();
+    dir
+}
+
+// Regression (issue 22, item 6): a script named by its absolute path was
+// refused as "given by a path outside the workspace, which allow rules do
+// not name" although the rule named it and the prompt says skill scripts
+// run by their absolute path; `cwd` in the skill folder was refused as a
+// write into a read-only folder; the skill's own `Bash(${CLAUDE_SKILL_DIR}/…)`
+// refusal named the very pattern the call matched.
+#[test]
+fn a_skill_script_runs_by_its_absolute_path_and_in_its_folder() {
+    let sb = Sandbox::new();
+    let dir = syncer_skill(
+        &sb,
+        "Read Bash(${CLAUDE_SKILL_DIR}/scripts/sync.sh:*) Bash(${CLAUDE_SKILL_DIR}/scripts/link.sh:*) Bash(/bin/echo:*)",
+    );
+    let ws = sb.workspace().canonicalize().unwrap();
+    let at = |rel: &str| format!("{}/{rel}", dir.display());
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Sync", "synced")]),
+        Reply::tool_calls(vec![
+            (
+                "c_abs",
+                "exec",
+                json!({"command": format!("{} one", at("scripts/sync.sh"))}),
+            ),
+            (
+                "c_cwd",
+                "exec",
+                json!({"command": format!("{} two", at("scripts/sync.sh")), "cwd": dir.display().to_string()}),
+            ),
+            ("c_link", "exec", json!({"command": at("scripts/link.sh")})),
+            ("c_echo", "exec", json!({"command": "/bin/echo hi"})),
+        ]),
+        Reply::step_done("synced"),
+        Reply::text("Synced."),
+    ]);
+    sb.write(
+        "job.yaml",
+        &format!(
+            "version: 1\nname: sync\nskill: syncer\ngoal: Sync.\n\
+             model: {{provider: openai, name: fake-model, base_url: {}}}\n\
+             workspace: ws\nskills_path: [skills]\ntools: [read, exec]\n\
+             permissions:\n  default: deny\n  allow: [read, \"exec(${{SKILL:syncer}}/scripts/sync.sh *)\", \
+             \"exec(${{CLAUDE_SKILL_DIR}}/scripts/link.sh *)\", \"exec(/bin/echo *)\"]\n",
+            model.base_url()
+        ),
+    );
+    let out = sb.agentci(&["run", "job.yaml", "--trace", "out/trace.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let requests = model.requests();
+    // The job's placeholders became the skill's folder, as the prompt shows.
+    let details = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        details.contains(&format!("`exec({} *)`", at("scripts/sync.sh"))),
+        "{details}"
+    );
+    let exec = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "exec")
+        .unwrap()["function"]["description"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Regression (issue 22, item 10): the description said `sh -c`.
+    assert!(
+        exec.contains("`bash -c`") && !exec.contains("`sh -c`"),
+        "{exec}"
+    );
+
+    let ran = tool_result(&requests, "c_abs");
+    assert!(
+        ran.contains(&format!("sync one in {}", ws.display())),
+        "{ran}"
+    );
+    let ran = tool_result(&requests, "c_cwd");
+    assert!(
+        ran.contains(&format!("sync two in {}", dir.display())),
+        "{ran}"
+    );
+    let trace = sb.trace("out/trace.jsonl");
+    let results = events(&trace, "tool.result");
+    let in_skill = results.iter().find(|e| e["call_id"] == "c_cwd").unwrap();
+    assert_eq!(in_skill["data"]["cwd"], dir.display().to_string());
+    // A symlink in the skill folder that leads out of it is not the skill's
+    // script, and a path outside every skill folder stays refused; both
+    // say how to call a program instead.
+    for call in ["c_link", "c_echo"] {
+        let refused = tool_result(&requests, call);
+        assert!(
+            refused.starts_with("ERROR")
+                && refused.contains("is not a file inside a skill folder of this run")
+                && refused.contains("by its absolute path inside the skill's folder"),
+            "{call}: {refused}"
+        );
+    }
+    assert!(!tool_result(&requests, "c_link").contains("outside ran"));
+    // The script the rule trusts cannot change itself or its folder: the
+    // sandbox keeps a skill folder outside the workspace read-only too.
+    assert!(!dir.join("written").exists());
+    let script = sb.read("skills/syncer/scripts/sync.sh");
+    assert!(script.ends_with("exit 0\n"), "{script}");
+}
+
+// Regression (issue 22, item 6): a list or mapping under `metadata` was a
+// hard error, so 710 of 2,068 skills of one public collection could not
+// run. The skill now runs, and the run says what it kept, on stderr and
+// in the trace, where skill warnings go.
+#[test]
+fn a_skill_with_lists_in_its_metadata_runs_and_warns() {
+    let model = FakeModel::start(vec![Reply::text("No plan."), Reply::text("No plan.")]);
+    let sb = corpus_sandbox(&job(
+        "metadata-lists",
+        "budget: {max_turns: 1}\n",
+        &model.base_url(),
+    ));
+    let out = sb.agentci(&[
+        "run",
+        "job.yaml",
+        "--trace",
+        "out/trace.jsonl",
+        "--progress",
+        "plain",
+    ]);
+    assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`metadata.tags` is a list"),
+        "{}",
+        stderr(&out)
+    );
+    let trace = sb.trace("out/trace.jsonl");
+    let loaded = events(&trace, "skill.loaded");
+    assert_eq!(loaded[0]["name"], "metadata-lists");
+    let warnings: Vec<&str> = events(&trace, "warning")
+        .iter()
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("`metadata.requires` is a mapping")),
+        "{warnings:?}"
+    );
 }

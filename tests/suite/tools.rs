@@ -777,3 +777,36 @@ async fn exec_output_is_capped_with_a_note() {
     );
     assert!(r.output.chars().count() < 1100);
 }
+
+// Regression (issue 22, item 6): `cwd` in a skill folder was refused as
+// "read-only … write in the workspace instead" though running there
+// writes nothing; other read-only places stay refused.
+#[tokio::test]
+async fn exec_runs_in_a_skill_folder_given_as_cwd() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    write(&root, "ws/.agents/skills/inner/SKILL.md", "x");
+    write(&root, "ws/.git/HEAD", "ref: refs/heads/main\n");
+    write(&root, "skills/outer/SKILL.md", "x");
+    let ws = root.join("ws");
+    let mut ctx = context(&ws);
+    ctx.workspace = ctx
+        .workspace
+        .with_skill_folder(&root.join("skills/outer"))
+        .unwrap()
+        .with_skill_folder(&ws.join(".agents/skills/inner"))
+        .unwrap();
+    let outer = root.join("skills/outer").display().to_string();
+    for (cwd, shown) in [
+        (outer.as_str(), outer.clone()),
+        (".agents/skills/inner", ".agents/skills/inner".to_string()),
+    ] {
+        let r = call(&ctx, "exec", json!({"command": "pwd", "cwd": cwd})).await;
+        assert!(r.ok, "{cwd}: {r:?}");
+        assert_eq!(r.data["cwd"], shown);
+    }
+    for refused in [".git", "/tmp", "../skills/outer"] {
+        let r = call(&ctx, "exec", json!({"command": "pwd", "cwd": refused})).await;
+        assert!(!r.ok, "{refused}: {r:?}");
+    }
+}

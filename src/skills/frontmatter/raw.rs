@@ -1,14 +1,14 @@
-//! The SKILL.md frontmatter as written, before any value is checked:
-//! deserialized by hand so that keys agentci does not read are collected
-//! with their positions (they become warnings) instead of rejected, and so
-//! that `allowed-tools` may be a string or a list. Checking the values is
-//! the parent module's job.
+//! The SKILL.md frontmatter as written, before any value is checked: a
+//! tree of YAML nodes, each with its position. Reading into a tree rather
+//! than typed fields means a value of the wrong type is not a parse error
+//! that hides every other problem: only broken YAML stops the parse, and
+//! the parent module checks every key (naming nested ones by their path,
+//! `allowed-tools[1]`, `metadata.tags`) and reports all it finds.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use crate::spec::raw::Scalar;
@@ -25,99 +25,103 @@ pub(super) const KNOWN_KEYS: &[&str] = &[
     "max-turns",
 ];
 
-/// The frontmatter as written. Deserialized by hand so unknown keys can be
-/// collected (with their positions) instead of rejected.
-#[derive(Default)]
-pub(super) struct RawFrontmatter {
-    // `Spanned<Option<_>>`: a key written with no value (`description:`)
-    // is present and empty, at its own line, not missing.
-    pub(super) name: Option<Spanned<Option<String>>>,
-    pub(super) description: Option<Spanned<Option<String>>>,
-    pub(super) license: Option<Spanned<Option<String>>>,
-    pub(super) compatibility: Option<Spanned<Option<String>>>,
-    pub(super) metadata: Option<BTreeMap<String, Scalar>>,
-    pub(super) allowed_tools: Option<Spanned<AllowedTools>>,
-    pub(super) model: Option<Spanned<Option<String>>>,
-    pub(super) max_turns: Option<Spanned<Scalar>>,
-    pub(super) unknown: Vec<Spanned<String>>,
+/// One YAML value as written. Scalars keep their resolved type; the
+/// parent reads a plain scalar's text from the source where the type
+/// matters not (`version: 1.10` stays `1.10`).
+#[derive(Debug)]
+pub(super) enum Node {
+    Null,
+    Scalar(Scalar),
+    List(Vec<Spanned<Node>>),
+    Map(Vec<(Spanned<Node>, Spanned<Node>)>),
 }
 
-impl<'de> Deserialize<'de> for RawFrontmatter {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(FrontmatterVisitor)
-    }
-}
-
-struct FrontmatterVisitor;
-
-impl<'de> Visitor<'de> for FrontmatterVisitor {
-    type Value = RawFrontmatter;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a mapping of frontmatter keys (name, description, …)")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFrontmatter, A::Error> {
-        let mut raw = RawFrontmatter::default();
-        while let Some(key) = map.next_key::<Spanned<String>>()? {
-            match key.value.as_str() {
-                "name" => raw.name = Some(map.next_value()?),
-                "description" => raw.description = Some(map.next_value()?),
-                "license" => raw.license = Some(map.next_value()?),
-                "compatibility" => raw.compatibility = Some(map.next_value()?),
-                "metadata" => raw.metadata = map.next_value()?,
-                "allowed-tools" => raw.allowed_tools = map.next_value()?,
-                "model" => raw.model = Some(map.next_value()?),
-                "max-turns" => raw.max_turns = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                    raw.unknown.push(key);
-                }
-            }
+impl Node {
+    /// What the value is, for "expected …, found …" messages.
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Node::Null => "nothing",
+            Node::Scalar(scalar) => scalar.kind(),
+            Node::List(_) => "a list",
+            Node::Map(_) => "a mapping",
         }
-        Ok(raw)
     }
 }
 
-/// `allowed-tools: Read Grep Bash(git diff:*)` or a YAML list; `allowed-tools:`
-/// with no value is the empty string (it allows nothing, as `""` does).
-pub(super) enum AllowedTools {
-    Text(String),
-    List(Vec<Spanned<String>>),
-}
-
-impl<'de> Deserialize<'de> for AllowedTools {
+impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(AllowedToolsVisitor)
+        deserializer.deserialize_any(NodeVisitor)
     }
 }
 
-struct AllowedToolsVisitor;
+struct NodeVisitor;
 
-impl<'de> Visitor<'de> for AllowedToolsVisitor {
-    type Value = AllowedTools;
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("space-separated tool names or a list of them")
+        f.write_str("a YAML value")
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<AllowedTools, E> {
-        Ok(AllowedTools::Text(v.to_string()))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Bool(v)))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<AllowedTools, E> {
-        Ok(AllowedTools::Text(String::new()))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Int(i128::from(v))))
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<AllowedTools, E> {
-        Ok(AllowedTools::Text(String::new()))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Int(i128::from(v))))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AllowedTools, A::Error> {
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Int(v)))
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
+        Ok(Node::Scalar(
+            i128::try_from(v).map_or_else(|_| Scalar::Str(v.to_string()), Scalar::Int),
+        ))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Float(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Str(v.to_string())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Str(v)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_some<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
+        Node::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Spanned<String>>()? {
+        while let Some(item) = seq.next_element::<Spanned<Node>>()? {
             items.push(item);
         }
-        Ok(AllowedTools::List(items))
+        Ok(Node::List(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<Node>>()? {
+            entries.push((key, map.next_value::<Spanned<Node>>()?));
+        }
+        Ok(Node::Map(entries))
     }
 }

@@ -44,6 +44,17 @@ pub(super) fn explain_yaml_error(
         return;
     }
     if let Some(line) = yaml.lines().nth(yaml_line)
+        && let Some((key, value)) = bracketed_value(line)
+    {
+        d.message = format!(
+            "{}; the value of `{key}` starts with `{}`, which YAML reads as the start of a \
+             list or mapping: if it is text, quote it, e.g. {key}: \"{value}\"",
+            d.message,
+            &value[..1]
+        );
+        return;
+    }
+    if let Some(line) = yaml.lines().nth(yaml_line)
         && let Some((key, value)) = unquoted_value_with_colon(line)
     {
         d.message = format!(
@@ -66,6 +77,22 @@ fn key_of_line(yaml: &str, index: usize) -> Option<&str> {
             let key = line.split_once(':')?.0.trim();
             (starts_key && !key.is_empty()).then_some(key)
         })
+}
+
+/// `key: [text` (a value opening a flow list or mapping on a top-level
+/// key's line) → (key, value): broken YAML there is usually text that
+/// happens to start with a bracket.
+fn bracketed_value(line: &str) -> Option<(&str, &str)> {
+    let (key, value) = line.split_once(": ")?;
+    let value = value.trim();
+    let top_level = line.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    let count = |c: char| value.chars().filter(|&v| v == c).count();
+    // Only a bracket left open: a closed one that still fails (nested too
+    // deeply, say) is not text in disguise.
+    let unclosed = count('[') > count(']') || count('{') > count('}');
+    let short = value.chars().count() <= 120;
+    (top_level && unclosed && short && !key.contains(' ') && value.starts_with(['[', '{']))
+        .then_some((key.trim(), value))
 }
 
 /// `key: some text: more` (a plain, unquoted value holding `: `) → (key, value).
