@@ -13,7 +13,8 @@
 use serde_json::{Value, json};
 
 use super::examples::run_example_with;
-use super::support::fake_model::{FakeModel, Reply};
+use super::replay_sequence::{sandbox_with, script};
+use super::support::fake_model::FakeModel;
 use super::support::harness::{Sandbox, agentci_in, events, stderr};
 use super::support::trace_schema::assert_valid_trace;
 
@@ -30,51 +31,12 @@ fn pull_request_event(sb: &Sandbox, title: &str) -> String {
         .to_string()
 }
 
-/// A job with a memory file in its workspace (fenced as untrusted on a
-/// pull request) that fixes a typo.
+/// The typo-fixing job with a memory file in its workspace, which a pull
+/// request fences as untrusted.
 fn sandbox(base_url: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
+    let sb = sandbox_with(base_url, "memory: auto\n");
     sb.write("ws/AGENTS.md", "Keep edits small.\n");
-    sb.skill("fixer", Some("Read Edit"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-tools: [read, edit]
-workspace: ws
-skills_path: [skills]
-memory: auto
-permissions:
-  default: deny
-  allow: [read, "edit(*.txt)"]
-checks:
-  - name: greeting fixed
-    run: grep -q "hello world" greeting.txt
-"#
-        ),
-    );
     sb
-}
-
-fn script() -> Vec<Reply> {
-    vec![
-        Reply::plan(&[("Fix the typo", "greeting.txt says hello world")]),
-        Reply::tool_calls(vec![(
-            "call_edit",
-            "edit",
-            json!({"path": "greeting.txt", "old_text": "wrold", "new_text": "world"}),
-        )]),
-        Reply::step_done("fixed the typo"),
-        Reply::text("Fixed the typo in greeting.txt."),
-    ]
 }
 
 /// `agentci run job.yaml` in `sb` with `args`, started by a pull request

@@ -12,6 +12,11 @@ use super::support::harness::{Sandbox, events, stderr};
 use super::support::trace_schema::assert_valid_trace;
 
 fn sandbox(base_url: &str) -> Sandbox {
+    sandbox_with(base_url, "")
+}
+
+/// The typo-fixing job, with `extra` lines added to the job file.
+pub(super) fn sandbox_with(base_url: &str, extra: &str) -> Sandbox {
     let sb = Sandbox::new();
     sb.write("ws/greeting.txt", "hello wrold\n");
     sb.skill("fixer", Some("Read Edit"));
@@ -35,13 +40,13 @@ permissions:
 checks:
   - name: greeting fixed
     run: grep -q "hello world" greeting.txt
-"#
+{extra}"#
         ),
     );
     sb
 }
 
-fn script() -> Vec<Reply> {
+pub(super) fn script() -> Vec<Reply> {
     vec![
         Reply::plan(&[("Fix the typo", "greeting.txt says hello world")]),
         Reply::tool_calls(vec![(
