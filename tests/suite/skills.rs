@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
+use super::support::users::RunAs;
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
@@ -607,6 +608,15 @@ fn syncer_skill(sb: &Sandbox, allowed_tools: &str) -> PathBuf {
 // refusal named the very pattern the call matched.
 #[test]
 fn a_skill_script_runs_by_its_absolute_path_and_in_its_folder() {
+    // As root, and as an unprivileged user who owns the skill folder (so
+    // only the sandbox stops the script from rewriting itself).
+    for user in RunAs::each() {
+        skill_script_runs_as(user);
+    }
+}
+
+fn skill_script_runs_as(user: RunAs) {
+    eprintln!("as {}:", user.label());
     let sb = Sandbox::new();
     let dir = syncer_skill(
         &sb,
@@ -644,7 +654,11 @@ fn a_skill_script_runs_by_its_absolute_path_and_in_its_folder() {
             model.base_url()
         ),
     );
-    let out = sb.agentci(&["run", "job.yaml", "--trace", "out/trace.jsonl"]);
+    let out = sb.agentci_as(
+        user,
+        &["run", "job.yaml", "--trace", "out/trace.jsonl"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let requests = model.requests();
     // The job's placeholders became the skill's folder, as the prompt shows.
