@@ -241,21 +241,16 @@ impl AttemptResult {
             let name = a.name.replace('\n', " ");
             let seen = a.message.as_deref().and_then(|m| m.lines().next());
             match seen.map(str::trim).filter(|m| !m.is_empty()) {
-                Some(seen) => format!("`{}` saw {}", name.trim(), cut(seen)),
+                Some(seen) => format!(
+                    "`{}` saw {}",
+                    name.trim(),
+                    crate::inert::clip(seen, SEEN_CHARS)
+                ),
                 None => format!("`{}`", name.trim()),
             }
         });
         (headline, each.collect())
     }
-}
-
-/// `text` cut to [`SEEN_CHARS`] characters, saying so.
-fn cut(text: &str) -> String {
-    if text.chars().count() <= SEEN_CHARS {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(SEEN_CHARS).collect();
-    format!("{kept}…")
 }
 
 impl CaseResult {

@@ -26,6 +26,15 @@ use std::fmt::Write as _;
 use std::iter::Peekable;
 use std::str::Chars;
 
+/// `text` cut to its first `max` characters, with `…` when something was
+/// cut: the one-line quote of a longer text in a message.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// `text` for a terminal or a log, line breaks kept (`\r\n` read as `\n`).
 pub fn terminal(text: &str) -> String {
     shown(text, Breaks::Keep)

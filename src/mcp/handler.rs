@@ -29,7 +29,6 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 
 use super::sampling::{Sampler, sampling_request};
 use super::state::{ServerRequestRecord, ServerState};
-use super::stdio::shorten;
 
 /// The newest protocol version that still starts with `initialize`; the
 /// reference servers and most servers in use speak it (rmcp's
@@ -155,7 +154,7 @@ impl ClientHandler for AgentciClient {
         request: CustomRequest,
         _context: RequestContext<RoleClient>,
     ) -> Result<CustomResult, ErrorData> {
-        let method = shorten(&request.method, 100);
+        let method = crate::inert::clip(&request.method, 100);
         Err(self.decline(
             &method,
             "agentci does not implement this request",

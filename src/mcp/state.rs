@@ -43,7 +43,7 @@ impl ServerRequestRecord {
         let json = serde_json::to_string(params).unwrap_or_default();
         let params = match json.as_str() {
             "null" | "{}" => String::new(),
-            _ => super::stdio::shorten(&json, MAX_PARAMS_CHARS),
+            _ => crate::inert::clip(&json, MAX_PARAMS_CHARS),
         };
         ServerRequestRecord {
             method: method.to_string(),

@@ -145,7 +145,7 @@ async fn watch_stdout(
                 state.mark_broken(format!(
                     "wrote a line that is not JSON-RPC to stdout (servers must log to stderr): \
                      `{}`",
-                    shorten(trimmed, 200)
+                    crate::inert::clip(trimmed, 200)
                 ));
                 break;
             }
@@ -176,15 +176,7 @@ async fn keep_stderr(stderr: impl AsyncRead + Unpin, state: Arc<ServerState>) {
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end();
         if !text.is_empty() {
-            state.push_stderr(shorten(text, MAX_STDERR_LINE));
+            state.push_stderr(crate::inert::clip(text, MAX_STDERR_LINE));
         }
-    }
-}
-
-/// `text` cut to `max` characters, with `…` when cut.
-pub(super) fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }

@@ -93,7 +93,7 @@ fn unfinished_steps(state: &LoopState) -> Option<String> {
             listed.join(", ")
         )
     };
-    let said = cut(summary.trim());
+    let said = crate::inert::clip(summary.trim(), SUMMARY_CHARS);
     let said = if said.is_empty() {
         String::new()
     } else {
@@ -102,13 +102,6 @@ fn unfinished_steps(state: &LoopState) -> Option<String> {
     Some(format!(
         "{which}, and the job has no checks to show otherwise{said}"
     ))
-}
-
-fn cut(text: &str) -> String {
-    match text.char_indices().nth(SUMMARY_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

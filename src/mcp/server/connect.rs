@@ -16,10 +16,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::{EXIT_WAIT, StartContext};
+use crate::inert::clip;
 use crate::mcp::command::StdioLaunch;
 use crate::mcp::handler::AgentciClient;
 use crate::mcp::state::ServerState;
-use crate::mcp::stdio::{self, StdioChild, shorten};
+use crate::mcp::stdio::{self, StdioChild};
 use crate::process::ProcessRunner;
 use crate::redact::Redactor;
 use crate::spec::{EnvTemplate, McpServerSpec, McpTransport};
@@ -171,19 +172,19 @@ impl HttpFailure {
             HttpFailure::AuthRequired(challenge) if sent_headers => format!(
                 "the server asked for authentication at {url} (HTTP 401, `WWW-Authenticate: {}`) and \
                  refused the job's `headers:`: check that they carry a valid token; {how}",
-                shorten(&challenge, 200)
+                clip(&challenge, 200)
             ),
             HttpFailure::AuthRequired(challenge) => format!(
                 "the server asked for authentication at {url} (HTTP 401, `WWW-Authenticate: {}`): {how}",
-                shorten(&challenge, 200)
+                clip(&challenge, 200)
             ),
             HttpFailure::InsufficientScope(challenge) => format!(
                 "the server refused the credentials sent at {url} as lacking a scope (HTTP 403, \
                  `WWW-Authenticate: {}`): give the job's `headers:` a token with that scope",
-                shorten(&challenge, 200)
+                clip(&challenge, 200)
             ),
             HttpFailure::Other(cause) => {
-                format!("could not be reached at {url}: {}", shorten(&cause, 300))
+                format!("could not be reached at {url}: {}", clip(&cause, 300))
             }
         }
     }
