@@ -21,7 +21,9 @@ use super::child::{
 use super::run_namespaces::{IdMaps, RunNamespaces, RunNetwork};
 use super::seccomp::SyscallFilter;
 
-/// The test switch that pretends features are missing.
+/// The test switch that pretends features are missing (`landlock`,
+/// `namespaces`, `seccomp`, comma-separated). Debug builds only: a release
+/// binary never lets its environment weaken the sandbox.
 pub const PRETEND_UNSUPPORTED_ENV: &str = "AGENTCI_TEST_SANDBOX_UNSUPPORTED";
 
 /// What the kernel can enforce here.
@@ -69,7 +71,10 @@ pub fn support() -> Support {
 }
 
 fn probe() -> Support {
-    let pretend = std::env::var(PRETEND_UNSUPPORTED_ENV).unwrap_or_default();
+    let pretend = match cfg!(debug_assertions) {
+        true => std::env::var(PRETEND_UNSUPPORTED_ENV).unwrap_or_default(),
+        false => String::new(),
+    };
     let missing = |name: &str| pretend.split(',').any(|p| p.trim() == name);
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
