@@ -15,6 +15,7 @@ mod cli_run;
 mod context;
 mod contract;
 mod doctor;
+mod documented_flags;
 mod eval;
 mod eval_fingerprint;
 mod eval_github;
