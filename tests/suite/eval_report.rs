@@ -207,7 +207,7 @@ pub(super) fn screenshot_in_chromium(page: &Path, tail: &str, shot: &Path) -> Op
     let (_, log) = in_chromium(
         &chromium,
         &[
-            "--window-size=1280,2200".to_string(),
+            "--window-size=1280,3600".to_string(),
             // Time to paint after the script scrolled to a linked transcript.
             "--virtual-time-budget=2000".to_string(),
             format!("--screenshot={}", shot.display()),

@@ -226,8 +226,20 @@ fn browser(page: &Path) {
     filters(page);
     accessible(&dom);
 
+    // A copy with the failing transcript and its tool calls open, shot
+    // from the top (a headless screenshot of a scrolled page leaves the
+    // top unpainted).
+    let html = std::fs::read_to_string(page)
+        .unwrap()
+        .replacen(r#"id="t-0-0-1""#, r#"id="t-0-0-1" open"#, 1)
+        .replace(
+            r#"<details class="ev tool"#,
+            r#"<details open class="ev tool"#,
+        );
+    let open = page.with_file_name("open.html");
+    std::fs::write(&open, html).unwrap();
     let shot = artifact("eval-transcript.png");
-    screenshot_in_chromium(page, "#t-0-0-1", &shot);
+    screenshot_in_chromium(&open, "", &shot);
 }
 
 /// The filters, set from the address: not passed only, and one case (the
