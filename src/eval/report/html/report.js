@@ -54,6 +54,11 @@
   fromAddress();
   filterTranscripts();
   window.addEventListener("hashchange", openTarget);
+  // Following the same link again (no hash change) opens it again too.
+  document.addEventListener("click", function (e) {
+    var link = e.target.closest && e.target.closest('a[href^="#t-"]');
+    if (link) { setTimeout(openTarget, 0); }
+  });
   openTarget();
   var radios = document.querySelectorAll('input[name="show"]');
   function filter() {
