@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::assertions::{Facts, judge};
+use super::attempt_patch;
 use super::fingerprint::Fingerprint;
 use super::fixture::{TempWorkspace, materialize};
 use super::isolation::PrivateArea;
@@ -23,7 +24,7 @@ use crate::event::{Event, EventKind, RunCompleted, RunStatus};
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
 use crate::redact::Redactor;
-use crate::runner::secrets::secret_values;
+use crate::runner::secrets::{run_redactor, secret_values};
 use crate::runner::{self, Prepared, RunOptions, RunReport};
 use crate::sink::FileBase;
 use crate::sink::bus::{EventSink, SinkError};
@@ -106,6 +107,7 @@ impl AttemptResult {
             setup_ms: 0,
             changed: Vec::new(),
             trace: None,
+            patch: None,
             started_at,
             fingerprint: plan.fingerprint.total.clone(),
             fingerprint_parts: plan.fingerprint.parts.clone(),
@@ -176,6 +178,7 @@ async fn run_into(
         .await
         .map_err(|e| format!("reading the workspace crashed: {e}"))??;
     result.changed = before.changed(&after);
+    result.patch = write_patch(&before, workspace.path(), result, &prepared, plan).await?;
     let events = std::mem::take(&mut *tool_calls.lock().unwrap_or_else(|p| p.into_inner()));
     // Assertion commands run like the agent's: sandboxed, scrubbed
     // environment, secrets masked in what they print (it lands in
@@ -290,6 +293,37 @@ fn decide(result: &mut AttemptResult, completed: &RunCompleted, report: &RunRepo
         result.outcome = Outcome::Error;
         result.reason = format!("cannot write the run's results: {error}");
     }
+}
+
+/// Write the attempt's changes to `changes.patch` in its folder (masked
+/// like the trace), and return its path as results.json shows it; `None`
+/// when the run changed nothing.
+async fn write_patch(
+    before: &Snapshot,
+    workspace: &Path,
+    result: &AttemptResult,
+    prepared: &Prepared,
+    plan: &AttemptPlan,
+) -> Result<Option<String>, String> {
+    if result.changed.is_empty() {
+        return Ok(None);
+    }
+    let secrets = run_redactor(&prepared.job, |name| std::env::var(name).ok());
+    let (before, root, changed) = (
+        before.clone(),
+        workspace.to_path_buf(),
+        result.changed.clone(),
+    );
+    let path = plan.dir.join(attempt_patch::PATCH_FILE);
+    let target = path.clone();
+    tokio::task::spawn_blocking(move || {
+        let text = attempt_patch::diff(&before, &root, &changed, &secrets);
+        crate::safe_file::replace(&target, text.as_bytes(), None)
+    })
+    .await
+    .map_err(|e| format!("writing the patch crashed: {e}"))?
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(Some(shown(&path, &plan.out_root)))
 }
 
 /// Remove the workspace and the private area, and wait for it: an

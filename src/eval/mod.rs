@@ -11,6 +11,7 @@
 
 pub mod assertions;
 pub mod attempt;
+mod attempt_patch;
 pub mod baseline;
 pub mod engine;
 pub mod fingerprint;

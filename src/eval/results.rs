@@ -117,6 +117,11 @@ pub struct AttemptResult {
     pub changed: Vec<String>,
     /// The trace, relative to the results folder.
     pub trace: Option<String>,
+    /// What the run changed in the workspace as a unified diff (secrets
+    /// masked, capped), relative to the results folder; absent when it
+    /// changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
     pub started_at: String,
     /// Identifies the case definition and settings the attempt ran with;
     /// resuming re-runs attempts whose fingerprint changed.

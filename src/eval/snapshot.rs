@@ -3,7 +3,9 @@
 //! A snapshot is taken right after the fixture is copied and again after the
 //! run; comparing the two gives the run's diff as a list of paths, which
 //! `file_unchanged` and `diff_touches_only` judge. Contents are compared by
-//! SHA-256, so a file rewritten with the same bytes is not a change.
+//! SHA-256, so a file rewritten with the same bytes is not a change. The
+//! before snapshot also keeps the bytes of small files, so the attempt's
+//! patch can show what changed in them (see `attempt_patch`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,13 +14,23 @@ use sha2::{Digest, Sha256};
 
 use super::walk::{EntryKind, walk};
 
-/// Relative path (with `/`) → content hash (a symlink hashes its target).
+/// Files larger than this are not kept for the patch (they are named in it).
+const KEPT_FILE_BYTES: usize = 256 * 1024;
+/// At most this much of a workspace is kept for the patch.
+const KEPT_TOTAL_BYTES: usize = 32 * 1024 * 1024;
+
+/// Relative path (with `/`) → content hash (a symlink hashes its target),
+/// and the bytes of the small files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot(BTreeMap<String, [u8; 32]>);
+pub struct Snapshot {
+    hashes: BTreeMap<String, [u8; 32]>,
+    kept: BTreeMap<String, Vec<u8>>,
+}
 
 impl Snapshot {
     pub fn take(root: &Path) -> Result<Snapshot, String> {
-        let mut files = BTreeMap::new();
+        let mut snapshot = Snapshot::default();
+        let mut kept_bytes = 0;
         for entry in walk(root) {
             let entry = entry.map_err(|e| format!("cannot read {}: {e}", root.display()))?;
             let bytes = match entry.kind {
@@ -34,23 +46,39 @@ impl Snapshot {
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/");
-            files.insert(key, Sha256::digest(&bytes).into());
+            snapshot
+                .hashes
+                .insert(key.clone(), Sha256::digest(&bytes).into());
+            if bytes.len() <= KEPT_FILE_BYTES && kept_bytes + bytes.len() <= KEPT_TOTAL_BYTES {
+                kept_bytes += bytes.len();
+                snapshot.kept.insert(key, bytes);
+            }
         }
-        Ok(Snapshot(files))
+        Ok(snapshot)
+    }
+
+    /// Whether `path` was there when the snapshot was taken.
+    pub fn has(&self, path: &str) -> bool {
+        self.hashes.contains_key(path)
+    }
+
+    /// The bytes of `path` when the snapshot was taken, if it was small enough to keep.
+    pub fn content(&self, path: &str) -> Option<&[u8]> {
+        self.kept.get(path).map(Vec::as_slice)
     }
 
     /// Paths added, removed or modified between `self` (before) and `after`, sorted.
     pub fn changed(&self, after: &Snapshot) -> Vec<String> {
         let mut paths: Vec<String> = self
-            .0
+            .hashes
             .iter()
-            .filter(|(path, hash)| after.0.get(*path) != Some(hash))
+            .filter(|(path, hash)| after.hashes.get(*path) != Some(hash))
             .map(|(path, _)| path.clone())
             .chain(
                 after
-                    .0
+                    .hashes
                     .keys()
-                    .filter(|path| !self.0.contains_key(*path))
+                    .filter(|path| !self.hashes.contains_key(*path))
                     .cloned(),
             )
             .collect();

@@ -51,7 +51,6 @@ use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, catalog};
 use run_files::{RunPaths, checkpoint_saver, open_bus};
-use secrets::secret_values;
 
 /// Where one run's files go and what else observes it.
 #[derive(Default)]
@@ -280,11 +279,7 @@ fn start_processes(
     // Secrets are read once, here: the bus masks them in every event, and
     // children get only the ones the job passes through `env:`.
     let lookup = |name: &str| std::env::var(name).ok();
-    let secrets = Redactor::new(
-        secret_values(job, lookup)
-            .into_iter()
-            .chain(mcp::secret_values(job, lookup)),
-    );
+    let secrets = secrets::run_redactor(job, lookup);
     let (mut exec_env, missing) = job.resolve_env(lookup);
     // Later entries win when the command is spawned (eval's per-attempt folders).
     exec_env.extend(extra_env.iter().cloned());

@@ -3,8 +3,19 @@
 //! The runner builds the run's [`Redactor`](crate::redact::Redactor) from
 //! them; masking itself is [`crate::redact`]'s job.
 
-use crate::redact::WELL_KNOWN_SECRETS;
+use crate::redact::{Redactor, WELL_KNOWN_SECRETS};
 use crate::spec::JobSpec;
+
+/// The redactor of a run of `job`: [`secret_values`] and the values its MCP
+/// servers' environments take from secrets. The event bus masks every event
+/// with it; eval masks the attempt's patch with the same one.
+pub fn run_redactor(job: &JobSpec, env: impl Fn(&str) -> Option<String>) -> Redactor {
+    Redactor::new(
+        secret_values(job, &env)
+            .into_iter()
+            .chain(super::mcp::secret_values(job, &env)),
+    )
+}
 
 /// The secret values of a run of `job`, looked up with `env` (the process
 /// environment in the CLI): the value of the model's `api_key_env`, of every

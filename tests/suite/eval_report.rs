@@ -148,7 +148,7 @@ fn github_actions_gets_the_step_summary_annotations_and_outputs() {
 }
 
 /// Headless Chromium; `None` (a skip) outside CI on a machine without it.
-fn chromium() -> Option<PathBuf> {
+pub(super) fn chromium() -> Option<PathBuf> {
     prerequisites::program(
         &["chromium", "chromium-browser", "google-chrome"],
         "the eval HTML report tests in a browser",
@@ -156,56 +156,90 @@ fn chromium() -> Option<PathBuf> {
     )
 }
 
-/// What Chromium shows of `page`: the DOM after the scripts ran, and its
-/// log. A copy of the page gets a `window.onerror` hook first, so a
-/// JavaScript error becomes an attribute the dumped DOM shows.
-fn load_in_chromium(page: &Path, fragment: &str, screenshot: &Path) -> Option<(String, String)> {
+/// Chromium run headless on `target` with `tail` (a query and/or a
+/// fragment) after its address: its stdout and its log.
+fn in_chromium(chromium: &Path, extra: &[String], target: &Path, tail: &str) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}{tail}", target.display()))
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The DOM of `page` at `tail` after its scripts ran, and the log. A copy
+/// of the page gets a `window.onerror` hook first, so a JavaScript error
+/// becomes an attribute the dumped DOM shows.
+pub(super) fn dom_in_chromium(page: &Path, tail: &str) -> Option<(String, String)> {
     let chromium = chromium()?;
     let html = std::fs::read_to_string(page).unwrap();
     let hook = "<head><script>window.onerror=function(m){document.documentElement.setAttribute('data-js-error',String(m));};</script>";
     let probe = page.with_file_name("probe.html");
     std::fs::write(&probe, html.replacen("<head>", hook, 1)).unwrap();
-    let profile = tempfile::tempdir().unwrap();
-    let run = |extra: &[String], target: &Path, fragment: &str| {
-        let out = Command::new(&chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--hide-scrollbars",
-                "--enable-logging=stderr",
-                "--v=0",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(extra)
-            .arg(format!("file://{}{fragment}", target.display()))
-            .output()
-            .unwrap();
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (dom, log) = run(&["--dump-dom".to_string()], &probe, fragment);
-    let (_, shot_log) = run(
+    Some(in_chromium(
+        &chromium,
+        &["--dump-dom".to_string()],
+        &probe,
+        tail,
+    ))
+}
+
+/// A screenshot of `page` at `tail` into `shot`; the log.
+pub(super) fn screenshot_in_chromium(page: &Path, tail: &str, shot: &Path) -> Option<String> {
+    let chromium = chromium()?;
+    let (_, log) = in_chromium(
+        &chromium,
         &[
-            "--window-size=1280,2200".to_string(),
-            format!("--screenshot={}", screenshot.display()),
+            "--window-size=1280,3600".to_string(),
+            // Time to paint after the script scrolled to a linked transcript.
+            "--virtual-time-budget=2000".to_string(),
+            format!("--screenshot={}", shot.display()),
         ],
         page,
-        "",
+        tail,
     );
-    assert!(screenshot.is_file(), "no screenshot: {shot_log}");
-    eprintln!("HTML report screenshot: {}", screenshot.display());
+    assert!(shot.is_file(), "no screenshot: {log}");
+    eprintln!("HTML report screenshot: {}", shot.display());
+    Some(log)
+}
+
+/// What Chromium shows of `page`: the DOM at `fragment` after the scripts
+/// ran, and its log; a screenshot of the page's top goes to `screenshot`.
+fn load_in_chromium(page: &Path, fragment: &str, screenshot: &Path) -> Option<(String, String)> {
+    let (dom, log) = dom_in_chromium(page, fragment)?;
+    let shot_log = screenshot_in_chromium(page, "", screenshot)?;
     Some((dom, format!("{log}\n{shot_log}")))
 }
 
+/// The opening tag of the element whose tag contains `marker`.
+pub(super) fn opening_tag<'a>(dom: &'a str, marker: &str) -> &'a str {
+    let at = dom
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker} in the page"));
+    let start = dom[..at].rfind('<').unwrap();
+    let end = at + dom[at..].find('>').unwrap();
+    &dom[start..=end]
+}
+
 /// Where screenshots are kept after the test, for a person to look at.
-fn artifact(name: &str) -> PathBuf {
+pub(super) fn artifact(name: &str) -> PathBuf {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(
             || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
@@ -338,7 +372,7 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
     };
     assert!(!dom.contains("data-js-error=\""), "JavaScript error: {dom}");
     assert!(
-        dom.contains(r#"<details class="transcript" id="t-0-1-1" open="">"#),
+        opening_tag(&dom, r#"id="t-0-1-1""#).contains(r#"open="""#),
         "the linked transcript is not open"
     );
     assert!(
@@ -363,9 +397,13 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
         assert!(dom.contains(&format!("id=\"{id}\"")), "no {id}");
     }
     assert!(dom.contains("openai:alpha") && dom.contains("openai:beta"));
+    // The transcripts filtered by model, from the address.
+    let (alpha_only, _) = dom_in_chromium(&page, "?model=openai:alpha").unwrap();
+    let hidden = |id: &str| opening_tag(&alpha_only, &format!("id=\"{id}\"")).contains("hidden");
+    assert!(!hidden("t-0-0-1") && hidden("t-0-1-1"), "the model filter");
     assert!(dom.contains("class=\"transcript\""), "no transcript");
     assert!(
-        dom.contains("Tool call</b> <code>edit</code>"),
+        dom.contains("<b>Tool call</b> <code>edit</code> <span class=\"args\">notes.txt</span>"),
         "no tool call in the transcript"
     );
     assert!(
@@ -374,7 +412,7 @@ fn several_models_side_by_side_and_the_html_report_in_a_browser() {
     );
     assert!(dom.contains("Check fixed"), "no check in the transcript");
     assert!(
-        dom.contains("<b>Plan</b><ol><li>Fix the status"),
+        dom.contains(r#"<b>Plan</b><ol><li><span class="badge ok">done</span> Fix the status"#),
         "no plan in the transcript"
     );
     // The model's hostile answer is there, as text.

@@ -24,6 +24,7 @@ mod eval_overrides;
 mod eval_report;
 mod eval_result_schema;
 mod eval_signals;
+mod eval_transcript;
 mod examples;
 mod exit_codes;
 mod git_exclusions;

@@ -267,6 +267,7 @@ mod tests {
             setup_ms: 100,
             changed: Vec::new(),
             trace: None,
+            patch: None,
             started_at: "2026-01-01T00:00:00Z".to_string(),
             fingerprint: String::new(),
             fingerprint_parts: Default::default(),

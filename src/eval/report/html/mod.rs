@@ -3,14 +3,22 @@
 //! no CDN), readable from disk and as a CI artifact. It shows the pass rate
 //! per suite and per case (beside the baseline's when given), cost, tokens
 //! and time per case, flaky cases marked, models side by side, and every
-//! attempt's transcript one click away, read from the attempts' traces.
+//! attempt's transcript one click away, read from the attempts' traces and
+//! patches; every case that did not pass links to its transcript.
 //!
 //! Everything the model or a user wrote is escaped where it is written into
 //! the page; the script never builds HTML from text (no `innerHTML`), it
 //! only opens and filters what is already there.
 
 mod chart;
+#[cfg(test)]
+mod contrast;
+mod diff;
+mod plan;
+mod shown;
+mod tool_call;
 mod transcript;
+mod transcripts;
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -72,7 +80,7 @@ pub fn page(results: &Results, baseline: Option<&Results>, results_dir: &Path) -
     regressions(results, &mut out);
     charts(results, baseline, &runs, &mut out);
     cases_table(results, &mut out);
-    transcripts(results, results_dir, &mut out);
+    transcripts::section(results, results_dir, &mut out);
     let _ = writeln!(
         out,
         "</main><footer class=\"dim\">Written by agentci; self-contained, works offline.</footer>\
@@ -83,10 +91,10 @@ pub fn page(results: &Results, baseline: Option<&Results>, results_dir: &Path) -
 
 fn overview(results: &Results, out: &mut String) {
     out.push_str(r#"<section id="suites"><h2>Suites</h2><div class="cards">"#);
-    for suite in &results.suites {
+    for (s, suite) in results.suites.iter().enumerate() {
         let _ = write!(
             out,
-            r#"<div class="card {}"><h3>{}</h3><p class="big">{:.0}%</p><p>{}/{} cases passed, gate {:.0}%: <b>{}</b></p><p class="dim">{} failed, {} errored, {} flaky; pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}</p></div>"#,
+            r#"<div class="card {}"><h3>{}</h3><p class="big">{:.0}%</p><p>{}/{} cases passed, gate {:.0}%: <b>{}</b></p><p class="dim">{} failed, {} errored, {} flaky; pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}</p>{}</div>"#,
             if suite.gate_passed { "ok" } else { "bad" },
             text(&suite.name),
             suite.pass_rate * 100.0,
@@ -104,9 +112,39 @@ fn overview(results: &Results, out: &mut String) {
             suite.pass_at_1,
             suite.pass_at_k,
             suite.pass_pow_k,
+            not_passed(s, suite),
         );
     }
     out.push_str("</div></section>");
+}
+
+/// The suite's cases that did not pass, each a link to its transcript.
+fn not_passed(s: usize, suite: &SuiteResult) -> String {
+    let mut links = Vec::new();
+    for (c, case) in suite.cases.iter().enumerate() {
+        if case.status == CaseStatus::Passed {
+            continue;
+        }
+        let (class, word) = verdict(case);
+        let name = match &case.model {
+            Some(model) => format!("{} [{model}]", case.name),
+            None => case.name.clone(),
+        };
+        let label = text(&name);
+        links.push(match case_link(s, c, case) {
+            Some(id) => format!(
+                r##"<li><a class="case-link {class}" href="#{id}">{label}</a> {word}</li>"##
+            ),
+            None => format!("<li>{label} {word}</li>"),
+        });
+    }
+    if links.is_empty() {
+        return String::new();
+    }
+    format!(
+        r#"<p>Not passed (each opens its transcript):</p><ul class="not-passed">{}</ul>"#,
+        links.concat()
+    )
 }
 
 fn regressions(results: &Results, out: &mut String) {
@@ -342,6 +380,25 @@ fn verdict(case: &CaseResult) -> (&'static str, &'static str) {
     }
 }
 
+fn outcome_class(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Passed => "ok",
+        Outcome::Failed => "bad",
+        Outcome::Error => "err",
+    }
+}
+
+/// The transcript a case's link opens: its first attempt that did not pass,
+/// else its first.
+fn case_link(s: usize, c: usize, case: &CaseResult) -> Option<String> {
+    let attempt = case
+        .attempts
+        .iter()
+        .find(|a| a.outcome != Outcome::Passed)
+        .or(case.attempts.first())?;
+    Some(attempt_id(s, c, attempt.attempt))
+}
+
 fn attempt_id(s: usize, c: usize, n: u32) -> String {
     format!("t-{s}-{c}-{n}")
 }
@@ -363,7 +420,10 @@ fn cases_table(results: &Results, out: &mut String) {
                 r#"<tr class="case {class}{}"><td>{}</td><td>{}</td>"#,
                 if case.flaky { " flaky" } else { "" },
                 text(&suite.name),
-                text(&case.name)
+                match case_link(s, c, case) {
+                    Some(id) => format!(r##"<a href="#{id}">{}</a>"##, text(&case.name)),
+                    None => text(&case.name).into_owned(),
+                }
             );
             if compared {
                 let _ = write!(
@@ -393,11 +453,7 @@ fn cases_table(results: &Results, out: &mut String) {
                 case.pass_pow_k,
             );
             for attempt in &case.attempts {
-                let class = match attempt.outcome {
-                    Outcome::Passed => "ok",
-                    Outcome::Failed => "bad",
-                    Outcome::Error => "err",
-                };
+                let class = outcome_class(attempt.outcome);
                 let _ = write!(
                     out,
                     r##"<a class="attempt {class}" href="#{}" title="{}">#{} {}</a> "##,
@@ -427,63 +483,4 @@ fn drift_note(case: &CaseResult) -> String {
         ),
         None => String::new(),
     }
-}
-
-fn transcripts(results: &Results, results_dir: &Path, out: &mut String) {
-    out.push_str(r#"<section id="transcripts"><h2>Transcripts</h2>"#);
-    for (s, suite) in results.suites.iter().enumerate() {
-        for (c, case) in suite.cases.iter().enumerate() {
-            for attempt in &case.attempts {
-                let model = case
-                    .model
-                    .as_deref()
-                    .or(attempt.model.as_deref())
-                    .unwrap_or("-");
-                let _ = write!(
-                    out,
-                    r#"<details class="transcript" id="{}"><summary><span class="badge {}">{}</span> {}/{} attempt {} <span class="dim">({}) — {}</span></summary><div class="body"><p class="dim">{} turns, {} tool calls, {} tokens, {:.1}s</p>"#,
-                    attempt_id(s, c, attempt.attempt),
-                    match attempt.outcome {
-                        Outcome::Passed => "ok",
-                        Outcome::Failed => "bad",
-                        Outcome::Error => "err",
-                    },
-                    attempt.outcome.as_str(),
-                    text(&suite.name),
-                    text(&case.name),
-                    attempt.attempt,
-                    text(model),
-                    text(&attempt.reason),
-                    attempt.turns,
-                    attempt.tool_calls,
-                    attempt.input_tokens + attempt.output_tokens,
-                    attempt.duration_ms as f64 / 1000.0,
-                );
-                if !attempt.assertions.is_empty() {
-                    out.push_str(r#"<div class="ev"><b>Assertions</b><ul>"#);
-                    for a in &attempt.assertions {
-                        let _ = write!(
-                            out,
-                            r#"<li class="{}">{} {}{}</li>"#,
-                            if a.passed { "ok" } else { "bad" },
-                            if a.passed { "✔" } else { "✘" },
-                            text(&a.name),
-                            a.message
-                                .as_deref()
-                                .map_or_else(String::new, |m| format!(": {}", text(m)))
-                        );
-                    }
-                    out.push_str("</ul></div>");
-                }
-                match &attempt.trace {
-                    Some(trace) => out.push_str(&transcript::render(&results_dir.join(trace))),
-                    None => {
-                        out.push_str(r#"<p class="missing">No trace: the run never started.</p>"#);
-                    }
-                }
-                out.push_str("</div></details>");
-            }
-        }
-    }
-    out.push_str("</section>");
 }

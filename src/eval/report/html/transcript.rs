@@ -1,9 +1,10 @@
 //! One attempt's transcript as HTML, built from its JSONL trace: the goal,
-//! the plan, each step with the model's text, tool calls and their results
-//! (and permission denials), the checks, and the final answer. Every piece
-//! of trace text is escaped here: it comes from the model and the tools,
-//! and may well be hostile. A trace that is missing or cut short shows what
-//! could be read and says so.
+//! the plan with how each step ended, each step with the model's text, its
+//! tool calls (arguments, decision, masked output; see [`super::tool_call`]),
+//! the checks with their output, and the final answer. Every piece of trace
+//! text is escaped here: it comes from the model and the tools, and may well
+//! be hostile. A trace that is missing or cut short shows what could be read
+//! and says so.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -11,9 +12,8 @@ use std::path::Path;
 use html_escape::encode_text as text;
 use serde_json::Value;
 
-/// Longest piece of output (a tool result, a check's output) shown whole;
-/// the trace file keeps everything.
-const MAX_SHOWN: usize = 8_000;
+use super::shown;
+use super::tool_call::Calls;
 
 pub fn render(trace: &Path) -> String {
     let content = match std::fs::read_to_string(trace) {
@@ -26,13 +26,18 @@ pub fn render(trace: &Path) -> String {
             );
         }
     };
-    let mut out = String::new();
+    let mut events = Vec::new();
     let mut unreadable = 0;
     for line in content.lines().filter(|l| !l.trim().is_empty()) {
         match serde_json::from_str::<Value>(line) {
-            Ok(event) => event_html(&event, &mut out),
+            Ok(event) => events.push(event),
             Err(_) => unreadable += 1,
         }
+    }
+    let calls = Calls::new(&events);
+    let mut out = super::plan::html(&events);
+    for event in &events {
+        event_html(event, &calls, &mut out);
     }
     if unreadable > 0 {
         let _ = write!(
@@ -43,41 +48,39 @@ pub fn render(trace: &Path) -> String {
     out
 }
 
-fn event_html(event: &Value, out: &mut String) {
+fn event_html(event: &Value, calls: &Calls<'_>, out: &mut String) {
     let s = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
     match s("type") {
         "run.started" => {
             let _ = write!(
                 out,
-                r#"<div class="ev goal"><b>Goal</b><pre>{}</pre></div>"#,
-                text(s("goal"))
+                r#"<div class="ev goal"><b>Goal</b>{}</div>"#,
+                shown::pre(s("goal"), "")
             );
         }
-        "plan.created" | "plan.updated" | "step.started" | "step.completed" => {
-            plan_html(event, out);
-        }
+        "plan.updated" | "step.started" | "step.completed" => step_html(event, out),
         "model.response" => {
             if let Some(said) = event.get("text").and_then(Value::as_str)
                 && !said.trim().is_empty()
             {
                 let _ = write!(
                     out,
-                    r#"<div class="ev model"><b>Model</b><pre>{}</pre></div>"#,
-                    text(&cut(said))
+                    r#"<div class="ev model"><b>Model</b>{}</div>"#,
+                    shown::pre(said, "")
                 );
             }
         }
-        "tool.call" | "permission.decision" | "tool.result" => tool_html(event, out),
+        "tool.call" => calls.html(event, out),
         "check.completed" => {
             let outcome = s("outcome");
             let _ = write!(
                 out,
-                r#"<div class="ev check {}"><b>Check {}</b> {} <code>{}</code><pre>{}</pre></div>"#,
+                r#"<div class="ev check {}"><b>Check {}</b> {} <code>{}</code>{}</div>"#,
                 if outcome == "passed" { "ok" } else { "bad" },
                 text(s("name")),
                 text(outcome),
                 text(s("command")),
-                text(&cut(s("output")))
+                shown::pre(s("output"), "output")
             );
         }
         "budget.exceeded" => {
@@ -104,8 +107,8 @@ fn event_html(event: &Value, out: &mut String) {
             if let Some(summary) = event.get("summary").and_then(Value::as_str) {
                 let _ = write!(
                     out,
-                    r#"<div class="answer"><b>Final answer</b><pre>{}</pre></div>"#,
-                    text(&cut(summary))
+                    r#"<div class="answer"><b>Final answer</b>{}</div>"#,
+                    shown::pre(summary, "")
                 );
             }
             out.push_str("</div>");
@@ -114,18 +117,13 @@ fn event_html(event: &Value, out: &mut String) {
     }
 }
 
-/// The plan as made or updated (each step with its expected outcome), and
-/// each step's start and end.
-fn plan_html(event: &Value, out: &mut String) {
+/// A plan update (the whole plan after it), and each step's start and end.
+fn step_html(event: &Value, out: &mut String) {
     let s = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
+    let number = event.get("index").and_then(Value::as_u64).unwrap_or(0) + 1;
     match s("type") {
-        "plan.created" | "plan.updated" => {
-            let title = if s("type") == "plan.created" {
-                "Plan"
-            } else {
-                "Plan updated"
-            };
-            let _ = write!(out, r#"<div class="ev plan"><b>{title}</b><ol>"#);
+        "plan.updated" => {
+            out.push_str(r#"<div class="ev plan"><b>Plan updated</b><ol>"#);
             for step in event
                 .get("steps")
                 .and_then(Value::as_array)
@@ -145,8 +143,7 @@ fn plan_html(event: &Value, out: &mut String) {
         "step.started" => {
             let _ = write!(
                 out,
-                r#"<div class="ev step"><b>Step {}</b> {}</div>"#,
-                event.get("index").and_then(Value::as_u64).unwrap_or(0) + 1,
+                r#"<div class="ev step"><b>Step {number}</b> {}</div>"#,
                 text(s("title"))
             );
         }
@@ -157,9 +154,8 @@ fn plan_html(event: &Value, out: &mut String) {
                 .unwrap_or("done");
             let _ = write!(
                 out,
-                r#"<div class="ev step-done {}"><b>Step {} {}</b> {}</div>"#,
+                r#"<div class="ev step-done {}"><b>Step {number} {}</b> {}</div>"#,
                 if status == "done" { "ok" } else { "bad" },
-                event.get("index").and_then(Value::as_u64).unwrap_or(0) + 1,
                 text(status),
                 text(s("summary"))
             );
@@ -168,56 +164,39 @@ fn plan_html(event: &Value, out: &mut String) {
     }
 }
 
-/// A tool call with its arguments, a denial, and the call's result.
-fn tool_html(event: &Value, out: &mut String) {
-    let s = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
-    match s("type") {
-        "tool.call" => {
-            let args = event
-                .get("arguments")
-                .map(|a| serde_json::to_string_pretty(a).unwrap_or_default())
-                .unwrap_or_default();
-            let _ = write!(
-                out,
-                r#"<div class="ev call"><b>Tool call</b> <code>{}</code><pre>{}</pre></div>"#,
-                text(s("tool")),
-                text(&cut(&args))
-            );
-        }
-        "permission.decision" if s("decision") == "deny" => {
-            let _ = write!(
-                out,
-                r#"<div class="ev denied bad"><b>Denied</b> <code>{}</code> by {}</div>"#,
-                text(s("tool")),
-                text(s("rule"))
-            );
-        }
-        "tool.result" => {
-            let ok = event.get("ok").and_then(Value::as_bool).unwrap_or(false);
-            let data = match event.get("data") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(d)) => d.clone(),
-                Some(d) => serde_json::to_string_pretty(d).unwrap_or_default(),
-            };
-            let _ = write!(
-                out,
-                r#"<div class="ev result {}"><b>Result</b> <code>{}</code> {}<pre>{}</pre></div>"#,
-                if ok { "ok" } else { "bad" },
-                text(s("tool")),
-                text(s("summary")),
-                text(&cut(&data))
-            );
-        }
-        _ => {}
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `value`, cut at [`MAX_SHOWN`] characters with a note saying so.
-fn cut(value: &str) -> String {
-    if value.chars().count() <= MAX_SHOWN {
-        value.to_string()
-    } else {
-        let head: String = value.chars().take(MAX_SHOWN).collect();
-        format!("{head}\n… (cut here; the trace has all of it)")
+    // Hostile text from the run (a tool's output, the model's answer) must
+    // stay text: it may close the block it sits in or carry a script.
+    #[test]
+    fn hostile_tool_output_and_answers_are_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace.jsonl");
+        let hostile = "</pre></details><script>alert(1)</script>";
+        let lines = [
+            serde_json::json!({"type": "tool.call", "call_id": "c1", "tool": "exec", "arguments": {"command": hostile}}),
+            serde_json::json!({"type": "tool.result", "call_id": "c1", "tool": "exec", "ok": true, "summary": hostile, "data": {"exit_code": 0}}),
+            serde_json::json!({"type": "model.request", "sent": {"kept": 0, "messages_dropped": 0, "messages_added": [{"role": "tool", "tool_call_id": "c1", "content": hostile}]}}),
+            serde_json::json!({"type": "run.completed", "status": "passed", "reason": hostile, "summary": hostile}),
+        ];
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        std::fs::write(&trace, text.join("\n")).unwrap();
+        let html = render(&trace);
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(!html.contains("</pre></details><script"), "{html}");
+        assert_eq!(
+            html.matches("<details").count(),
+            html.matches("</details>").count()
+        );
+        assert!(
+            html.contains("&lt;/pre&gt;&lt;/details&gt;&lt;script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<p class="label">Output</p><pre class="output">&lt;/pre&gt;"#),
+            "{html}"
+        );
     }
 }
