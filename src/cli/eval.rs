@@ -327,11 +327,17 @@ pub(super) fn finish(
     crate::eval::report::write_all(&results, out_dir).map_err(CliError::input)?;
     let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
     let summary = crate::eval::report::markdown::summary(&results);
-    let _ = write!(
-        std::io::stdout().lock(),
-        "{}",
-        crate::inert::terminal(&summary)
-    );
+    if std::io::stdout().is_terminal() {
+        // A person is reading: a table, not Markdown's pipes; stdout stays
+        // for the Markdown when it goes to a file or a pipe.
+        let _ = write!(stderr, "{}", crate::eval::report::table::render(&results));
+    } else {
+        let _ = write!(
+            std::io::stdout().lock(),
+            "{}",
+            crate::inert::terminal(&summary)
+        );
+    }
     github(&results, &summary, &out_dir.join("results.json"));
     let mut exit = Exit::Success;
     for suite in &results.suites {
