@@ -92,7 +92,6 @@ fn run_argv() -> Vec<String> {
 fn redacted() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"\b\d+(\.\d+)?s\b|\b\d+m\d\ds\b", "[TIME]");
-    settings.add_filter(r"^[⠁-⣿] ", "[SPINNER] ");
     settings.add_filter(r"(?m)^[⠁-⣿] ", "[SPINNER] ");
     settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]");
     settings
@@ -195,7 +194,8 @@ fn eval_in_a_terminal_prints_an_aligned_table_not_markdown() {
     .map(String::from)
     .to_vec();
     let pane = Pane::start(sb.path(), &argv, &[("NO_COLOR", "1")]);
-    let screen = pane.wait_for("the eval's end", |s| s.contains("[exit "));
+    pane.wait_for("the eval's end", |s| s.contains("[exit "));
+    let screen = pane.capture_joined();
     assert!(
         !screen.contains("|---"),
         "Markdown on the terminal:\n{screen}"

@@ -79,17 +79,24 @@ impl Pane {
         Pane { socket, _dir: tmp }
     }
 
-    /// The pane's screen as text, lines the pane wrapped joined again (`-J`,
-    /// so a path's length does not move the breaks); with `escapes`,
-    /// colours as escape sequences (`-e`).
+    /// The pane's screen as text; with `escapes`, colours as escape sequences (`-e`).
     pub fn capture(&self, escapes: bool) -> String {
+        self.capture_with(if escapes { &["-e"] } else { &[] })
+    }
+
+    /// The screen with the lines the pane wrapped joined again (`-J`), so
+    /// a path's length does not move the breaks. Not for a live view: its
+    /// lines are drawn as wide as the pane, and would be joined too.
+    pub fn capture_joined(&self) -> String {
+        self.capture_with(&["-J"])
+    }
+
+    fn capture_with(&self, flags: &[&str]) -> String {
         let mut cmd = Command::new("tmux");
         cmd.arg("-S")
             .arg(&self.socket)
-            .args(["capture-pane", "-p", "-J"]);
-        if escapes {
-            cmd.arg("-e");
-        }
+            .args(["capture-pane", "-p"])
+            .args(flags);
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "tmux capture-pane failed");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
