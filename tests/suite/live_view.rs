@@ -59,10 +59,11 @@ model:
   provider: openai
   name: fake-model
   base_url: {base_url}
+  price: {{input_per_mtok: 1000, output_per_mtok: 1000}}
 tools: [read, edit, ls]
 workspace: ws
 skills_path: [skills]
-budget: {{max_turns: 20, max_tokens: 100000, timeout: 10m}}
+budget: {{max_turns: 20, max_tokens: 100000, max_cost_usd: 50, timeout: 10m}}
 permissions:
   default: allow
 checks:
