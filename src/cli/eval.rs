@@ -310,7 +310,8 @@ fn check_selection(
 }
 
 /// Write the result files (and the HTML report when asked), show the
-/// summary, compare with the baseline, and pick the exit code. Shared with
+/// summary (Markdown on stdout, or a table on stderr when stdout is a
+/// terminal), compare with the baseline, and pick the exit code. Shared with
 /// `agentci report merge`.
 pub(super) fn finish(
     mut results: Results,
