@@ -25,6 +25,8 @@ const RECENT_CALLS: usize = 5;
 /// would break the redraw.
 const TITLE_CHARS: usize = 60;
 const SUMMARY_CHARS: usize = 60;
+/// How many steps of a long plan the live view shows at once.
+const SHOWN_STEPS: usize = 10;
 /// How many of a failed check's last output lines the final picture keeps:
 /// enough for a test runner's verdict, few enough to keep the plan on
 /// screen (the trace and JUnit have all of it).
@@ -178,16 +180,56 @@ impl LiveView {
             lines.push(format!("  {}", p.paint(Tone::Active, "planning")));
             lines.extend(self.call_lines(p));
         }
-        for (i, step) in self.steps.iter().enumerate() {
+        let shown = self.shown_steps();
+        if shown.start > 0 {
+            let hidden = format!("  … {} earlier", plural(shown.start as u64, "step"));
+            lines.push(p.paint(Tone::Dim, &hidden));
+        }
+        for (i, step) in self
+            .steps
+            .iter()
+            .enumerate()
+            .take(shown.end)
+            .skip(shown.start)
+        {
             lines.push(step_line(i, step, p, SUMMARY_CHARS));
             if step.state == StepState::Running {
                 lines.extend(self.call_lines(p));
             }
         }
+        if shown.end < self.steps.len() {
+            let more = self.steps.len() - shown.end;
+            lines.push(p.paint(
+                Tone::Dim,
+                &format!("  … {} to come", plural(more as u64, "step")),
+            ));
+        }
         for check in &self.checks {
             lines.push(check_line(check, p));
         }
         lines
+    }
+
+    /// The steps the live view has room for: all of a short plan; of a
+    /// long one, a window from just before the current step, so the view
+    /// stays shorter than a terminal (a taller one cannot be redrawn).
+    fn shown_steps(&self) -> std::ops::Range<usize> {
+        let len = self.steps.len();
+        if len <= SHOWN_STEPS {
+            return 0..len;
+        }
+        let current = self
+            .steps
+            .iter()
+            .position(|s| s.state == StepState::Running)
+            .or_else(|| {
+                self.steps
+                    .iter()
+                    .position(|s| !matches!(s.state, StepState::Finished(..)))
+            })
+            .unwrap_or(len);
+        let start = current.saturating_sub(2).min(len - SHOWN_STEPS);
+        start..start + SHOWN_STEPS
     }
 
     fn call_lines(&self, p: Palette) -> Vec<String> {

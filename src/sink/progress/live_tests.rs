@@ -120,3 +120,29 @@ fn the_final_picture_has_the_plan_then_the_checks_with_a_failed_checks_output() 
     assert!(painted.contains("\u{1b}[31mcheck"), "{painted}");
     assert!(!painted.contains("\u{1b}[2J"), "{painted}");
 }
+
+#[test]
+fn a_long_plan_shows_a_window_around_the_current_step() {
+    let titles: Vec<String> = (1..=30).map(|i| format!("Step {i}")).collect();
+    let mut kinds = vec![EventKind::PlanCreated {
+        steps: titles.iter().map(|t| step(t)).collect(),
+    }];
+    for index in 0..14 {
+        kinds.push(EventKind::StepCompleted {
+            index,
+            title: titles[index].clone(),
+            summary: "ok".into(),
+            status: StepStatus::Done,
+        });
+    }
+    kinds.push(EventKind::StepStarted {
+        index: 14,
+        title: titles[14].clone(),
+    });
+    let lines = view_after(kinds).live_lines(Palette::new(false));
+    assert_eq!(lines[1], "  … 12 steps earlier");
+    assert_eq!(lines[2], "  ✓ 13. Step 13 — done: ok");
+    assert_eq!(lines[4], "  ▸ 15. Step 15");
+    assert_eq!(lines.last().unwrap(), "  … 8 steps to come");
+    assert_eq!(lines.len(), 13);
+}
