@@ -36,7 +36,9 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     check_selection(&suites, &options, args.filter.as_deref())?;
 
     let observer: Arc<dyn EvalObserver> = match args.progress {
-        ProgressMode::Auto if std::io::stderr().is_terminal() => Arc::new(SuiteBar::new()),
+        ProgressMode::Auto if std::io::stderr().is_terminal() => {
+            Arc::new(SuiteBar::new(super::color::stderr_palette()))
+        }
         ProgressMode::Auto | ProgressMode::Plain => Arc::new(PlainProgress),
         ProgressMode::None => Arc::new(NoProgress),
     };

@@ -127,10 +127,10 @@ fn a_long_plan_shows_a_window_around_the_current_step() {
     let mut kinds = vec![EventKind::PlanCreated {
         steps: titles.iter().map(|t| step(t)).collect(),
     }];
-    for index in 0..14 {
+    for (index, title) in titles.iter().enumerate().take(14) {
         kinds.push(EventKind::StepCompleted {
             index,
-            title: titles[index].clone(),
+            title: title.clone(),
             summary: "ok".into(),
             status: StepStatus::Done,
         });
