@@ -73,6 +73,8 @@ impl Pane {
             ])
             .args(["sh", "-c", &script])
             .env("TERM", "xterm-256color")
+            // Inside someone's tmux, ours stays separate all the same.
+            .env_remove("TMUX")
             .status()
             .unwrap();
         assert!(status.success(), "tmux new-session failed");
