@@ -36,7 +36,9 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     check_selection(&suites, &options, args.filter.as_deref())?;
 
     let observer: Arc<dyn EvalObserver> = match args.progress {
-        ProgressMode::Auto if std::io::stderr().is_terminal() => Arc::new(SuiteBar::new()),
+        ProgressMode::Auto if std::io::stderr().is_terminal() => {
+            Arc::new(SuiteBar::new(super::color::stderr_palette()))
+        }
         ProgressMode::Auto | ProgressMode::Plain => Arc::new(PlainProgress),
         ProgressMode::None => Arc::new(NoProgress),
     };
@@ -310,7 +312,8 @@ fn check_selection(
 }
 
 /// Write the result files (and the HTML report when asked), show the
-/// summary, compare with the baseline, and pick the exit code. Shared with
+/// summary (Markdown on stdout, or a table on stderr when stdout is a
+/// terminal), compare with the baseline, and pick the exit code. Shared with
 /// `agentci report merge`.
 pub(super) fn finish(
     mut results: Results,
@@ -327,11 +330,17 @@ pub(super) fn finish(
     crate::eval::report::write_all(&results, out_dir).map_err(CliError::input)?;
     let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
     let summary = crate::eval::report::markdown::summary(&results);
-    let _ = write!(
-        std::io::stdout().lock(),
-        "{}",
-        crate::inert::terminal(&summary)
-    );
+    if std::io::stdout().is_terminal() {
+        // A person is reading: a table, not Markdown's pipes; stdout stays
+        // for the Markdown when it goes to a file or a pipe.
+        let _ = write!(stderr, "{}", crate::eval::report::table::render(&results));
+    } else {
+        let _ = write!(
+            std::io::stdout().lock(),
+            "{}",
+            crate::inert::terminal(&summary)
+        );
+    }
     github(&results, &summary, &out_dir.join("results.json"));
     let mut exit = Exit::Success;
     for suite in &results.suites {

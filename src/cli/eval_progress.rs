@@ -75,11 +75,15 @@ pub struct SuiteBar {
 }
 
 impl SuiteBar {
-    pub fn new() -> SuiteBar {
+    /// `palette` off (`NO_COLOR`, `CLICOLOR=0`): the same bar without colour.
+    pub fn new(palette: crate::sink::Palette) -> SuiteBar {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template(
-            "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}",
-        ) {
+        let template = if palette.is_on() {
+            "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}"
+        } else {
+            "{spinner} [{elapsed}] {bar:24} {pos}/{len} {wide_msg}"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style);
         }
         bar.enable_steady_tick(Duration::from_millis(120));

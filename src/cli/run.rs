@@ -374,26 +374,19 @@ fn github_config(mode: ProgressMode, cwd: &Path) -> Option<GithubConfig> {
 /// The display of a run. Under GitHub Actions (`GITHUB_ACTIONS=true`) the
 /// GitHub sink replaces bars and plain logs: grouped log lines and
 /// annotations, plus the step summary and outputs (written even with
-/// `--progress none`). `NO_COLOR` turns the bars' colours off.
+/// `--progress none`). Colour follows `NO_COLOR`, `CLICOLOR` and
+/// `CLICOLOR_FORCE` ([`super::color`]).
 fn progress_sinks(mode: ProgressMode, cwd: &Path) -> Vec<Box<dyn EventSink>> {
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(config) = github_config(mode, cwd) {
         return vec![Box::new(GithubActions::new(config))];
     }
     let terminal = std::io::stderr().is_terminal();
+    let palette = super::color::stderr_palette();
     match mode {
-        ProgressMode::Auto if terminal => {
-            let bars = ProgressBars::new();
-            // https://no-color.org: any non-empty value turns colour off.
-            let bars = if env("NO_COLOR").is_some() {
-                bars.without_color()
-            } else {
-                bars
-            };
-            vec![Box::new(bars)]
-        }
+        ProgressMode::Auto if terminal => vec![Box::new(ProgressBars::new(palette))],
         ProgressMode::Auto | ProgressMode::Plain => {
-            vec![Box::new(PlainLog::new(Box::new(std::io::stderr())))]
+            let log = PlainLog::new(Box::new(std::io::stderr())).with_palette(palette);
+            vec![Box::new(log)]
         }
         ProgressMode::None => Vec::new(),
     }

@@ -29,7 +29,7 @@ pub use github::{
 };
 pub use junit::{FileBase, JunitWriter};
 pub use network::describe_network;
-pub use progress::{PlainLog, ProgressBars};
+pub use progress::{Palette, PlainLog, ProgressBars};
 pub use result_file::ResultWriter;
 pub use resumed::describe_resume;
 pub use trace::{PartialTrace, TraceReadError, TraceWriter, read_trace, read_trace_partial};

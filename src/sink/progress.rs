@@ -14,16 +14,20 @@
 
 mod bars;
 mod lines;
+mod live;
+mod paint;
 mod text;
 
 use std::io::Write;
 
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::sink::bus::{EventSink, SinkError};
 
 pub use bars::ProgressBars;
 pub(super) use lines::LogLines;
 pub(crate) use lines::{budget_amount, describe_call};
+pub use paint::Palette;
+pub(crate) use paint::Tone;
 pub(crate) use text::{one_line, plural, secs, thousands};
 
 pub(super) const PREFIX: &str = "[agentci]";
@@ -45,12 +49,30 @@ pub(super) fn push_log_line(text: &mut String, line: &str) {
     }
 }
 
+/// `text` (inert log lines) painted: the prefixes dim, the first line in `tone`.
+fn paint_log(text: &str, palette: Palette, tone: Option<Tone>) -> String {
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let rest = line.strip_prefix(PREFIX).unwrap_or(line);
+        let rest = match (i, tone) {
+            (0, Some(tone)) => format!(" {}", palette.paint(tone, rest.trim_start())),
+            _ => rest.to_string(),
+        };
+        out.push_str(&palette.paint(Tone::Dim, PREFIX));
+        out.push_str(&rest);
+        out.push('\n');
+    }
+    out
+}
+
 /// One line per meaningful event, for logs.
 pub struct PlainLog {
     out: Box<dyn Write + Send>,
     /// Set after the first failed write: a closed log is reported once, not per event.
     broken: bool,
     lines: LogLines,
+    /// Off unless colour was forced (`CLICOLOR_FORCE`): a log is rarely a terminal.
+    palette: Palette,
 }
 
 impl PlainLog {
@@ -59,7 +81,42 @@ impl PlainLog {
             out,
             broken: false,
             lines: LogLines::default(),
+            palette: Palette::default(),
         }
+    }
+
+    /// Paint each event's first line by what it says (passed, failed, a warning).
+    pub fn with_palette(mut self, palette: Palette) -> PlainLog {
+        self.palette = palette;
+        self
+    }
+}
+
+/// The colour of an event's first line in the log: outcomes and warnings
+/// stand out, everything else is left as it is.
+fn tone(kind: &EventKind) -> Option<Tone> {
+    use crate::event::{CheckOutcome, Decision, RunStatus, StepStatus};
+    match kind {
+        EventKind::CheckCompleted(check) => Some(match check.outcome {
+            CheckOutcome::Passed => Tone::Good,
+            CheckOutcome::Skipped => Tone::Warn,
+            CheckOutcome::Failed | CheckOutcome::TimedOut => Tone::Bad,
+        }),
+        EventKind::StepCompleted { status, .. } => Some(match status {
+            StepStatus::Done => Tone::Good,
+            StepStatus::Failed => Tone::Bad,
+            StepStatus::Blocked => Tone::Warn,
+        }),
+        EventKind::RunCompleted(done) if done.status == RunStatus::Passed => Some(Tone::Good),
+        EventKind::RunCompleted(_) | EventKind::BudgetExceeded { .. } => Some(Tone::Bad),
+        EventKind::Warning { .. }
+        | EventKind::ModelRetry(_)
+        | EventKind::PermissionDecision {
+            decision: Decision::Deny,
+            ..
+        } => Some(Tone::Warn),
+        EventKind::PlanCreated { .. } | EventKind::StepStarted { .. } => Some(Tone::Bold),
+        _ => None,
     }
 }
 
@@ -72,6 +129,9 @@ impl EventSink for PlainLog {
         let mut text = String::new();
         for line in lines {
             push_log_line(&mut text, &format!("{PREFIX} {line}"));
+        }
+        if self.palette.is_on() {
+            text = paint_log(&text, self.palette, tone(&event.kind));
         }
         let written = self
             .out

@@ -613,7 +613,7 @@ fn on_a_terminal_the_plan_outcomes_checks_and_totals_stay_on_screen() {
     assert_eq!(out.status.code(), Some(0), "{screen}{}", stderr(&out));
     for expected in [
         "[agentci] plan: 1 step",
-        "[agentci]   1. Fix the typo — done: fixed the typo",
+        "[agentci]   ✓ 1. Fix the typo — done: fixed the typo",
         "[agentci] check \"grep -q 'hello world' greeting.txt\": passed",
         "[agentci] run passed in",
     ] {

@@ -33,6 +33,7 @@ mod git_skill;
 mod github;
 mod hardening;
 mod junit_report;
+mod live_view;
 mod mcp;
 mod mcp_auth;
 mod mcp_misbehave;

@@ -1423,8 +1423,10 @@ fn progress_bars_survive_odd_streams() {
     let mut all = every_kind();
     all.extend(odd.clone());
     for kinds in [all, odd, vec![]] {
-        let mut bars = ProgressBars::with_draw_target(indicatif::ProgressDrawTarget::hidden());
-        let mut log = PlainLog::new(Box::new(Captured::default()));
+        let palette = agentci::sink::Palette::new(true);
+        let mut bars =
+            ProgressBars::with_draw_target(indicatif::ProgressDrawTarget::hidden(), palette);
+        let mut log = PlainLog::new(Box::new(Captured::default())).with_palette(palette);
         for event in stamped(kinds) {
             bars.on_event(&event).unwrap();
             log.on_event(&event).unwrap();

@@ -200,7 +200,7 @@ fn verdict(case: &CaseResult) -> &'static str {
     }
 }
 
-fn passed(case: &CaseResult) -> String {
+pub(super) fn passed(case: &CaseResult) -> String {
     let mut text = format!(
         "{}/{}",
         case.attempts_passed,

@@ -1,6 +1,6 @@
 //! Writing an evaluation's results for people and CI: JUnit XML
 //! ([`junit`]), a Markdown summary ([`markdown`]) and, when asked, an HTML
-//! report ([`html`]), and GitHub annotations and step outputs ([`github`]). `results.json` is
+//! report ([`html`]), an aligned table for a terminal ([`table`]), and GitHub annotations and step outputs ([`github`]). `results.json` is
 //! [`super::results`]'s own. These writers only format what the results
 //! say; they decide nothing.
 
@@ -8,6 +8,7 @@ pub mod github;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod table;
 
 use std::path::Path;
 

@@ -1,112 +1,89 @@
-//! The live progress bar on a terminal's stderr: the plan's steps as a bar,
-//! the current step and tool (or the tail of the streaming answer) as its
-//! message, and, when the bar goes, the plan's outcomes and the checks left
-//! on screen. Everything it draws is made inert first ([`crate::inert`]).
-//! The plain log for everything that is not a terminal is in the parent
-//! module.
+//! The live view on a terminal's stderr: the run's state ([`super::live`]:
+//! plan, current step's calls, checks) redrawn above a status line with a
+//! spinner, the elapsed time and the spend against the budget; warnings,
+//! denials and retries printed above it as they happen; and, when the run
+//! ends, the final picture left on screen in its place. Text from the run
+//! is made inert ([`crate::inert`]) before the palette paints it. The plain
+//! log for everything that is not a terminal is in the parent module.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::PREFIX;
-use super::lines::{
-    CallBook, check_lines, compacted_line, describe_call, git_line, retry_line, run_line, step_of,
-    todo_line, trim_line,
-};
-use super::text::{one_line, plural};
-use crate::event::{Decision, Event, EventKind, RunCompleted, RunStatus};
+use super::lines::{CallBook, compacted_line, git_line, retry_line, todo_line, trim_line};
+use super::live::LiveView;
+use super::paint::{Palette, Tone};
+use crate::event::{Decision, Event, EventKind, RunCompleted};
 use crate::sink::bus::{EventSink, SinkError};
 
-/// A live progress bar on stderr for a terminal: the plan's steps as a bar,
-/// with the current step and tool as its message.
+/// The live view on stderr for a terminal: the run's state ([`LiveView`])
+/// above a status line with a spinner, the elapsed time and the spend.
 pub struct ProgressBars {
     bar: ProgressBar,
     calls: CallBook,
-    plan_len: Option<usize>,
-    step: Option<String>,
-    tool: Option<String>,
-    /// False under `NO_COLOR`: the same bar without colour codes.
-    color: bool,
+    view: LiveView,
+    palette: Palette,
     /// The tail of the model's answer as it streams in.
     streaming: String,
-    /// What stays on screen when the bar is gone: the plan's step titles,
-    /// each step's outcome, and the checks' lines.
-    titles: Vec<String>,
-    outcomes: HashMap<usize, String>,
-    check_results: Vec<String>,
 }
 
 /// How much of a streaming answer the bar shows.
 const STREAM_TAIL_CHARS: usize = 80;
 
+/// The view above, then the spinner, the elapsed time and the status.
+/// No colour specs: the palette paints, so `NO_COLOR` and `CLICOLOR_FORCE`
+/// are decided in one place.
+const TEMPLATE: &str = "{prefix}\n{spinner} {elapsed} {wide_msg}";
+
 impl Default for ProgressBars {
     fn default() -> Self {
-        Self::new()
+        Self::new(Palette::new(true))
     }
 }
 
 impl ProgressBars {
-    pub fn new() -> ProgressBars {
-        Self::with_draw_target(ProgressDrawTarget::stderr())
+    pub fn new(palette: Palette) -> ProgressBars {
+        Self::with_draw_target(ProgressDrawTarget::stderr(), palette)
     }
 
     /// For tests and embedding: draw somewhere other than stderr (or nowhere).
-    pub fn with_draw_target(target: ProgressDrawTarget) -> ProgressBars {
+    pub fn with_draw_target(target: ProgressDrawTarget, palette: Palette) -> ProgressBars {
         let bar = ProgressBar::with_draw_target(None, target);
-        bar.set_message("starting");
+        bar.set_style(style(TEMPLATE));
         bar.enable_steady_tick(Duration::from_millis(120));
         let bars = ProgressBars {
             bar,
             calls: CallBook::default(),
-            plan_len: None,
-            step: None,
-            tool: None,
+            view: LiveView::default(),
+            palette,
             streaming: String::new(),
-            color: true,
-            titles: Vec::new(),
-            outcomes: HashMap::new(),
-            check_results: Vec::new(),
         };
-        bars.bar.set_style(bars.style(SPINNER));
+        bars.redraw();
         bars
     }
 
-    /// Draw without colours (`NO_COLOR`); the caller decides, the sink never reads the environment.
-    pub fn without_color(mut self) -> ProgressBars {
-        self.color = false;
-        self.bar.set_style(self.style(SPINNER));
-        self
-    }
-
-    /// `template` with its colour specs (`.cyan`, `.cyan/blue`) removed when colour is off.
-    fn style(&self, template: &str) -> ProgressStyle {
-        if self.color {
-            return style(template);
-        }
-        style(
-            &template
-                .replace(":24.cyan/blue}", ":24}")
-                .replace(":.cyan}", "}"),
-        )
-    }
-
-    fn refresh_message(&self) {
-        let mut message = self.step.clone().unwrap_or_else(|| "planning".to_string());
-        if let Some(tool) = &self.tool {
+    fn redraw(&self) {
+        self.bar
+            .set_prefix(self.view.live_lines(self.palette).join("\n"));
+        let mut message = self.view.status();
+        if !self.streaming.is_empty() {
             message.push_str(" · ");
-            message.push_str(tool);
-        } else if !self.streaming.is_empty() {
-            message.push_str(" · ");
-            message.push_str(&self.streaming);
+            message.push_str(&crate::inert::line(&self.streaming));
         }
-        self.bar.set_message(crate::inert::line(&message));
+        self.bar.set_message(message);
     }
 
-    /// Print `line` above the bar, made inert: it can hold the model's words.
-    fn print(&self, line: String) {
-        self.bar.println(crate::inert::terminal(&line));
+    /// Print `line` above the view, made inert: it can hold the model's
+    /// words. The prefix is painted after, so its colour survives.
+    fn print(&self, tone: Option<Tone>, line: &str) {
+        let text = crate::inert::terminal(line);
+        let text = match tone {
+            Some(tone) => self.palette.paint(tone, &text),
+            None => text,
+        };
+        self.bar
+            .println(format!("{} {text}", self.palette.paint(Tone::Dim, PREFIX)));
     }
 
     /// Keeps the last line of streamed text, cut to the bar's width.
@@ -122,86 +99,14 @@ impl ProgressBars {
         self.streaming = last_line.chars().skip(skip).collect();
     }
 
-    /// The plan with each step's outcome, then the checks.
-    fn final_picture(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        if !self.titles.is_empty() {
-            lines.push(format!(
-                "plan: {}",
-                plural(self.titles.len() as u64, "step")
-            ));
-        }
-        for (i, title) in self.titles.iter().enumerate() {
-            let outcome = self
-                .outcomes
-                .get(&i)
-                .cloned()
-                .unwrap_or_else(|| "not finished".to_string());
-            lines.push(format!("  {}. {} — {outcome}", i + 1, one_line(title, 100)));
-        }
-        lines.extend(self.check_results.iter().cloned());
-        lines
-    }
-
-    fn set_plan(&mut self, len: usize, done: usize) {
-        self.plan_len = Some(len);
-        if len == 0 {
-            return;
-        }
-        self.bar.set_style(self.style(BAR));
-        self.bar.set_length(len as u64);
-        self.bar.set_position(done.min(len) as u64);
-    }
-
-    /// The plan's events: the bar's length and position, the current step.
-    fn on_plan_event(&mut self, kind: &EventKind) {
-        match kind {
-            EventKind::PlanCreated { steps } => {
-                self.titles = steps.iter().map(|s| s.title.clone()).collect();
-                self.outcomes.clear();
-                self.set_plan(steps.len(), 0);
-            }
-            EventKind::PlanUpdated { steps, from_index } => {
-                self.titles = steps.iter().map(|s| s.title.clone()).collect();
-                self.outcomes.retain(|i, _| i < from_index);
-                self.set_plan(steps.len(), *from_index);
-            }
-            EventKind::StepStarted { index, title } => {
-                self.step = Some(format!("step {}: {title}", step_of(*index, self.plan_len)));
-                self.tool = None;
-                self.refresh_message();
-            }
-            EventKind::StepCompleted {
-                index,
-                summary,
-                status,
-                ..
-            } => {
-                self.outcomes.insert(
-                    *index,
-                    format!("{}: {}", status.as_str(), one_line(summary, 120)),
-                );
-                if let Some(len) = self.plan_len.filter(|&len| len > 0) {
-                    self.bar.set_position((index + 1).min(len) as u64);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The tool calls' events: the call shown beside the bar, denials and
-    /// the `todo` checklist printed above it.
+    /// Denials and the `todo` checklist, printed above the view.
     fn on_tool_event(&mut self, kind: &EventKind) {
         match kind {
             EventKind::ToolCall {
                 call_id,
                 tool,
                 arguments,
-            } => {
-                self.calls.called(call_id, tool, arguments);
-                self.tool = Some(describe_call(tool, arguments));
-                self.refresh_message();
-            }
+            } => self.calls.called(call_id, tool, arguments),
             EventKind::PermissionDecision {
                 call_id,
                 tool,
@@ -210,7 +115,7 @@ impl ProgressBars {
                 ..
             } => {
                 let call = self.calls.denied(call_id, tool);
-                self.print(format!("{PREFIX}   denied {call} (rule: {rule})"));
+                self.print(Some(Tone::Warn), &format!("  denied {call} (rule: {rule})"));
             }
             EventKind::ToolResult(result) => {
                 self.calls.finished(&result.call_id, &result.tool);
@@ -218,85 +123,65 @@ impl ProgressBars {
                     && result.tool == "todo"
                     && let Some(line) = todo_line(&result.data)
                 {
-                    self.print(format!("{PREFIX}{line}"));
+                    self.print(None, &line);
                 }
-                self.tool = None;
-                self.refresh_message();
             }
             _ => {}
         }
     }
 
-    /// The run ended: the bar gives way to the plan, the checks and the totals.
+    /// The run ended: the view gives way to the final picture (plan,
+    /// checks, totals), which stays on screen.
     fn on_run_completed(&mut self, done: &RunCompleted) {
-        // The bar's lines vanish with it; the picture a reader wants
-        // afterwards is what the plain log shows: plan, checks, totals.
-        for line in self.final_picture() {
-            self.print(format!("{PREFIX} {line}"));
-        }
+        let prefix = self.palette.paint(Tone::Dim, PREFIX);
+        let picture: Vec<String> = self
+            .view
+            .final_lines(done, self.palette)
+            .into_iter()
+            .map(|line| format!("{prefix} {line}"))
+            .collect();
         self.bar.set_style(style("{msg}"));
-        let mut message = format!("{PREFIX} {}", run_line(done));
-        if done.status != RunStatus::Passed {
-            message.push_str(&format!("\n{PREFIX}   reason: {}", done.reason));
-        }
-        self.bar
-            .finish_with_message(crate::inert::terminal(&message));
+        self.bar.finish_with_message(picture.join("\n"));
     }
 }
 
 impl EventSink for ProgressBars {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        if self.view.on_event(event) {
+            self.redraw();
+        }
         match &event.kind {
-            EventKind::RunStarted(run) => {
-                self.print(format!("{PREFIX} run {}", run.job_name));
-                self.refresh_message();
-            }
             EventKind::Warning { source, message } => {
-                self.print(format!("{PREFIX} warning: {source}: {message}"));
+                self.print(Some(Tone::Warn), &format!("warning: {source}: {message}"));
             }
-            EventKind::PlanCreated { .. }
-            | EventKind::PlanUpdated { .. }
-            | EventKind::StepStarted { .. }
-            | EventKind::StepCompleted { .. } => self.on_plan_event(&event.kind),
             EventKind::ToolCall { .. }
             | EventKind::PermissionDecision { .. }
             | EventKind::ToolResult(_) => self.on_tool_event(&event.kind),
             EventKind::BudgetExceeded { limit, .. } => {
-                self.print(format!("{PREFIX} budget exceeded: {}", limit.key()));
+                self.print(
+                    Some(Tone::Bad),
+                    &format!("budget exceeded: {}", limit.key()),
+                );
             }
             EventKind::ModelRequest(_) | EventKind::ModelResponse(_) => {
                 self.streaming.clear();
-                self.refresh_message();
+                self.redraw();
             }
             EventKind::ModelRetry(retry) => {
                 // The answer starts over; what streamed so far is not part of it.
                 self.streaming.clear();
-                self.refresh_message();
-                self.print(format!("{PREFIX} {}", retry_line(retry)));
+                self.redraw();
+                self.print(Some(Tone::Warn), &retry_line(retry));
             }
-            EventKind::ContextTrimmed(trim) => {
-                self.print(format!("{PREFIX} {}", trim_line(trim)));
-            }
-            EventKind::ContextCompacted(c) => {
-                self.print(format!("{PREFIX} {}", compacted_line(c)));
-            }
+            EventKind::ContextTrimmed(trim) => self.print(None, &trim_line(trim)),
+            EventKind::ContextCompacted(c) => self.print(None, &compacted_line(c)),
             EventKind::McpStartup(startup) => {
-                let line = crate::sink::describe_mcp_startup(startup);
-                self.print(format!("{PREFIX} {line}"));
-            }
-            EventKind::CheckCompleted(check) => {
-                self.step = Some(format!("check \"{}\"", check.name));
-                self.refresh_message();
-                let lines = check_lines(check);
-                if let Some(first) = lines.first() {
-                    self.print(format!("{PREFIX} {first}"));
-                    self.check_results.push(first.clone());
-                }
+                self.print(None, &crate::sink::describe_mcp_startup(startup));
             }
             EventKind::RunCompleted(done) => self.on_run_completed(done),
             EventKind::GitPatch(_) | EventKind::GitCommit { .. } | EventKind::GitPush { .. } => {
                 if let Some(line) = git_line(&event.kind) {
-                    self.print(format!("{PREFIX} {line}"));
+                    self.print(None, &line);
                 }
             }
             _ => {}
@@ -306,7 +191,7 @@ impl EventSink for ProgressBars {
 
     fn on_partial_text(&mut self, _call_id: &str, delta: &str) {
         self.stream_text(delta);
-        self.refresh_message();
+        self.redraw();
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {
@@ -319,9 +204,6 @@ impl EventSink for ProgressBars {
     }
 }
 
-const SPINNER: &str = "{spinner:.cyan} [{elapsed}] {wide_msg}";
-const BAR: &str = "{spinner:.cyan} [{elapsed}] {bar:24.cyan/blue} {pos}/{len} {wide_msg}";
-
 fn style(template: &str) -> ProgressStyle {
     // The templates are constants; falling back keeps a typo from being a panic.
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
@@ -330,69 +212,11 @@ fn style(template: &str) -> ProgressStyle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{CheckCompleted, CheckOutcome, PlanStep};
-
-    fn event(kind: EventKind) -> Event {
-        Event {
-            seq: 0,
-            ts: String::new(),
-            run_id: "r".to_string(),
-            agent: None,
-            kind,
-        }
-    }
-
-    #[test]
-    fn the_bars_leave_the_plan_outcomes_and_checks_behind() {
-        let mut bars = ProgressBars::with_draw_target(ProgressDrawTarget::hidden());
-        let step = |title: &str| PlanStep {
-            title: title.to_string(),
-            expected_outcome: String::new(),
-        };
-        let events = [
-            EventKind::PlanCreated {
-                steps: vec![step("Read"), step("Fix"), step("Test")],
-            },
-            EventKind::StepCompleted {
-                index: 0,
-                title: "Read".into(),
-                summary: "found it".into(),
-                status: crate::event::StepStatus::Done,
-            },
-            EventKind::StepCompleted {
-                index: 1,
-                title: "Fix".into(),
-                summary: "cannot edit".into(),
-                status: crate::event::StepStatus::Failed,
-            },
-            EventKind::CheckCompleted(CheckCompleted {
-                name: "tests".into(),
-                command: "cargo test".into(),
-                outcome: CheckOutcome::Failed,
-                exit_code: Some(101),
-                duration_ms: 1500,
-                output: "boom".into(),
-                sandbox: "workspace-write".into(),
-            }),
-        ];
-        for kind in events {
-            bars.on_event(&event(kind)).unwrap();
-        }
-        assert_eq!(
-            bars.final_picture(),
-            [
-                "plan: 3 steps",
-                "  1. Read — done: found it",
-                "  2. Fix — failed: cannot edit",
-                "  3. Test — not finished",
-                "check \"tests\": failed: exit code 101 (1.5s)",
-            ]
-        );
-    }
 
     #[test]
     fn streamed_text_shows_the_tail_of_its_last_line() {
-        let mut bars = ProgressBars::with_draw_target(ProgressDrawTarget::hidden());
+        let mut bars =
+            ProgressBars::with_draw_target(ProgressDrawTarget::hidden(), Palette::new(false));
         bars.on_partial_text("model-1", "First line.\nSecond ");
         bars.on_partial_text("model-1", "line grows");
         assert_eq!(bars.streaming, "Second line grows");
@@ -404,12 +228,13 @@ mod tests {
     // it came, escape sequences (a clipboard write, clear screen) included.
     #[test]
     fn streamed_text_reaches_the_terminal_inert() {
-        let mut bars = ProgressBars::with_draw_target(ProgressDrawTarget::hidden());
+        let mut bars =
+            ProgressBars::with_draw_target(ProgressDrawTarget::hidden(), Palette::new(false));
         bars.on_partial_text(
             "model-1",
             "Done\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\r::error::x",
         );
         let message = bars.bar.message();
-        assert_eq!(message, "planning · Done\\r::error::x");
+        assert_eq!(message, "planning · turn 0 · 0 tokens · Done\\r::error::x");
     }
 }

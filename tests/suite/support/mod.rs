@@ -5,5 +5,6 @@ pub mod harness;
 pub mod junit_schema;
 pub mod origin;
 pub mod prerequisites;
+pub mod tmux;
 pub mod trace_schema;
 pub mod users;
