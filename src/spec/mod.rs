@@ -26,6 +26,7 @@ pub(crate) mod recover;
 mod size;
 pub mod suggest;
 pub mod vars;
+pub(crate) mod yaml_syntax;
 
 pub(crate) use check::schema_file_problem;
 pub use diagnostic::{Diagnostic, Severity};
