@@ -23,6 +23,7 @@ pub mod print;
 pub(crate) mod raw;
 mod raw_mcp;
 pub(crate) mod recover;
+pub mod schema;
 mod size;
 pub mod suggest;
 pub mod vars;
