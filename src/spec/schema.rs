@@ -21,10 +21,6 @@ pub fn job_schema() -> serde_json::Value {
         .into_generator()
         .into_root_schema_for::<super::raw::RawJob>();
     schema.insert("title".into(), "agentci job".into());
-    schema.insert(
-        "$id".into(),
-        "https://agentci.dev/schemas/job.schema.json".into(),
-    );
     schema.to_value()
 }
 

@@ -15,10 +15,6 @@ pub fn suite_schema() -> serde_json::Value {
         .into_generator()
         .into_root_schema_for::<RawSuite>();
     schema.insert("title".into(), "agentci eval suite".into());
-    schema.insert(
-        "$id".into(),
-        "https://agentci.dev/schemas/suite.schema.json".into(),
-    );
     schema.to_value()
 }
 
