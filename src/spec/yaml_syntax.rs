@@ -58,6 +58,17 @@ pub(crate) fn explain_syntax_error(d: &mut Diagnostic, yaml: &str, first_line: u
         );
         return;
     }
+    if d.message.contains("quoted scalar")
+        && let Some((open, key, quote)) = unclosed_quote(&lines, index)
+    {
+        d.line = file_line(open);
+        d.column = u32::try_from(lines[open].find(quote).unwrap_or(0) + 1).unwrap_or(u32::MAX);
+        d.message = format!(
+            "the `{quote}` that starts the value of `{key}` is never closed, so the lines after \
+             it are read as part of the value: add the closing `{quote}`"
+        );
+        return;
+    }
     if let Some(problem) = misindented(&lines, index, file_line) {
         d.column = u32::try_from(indent_of(line) + 1).unwrap_or(u32::MAX);
         d.message = problem;
@@ -93,50 +104,83 @@ fn is_content(line: &str) -> bool {
     !trimmed.is_empty() && !trimmed.starts_with('#')
 }
 
+/// The column (0-based) a line's key starts at, after any `- `.
+fn key_column(line: &str) -> usize {
+    let mut column = indent_of(line);
+    let mut rest = &line[column..];
+    while let Some(after) = rest.strip_prefix("- ") {
+        let trimmed = after.trim_start_matches(' ');
+        column += rest.len() - trimmed.len();
+        rest = trimmed;
+    }
+    column
+}
+
+/// "indent `key` by N spaces", or "start it at the beginning of the line".
+fn indent_by(key: &str, spaces: usize) -> String {
+    if spaces == 0 {
+        format!("start `{key}` at the beginning of the line")
+    } else {
+        format!("indent `{key}` by {spaces} spaces")
+    }
+}
+
 /// A key on line `index` indented out of line with the mapping it belongs
 /// to: deeper than a sibling whose value is on its own line (so the parser
 /// reads it as part of that value), or between a parent's and its
-/// children's column.
+/// children's column. Columns are those of the keys, after any `- `.
 fn misindented(lines: &[&str], index: usize, file_line: impl Fn(usize) -> u32) -> Option<String> {
     let line = lines[index];
     let key = key_of(line)?;
     let indent = indent_of(line);
     let above = (0..index).rev().find(|&i| is_content(lines[i]))?;
     let above_key = key_of(lines[above])?;
-    let above_indent = indent_of(lines[above]);
+    let above_column = key_column(lines[above]);
     let above_has_value = lines[above]
         .split_once(':')
         .is_some_and(|(_, v)| is_content(v));
-    if indent > above_indent && above_has_value {
+    if indent > above_column && above_has_value {
         return Some(format!(
             "`{key}` is indented more than `{above_key}` on line {}, which already has a \
-             value; keys of one mapping must start in the same column: indent `{key}` by {} \
-             spaces like `{above_key}`",
+             value; keys of one mapping must start in the same column: {} like `{above_key}`",
             file_line(above),
-            above_indent
+            indent_by(key, above_column)
         ));
     }
-    if indent < above_indent {
-        // The parent: the nearest line above indented less than this one.
+    if indent < above_column {
+        // The parent: the nearest key above that starts left of this one.
         let parent = (0..index)
             .rev()
-            .find(|&i| is_content(lines[i]) && indent_of(lines[i]) < indent)?;
+            .find(|&i| is_content(lines[i]) && key_column(lines[i]) < indent)?;
         let sibling = (parent + 1..index).find(|&i| is_content(lines[i]))?;
-        let sibling_indent = indent_of(lines[sibling]);
-        if sibling_indent > indent {
+        let sibling_column = key_column(lines[sibling]);
+        if sibling_column > indent {
             return Some(format!(
                 "`{key}` is indented less than `{}` on line {} but more than `{}` on line {}; \
-                 keys of one mapping must start in the same column: indent `{key}` by {} \
-                 spaces",
+                 keys of one mapping must start in the same column: {}",
                 key_of(lines[sibling]).unwrap_or("the key"),
                 file_line(sibling),
                 key_of(lines[parent]).unwrap_or("the key"),
                 file_line(parent),
-                sibling_indent
+                indent_by(key, sibling_column)
             ));
         }
     }
     None
+}
+
+/// The nearest `key: "…` at or above line `index` whose quote is not
+/// closed on its line → (its line, the key, the quote): a quoted value left
+/// open swallows the lines after it.
+fn unclosed_quote<'l>(lines: &[&'l str], index: usize) -> Option<(usize, &'l str, char)> {
+    (index.saturating_sub(20)..=index).rev().find_map(|i| {
+        let (key, value) = lines[i].split_once(": ")?;
+        let value = value.trim();
+        let quote = value.chars().next().filter(|c| matches!(c, '"' | '\''))?;
+        let closed = value.len() > 1 && value[1..].contains(quote);
+        let key = key.trim().trim_start_matches("- ").trim();
+        (!closed).then_some((i, key, quote))
+    })
 }
 
 /// The nearest `key: [` or `key: {` at or above line `index` whose bracket
@@ -210,6 +254,33 @@ mod tests {
             "{d:?}"
         );
         assert!(d.message.contains("`budget` on line 1"), "{d:?}");
+    }
+
+    #[test]
+    fn list_items_count_from_the_key_after_the_dash() {
+        let d = explain(
+            "checks:\n  - name: a\n   run: x\n",
+            3,
+            "did not find expected key",
+        );
+        assert!(d.message.contains("indent `run` by 4 spaces"), "{d:?}");
+        assert!(d.message.contains("`checks` on line 1"), "{d:?}");
+        let d = explain("name: x\n goal: g\n", 2, "mapping values are not allowed");
+        assert!(d.message.contains("start `goal` at the beginning"), "{d:?}");
+    }
+
+    #[test]
+    fn unclosed_quote_points_where_it_opened() {
+        let d = explain(
+            "name: x\ngoal: \"g\nmodel: {name: m}\n",
+            3,
+            "invalid indentation in multiline quoted scalar",
+        );
+        assert_eq!((d.line, d.column), (2, 7));
+        assert!(
+            d.message.contains("value of `goal` is never closed"),
+            "{d:?}"
+        );
     }
 
     #[test]
