@@ -167,7 +167,7 @@ pub(super) struct RawModel {
     #[schemars(with = "Option<super::schema::Whole>")]
     pub context_window: Option<Spanned<Scalar>>,
     /// The share of the context window (e.g. `0.8`) at which the conversation is compacted.
-    #[schemars(with = "Option<super::schema::Number>")]
+    #[schemars(with = "Option<super::schema::Share>")]
     pub compact_at: Option<Spanned<Scalar>>,
     /// The model that writes compaction summaries.
     #[schemars(with = "Option<String>")]

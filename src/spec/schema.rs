@@ -53,6 +53,15 @@ schema_only!(
     {"type": "number"}
 );
 schema_only!(
+    /// A share of a whole: `0.8` or `80%`.
+    Share,
+    "Share",
+    {
+        "description": "a share such as `0.8` or `80%`",
+        "anyOf": [{"type": "number"}, {"type": "string", "pattern": "^[0-9.]+%$"}]
+    }
+);
+schema_only!(
     /// `true` or `false`.
     Flag,
     "Flag",

@@ -140,3 +140,23 @@ fn shipped_jobs_and_suites_name_their_schema_for_editors() {
         );
     }
 }
+
+/// Regression: the schema refused `compact_at: 80%`, which the loader takes;
+/// the README's full job example uses every key, so it guards the types.
+#[test]
+fn the_readme_job_example_validates_against_the_schema() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let section = readme.split("\n## The job file\n").nth(1).unwrap();
+    let example = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    let job: Value = serde_saphyr::from_str(example).unwrap();
+    assert!(job.get("budget").is_some(), "{job}");
+    let found: Vec<String> = validator("job")
+        .iter_errors(&job)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert_eq!(found, Vec::<String>::new());
+}
