@@ -293,7 +293,7 @@ pub(super) struct RawOutputs {
     #[schemars(with = "Option<RawPush>")]
     pub push: Option<Spanned<RawPush>>,
     /// Changed files larger than this (bytes, default 1 MB) are left out of the patch and commit.
-    #[schemars(with = "Option<super::schema::SizeText>")]
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_file_size: Option<Spanned<Scalar>>,
     /// Keep binary files in the patch and commit.
     #[schemars(with = "Option<super::schema::Flag>")]

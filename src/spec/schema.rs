@@ -77,11 +77,11 @@ schema_only!(
     }
 );
 schema_only!(
-    /// `512M`, `2G`, or bytes.
+    /// `512MiB`, `4GiB`, or bytes.
     SizeText,
     "Size",
     {
-        "description": "a size such as `512K`, `100M` or `2G`, or bytes",
+        "description": "a size such as `512MiB` or `4GiB`, or a whole number of bytes",
         "type": ["string", "integer"]
     }
 );
