@@ -35,6 +35,8 @@ pub enum Command {
     Mcp(super::mcp::McpArgs),
     /// Read a run's JSONL trace back: `show` for people and tools, `summary` as Markdown.
     Trace(super::trace::TraceArgs),
+    /// Print the JSON Schema of a job file, an eval suite or a trace line (for editors).
+    Schema(super::schema::SchemaArgs),
 }
 
 #[derive(Debug, Args)]

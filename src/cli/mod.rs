@@ -15,6 +15,7 @@ mod mcp_print;
 pub mod report;
 mod resume;
 pub mod run;
+pub mod schema;
 pub mod signals;
 pub mod trace;
 pub mod validate;
@@ -61,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Mcp(args) => mcp::mcp(args),
         Command::Trace(args) => trace::trace(args),
+        Command::Schema(args) => schema::schema(&args),
     };
     ExitCode::from(exit::exit_code(outcome))
 }

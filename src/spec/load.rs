@@ -1,10 +1,11 @@
 //! Loading a job: read the file, parse it into the raw structs, apply the
 //! command-line overrides, and validate everything into a [`JobSpec`].
 //!
-//! A structural YAML problem (bad syntax, an unknown key, a list where a
-//! mapping belongs) stops the parse and is reported alone; every semantic
-//! problem after that is collected, so one run of `agentci validate` shows
-//! them all. This module does not look for the skill; see
+//! An unknown key or a wrong-typed value is reported and its entry set
+//! aside ([`super::recover`]), and the semantic checks run on the rest, so
+//! one run of `agentci validate` shows every problem; only broken YAML
+//! syntax stops the parse, with what it usually means
+//! ([`super::yaml_syntax`]). This module does not look for the skill; see
 //! [`crate::skills::discover`].
 
 use std::collections::BTreeMap;

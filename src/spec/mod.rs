@@ -23,9 +23,11 @@ pub mod print;
 pub(crate) mod raw;
 mod raw_mcp;
 pub(crate) mod recover;
+pub mod schema;
 mod size;
 pub mod suggest;
 pub mod vars;
+pub(crate) mod yaml_syntax;
 
 pub(crate) use check::schema_file_problem;
 pub use diagnostic::{Diagnostic, Severity};

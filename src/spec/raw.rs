@@ -9,163 +9,318 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Job")]
 pub(super) struct RawJob {
+    /// The job file format's version; only `1` exists.
+    #[schemars(with = "Option<super::schema::Version>")]
     pub version: Option<Spanned<Scalar>>,
+    /// The job's name, shown in summaries, JUnit and traces.
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// The skill the agent follows: a name found in a skills path, `{path: DIR}`, or `{git: URL, rev: SHA, path: DIR}`.
+    #[schemars(with = "Option<RawSkill>")]
     pub skill: Option<Spanned<RawSkill>>,
+    /// What the agent must achieve; `${{ vars.NAME }}` is substituted.
+    #[schemars(with = "Option<String>")]
     pub goal: Option<Spanned<String>>,
+    /// Values for `${{ vars.NAME }}` in the goal, checks and other texts; `--var K=V` overrides them.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, Scalar>")]
     pub vars: BTreeMap<String, Spanned<Scalar>>,
+    /// The model: `provider` (openai, anthropic, replay), `name`, and optional server, key, retry, price and context settings.
+    #[schemars(with = "Option<RawModel>")]
     pub model: Option<Spanned<RawModel>>,
+    /// The tools the agent may use (read, grep, find, ls, edit, write, exec, …), intersected with the skill's allowed-tools.
+    #[schemars(with = "Option<Vec<String>>")]
     pub tools: Option<Vec<Spanned<String>>>,
+    /// Rules that decide every tool call without asking anyone: `default` (allow | deny), `allow` and `deny` patterns such as `exec(cargo test *)`; deny beats allow.
     pub permissions: Option<RawPermissions>,
+    /// Limits that end the run: turns, tool calls, tokens, cost and time.
     pub budget: Option<RawBudget>,
+    /// The folder the agent works in (relative to the job file); tools never reach outside it.
+    #[schemars(with = "Option<String>")]
     pub workspace: Option<Spanned<String>>,
+    /// Commands that decide success, each a JUnit testcase: `{name, run, timeout}`.
+    #[schemars(with = "Option<Vec<RawCheck>>")]
     pub checks: Option<Vec<Spanned<RawCheck>>>,
+    /// Where to write the trace, JUnit XML, patch and result, and whether to commit and push.
     pub outputs: Option<RawOutputs>,
+    /// Extra folders to look for skills in, relative to the job file.
+    #[schemars(with = "Option<Vec<String>>")]
     pub skills_path: Option<Vec<Spanned<String>>>,
     /// Further skills the model may read when it needs them.
+    #[schemars(with = "Option<Vec<String>>")]
     pub skills: Option<Vec<Spanned<String>>>,
+    /// Turns the planning phase may take (default 5).
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_plan_turns: Option<Spanned<Scalar>>,
+    /// Environment variables whose values are masked everywhere (traces, outputs, the model's view).
+    #[schemars(with = "Option<Vec<String>>")]
     pub secrets: Option<Vec<Spanned<String>>>,
+    /// Environment variables for the commands the agent and the checks run.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, Scalar>")]
     pub env: BTreeMap<String, Spanned<Scalar>>,
+    /// Start even on uncommitted changes (they end up in the patch and commit); default `false`.
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub allow_dirty: Option<Spanned<Scalar>>,
+    /// Files (paths or globs in the workspace) given to the model as untrusted data, not instructions.
+    #[schemars(with = "Option<Vec<String>>")]
     pub untrusted_inputs: Option<Vec<Spanned<String>>>,
+    /// Load skills found in the workspace (default `true`, except on pull request events).
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub trust_workspace: Option<Spanned<Scalar>>,
+    /// How commands are confined: `workspace-write`, `read-only`, `off`, or a mapping with network, limits and writable folders.
+    #[schemars(with = "Option<RawSandbox>")]
     pub sandbox: Option<Spanned<RawSandbox>>,
+    /// MCP servers whose tools the agent may call.
+    #[schemars(with = "Option<super::raw_mcp::RawMcp>")]
     pub mcp: Option<Spanned<super::raw_mcp::RawMcp>>,
+    /// Read-only calls of one turn that run at once.
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_parallel_tools: Option<Spanned<Scalar>>,
+    /// How long one tool call may take, e.g. `2m`.
+    #[schemars(with = "Option<super::schema::DurationText>")]
     pub tool_timeout: Option<Spanned<Scalar>>,
+    /// Per-tool time limits, e.g. `{exec: 10m}`.
+    #[schemars(with = "Option<BTreeMap<String, super::schema::DurationText>>")]
     pub tool_timeouts: Option<BTreeMap<String, Spanned<Scalar>>>,
+    /// `{repeats: N}`: identical calls in a step before the model is warned.
     pub loop_guard: Option<RawLoopGuard>,
+    /// Settings for the sub-agents the `task` tool starts.
     pub task: Option<RawTask>,
+    /// `auto` (AGENTS.md when present) or a file in the workspace whose text the model is given.
+    #[schemars(with = "Option<String>")]
     pub memory: Option<Spanned<String>>,
+    /// Rules added to the system prompt.
+    #[schemars(with = "Option<Vec<String>>")]
     pub rules: Option<Vec<Spanned<String>>>,
+    /// Append a one-line reminder of the rules after each tool batch.
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub rules_reminder: Option<Spanned<Scalar>>,
+    /// While checks fail, give the failures back to the agent, up to this many rounds (default 1).
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub checks_rounds: Option<Spanned<Scalar>>,
     /// An inline JSON Schema (a mapping) or the path of a `.json` file holding one.
+    #[schemars(with = "Option<serde_json::Value>")]
     pub result_schema: Option<Spanned<serde_json::Value>>,
 }
 
 /// `task:`, the sub-agents the `task` tool starts.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Task")]
 pub(super) struct RawTask {
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_turns: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "LoopGuard")]
 pub(super) struct RawLoopGuard {
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub repeats: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Model")]
 pub(super) struct RawModel {
+    /// `openai` (any OpenAI-compatible server), `anthropic` or `replay`.
+    #[schemars(with = "Option<String>")]
     pub provider: Option<Spanned<String>>,
+    /// The model's name, e.g. `gpt-4.1-mini`.
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// The server's URL, e.g. `http://127.0.0.1:11434/v1`.
+    #[schemars(with = "Option<String>")]
     pub base_url: Option<Spanned<String>>,
+    /// The environment variable holding the API key (the key itself never appears in files or traces).
+    #[schemars(with = "Option<String>")]
     pub api_key_env: Option<Spanned<String>>,
+    /// For `provider: replay`: the recorded session to play back.
+    #[schemars(with = "Option<String>")]
     pub cassette: Option<Spanned<String>>,
+    /// How long one model request may take.
+    #[schemars(with = "Option<super::schema::DurationText>")]
     pub request_timeout: Option<Spanned<Scalar>>,
+    /// Stream responses from the server.
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub stream: Option<Spanned<Scalar>>,
+    /// How often to retry failed connections and error statuses.
+    #[schemars(with = "Option<RawRetry>")]
     pub retry: Option<Spanned<RawRetry>>,
+    /// Prices in US dollars per million tokens, for `max_cost_usd`.
+    #[schemars(with = "Option<RawPrice>")]
     pub price: Option<Spanned<RawPrice>>,
+    #[schemars(with = "Option<RawReplay>")]
     pub replay: Option<Spanned<RawReplay>>,
+    /// The model's context window in tokens.
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub context_window: Option<Spanned<Scalar>>,
+    /// The share of the context window (e.g. `0.8`) at which the conversation is compacted.
+    #[schemars(with = "Option<super::schema::Share>")]
     pub compact_at: Option<Spanned<Scalar>>,
+    /// The model that writes compaction summaries.
+    #[schemars(with = "Option<String>")]
     pub compact_with: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Replay")]
 pub(super) struct RawReplay {
     #[serde(rename = "match")]
+    #[schemars(with = "Option<String>")]
     pub match_mode: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Retry")]
 pub(super) struct RawRetry {
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_attempts_connect: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_attempts_status: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::DurationText>")]
     pub initial_backoff: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::DurationText>")]
     pub max_backoff: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Price")]
 pub(super) struct RawPrice {
+    #[schemars(with = "Option<super::schema::Number>")]
     pub input_per_mtok: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::Number>")]
     pub output_per_mtok: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::Number>")]
     pub cache_read_per_mtok: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::Number>")]
     pub cache_write_per_mtok: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Permissions")]
 pub(super) struct RawPermissions {
+    /// `allow` or `deny`: what happens to calls no rule matches.
+    #[schemars(with = "Option<String>")]
     pub default: Option<Spanned<String>>,
+    /// Patterns of calls to allow, e.g. `exec(cargo test *)`, `edit(src/**)`.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub allow: Vec<Spanned<String>>,
+    /// Patterns of calls to refuse; deny beats allow.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub deny: Vec<Spanned<String>>,
+    /// Let read/grep/edit use files with several hard links.
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub allow_hard_links: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Budget")]
 pub(super) struct RawBudget {
+    /// Model turns the run may take.
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_turns: Option<Spanned<Scalar>>,
+    /// Tool calls the run may make.
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_tool_calls: Option<Spanned<Scalar>>,
+    /// Tokens (input and output) the run may use.
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_tokens: Option<Spanned<Scalar>>,
+    /// US dollars the run may cost (needs prices for the model).
+    #[schemars(with = "Option<super::schema::Number>")]
     pub max_cost_usd: Option<Spanned<Scalar>>,
+    /// Wall-clock time the run may take, e.g. `15m`.
+    #[schemars(with = "Option<super::schema::DurationText>")]
     pub timeout: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Check")]
 pub(super) struct RawCheck {
+    /// The check's name (its JUnit testcase).
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// The shell command; exit 0 passes.
+    #[schemars(with = "Option<String>")]
     pub run: Option<Spanned<String>>,
+    /// How long the command may take.
+    #[schemars(with = "Option<super::schema::DurationText>")]
     pub timeout: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Outputs")]
 pub(super) struct RawOutputs {
+    /// A folder for every output not given a path of its own.
+    #[schemars(with = "Option<String>")]
     pub dir: Option<Spanned<String>>,
+    /// The JSONL trace's path.
+    #[schemars(with = "Option<String>")]
     pub trace: Option<Spanned<String>>,
+    /// The JUnit XML's path.
+    #[schemars(with = "Option<String>")]
     pub junit: Option<Spanned<String>>,
+    /// The patch of the agent's changes.
+    #[schemars(with = "Option<String>")]
     pub patch: Option<Spanned<String>>,
+    /// The JSON result's path (with `result_schema`).
+    #[schemars(with = "Option<String>")]
     pub result: Option<Spanned<String>>,
+    /// Commit the changes: `{branch, message, author, on_failure}`.
+    #[schemars(with = "Option<RawCommit>")]
     pub commit: Option<Spanned<RawCommit>>,
+    /// Push the commit: `true`, or `{remote, token_env}`.
+    #[schemars(with = "Option<RawPush>")]
     pub push: Option<Spanned<RawPush>>,
+    /// Changed files larger than this (bytes, default 1 MB) are left out of the patch and commit.
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub max_file_size: Option<Spanned<Scalar>>,
+    /// Keep binary files in the patch and commit.
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub include_binary: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Commit")]
 pub(super) struct RawCommit {
+    #[schemars(with = "Option<String>")]
     pub branch: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub message: Option<Spanned<String>>,
+    #[schemars(with = "Option<RawAuthor>")]
     pub author: Option<Spanned<RawAuthor>>,
+    #[schemars(with = "Option<super::schema::Flag>")]
     pub on_failure: Option<Spanned<Scalar>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Author")]
 pub(super) struct RawAuthor {
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub email: Option<Spanned<String>>,
 }
 
@@ -427,12 +582,17 @@ impl<'de> Visitor<'de> for NetworkVisitor {
 }
 
 /// `sandbox.limits`: counts and sizes, checked by the loader.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
 pub(crate) struct RawLimits {
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub processes: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::SizeText>")]
     pub memory: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::SizeText>")]
     pub file_size: Option<Spanned<Scalar>>,
+    #[schemars(with = "Option<super::schema::Whole>")]
     pub open_files: Option<Spanned<Scalar>>,
 }
 

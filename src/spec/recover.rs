@@ -41,10 +41,17 @@ pub(crate) fn parse_recovering<T: DeserializeOwned>(
             }
             _ => (false, false),
         };
+        if !recoverable {
+            // A syntax error: say what it usually means (a tab, a key out of
+            // line, an open bracket, an unquoted `: `) and stop.
+            let first_line = reporter.start().0;
+            if let Some(d) = reporter.diagnostics.last_mut() {
+                super::yaml_syntax::explain_syntax_error(d, &working, first_line);
+            }
+            return None;
+        }
         let line = error.location().map(|l| l.line() as usize);
-        let key = line
-            .filter(|_| recoverable)
-            .and_then(|line| blank_entry(&mut working, line))?;
+        let key = line.and_then(|line| blank_entry(&mut working, line))?;
         // An unknown key is simply gone; a known key with a wrong value is
         // now missing, which must not be reported a second time.
         if !unknown_key {

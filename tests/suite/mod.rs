@@ -62,6 +62,7 @@ mod sandbox_degraded;
 mod sandbox_limits;
 mod sandbox_network;
 mod sandbox_root;
+mod schemas;
 mod signals;
 mod sinks;
 mod skills;

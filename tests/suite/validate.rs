@@ -438,3 +438,26 @@ fn flags_complete_a_job_as_run_would() {
     assert_eq!(with_flags.status.code(), Some(0), "{}", stdout(&with_flags));
     assert!(stdout(&with_flags).contains("ok   flag-job.yaml (job flags, skill ok-skill)"));
 }
+
+/// Regression: a suite with a key indented out of line got the parser's
+/// "mapping values are not allowed in this context", which names no fix.
+#[test]
+fn suite_syntax_errors_are_explained_like_job_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("suite.yaml"),
+        "version: 1\nname: s\njob: job.yaml\ncases:\n  - name: a\n    fixture: f\n     goal: g\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("colon.yaml"),
+        "version: 1\nname: s\njob: job.yaml\ncases:\n  - name: a\n    fixture: f\n    goal: Fix: it\n",
+    )
+    .unwrap();
+    let indent = agentci(tmp.path(), &["validate", "suite.yaml"]);
+    let colon = agentci(tmp.path(), &["validate", "colon.yaml"]);
+    insta::assert_snapshot!(
+        "suite_syntax_errors",
+        format!("{}{}", stdout(&indent), stdout(&colon))
+    );
+}

@@ -21,6 +21,9 @@ use crate::spec::{BudgetSpec, Diagnostic};
 mod check;
 mod numbers;
 mod raw;
+mod schema;
+
+pub use schema::suite_schema;
 
 /// A validated suite.
 #[derive(Debug, Clone)]

@@ -7,54 +7,97 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use crate::spec::raw::Scalar;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Suite")]
 pub(super) struct RawSuite {
+    /// The suite file format's version; only `1` exists.
+    #[schemars(with = "Option<crate::spec::schema::Version>")]
     pub version: Option<Spanned<Scalar>>,
+    /// The suite's name, shown in reports.
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// The job file every case runs (relative to the suite file).
+    #[schemars(with = "Option<String>")]
     pub job: Option<Spanned<String>>,
+    /// The share of runs (0 to 1) that must pass, or the build fails.
+    #[schemars(with = "Option<crate::spec::schema::Number>")]
     pub min_pass_rate: Option<Spanned<Scalar>>,
+    /// The cases: each a fixture repository, a goal or vars, and assertions.
+    #[schemars(with = "Option<Vec<RawCase>>")]
     pub cases: Option<Spanned<Vec<Spanned<RawCase>>>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Case")]
 pub(super) struct RawCase {
+    /// The case's name.
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// The repository the case starts from: a folder, or `{git, rev}`.
+    #[schemars(with = "Option<RawFixture>")]
     pub fixture: Option<Spanned<RawFixture>>,
+    /// Overrides the job's goal.
+    #[schemars(with = "Option<String>")]
     pub goal: Option<Spanned<String>>,
+    /// Overrides the job's vars.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, Scalar>")]
     pub vars: BTreeMap<String, Spanned<Scalar>>,
     /// `PROVIDER:NAME`; any YAML value, so that a mapping (as a job's
     /// `model:` is written) gets a message about case models.
+    #[schemars(with = "Option<serde_json::Value>")]
     pub model: Option<Spanned<serde_json::Value>>,
+    /// Overrides the job's budget.
     pub budget: Option<RawBudget>,
+    /// A recorded session to replay instead of calling a model.
+    #[schemars(with = "Option<String>")]
     pub cassette: Option<Spanned<String>>,
+    /// Recorded sessions to replay, one per repeat.
+    #[schemars(with = "Option<Vec<String>>")]
     pub cassettes: Option<Spanned<Vec<Spanned<String>>>>,
+    /// This case's pass rate threshold.
+    #[schemars(with = "Option<crate::spec::schema::Number>")]
     pub min_pass_rate: Option<Spanned<Scalar>>,
+    /// What must hold after the run, each a one-key mapping such as `run: cargo test` or `file_contains: {path, pattern}`.
     #[serde(default, rename = "assert")]
+    #[schemars(with = "Vec<RawAssertion>")]
     pub assertions: Vec<Spanned<RawAssertion>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Budget")]
 pub(super) struct RawBudget {
+    /// Model turns the run may take.
+    #[schemars(with = "Option<crate::spec::schema::Whole>")]
     pub max_turns: Option<Spanned<Scalar>>,
+    /// Tool calls the run may make.
+    #[schemars(with = "Option<crate::spec::schema::Whole>")]
     pub max_tool_calls: Option<Spanned<Scalar>>,
+    /// Tokens (input and output) the run may use.
+    #[schemars(with = "Option<crate::spec::schema::Whole>")]
     pub max_tokens: Option<Spanned<Scalar>>,
+    /// US dollars the run may cost (needs prices for the model).
+    #[schemars(with = "Option<crate::spec::schema::Number>")]
     pub max_cost_usd: Option<Spanned<Scalar>>,
+    /// Wall-clock time the run may take, e.g. `15m`.
+    #[schemars(with = "Option<crate::spec::schema::DurationText>")]
     pub timeout: Option<Spanned<Scalar>>,
 }
 
 /// One entry of a case's `assert:` list: a mapping with exactly one key.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "Assertion")]
 pub(super) enum RawAssertion {
     Run(String),
     FileContains(RawFilePattern),
@@ -63,15 +106,16 @@ pub(super) enum RawAssertion {
     DiffTouchesOnly(Vec<String>),
     ToolCalled(String),
     ToolNotCalled(String),
-    MaxTurns(Scalar),
-    MaxCostUsd(Scalar),
-    MaxDuration(Scalar),
+    MaxTurns(#[schemars(with = "crate::spec::schema::Whole")] Scalar),
+    MaxCostUsd(#[schemars(with = "crate::spec::schema::Number")] Scalar),
+    MaxDuration(#[schemars(with = "crate::spec::schema::DurationText")] Scalar),
     Status(String),
     FinalTextMatches(String),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "FilePattern")]
 pub(super) struct RawFilePattern {
     pub path: String,
     pub pattern: String,

@@ -1,0 +1,162 @@
+//! `agentci schema job|suite|trace`: the JSON Schemas editors use for
+//! completion. The copies in docs/schemas/ must equal what the binary
+//! prints (they are generated from the loader's own structs, so a key added
+//! there and not shipped here fails this test); every shipped job and suite
+//! must validate against them, and the structurally broken jobs must not.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn schema_printed(kind: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_agentci"))
+        .args(["schema", kind])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn validator(kind: &str) -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(&schema_printed(kind)).unwrap();
+    jsonschema::meta::validate(&schema)
+        .unwrap_or_else(|e| panic!("the {kind} schema is not a valid JSON Schema: {e}"));
+    jsonschema::draft202012::new(&schema)
+        .unwrap_or_else(|e| panic!("the {kind} schema does not compile: {e}"))
+}
+
+fn yaml_as_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn errors(validator: &jsonschema::Validator, path: &Path) -> Vec<String> {
+    validator
+        .iter_errors(&yaml_as_json(path))
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+fn yaml_files(dir: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn shipped_schemas_equal_what_agentci_schema_prints() {
+    for kind in ["job", "suite", "trace"] {
+        let path = Path::new(ROOT).join(format!("docs/schemas/{kind}.schema.json"));
+        let shipped = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            shipped == schema_printed(kind),
+            "{} is out of date: run `agentci schema {kind} > docs/schemas/{kind}.schema.json`",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn every_shipped_job_and_suite_validates_against_its_schema() {
+    let jobs = validator("job");
+    let mut job_files = yaml_files("workflows");
+    job_files.extend(
+        yaml_files("tests/data/valid")
+            .into_iter()
+            .filter(|p| !p.ends_with("not-a-job.yaml")),
+    );
+    assert!(job_files.len() >= 7, "{job_files:?}");
+    for job in &job_files {
+        assert_eq!(
+            errors(&jobs, job),
+            Vec::<String>::new(),
+            "{}",
+            job.display()
+        );
+    }
+    let suites = validator("suite");
+    let suite_files: Vec<PathBuf> = ["fixtures/fix-failing-test", "fixtures/write-changelog"]
+        .iter()
+        .flat_map(|dir| yaml_files(dir))
+        .collect();
+    assert_eq!(suite_files.len(), 2, "{suite_files:?}");
+    for suite in &suite_files {
+        assert_eq!(
+            errors(&suites, suite),
+            Vec::<String>::new(),
+            "{}",
+            suite.display()
+        );
+    }
+}
+
+#[test]
+fn structurally_broken_jobs_fail_the_schema_where_validate_says() {
+    let jobs = validator("job");
+    let broken = Path::new(ROOT).join("tests/data/broken-jobs");
+    for (job, expected) in [
+        ("unknown-top-level-key.yaml", "Additional properties"),
+        ("unknown-nested-key.yaml", "max_tunrs"),
+        ("wrong-type.yaml", ""),
+        ("structural-and-semantic.yaml", "gaol"),
+        ("many-problems.yaml", "/version: 2"),
+    ] {
+        let found = errors(&jobs, &broken.join(job));
+        assert!(
+            found.iter().any(|e| e.contains(expected)),
+            "{job}: the schema should refuse it ({expected}), found {found:?}"
+        );
+    }
+}
+
+#[test]
+fn shipped_jobs_and_suites_name_their_schema_for_editors() {
+    let mut files = yaml_files("workflows");
+    files.extend(yaml_files("fixtures/fix-failing-test"));
+    files.extend(yaml_files("fixtures/write-changelog"));
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let kind = if text.contains("\ncases:") {
+            "suite"
+        } else {
+            "job"
+        };
+        let first = text.lines().next().unwrap_or_default();
+        let target = first
+            .strip_prefix("# yaml-language-server: $schema=")
+            .unwrap_or_else(|| panic!("{}: no schema line first", file.display()));
+        assert!(target.ends_with(&format!("/{kind}.schema.json")), "{first}");
+        assert!(
+            file.parent().unwrap().join(target).is_file(),
+            "{}: {target} does not exist",
+            file.display()
+        );
+    }
+}
+
+/// Regression: the schema refused `compact_at: 80%`, which the loader takes;
+/// the README's full job example uses every key, so it guards the types.
+#[test]
+fn the_readme_job_example_validates_against_the_schema() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let section = readme.split("\n## The job file\n").nth(1).unwrap();
+    let example = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    let job: Value = serde_saphyr::from_str(example).unwrap();
+    assert!(job.get("budget").is_some(), "{job}");
+    let found: Vec<String> = validator("job")
+        .iter_errors(&job)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert_eq!(found, Vec::<String>::new());
+}
