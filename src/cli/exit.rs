@@ -1,5 +1,5 @@
 //! How a command ended, and the one place where that becomes the documented
-//! exit code (README, "Exit codes"): every command returns
+//! exit code (docs/commands.md, "Exit codes"): every command returns
 //! `Result<Exit, CliError>` and [`exit_code`] prints the error, if any, and
 //! picks the number. Commands decide what happened; they never pick numbers.
 //!

@@ -15,7 +15,7 @@
 //! Tools wrap encoded output (`base64` at 76 columns, `xxd -p` at 60), so a
 //! form also matches with a line break between any two of its characters.
 //! Forms of other encodings (base32, URL encoding, compressed or reversed
-//! text, a secret printed in pieces) are not masked; the README says so.
+//! text, a secret printed in pieces) are not masked; docs/security.md says so.
 
 use data_encoding::{BASE64, BASE64_NOPAD, BASE64URL, BASE64URL_NOPAD, Encoding, HEXLOWER};
 use regex::Regex;

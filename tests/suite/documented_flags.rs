@@ -1,13 +1,15 @@
-//! The README documents every flag: each long flag of every `agentci`
-//! command appears there, and every `--flag` the README shows after an
-//! `agentci` command exists. A flag added without a word in the docs, or a
-//! documented flag renamed, fails here naming it.
+//! The documentation (the README and `docs/*.md`) is in step with the code:
+//! each long flag of every `agentci` command appears in it, every `--flag`
+//! it shows after an `agentci` command exists, and every link between its
+//! pages leads to a page and a heading that exist. A flag added without a
+//! word in the docs, a documented flag renamed, or a heading renamed under a
+//! link fails here naming it.
 
 use std::collections::BTreeSet;
 
 use clap::CommandFactory;
 
-const README: &str = include_str!("../../README.md");
+use super::support::docs;
 
 /// Every long flag of every (sub)command, as `--name`.
 fn flags_of(command: &clap::Command, found: &mut BTreeSet<String>) {
@@ -43,14 +45,15 @@ fn mentions(text: &str, flag: &str) -> bool {
 
 #[test]
 fn every_flag_of_every_command_is_in_the_readme() {
+    let text = docs::all_text();
     let missing: Vec<String> = all_flags()
         .into_iter()
         .filter(|flag| !["--help", "--version"].contains(&flag.as_str()))
-        .filter(|flag| !mentions(README, flag))
+        .filter(|flag| !mentions(&text, flag))
         .collect();
     assert!(
         missing.is_empty(),
-        "flags the README never mentions; document them: {missing:?}"
+        "flags the documentation never mentions; document them: {missing:?}"
     );
 }
 
@@ -61,7 +64,8 @@ fn every_flag_the_readme_gives_agentci_exists() {
     // Flags on lines that run agentci (`agentci …`, `cargo run … -- …`),
     // and in backticks beside the word agentci: other tools' flags
     // (`cargo test --locked`, `git stash --include-untracked`) stay out.
-    for line in README.lines().filter(|l| l.contains("agentci ")) {
+    let text = docs::all_text();
+    for line in text.lines().filter(|l| l.contains("agentci ")) {
         let line = line.split("cargo run").last().unwrap_or(line);
         for word in line.split(|c: char| c.is_whitespace() || "`(),[]|".contains(c)) {
             let flag = word.split('=').next().unwrap_or(word);
@@ -93,6 +97,64 @@ fn every_flag_the_readme_gives_agentci_exists() {
     }
     assert!(
         unknown.is_empty(),
-        "the README shows agentci flags that do not exist: {unknown:?}"
+        "the documentation shows agentci flags that do not exist: {unknown:?}"
     );
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation but `-` and `_`
+/// dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a page's headings (outside code blocks).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fence = false;
+    let mut found = BTreeSet::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fence = !fence;
+        } else if !fence && line.starts_with('#') {
+            found.insert(anchor(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_link_between_the_pages_leads_somewhere() {
+    let pages = docs::pages();
+    let link = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let mut broken = Vec::new();
+    for (path, text) in &pages {
+        let dir = path.parent().unwrap();
+        for target in link.captures_iter(text).map(|c| c[1].to_string()) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, fragment) = target.split_once('#').unwrap_or((target.as_str(), ""));
+            let dest = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(file)
+            };
+            if !dest.exists() {
+                broken.push(format!("{}: {target} (no such file)", path.display()));
+                continue;
+            }
+            if !fragment.is_empty() && dest.extension().is_some_and(|e| e == "md") {
+                let page = std::fs::read_to_string(&dest).unwrap();
+                if !anchors(&page).contains(fragment) {
+                    broken.push(format!("{}: {target} (no such heading)", path.display()));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

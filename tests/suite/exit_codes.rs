@@ -1,7 +1,7 @@
-//! Every documented exit code (README, "Exit codes"), reached by driving the
+//! Every documented exit code (docs/commands.md, "Exit codes"), reached by driving the
 //! real binary: `run` 0 to 4, `mcp call` 0, 1, 2 and 4, `validate`,
 //! `trace show` and `eval` 0 and 2, clap's usage errors. The codes all come
-//! from one mapping in src/cli/exit.rs; these tests hold it to the README.
+//! from one mapping in src/cli/exit.rs; these tests hold it to the documentation.
 //! SIGINT and SIGTERM (130, 143) are driven in signals.rs and
 //! eval_signals.rs, which need a run to interrupt.
 

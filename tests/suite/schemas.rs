@@ -142,11 +142,11 @@ fn shipped_jobs_and_suites_name_their_schema_for_editors() {
 }
 
 /// Regression: the schema refused `compact_at: 80%`, which the loader takes;
-/// the README's full job example uses every key, so it guards the types.
+/// the job file reference's full example uses every key, so it guards the types.
 #[test]
-fn the_readme_job_example_validates_against_the_schema() {
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
-    let section = readme.split("\n## The job file\n").nth(1).unwrap();
+fn the_documented_job_example_validates_against_the_schema() {
+    let page = std::fs::read_to_string(Path::new(ROOT).join("docs/job-file.md")).unwrap();
+    let section = page.split("\n## The job file\n").nth(1).unwrap();
     let example = section
         .split("```yaml\n")
         .nth(1)

@@ -26,9 +26,9 @@ fn actionlint(files: &[PathBuf]) -> Option<Output> {
     Some(out)
 }
 
-/// The README's YAML code blocks that are workflows (they have `jobs:`).
+/// The documentation's YAML code blocks that are workflows (they have `jobs:`).
 fn readme_workflows() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
+    let readme = super::support::docs::all_text();
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in readme.lines() {

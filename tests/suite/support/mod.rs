@@ -1,5 +1,6 @@
 //! Shared test helpers: the fake model server, workspaces, running the binary.
 
+pub mod docs;
 pub mod fake_model;
 pub mod harness;
 pub mod junit_schema;
