@@ -1,9 +1,11 @@
 //! The documentation (the README and `docs/*.md`) is in step with the code:
 //! each long flag of every `agentci` command appears in it, every `--flag`
-//! it shows after an `agentci` command exists, and every link between its
-//! pages leads to a page and a heading that exist. A flag added without a
-//! word in the docs, a documented flag renamed, or a heading renamed under a
-//! link fails here naming it.
+//! it shows after an `agentci` command exists, every key of a job file and
+//! of an eval suite (from their JSON Schemas, which the loader's types make)
+//! is named in it, and every link between its pages leads to a page and a
+//! heading that exist. A flag or key added without a word in the docs, a
+//! documented flag renamed, or a heading renamed under a link fails here
+//! naming it.
 
 use std::collections::BTreeSet;
 
@@ -157,4 +159,62 @@ fn every_link_between_the_pages_leads_somewhere() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// Every property name anywhere in `schema`, following `$ref`s into `$defs`.
+fn keys_of(schema: &serde_json::Value) -> BTreeSet<String> {
+    fn walk(
+        node: &serde_json::Value,
+        defs: &serde_json::Value,
+        seen: &mut BTreeSet<String>,
+        keys: &mut BTreeSet<String>,
+    ) {
+        match node {
+            serde_json::Value::Object(map) => {
+                if let Some(name) = map.get("$ref").and_then(|r| r.as_str()) {
+                    let name = name.rsplit('/').next().unwrap_or(name).to_string();
+                    if seen.insert(name.clone()) {
+                        walk(&defs[&name], defs, seen, keys);
+                    }
+                }
+                if let Some(properties) = map.get("properties").and_then(|p| p.as_object()) {
+                    keys.extend(properties.keys().cloned());
+                }
+                for (key, value) in map {
+                    if key != "$defs" {
+                        walk(value, defs, seen, keys);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    walk(item, defs, seen, keys);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut keys = BTreeSet::new();
+    walk(schema, &schema["$defs"], &mut BTreeSet::new(), &mut keys);
+    keys
+}
+
+#[test]
+fn every_key_of_a_job_file_and_a_suite_is_documented() {
+    let text = docs::all_text();
+    for kind in ["job", "suite"] {
+        let path = format!(
+            "{}/docs/schemas/{kind}.schema.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let keys = keys_of(&schema);
+        assert!(keys.len() > 20, "{kind}: too few keys found: {keys:?}");
+        let missing: Vec<&String> = keys.iter().filter(|key| !mentions(&text, key)).collect();
+        assert!(
+            missing.is_empty(),
+            "{kind} keys the documentation never names; document them: {missing:?}"
+        );
+    }
 }
