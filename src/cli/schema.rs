@@ -1,18 +1,14 @@
 //! `agentci schema job|suite|trace`: prints the JSON Schema of a file people
 //! write (a job, an eval suite) or read (a trace), for editors' completion
-//! and for tools that check those files. The job and suite schemas are
-//! generated from the structs the loaders parse, so they cannot drift from
-//! what `agentci validate` accepts; the trace schema is the documented one
-//! (docs/trace-schema.json) that the tests hold every trace to.
+//! and for tools that check those files. Each is generated from the types
+//! that read or write the file (the loaders' structs, the event types), so
+//! it cannot drift from what agentci accepts or writes.
 
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
 
 use super::{CliError, Exit};
-
-/// The trace's schema, written by hand beside the event types it describes.
-const TRACE_SCHEMA: &str = include_str!("../../docs/trace-schema.json");
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
@@ -35,13 +31,7 @@ pub fn schema_text(kind: SchemaKind) -> Result<String, CliError> {
     let value = match kind {
         SchemaKind::Job => crate::spec::schema::job_schema(),
         SchemaKind::Suite => crate::eval::suite::suite_schema(),
-        SchemaKind::Trace => {
-            let mut text = TRACE_SCHEMA.to_string();
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            return Ok(text);
-        }
+        SchemaKind::Trace => crate::event::schema::trace_schema(),
     };
     serde_json::to_string_pretty(&value)
         .map(|text| text + "\n")

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The start-up of the job's servers, emitted right after the run's start.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct McpStartup {
     /// From the start of the servers to the last one ready or given up
     /// (they start together).
@@ -16,7 +16,7 @@ pub struct McpStartup {
 }
 
 /// One server's start.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct McpServerStartup {
     pub server: String,
     pub duration_ms: u64,
@@ -24,7 +24,7 @@ pub struct McpServerStartup {
 }
 
 /// How a server's start ended.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum McpStartOutcome {
     /// Initialized, its tools listed.

@@ -27,6 +27,7 @@ mod mcp;
 mod model;
 mod plan;
 mod run;
+pub mod schema;
 mod tools;
 
 pub use checks::{CheckCompleted, CheckOutcome};
@@ -49,7 +50,7 @@ pub use tools::{
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// One line of the trace.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Event {
     pub seq: u64,
     pub ts: String,
@@ -62,7 +63,7 @@ pub struct Event {
 }
 
 /// Which sub-agent (a `task` call) an event comes from.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct AgentTag {
     /// `task-1`, `task-2`, … counted over the run.
     pub id: String,
@@ -71,7 +72,7 @@ pub struct AgentTag {
 }
 
 /// What happened. Serialized with a dotted `type` tag (`tool.call`, …).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
     #[serde(rename = "run.started")]

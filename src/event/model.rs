@@ -13,7 +13,7 @@ use crate::provider::Usage;
 /// What a model request sent that the request before it did not: with the
 /// previous request's messages, enough to rebuild exactly what the model
 /// was sent without storing the whole conversation on every turn.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SentDelta {
     /// This request starts with the previous request's first `kept` messages, unchanged.
     pub kept: usize,
@@ -28,7 +28,7 @@ pub struct SentDelta {
     pub tools_offered: Option<Vec<crate::provider::ToolDefinition>>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ModelRequest {
     pub call_id: String,
     pub phase: Phase,
@@ -43,7 +43,7 @@ pub struct ModelRequest {
     pub sent: Option<SentDelta>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ModelResponse {
     pub call_id: String,
     pub latency_ms: u64,
@@ -57,7 +57,7 @@ pub struct ModelResponse {
     pub cost_usd: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ModelRetry {
     /// The model call being retried (as in `model.request`).
     pub call_id: String,
@@ -73,7 +73,7 @@ pub struct ModelRetry {
     pub wait_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ContextTrimmed {
     /// The model call that was too long; it is retried once with the trimmed conversation.
     pub call_id: String,
@@ -90,7 +90,7 @@ pub struct ContextTrimmed {
 }
 
 /// What a compaction replaced, and the request's size before and after.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ContextCompacted {
     /// The model call the conversation was compacted for.
     pub call_id: String,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::provider::ModelInfo;
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RunStarted {
     pub schema_version: u32,
     pub agentci_version: String,
@@ -37,7 +37,7 @@ pub struct RunStarted {
 }
 
 /// The run's budget after the job and the skill are combined; `None`: no limit.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct BudgetInEffect {
     pub max_turns: u32,
     pub max_tool_calls: Option<u32>,
@@ -47,7 +47,7 @@ pub struct BudgetInEffect {
 }
 
 /// The job's `permissions:`, rules as written.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PermissionsInEffect {
     /// `allow` or `deny`: what a call no rule matches gets.
     pub default: String,
@@ -56,7 +56,7 @@ pub struct PermissionsInEffect {
 }
 
 /// A run's sandbox: the job's `sandbox:` and what this machine enforces of it.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SandboxReport {
     /// `workspace-write`, `read-only` or `off`.
     pub profile: String,
@@ -80,7 +80,7 @@ pub struct SandboxReport {
 }
 
 /// One folder of `sandbox.writable`, resolved.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct WritableFolder {
     /// The folder, absolute, symbolic links followed.
     pub path: String,
@@ -88,7 +88,7 @@ pub struct WritableFolder {
     pub entry: String,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct OutputPaths {
     pub dir: String,
     pub trace: Option<String>,
@@ -98,7 +98,7 @@ pub struct OutputPaths {
     pub patch: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SkillLoaded {
     pub name: String,
     pub path: String,
@@ -112,7 +112,7 @@ pub struct SkillLoaded {
 }
 
 /// The lock of a skill from git: what the job asked for and what it got.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct SkillSource {
     pub git: String,
     pub rev: String,
@@ -123,7 +123,7 @@ pub struct SkillSource {
 }
 
 /// The agent's changes written as a unified diff (`outputs.patch`).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct GitPatch {
     pub path: String,
     pub files_changed: usize,
@@ -132,7 +132,7 @@ pub struct GitPatch {
 }
 
 /// Where a resumed run goes on from, and what changed for it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RunResumed {
     /// Model turns taken before the checkpoint; the next one is `from_turn + 1`.
     pub from_turn: u32,
@@ -156,7 +156,7 @@ pub struct RunResumed {
     pub torn_line_dropped: bool,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetLimit {
     MaxTurns,
@@ -178,7 +178,7 @@ impl BudgetLimit {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Passed,
@@ -214,7 +214,7 @@ impl RunStatus {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Totals {
     pub turns: u32,
     pub tool_calls: u32,
@@ -231,7 +231,7 @@ pub struct Totals {
     pub duration_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RunCompleted {
     pub status: RunStatus,
     /// Why the run ended this way, in one line.

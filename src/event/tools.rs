@@ -10,13 +10,13 @@ use serde_json::Value;
 
 use crate::provider::Usage;
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolCallRef {
     pub id: String,
     pub name: String,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Allow,
@@ -24,7 +24,7 @@ pub enum Decision {
 }
 
 /// What decided a tool call.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleSource {
     /// The job's `permissions.allow`.
@@ -41,7 +41,7 @@ pub enum RuleSource {
     Phase,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolResultEvent {
     pub call_id: String,
     pub tool: String,
@@ -53,7 +53,7 @@ pub struct ToolResultEvent {
     pub duration_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolBatchStarted {
     /// Counts the run's batches from 1.
     pub batch: u64,
@@ -66,7 +66,7 @@ pub struct ToolBatchStarted {
     pub max_parallel: usize,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolBatchCompleted {
     pub batch: u64,
     pub call_ids: Vec<String>,
@@ -76,7 +76,7 @@ pub struct ToolBatchCompleted {
     pub timed_out: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SubagentStarted {
     /// `explore` or `general`.
     pub kind: String,
@@ -85,7 +85,7 @@ pub struct SubagentStarted {
     pub max_turns: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SubagentCompleted {
     /// True when it answered with final text.
     pub ok: bool,

@@ -15,7 +15,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 /// One connection through the proxy, reported when it ends.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetworkRecord {
     /// The host asked for, canonical (`crates.io`, `127.0.0.1`, `[::1]`);
     /// empty when the request could not be read.
@@ -44,7 +44,7 @@ pub struct NetworkRecord {
 }
 
 /// How a connection ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Relayed until the origin or the client closed.

@@ -29,7 +29,7 @@ mod usage;
 pub use usage::{ModelInfo, Usage};
 
 /// One message of the conversation, provider-neutral.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     System {
@@ -51,7 +51,7 @@ pub enum Message {
 }
 
 /// A tool call as the model wrote it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -60,14 +60,14 @@ pub struct ToolCall {
 }
 
 /// A tool as offered to the model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolDefinition {
     pub name: String,
     pub description: String,
     pub parameters: Value,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
@@ -81,7 +81,9 @@ pub struct ChatRequest {
 /// on every turn of a run (it is part of the cached prompt prefix, and the
 /// Messages API refuses tool blocks in a request without tools); a turn that
 /// must answer in text says `None` instead of dropping the tools.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolChoice {
     /// The model decides.
@@ -97,7 +99,7 @@ impl ToolChoice {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChatResponse {
     #[serde(default)]
     pub text: Option<String>,

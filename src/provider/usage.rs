@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Tokens of one model call as the server reported them.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Usage {
     /// Every input token, the cached ones included (OpenAI counts them this
     /// way; Anthropic's separate cache figures are added in).
@@ -25,7 +25,7 @@ impl Usage {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ModelInfo {
     pub provider: String,
     pub name: String,

@@ -1,8 +1,10 @@
 //! `agentci schema job|suite|trace`: the JSON Schemas editors use for
 //! completion. The copies in docs/schemas/ must equal what the binary
-//! prints (they are generated from the loader's own structs, so a key added
-//! there and not shipped here fails this test); every shipped job and suite
-//! must validate against them, and the structurally broken jobs must not.
+//! prints (they are generated from the loader's own structs and the event
+//! types, so a key added there and not shipped here fails this test); every
+//! shipped job and suite must validate against them, and the structurally
+//! broken jobs must not. Every trace the suite writes is held to the
+//! generated trace schema by `support::trace_schema`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -159,4 +161,28 @@ fn the_documented_job_example_validates_against_the_schema() {
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
     assert_eq!(found, Vec::<String>::new());
+}
+
+/// The generated trace schema judges, it does not only describe: a line
+/// of an event type no run writes, or an event missing a field its type
+/// requires, fails it; a real line passes.
+#[test]
+fn the_generated_trace_schema_refuses_what_no_run_writes() {
+    let trace = validator("trace");
+    let line = |extra: Value| {
+        let mut value = serde_json::json!({"seq": 1, "ts": "2026-11-27T00:00:00Z", "run_id": "r"});
+        value
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        value
+    };
+    let warning = line(serde_json::json!({"type": "warning", "source": "job", "message": "m"}));
+    assert!(trace.is_valid(&warning), "a warning line is refused");
+    assert!(!trace.is_valid(&line(serde_json::json!({"type": "run.exploded"}))));
+    let no_message = line(serde_json::json!({"type": "warning", "source": "job"}));
+    assert!(!trace.is_valid(&no_message));
+    let mut no_seq = warning.clone();
+    no_seq.as_object_mut().unwrap().remove("seq");
+    assert!(!trace.is_valid(&no_seq));
 }

@@ -1,5 +1,8 @@
-//! Checks a JSONL trace against `docs/trace-schema.json` and the stream rules
-//! the schema cannot express (gapless seq, one run_id, first and last events).
+//! Checks a JSONL trace against `docs/trace-schema.json` (the documented,
+//! hand-tuned schema), against `docs/schemas/trace.schema.json` (generated
+//! from the event types: what `agentci schema trace` prints), and the
+//! stream rules a schema cannot express (gapless seq, one run_id, first and
+//! last events).
 
 use std::path::Path;
 
@@ -21,6 +24,19 @@ pub fn validator() -> jsonschema::Validator {
         .unwrap_or_else(|e| panic!("docs/trace-schema.json does not compile: {e}"))
 }
 
+/// The schema generated from the event types, as shipped.
+pub fn generated_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/trace.schema.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let schema: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    jsonschema::meta::validate(&schema)
+        .unwrap_or_else(|e| panic!("{} is not a valid JSON Schema: {e}", path.display()));
+    jsonschema::draft202012::new(&schema)
+        .unwrap_or_else(|e| panic!("{} does not compile: {e}", path.display()))
+}
+
 /// Every schema error of one line, as `instance_path: message`.
 pub fn line_errors(validator: &jsonschema::Validator, line: &Value) -> Vec<String> {
     validator
@@ -32,6 +48,7 @@ pub fn line_errors(validator: &jsonschema::Validator, line: &Value) -> Vec<Strin
 /// Panics, naming the line, unless `path` is a complete, schema-valid trace.
 pub fn assert_valid_trace(path: &Path) {
     let validator = validator();
+    let generated = generated_validator();
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read trace {}: {e}", path.display()));
     assert!(
@@ -50,6 +67,12 @@ pub fn assert_valid_trace(path: &Path) {
         assert!(
             errors.is_empty(),
             "trace line {number} does not match docs/trace-schema.json:\n  {}\n{line}",
+            errors.join("\n  ")
+        );
+        let errors = line_errors(&generated, &value);
+        assert!(
+            errors.is_empty(),
+            "trace line {number} does not match docs/schemas/trace.schema.json:\n  {}\n{line}",
             errors.join("\n  ")
         );
         // The schema and the Rust types must agree: what validates must also load.
