@@ -21,6 +21,8 @@ use super::support::harness::{Sandbox, agentci_in, events, stderr};
 struct ProtectedServer {
     url: String,
     stop: Arc<AtomicBool>,
+    /// The `User-Agent` of every request, in order.
+    agents: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ProtectedServer {
@@ -30,11 +32,14 @@ impl ProtectedServer {
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
+        let agents = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&agents);
         std::thread::spawn(move || {
             while !stopped.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        std::thread::spawn(move || refuse(stream, port));
+                        let seen = Arc::clone(&seen);
+                        std::thread::spawn(move || refuse(stream, port, &seen));
                     }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
                 }
@@ -43,6 +48,7 @@ impl ProtectedServer {
         ProtectedServer {
             url: format!("http://127.0.0.1:{port}/mcp"),
             stop,
+            agents,
         }
     }
 }
@@ -54,7 +60,7 @@ impl Drop for ProtectedServer {
 }
 
 /// Reads one request (head and body) and answers 401 with the challenge.
-fn refuse(stream: TcpStream, port: u16) {
+fn refuse(stream: TcpStream, port: u16, agents: &std::sync::Mutex<Vec<String>>) {
     stream.set_nonblocking(false).unwrap();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut length = 0usize;
@@ -67,10 +73,12 @@ fn refuse(stream: TcpStream, port: u16) {
         if line.is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if name.eq_ignore_ascii_case("user-agent") {
+                agents.lock().unwrap().push(value.trim().to_string());
+            }
         }
     }
     let mut body = vec![0; length];
@@ -130,6 +138,15 @@ fn a_server_asking_for_authentication_says_how_to_send_a_token() {
     );
     // The server is not required: the run goes on without its tools.
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Requests say who sends them, as model requests do.
+    let agents = server.agents.lock().unwrap().clone();
+    assert!(
+        !agents.is_empty()
+            && agents
+                .iter()
+                .all(|a| a == concat!("agentci/", env!("CARGO_PKG_VERSION"))),
+        "{agents:?}"
+    );
     let trace = sb.trace("out/trace.jsonl");
     let down = events(&trace, "mcp.server.down");
     assert_eq!(down.len(), 1, "{down:?}");

@@ -122,12 +122,18 @@ fn http_headers(
     Ok(map)
 }
 
-/// Initializes the remote server at `url` over Streamable HTTP.
+/// Initializes the remote server at `url` over Streamable HTTP. Requests
+/// say who sends them (`User-Agent: agentci/<version>`, as model requests
+/// do) unless the job's `headers:` name one; rmcp's own client is kept for
+/// its redirect policy, so the header goes in as a custom one.
 async fn connect_http(
     url: &str,
-    headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
+    mut headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
     client: AgentciClient,
 ) -> Result<Service, HttpFailure> {
+    headers.entry(reqwest::header::USER_AGENT).or_insert(
+        reqwest::header::HeaderValue::from_static(concat!("agentci/", env!("CARGO_PKG_VERSION"))),
+    );
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::from_config(config);
     serve_client(client, transport)
