@@ -166,6 +166,13 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         "cut_bytes": run.cut_bytes,
         "sandbox": ctx.processes.profile().as_str(),
     });
+    judged(run, timeout, data, ctx.processes.profile())
+}
+
+/// What a finished command's run means for the model: a timeout, a
+/// sandbox limit it reached, or its exit status (a failing command is a
+/// normal outcome to read, not a tool error), with the output and `data`.
+fn judged(run: ShellOutput, timeout: Duration, data: Value, profile: SandboxProfile) -> ToolResult {
     let mut notes = String::new();
     if run.output.is_empty() {
         notes.push_str(" (no output)");
@@ -204,7 +211,7 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         .with_output(run.output)
         .with_data(data);
     }
-    if passed_file_size_limit(&run) && ctx.processes.profile() != SandboxProfile::Off {
+    if passed_file_size_limit(&run) && profile != SandboxProfile::Off {
         return ToolResult::failure(
             ToolErrorCode::ResourceLimit,
             format!(
@@ -216,7 +223,6 @@ async fn exec(args: Value, ctx: &ToolContext) -> ToolResult {
         .with_output(run.output)
         .with_data(data);
     }
-    // A failing command is a normal outcome for the model to read, not a tool error.
     ToolResult {
         ok: run.exit_code == Some(0),
         error: None,
