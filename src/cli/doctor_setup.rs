@@ -90,10 +90,13 @@ fn model_checks(
         };
         return vec![check("cassette", Outcome::Ok, detail)];
     }
-    let base_url = model
-        .base_url
-        .clone()
-        .unwrap_or_else(|| default_base_url(model.provider).to_string());
+    let base_url = match model.provider {
+        ProviderKind::Anthropic => crate::provider::anthropic::base_url(model.base_url.as_deref()),
+        _ => model
+            .base_url
+            .clone()
+            .unwrap_or_else(|| crate::provider::openai::DEFAULT_BASE_URL.to_string()),
+    };
     let key_env = model.api_key_env.clone().unwrap_or_default();
     let key = env(&key_env).filter(|k| !k.is_empty());
     let loopback = reqwest::Url::parse(&base_url).is_ok_and(|u| crate::provider::is_loopback(&u));
@@ -132,14 +135,6 @@ fn model_checks(
     vec![key_check, server]
 }
 
-/// Where the provider's API is when the job names no `base_url`.
-fn default_base_url(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Anthropic => crate::provider::anthropic::DEFAULT_BASE_URL,
-        _ => crate::provider::openai::DEFAULT_BASE_URL,
-    }
-}
-
 /// GET `BASE/models`, the cheapest request both APIs answer (it costs no
 /// tokens): any answer shows the server is there; 401 or 403 that it
 /// refuses the key; a list without the job's model, a likely typo.
@@ -150,14 +145,7 @@ fn ask_models(
     key_env: &str,
     model: &str,
 ) -> SetupCheck {
-    let mut base = base_url.trim_end_matches('/').to_string();
-    // Anthropic's SDKs write the base without `/v1`, and so may a job.
-    if kind == ProviderKind::Anthropic
-        && reqwest::Url::parse(&base).is_ok_and(|u| u.path().trim_matches('/').is_empty())
-    {
-        base.push_str("/v1");
-    }
-    let url = format!("{base}/models");
+    let url = format!("{}/models", base_url.trim_end_matches('/'));
     let answer = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -239,24 +227,13 @@ async fn get_models(
         (_, Some(key)) => request.bearer_auth(key),
         (_, None) => request,
     };
-    let response = request.send().await.map_err(|e| describe(&e))?;
+    let response = request.send().await.map_err(|e| match e.is_timeout() {
+        true => format!("no answer within {}s", ANSWER_TIMEOUT.as_secs()),
+        false => crate::provider::root_cause(&e),
+    })?;
     let status = response.status().as_u16();
     let body = response.text().await.unwrap_or_default();
     Ok((status, body))
-}
-
-/// The request error without reqwest's wrapping.
-fn describe(error: &reqwest::Error) -> String {
-    if error.is_timeout() {
-        return format!("no answer within {}s", ANSWER_TIMEOUT.as_secs());
-    }
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(inner) = source {
-        text = inner.to_string();
-        source = inner.source();
-    }
-    text
 }
 
 /// The `id`s of a models list (`{"data": [{"id": …}]}`, both APIs).

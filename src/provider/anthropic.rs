@@ -30,6 +30,17 @@ use stream::EventDecoder;
 
 const PROVIDER: &str = "anthropic";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
+
+/// The API's base URL for a job's `base_url` (the default without one); a
+/// URL without a path (`https://api.anthropic.com`, as Anthropic's SDKs
+/// write it) gets `/v1`.
+pub fn base_url(configured: Option<&str>) -> String {
+    let base_url = configured.unwrap_or(DEFAULT_BASE_URL);
+    match reqwest::Url::parse(base_url).is_ok_and(|url| url.path() == "/") {
+        true => format!("{}/v1", base_url.trim_end_matches('/')),
+        false => base_url.to_string(),
+    }
+}
 const DEFAULT_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// The API version this module's wire format follows.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -82,12 +93,7 @@ impl AnthropicProvider {
         let api_key_env = config
             .api_key_env
             .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
-        let mut base_url = config
-            .base_url
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-        if reqwest::Url::parse(&base_url).is_ok_and(|url| url.path() == "/") {
-            base_url = format!("{}/v1", base_url.trim_end_matches('/'));
-        }
+        let base_url = base_url(config.base_url.as_deref());
         let target = HttpTarget::new(
             PROVIDER,
             &base_url,

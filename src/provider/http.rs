@@ -393,7 +393,7 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
 
 /// The innermost error's text, which names the real cause ("connection
 /// refused", "dns error: …") where reqwest's own text only names the URL.
-pub(super) fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+pub fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
     let mut current = err;
     while let Some(next) = current.source() {
         current = next;

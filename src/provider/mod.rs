@@ -15,7 +15,7 @@ mod answer_error;
 pub mod anthropic;
 pub mod cassette;
 mod http;
-pub use http::is_loopback;
+pub use http::{is_loopback, root_cause};
 pub mod openai;
 pub mod pricing;
 pub mod record;
