@@ -47,11 +47,7 @@ pub fn pre(value: &str, class: &str) -> String {
 /// `value` on one line, cut at `max` characters with an ellipsis.
 pub fn line(value: &str, max: usize) -> String {
     let flat: String = value.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let kept: String = flat.chars().take(max).collect();
-    format!("{kept}…")
+    crate::inert::clip(&flat, max)
 }
 
 #[cfg(test)]
