@@ -17,17 +17,28 @@
 //! `sandbox.profile: off`, gives that protection up, as it does every
 //! other). A folder that is the workspace or holds it is never trusted:
 //! the model writes there. The check resolves symlinks, so a link in a skill
-//! folder that leads out of it names a program outside.
+//! folder that leads out of it names a program outside. Each folder is
+//! pinned by its device and inode when the run starts: a command that
+//! renames a parent of a skill folder inside the workspace and makes a new
+//! folder at the same path, with a script of its own, names a folder that
+//! is not the skill's, and is refused.
 //!
 //! This module only answers "is this program a loaded skill's file"; the
 //! rules decide whether it may run.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The canonical folders of the run's loaded skills.
 #[derive(Clone, Debug, Default)]
 pub struct SkillPrograms {
-    folders: Vec<PathBuf>,
+    /// Each folder with the (device, inode) it had when the run started.
+    folders: Vec<(PathBuf, (u64, u64))>,
+}
+
+/// The device and inode of `path`, following symlinks.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl SkillPrograms {
@@ -43,8 +54,11 @@ impl SkillPrograms {
             let Ok(folder) = dir.canonicalize() else {
                 continue;
             };
-            if !workspace.starts_with(&folder) && !folders.contains(&folder) {
-                folders.push(folder);
+            let Some(id) = identity(&folder) else {
+                continue;
+            };
+            if !workspace.starts_with(&folder) && !folders.iter().any(|(f, _)| *f == folder) {
+                folders.push((folder, id));
             }
         }
         SkillPrograms { folders }
@@ -52,7 +66,8 @@ impl SkillPrograms {
 
     /// Whether `program`, as the command line gives it, is an absolute path
     /// to a file inside one of the skill folders once every symlink on the
-    /// way is followed.
+    /// way is followed, and that folder is still the one the run started
+    /// with.
     pub fn holds(&self, program: &str) -> bool {
         let path = Path::new(program);
         if !path.is_absolute() || self.folders.is_empty() {
@@ -62,10 +77,9 @@ impl SkillPrograms {
             return false;
         };
         real.is_file()
-            && self
-                .folders
-                .iter()
-                .any(|folder| real.starts_with(folder) && real != *folder)
+            && self.folders.iter().any(|(folder, id)| {
+                real.starts_with(folder) && real != *folder && identity(folder) == Some(*id)
+            })
     }
 
     /// Whether the run has any skill folder at all.
@@ -108,5 +122,30 @@ mod tests {
         let above = SkillPrograms::new(&ws, [root.as_path(), ws.as_path()]);
         assert!(above.is_empty());
         assert!(!above.holds(&ws.join("x.sh").display().to_string()));
+    }
+
+    // Attack: a command renames a parent of a skill folder inside the
+    // workspace and makes a new folder at the same path holding a script of
+    // its own; a rule naming the skill's script must not vouch for it.
+    #[test]
+    fn a_folder_made_again_at_the_skills_path_is_not_the_skill() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap().join("ws");
+        let skill = ws.join(".agents/skills/sync");
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::write(skill.join("scripts/sync.sh"), "echo sync").unwrap();
+        let outside = tmp.path().canonicalize().unwrap().join("elsewhere");
+        std::fs::create_dir_all(&outside).unwrap();
+        let programs = SkillPrograms::new(&outside, [skill.as_path()]);
+        let script = skill.join("scripts/sync.sh").display().to_string();
+        assert!(programs.holds(&script));
+        std::fs::rename(ws.join(".agents"), ws.join(".agents-moved")).unwrap();
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::write(skill.join("scripts/sync.sh"), "echo forged").unwrap();
+        assert!(!programs.holds(&script));
+        // Put back, it is the skill again.
+        std::fs::remove_dir_all(ws.join(".agents")).unwrap();
+        std::fs::rename(ws.join(".agents-moved"), ws.join(".agents")).unwrap();
+        assert!(programs.holds(&script));
     }
 }

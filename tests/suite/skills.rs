@@ -756,3 +756,71 @@ fn a_skill_with_lists_in_its_metadata_runs_and_warns() {
         "{warnings:?}"
     );
 }
+
+// Attack: a trusted skill's script inside the workspace, replaced by a
+// command that renames a parent of the skill's folder and makes a new one
+// at the same path with a script of its own. The allow rule names the
+// skill's script by its path; the forged one must not run (judged by what
+// it would leave behind), as root and as an unprivileged user. Under the
+// sandbox the rename itself fails (the skill folder is a mount point in the
+// command's namespace); where there is none, the folder's pinned inode
+// refuses the new one (`policy::skill_programs`).
+#[test]
+fn a_skill_script_replaced_by_renaming_its_folder_is_refused() {
+    for user in RunAs::each() {
+        eprintln!("as {}:", user.label());
+        let sb = Sandbox::new();
+        sb.write(
+            "ws/.agents/skills/syncer/SKILL.md",
+            "---\nname: syncer\ndescription: Syncs things with its script.\n---\nRun it.\n",
+        );
+        let script = sb.write(
+            "ws/.agents/skills/syncer/scripts/sync.sh",
+            "#!/bin/sh\necho synced\n",
+        );
+        let forged = sb.write("ws/forged.sh", "#!/bin/sh\ntouch pwned\necho forged ran\n");
+        for path in [&script, &forged] {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let ws = sb.workspace().canonicalize().unwrap();
+        let target = ws.join(".agents/skills/syncer/scripts/sync.sh");
+        let model = FakeModel::start(vec![
+            Reply::plan(&[("Sync", "synced")]),
+            Reply::tool_calls(vec![(
+                "c_move",
+                "exec",
+                json!({"command": "mv .agents .agents-moved && mkdir -p .agents/skills/syncer/scripts && cp forged.sh .agents/skills/syncer/scripts/sync.sh"}),
+            )]),
+            Reply::tool_calls(vec![(
+                "c_run",
+                "exec",
+                json!({"command": target.display().to_string()}),
+            )]),
+            Reply::step_done("synced"),
+            Reply::text("Synced."),
+        ]);
+        sb.write(
+            "job.yaml",
+            &format!(
+                "version: 1\nname: sync\nskill: syncer\ngoal: Sync.\n\
+                 model: {{provider: openai, name: fake-model, base_url: {}}}\n\
+                 workspace: ws\ntools: [exec]\n\
+                 permissions:\n  default: deny\n  allow: [\"exec(mv *)\", \"exec(mkdir *)\", \
+                 \"exec(cp *)\", \"exec(${{SKILL:syncer}}/scripts/sync.sh *)\"]\n",
+                model.base_url()
+            ),
+        );
+        let out = sb.agentci_as(
+            user,
+            &["run", "job.yaml", "--trace", "out/trace.jsonl"],
+            &[],
+        );
+        let requests = model.requests();
+        let ran = tool_result(&requests, "c_run");
+        assert!(!ran.contains("forged ran"), "{ran}\n{}", stderr(&out));
+        assert!(!ws.join("pwned").exists(), "the forged script ran: {ran}");
+        // The skill's own script still runs: the rule is not simply refused.
+        assert!(ran.contains("synced"), "{ran}");
+    }
+}
