@@ -6,12 +6,14 @@
 //! machinery. Secrets are masked with the run's own redactor and the patch
 //! is capped: it is shown in a report that may be published.
 
+use std::io::Read;
 use std::path::Path;
 
 use git2::{DiffOptions, Patch};
 
 use super::snapshot::Snapshot;
 use crate::redact::Redactor;
+use crate::tools::beneath::Beneath;
 
 /// The file in the attempt's folder.
 pub const PATCH_FILE: &str = "changes.patch";
@@ -24,8 +26,11 @@ const MAX_FILE_BYTES: u64 = 256 * 1024;
 /// `before`, masked by `secrets` and capped.
 pub fn diff(before: &Snapshot, root: &Path, changed: &[String], secrets: &Redactor) -> String {
     let mut text = String::new();
+    // Read beneath the workspace's descriptor: no step of a changed path may
+    // be a symlink the run left, so the patch never shows a file outside.
+    let beneath = Beneath::open(root).ok();
     for path in changed {
-        text.push_str(&file_diff(before, root, path));
+        text.push_str(&file_diff(before, root, beneath.as_ref(), path));
         if text.len() > MAX_PATCH_BYTES {
             break;
         }
@@ -43,13 +48,13 @@ pub fn diff(before: &Snapshot, root: &Path, changed: &[String], secrets: &Redact
 }
 
 /// One file's part of the patch; a file too large to diff is named.
-fn file_diff(before: &Snapshot, root: &Path, path: &str) -> String {
+fn file_diff(before: &Snapshot, root: &Path, beneath: Option<&Beneath>, path: &str) -> String {
     let old: Option<&[u8]> = match (before.has(path), before.content(path)) {
         (false, _) => Some(&[]),
         (true, Some(bytes)) => Some(bytes),
         (true, None) => None,
     };
-    let new = after(&root.join(path));
+    let new = after(root, beneath, path);
     let (Some(old), Some(new)) = (old, new.as_ref()) else {
         return format!("# {path}: changed (too large to show)\n");
     };
@@ -69,27 +74,38 @@ fn file_diff(before: &Snapshot, root: &Path, path: &str) -> String {
     }
 }
 
-/// The file at `path` as the run left it: `Some(None)` when it is gone,
+/// The file at `path` in the workspace `root` as the run left it:
+/// `Some(None)` when it is gone (or cannot be read beneath the workspace),
 /// `None` when it is too large; a symlink is its target, never followed.
 #[expect(
     clippy::option_option,
     reason = "gone and too large are different answers"
 )]
-fn after(path: &Path) -> Option<Option<Vec<u8>>> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
+fn after(root: &Path, beneath: Option<&Beneath>, path: &str) -> Option<Option<Vec<u8>>> {
+    let full = root.join(path);
+    let Ok(meta) = std::fs::symlink_metadata(&full) else {
         return Some(None);
     };
     if meta.file_type().is_symlink() {
         return Some(
-            std::fs::read_link(path)
+            std::fs::read_link(&full)
                 .ok()
                 .map(|t| t.to_string_lossy().into_owned().into_bytes()),
         );
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return None;
+    let Some(Ok(mut file)) = beneath.map(|b| b.open_file(Path::new(path))) else {
+        return Some(None);
+    };
+    // Judged by the descriptor that is read, not by the name looked at above.
+    match file.metadata() {
+        Ok(meta) if !meta.is_file() => Some(None),
+        Ok(meta) if meta.len() > MAX_FILE_BYTES => None,
+        Ok(_) => {
+            let mut bytes = Vec::new();
+            Some(file.read_to_end(&mut bytes).ok().map(|_| bytes))
+        }
+        Err(_) => Some(None),
     }
-    Some(std::fs::read(path).ok())
 }
 
 #[cfg(test)]
@@ -134,5 +150,32 @@ mod tests {
         );
         assert!(patch.len() < MAX_PATCH_BYTES + 200, "{}", patch.len());
         assert!(patch.ends_with("longer than 512 KiB\n"));
+    }
+
+    // Attack: a folder of the workspace swapped for a symlink to a folder
+    // outside after the file list was taken; the patch reads beneath the
+    // workspace's descriptor, so nothing outside reaches it.
+    #[test]
+    fn a_folder_swapped_for_a_symlink_shows_nothing_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(root.join("notes")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("a.txt"), "outside secret\n").unwrap();
+        let before = Snapshot::take(&root).unwrap();
+        std::fs::write(root.join("notes/a.txt"), "mine\n").unwrap();
+        let after = Snapshot::take(&root).unwrap();
+        let changed = before.changed(&after);
+        assert_eq!(changed, ["notes/a.txt"]);
+        std::fs::remove_dir_all(root.join("notes")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("notes")).unwrap();
+        let patch = diff(
+            &before,
+            &root,
+            &changed,
+            &Redactor::new(Vec::<String>::new()),
+        );
+        assert!(!patch.contains("outside secret"), "{patch}");
     }
 }
