@@ -128,6 +128,7 @@ fn add_turn(state: &mut LoopState, turn: usize) {
     let line = "fn example() -> u32 { 42 } // some source code of the workspace\n";
     let id = format!("call_{turn}");
     state.conversation.push(Message::Assistant {
+        reasoning: Vec::new(),
         content: Some("Reading the next file.".into()),
         tool_calls: vec![ToolCall {
             id: id.clone(),

@@ -27,6 +27,7 @@ fn turn(i: usize) -> [Message; 2] {
     let id = format!("call_{i}");
     [
         Message::Assistant {
+            reasoning: Vec::new(),
             content: None,
             tool_calls: vec![ToolCall {
                 id: id.clone(),

@@ -67,6 +67,7 @@ fn state_after(turns: usize) -> LoopState {
     for turn in 0..turns {
         let id = format!("call_{turn}");
         state.conversation.push(Message::Assistant {
+            reasoning: Vec::new(),
             content: Some("Reading the next file.".into()),
             tool_calls: vec![ToolCall {
                 id: id.clone(),

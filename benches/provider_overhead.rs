@@ -203,6 +203,7 @@ async fn provider_requests(stream: bool) -> Duration {
     let fake = FakeModel::start(script());
     let inner = OpenAiProvider::with_api_key(
         OpenAiConfig {
+            reasoning: Default::default(),
             name: "gpt-bench".to_string(),
             base_url: Some(fake.base_url()),
             api_key_env: None,

@@ -396,6 +396,7 @@ mod tests {
             None,
         );
         b.record_model_call(&Usage {
+            reasoning_tokens: 0,
             input_tokens: 60,
             output_tokens: 40,
             cache_read_tokens: 0,

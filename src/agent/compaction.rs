@@ -213,6 +213,7 @@ pub fn digest(removed: &[&Message]) -> String {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 if let Some(text) = content.as_deref().filter(|t| !t.trim().is_empty()) {
                     lines.push(format!("- the model said: {}", one_line(text, 160)));
@@ -280,6 +281,7 @@ fn transcript(removed: &[&Message]) -> String {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 if let Some(text) = content.as_deref().filter(|t| !t.trim().is_empty()) {
                     out.push_str(&format!("\n[agent]\n{text}\n"));

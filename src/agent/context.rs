@@ -36,10 +36,12 @@ fn chars(message: &Message) -> usize {
     match message {
         Message::System { content } | Message::User { content } => content.len(),
         Message::Assistant {
+            reasoning,
             content,
             tool_calls,
         } => {
-            content.as_deref().map_or(0, str::len)
+            reasoning.iter().map(|r| r.chars()).sum::<usize>()
+                + content.as_deref().map_or(0, str::len)
                 + tool_calls
                     .iter()
                     .map(|c| c.name.len() + c.arguments.len())
@@ -198,6 +200,7 @@ mod tests {
 
     fn call(id: &str, name: &str) -> Message {
         Message::Assistant {
+            reasoning: Vec::new(),
             content: None,
             tool_calls: vec![ToolCall {
                 id: id.to_string(),

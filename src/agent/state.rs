@@ -159,6 +159,7 @@ mod tests {
         );
         state.round = 2;
         state.conversation.push(Message::Assistant {
+            reasoning: Vec::new(),
             content: None,
             tool_calls: vec![ToolCall {
                 id: "c1".into(),

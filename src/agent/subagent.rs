@@ -338,6 +338,7 @@ impl<'a> Subagents<'a> {
             call_id, &response, started, cost_usd,
         ));
         messages.push(Message::Assistant {
+            reasoning: response.reasoning.clone(),
             content: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });

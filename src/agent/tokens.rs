@@ -197,10 +197,12 @@ impl TokenEstimator {
                 | Message::User { content }
                 | Message::Tool { content, .. } => self.count_text(content),
                 Message::Assistant {
+                    reasoning,
                     content,
                     tool_calls,
                 } => {
-                    content.as_deref().map_or(0, |c| self.count_text(c))
+                    reasoning.iter().map(|r| r.chars() as u64 / 4).sum::<u64>()
+                        + content.as_deref().map_or(0, |c| self.count_text(c))
                         + tool_calls
                             .iter()
                             .map(|c| {
@@ -338,10 +340,12 @@ fn bytes(message: &Message) -> usize {
             tool_call_id,
         } => content.len() + tool_call_id.len(),
         Message::Assistant {
+            reasoning,
             content,
             tool_calls,
         } => {
-            content.as_deref().map_or(0, str::len)
+            reasoning.iter().map(|r| r.chars()).sum::<usize>()
+                + content.as_deref().map_or(0, str::len)
                 + tool_calls
                     .iter()
                     .map(|c| c.id.len() + c.name.len() + c.arguments.len())

@@ -98,6 +98,14 @@ pub struct RunArgs {
     /// Override the model's base URL.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How hard a reasoning model thinks: minimal, low, medium or high
+    /// (over the job's `model.reasoning.effort`).
+    #[arg(long, value_name = "EFFORT")]
+    pub reasoning_effort: Option<String>,
+    /// Anthropic manual thinking: the tokens the model may think for, at
+    /// least 1024 (over the job's `model.reasoning.budget_tokens`).
+    #[arg(long, value_name = "TOKENS")]
+    pub thinking_budget: Option<String>,
     /// Extra folder to look for skills in (repeatable).
     #[arg(long = "skills-path", value_name = "DIR")]
     pub skills_path: Vec<PathBuf>,
@@ -204,6 +212,14 @@ pub struct EvalArgs {
     /// Override the model's base URL (with --model or --record).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How hard a reasoning model thinks: minimal, low, medium or high
+    /// (over the job's `model.reasoning.effort`).
+    #[arg(long, value_name = "EFFORT")]
+    pub reasoning_effort: Option<String>,
+    /// Anthropic manual thinking: the tokens the model may think for, at
+    /// least 1024 (over the job's `model.reasoning.budget_tokens`).
+    #[arg(long, value_name = "TOKENS")]
+    pub thinking_budget: Option<String>,
     /// The results folder; running again into it resumes.
     #[arg(long, value_name = "DIR", default_value = ".agentci/eval")]
     pub out: PathBuf,

@@ -145,6 +145,8 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             base_url: args.base_url.clone(),
             record: args.record,
             replay_match: args.replay_match.clone(),
+            reasoning_effort: args.reasoning_effort.clone(),
+            thinking_budget: args.thinking_budget.clone(),
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
             result_schema: args.result_schema.as_ref().map(|p| cwd.join(p)),
             cancel: crate::agent::CancelSignal::never(),

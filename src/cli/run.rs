@@ -201,6 +201,8 @@ fn load_options(args: &RunArgs, cwd: &Path, job_flags: JobFlags) -> LoadOptions 
         base_url: args.base_url.clone(),
         replay: args.replay.clone(),
         replay_match: args.replay_match.clone(),
+        reasoning_effort: args.reasoning_effort.clone(),
+        thinking_budget: args.thinking_budget.clone(),
         job_flags,
         reject_unused_vars: true,
     }

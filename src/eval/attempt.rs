@@ -45,6 +45,9 @@ pub struct AttemptSettings {
     pub record: bool,
     /// `--replay-match`: how replayed attempts match requests.
     pub replay_match: Option<String>,
+    /// `--reasoning-effort` and `--thinking-budget` for live runs.
+    pub reasoning_effort: Option<String>,
+    pub thinking_budget: Option<String>,
     /// `--skills-path`.
     pub skills_path: Vec<PathBuf>,
     /// `--result-schema FILE` (absolute): every case's job gets this schema.
@@ -414,6 +417,8 @@ pub(super) fn prepare(
             .flatten(),
         replay: replay_cassette(case, settings, attempt),
         replay_match: settings.replay_match.clone(),
+        reasoning_effort: settings.reasoning_effort.clone(),
+        thinking_budget: settings.thinking_budget.clone(),
         job_flags: case_overrides(case, settings),
         ..LoadOptions::default()
     };

@@ -56,6 +56,8 @@ pub struct AnthropicConfig {
     pub api_key_env: Option<String>,
     pub request_timeout: Duration,
     pub stream: bool,
+    /// `model.reasoning`: how the model thinks and how its reasoning is kept.
+    pub reasoning: crate::provider::ReasoningSettings,
 }
 
 #[derive(Debug)]
@@ -205,6 +207,7 @@ mod tests {
 
     fn config(base_url: &str) -> AnthropicConfig {
         AnthropicConfig {
+            reasoning: Default::default(),
             name: "claude-test".to_string(),
             base_url: Some(base_url.to_string()),
             api_key_env: Some("AGENTCI_UNIT_TEST_UNSET_KEY".to_string()),

@@ -18,6 +18,7 @@ mod http;
 pub use http::{is_loopback, root_cause};
 pub mod openai;
 pub mod pricing;
+pub mod reasoning;
 pub mod record;
 pub mod replay;
 pub mod replay_drift;
@@ -26,6 +27,7 @@ pub mod retry;
 pub mod sse;
 mod usage;
 
+pub use reasoning::{Reasoning, ReasoningSettings};
 pub use usage::{ModelInfo, Usage};
 
 /// One message of the conversation, provider-neutral.
@@ -39,6 +41,10 @@ pub enum Message {
         content: String,
     },
     Assistant {
+        /// What the model thought before it answered, kept to be sent back
+        /// unmodified with the tool calls it led to.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<Reasoning>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -101,6 +107,9 @@ impl ToolChoice {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChatResponse {
+    /// The model's reasoning, in order, as its API gave it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Reasoning>,
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]

@@ -46,6 +46,8 @@ pub struct OpenAiConfig {
     pub request_timeout: Duration,
     /// Ask for server-sent events and read the answer as it arrives.
     pub stream: bool,
+    /// `model.reasoning`: how the model thinks and how its reasoning is kept.
+    pub reasoning: crate::provider::ReasoningSettings,
 }
 
 /// A Chat Completions client, configured once and reused for every request.
@@ -205,6 +207,7 @@ mod tests {
 
     fn config(base_url: &str) -> OpenAiConfig {
         OpenAiConfig {
+            reasoning: Default::default(),
             name: "gpt-test".to_string(),
             base_url: Some(base_url.to_string()),
             api_key_env: Some("AGENTCI_UNIT_TEST_UNSET_KEY".to_string()),

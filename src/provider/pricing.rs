@@ -117,6 +117,7 @@ mod tests {
 
     fn usage(input: u64, output: u64, read: u64, write: u64) -> Usage {
         Usage {
+            reasoning_tokens: 0,
             input_tokens: input,
             output_tokens: output,
             cache_read_tokens: read,

@@ -10,7 +10,12 @@ pub struct Usage {
     /// Every input token, the cached ones included (OpenAI counts them this
     /// way; Anthropic's separate cache figures are added in).
     pub input_tokens: u64,
+    /// Every output token, the reasoning ones included.
     pub output_tokens: u64,
+    /// Output tokens spent on reasoning (already in `output_tokens`), when
+    /// the server says.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
     /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cache_read_tokens: u64,
@@ -29,4 +34,8 @@ impl Usage {
 pub struct ModelInfo {
     pub provider: String,
     pub name: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

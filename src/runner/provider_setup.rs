@@ -16,7 +16,7 @@ use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
-use crate::spec::{JobSpec, ProviderKind, RetrySpec};
+use crate::spec::{JobSpec, ModelSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
 
 /// `skill_folders` (each skill's name and folder) are normalized in
@@ -34,27 +34,7 @@ pub fn build_provider(
         provider: job.model.provider.as_str().to_string(),
         name: job.model.name.clone(),
     };
-    let retrying = |inner: Box<dyn ModelProvider>| -> Box<dyn ModelProvider> {
-        Box::new(RetryingProvider::new(inner, retry_policy(&job.model.retry)))
-    };
-    let model = &job.model;
-    let built: Result<Box<dyn ModelProvider>, ProviderError> = match model.provider {
-        ProviderKind::OpenAi => OpenAiProvider::new(OpenAiConfig {
-            name: model.name.clone(),
-            base_url: model.base_url.clone(),
-            api_key_env: model.api_key_env.clone(),
-            request_timeout: model.request_timeout,
-            stream: model.stream,
-        })
-        .map(|p| retrying(Box::new(p))),
-        ProviderKind::Anthropic => AnthropicProvider::new(AnthropicConfig {
-            name: model.name.clone(),
-            base_url: model.base_url.clone(),
-            api_key_env: model.api_key_env.clone(),
-            request_timeout: model.request_timeout,
-            stream: model.stream,
-        })
-        .map(|p| retrying(Box::new(p))),
+    let built: Result<Box<dyn ModelProvider>, ProviderError> = match job.model.provider {
         ProviderKind::Replay => match &job.model.cassette {
             Some(cassette) => ReplayProvider::open(cassette, workspace).map(|p| {
                 Box::new(
@@ -66,6 +46,7 @@ pub fn build_provider(
                 "model.provider is replay but no cassette is given; set model.cassette or pass --replay FILE".into(),
             )),
         },
+        _ => served_provider(&job.model, None),
     };
     let built = match (built, record) {
         (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace, event_text)
@@ -79,6 +60,60 @@ pub fn build_provider(
             error: Some(error).into(),
         }),
     }
+}
+
+/// The HTTP provider a served model (not a replay) is reached through,
+/// wrapped in the job's retry policy; `max_output_tokens` caps answers (an
+/// MCP server's sampling request).
+pub fn served_provider(
+    model: &ModelSpec,
+    max_output_tokens: Option<u32>,
+) -> Result<Box<dyn ModelProvider>, ProviderError> {
+    let built: Box<dyn ModelProvider> = match model.provider {
+        ProviderKind::OpenAi => {
+            let provider = OpenAiProvider::new(OpenAiConfig {
+                name: model.name.clone(),
+                base_url: model.base_url.clone(),
+                api_key_env: model.api_key_env.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            })?;
+            Box::new(match max_output_tokens {
+                Some(max) => provider.with_max_output_tokens(max),
+                None => provider,
+            })
+        }
+        ProviderKind::Anthropic => {
+            let provider = AnthropicProvider::new(AnthropicConfig {
+                name: model.name.clone(),
+                base_url: model.base_url.clone(),
+                api_key_env: model.api_key_env.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            })?;
+            Box::new(match max_output_tokens {
+                Some(max) => provider.with_max_output_tokens(max),
+                None => provider,
+            })
+        }
+        ProviderKind::Replay => {
+            return Err(ProviderError::Config(
+                "a replay serves only the requests it recorded".into(),
+            ));
+        }
+        other => {
+            return Err(ProviderError::Config(format!(
+                "provider {} is not built into this agentci yet",
+                other.as_str()
+            )));
+        }
+    };
+    Ok(Box::new(RetryingProvider::new(
+        built,
+        retry_policy(&model.retry),
+    )))
 }
 
 /// The job's `model.retry` over the defaults.

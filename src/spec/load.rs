@@ -48,6 +48,10 @@ pub struct LoadOptions {
     pub replay: Option<PathBuf>,
     /// `--replay-match strict|sequence`, over the job's `model.replay.match`.
     pub replay_match: Option<String>,
+    /// `--reasoning-effort minimal|low|medium|high`, over `model.reasoning.effort`.
+    pub reasoning_effort: Option<String>,
+    /// `--thinking-budget N`, over `model.reasoning.budget_tokens`.
+    pub thinking_budget: Option<String>,
     /// `--goal`, `--skill`, `--check`, the budget flags…: written into the job.
     pub job_flags: JobFlags,
     /// A `--var` the job neither defines nor uses is an error (for `run`
@@ -80,6 +84,8 @@ pub(super) struct Overrides {
     pub replay: Option<PathBuf>,
     pub replay_match: Option<crate::provider::replay::ReplayMatch>,
     pub workspace: Option<PathBuf>,
+    pub reasoning_effort: Option<crate::provider::reasoning::Effort>,
+    pub thinking_budget: Option<u32>,
 }
 
 /// Loads and validates a job file. On success returns the spec and its
@@ -332,6 +338,28 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrid
             )),
         }
     }
+    if let Some(effort) = &opts.reasoning_effort {
+        match crate::provider::reasoning::Effort::parse(effort.trim()) {
+            Some(parsed) => overrides.reasoning_effort = Some(parsed),
+            None => diagnostics.push(Diagnostic::flag(
+                "--reasoning-effort",
+                format!("unknown effort `{effort}`; expected minimal, low, medium or high"),
+            )),
+        }
+    }
+    if let Some(budget) = &opts.thinking_budget {
+        let min = super::check::MIN_BUDGET_TOKENS;
+        match budget.trim().parse::<u32>() {
+            Ok(n) if u64::from(n) >= min => overrides.thinking_budget = Some(n),
+            _ => diagnostics.push(Diagnostic::flag(
+                "--thinking-budget",
+                format!(
+                    "`{budget}` is not a thinking budget; expected a whole number of tokens, \
+                     at least {min}, e.g. 8000"
+                ),
+            )),
+        }
+    }
     if let Some(workspace) = &opts.workspace {
         match existing_dir(&opts.cwd.join(workspace)) {
             Ok(dir) => overrides.workspace = Some(dir),
@@ -356,14 +384,16 @@ pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), Str
             "`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
         ));
     };
-    let kind = match provider {
-        "openai" => ProviderKind::OpenAi,
-        "anthropic" => ProviderKind::Anthropic,
-        "replay" => return Err("use --replay CASSETTE to replay a recorded session".to_string()),
-        other => {
+    let kind = match ProviderKind::parse(provider) {
+        Some(ProviderKind::Replay) => {
+            return Err("use --replay CASSETTE to replay a recorded session".to_string());
+        }
+        Some(kind) => kind,
+        None => {
             return Err(format!(
-                "unknown provider `{other}` in `{flag}`; expected `openai` (any OpenAI-compatible \
-                 server; set --base-url for others) or `anthropic`"
+                "unknown provider `{provider}` in `{flag}`; expected `openai` (any \
+                 OpenAI-compatible server; set --base-url for others), `openai-responses`, \
+                 `azure-openai`, `anthropic`, `bedrock` or `vertex`"
             ));
         }
     };

@@ -222,26 +222,66 @@ pub struct GitSkillRef {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProviderKind {
+    /// Chat Completions, from OpenAI or any compatible server.
     OpenAi,
+    /// OpenAI's Responses API.
+    OpenAiResponses,
+    /// Azure OpenAI deployments.
+    AzureOpenAi,
     Anthropic,
+    /// Anthropic models on Amazon Bedrock.
+    Bedrock,
+    /// Anthropic models on Google Vertex AI.
+    Vertex,
     Replay,
 }
 
 impl ProviderKind {
+    /// Every provider a job can name, in the order messages list them.
+    pub const ALL: [ProviderKind; 7] = [
+        ProviderKind::OpenAi,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::AzureOpenAi,
+        ProviderKind::Anthropic,
+        ProviderKind::Bedrock,
+        ProviderKind::Vertex,
+        ProviderKind::Replay,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",
+            ProviderKind::OpenAiResponses => "openai-responses",
+            ProviderKind::AzureOpenAi => "azure-openai",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Bedrock => "bedrock",
+            ProviderKind::Vertex => "vertex",
             ProviderKind::Replay => "replay",
         }
     }
 
-    /// The environment variable the API key is read from by default.
+    /// The provider a job or flag names, by its name.
+    pub fn parse(name: &str) -> Option<ProviderKind> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// Whether the model speaks Anthropic's Messages format (directly or
+    /// through a cloud), so thinking settings apply.
+    pub fn speaks_messages(self) -> bool {
+        matches!(
+            self,
+            ProviderKind::Anthropic | ProviderKind::Bedrock | ProviderKind::Vertex
+        )
+    }
+
+    /// The environment variable the API key is read from by default; the
+    /// clouds sign with their own credentials instead.
     pub fn default_api_key_env(self) -> Option<&'static str> {
         match self {
-            ProviderKind::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderKind::OpenAi | ProviderKind::OpenAiResponses => Some("OPENAI_API_KEY"),
+            ProviderKind::AzureOpenAi => Some("AZURE_OPENAI_API_KEY"),
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
-            ProviderKind::Replay => None,
+            ProviderKind::Bedrock | ProviderKind::Vertex | ProviderKind::Replay => None,
         }
     }
 }
@@ -267,6 +307,8 @@ pub struct ModelSpec {
     pub replay_match: ReplayMatch,
     /// `model.context_window`, `model.compact_at`, `model.compact_with`.
     pub context: ContextSpec,
+    /// `model.reasoning` with `--reasoning-effort`/`--thinking-budget` over it.
+    pub reasoning: crate::provider::ReasoningSettings,
 }
 
 /// How the conversation is kept inside the model's context window.

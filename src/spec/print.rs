@@ -102,6 +102,45 @@ struct Model {
     compact_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     compact_with: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning>,
+}
+
+/// `model.reasoning` in the job file's own words (`mode: adaptive`, not a flag).
+#[derive(Serialize)]
+struct Reasoning {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<&'static str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interleaved: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send_back: Option<bool>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    previous_response_id: bool,
+}
+
+impl Reasoning {
+    fn of(settings: &crate::provider::ReasoningSettings) -> Option<Reasoning> {
+        use crate::provider::reasoning::SummaryMode;
+        settings.is_set().then(|| Reasoning {
+            effort: settings.effort.map(|e| e.as_str()),
+            budget_tokens: settings.budget_tokens,
+            mode: settings.adaptive.then_some("adaptive"),
+            interleaved: settings.interleaved,
+            summary: settings.summary.map(|s| match s {
+                SummaryMode::Auto => "auto",
+                SummaryMode::None => "none",
+            }),
+            send_back: settings.send_back,
+            previous_response_id: settings.previous_response_id,
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -354,6 +393,7 @@ impl From<&ModelSpec> for Model {
                 .then(|| format!("{}%", (model.context.high_water * 100.0).round())),
             compact_with: (model.context.method == crate::spec::CompactWith::Digest)
                 .then_some("digest"),
+            reasoning: Reasoning::of(&model.reasoning),
         }
     }
 }

@@ -172,6 +172,36 @@ pub(super) struct RawModel {
     /// The model that writes compaction summaries.
     #[schemars(with = "Option<String>")]
     pub compact_with: Option<Spanned<String>>,
+    /// How a reasoning model thinks, and how its reasoning is carried between turns.
+    #[schemars(with = "Option<RawReasoning>")]
+    pub reasoning: Option<Spanned<RawReasoning>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Reasoning")]
+pub(super) struct RawReasoning {
+    /// `minimal`, `low`, `medium` or `high`, mapped to each API's own setting.
+    #[schemars(with = "Option<String>")]
+    pub effort: Option<Spanned<String>>,
+    /// Anthropic manual thinking: the tokens the model may think for (at least 1024).
+    #[schemars(with = "Option<super::schema::Whole>")]
+    pub budget_tokens: Option<Spanned<Scalar>>,
+    /// `adaptive` (Anthropic: the model decides how much to think) or `manual`.
+    #[schemars(with = "Option<String>")]
+    pub mode: Option<Spanned<String>>,
+    /// Anthropic: think between tool calls, not only before the first.
+    #[schemars(with = "Option<super::schema::Flag>")]
+    pub interleaved: Option<Spanned<Scalar>>,
+    /// Responses API: `auto` (a summary of the reasoning comes back) or `none`.
+    #[schemars(with = "Option<String>")]
+    pub summary: Option<Spanned<String>>,
+    /// Chat Completions: send the server's `reasoning_content` back in later turns.
+    #[schemars(with = "Option<super::schema::Flag>")]
+    pub send_back: Option<Spanned<Scalar>>,
+    /// Responses API: chain turns with `previous_response_id` (server-side state).
+    #[schemars(with = "Option<super::schema::Flag>")]
+    pub previous_response_id: Option<Spanned<Scalar>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

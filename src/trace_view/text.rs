@@ -316,6 +316,7 @@ fn sent_lines(out: &mut String, sent: &SentDelta) {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => (
                 "assistant".to_string(),
                 content.as_deref().unwrap_or(""),

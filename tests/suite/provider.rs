@@ -19,6 +19,7 @@ const UNSET_KEY_ENV: &str = "AGENTCI_TEST_KEY_THAT_IS_NEVER_SET";
 
 fn config(base_url: &str) -> OpenAiConfig {
     OpenAiConfig {
+        reasoning: Default::default(),
         name: "gpt-test".to_string(),
         base_url: Some(base_url.to_string()),
         api_key_env: Some(UNSET_KEY_ENV.to_string()),
@@ -55,6 +56,7 @@ fn request(user: &str) -> ChatRequest {
 fn conversation(root: &Path) -> ChatRequest {
     let mut request = request(&format!("fix the bug in {}/src/lib.rs", root.display()));
     request.messages.push(Message::Assistant {
+        reasoning: Vec::new(),
         content: None,
         tool_calls: vec![ToolCall {
             id: "call_1".to_string(),
@@ -628,6 +630,7 @@ async fn cassette_stores_each_request_as_a_delta() {
     let first = request("one");
     let mut second = first.clone();
     second.messages.push(Message::Assistant {
+        reasoning: Vec::new(),
         content: Some("a".into()),
         tool_calls: Vec::new(),
     });
@@ -687,6 +690,7 @@ async fn both_providers_stream_text_in_pieces_to_the_observer() {
     let openai = OpenAiProvider::with_api_key(openai_config, None).unwrap();
     let anthropic = AnthropicProvider::with_api_key(
         AnthropicConfig {
+            reasoning: Default::default(),
             name: "claude-test".to_string(),
             base_url: Some(fake.base_url()),
             api_key_env: Some(UNSET_KEY_ENV.to_string()),

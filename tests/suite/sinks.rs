@@ -250,6 +250,7 @@ fn every_kind() -> Vec<EventKind> {
             call_id: "m1".into(),
             latency_ms: 840,
             usage: Usage {
+                reasoning_tokens: 0,
                 input_tokens: 1200,
                 output_tokens: 80,
                 cache_read_tokens: 0,
@@ -283,6 +284,7 @@ fn every_kind() -> Vec<EventKind> {
             call_id: "m2".into(),
             latency_ms: 500,
             usage: Usage {
+                reasoning_tokens: 0,
                 input_tokens: 1500,
                 output_tokens: 60,
                 cache_read_tokens: 1000,
@@ -359,6 +361,7 @@ fn every_kind() -> Vec<EventKind> {
                 messages_dropped: 37,
                 messages_added: vec![
                     agentci::provider::Message::Assistant {
+                        reasoning: Vec::new(),
                         content: None,
                         tool_calls: vec![agentci::provider::ToolCall {
                             id: "c9".into(),
@@ -385,6 +388,7 @@ fn every_kind() -> Vec<EventKind> {
             turns: 2,
             tool_calls: 3,
             usage: Usage {
+                reasoning_tokens: 0,
                 input_tokens: 200,
                 output_tokens: 40,
                 cache_read_tokens: 0,
@@ -1052,6 +1056,7 @@ fn junit_without_run_completed_is_still_a_valid_report() {
         call_id: "m1".into(),
         latency_ms: 10,
         usage: Usage {
+            reasoning_tokens: 0,
             input_tokens: 100,
             output_tokens: 7,
             cache_read_tokens: 0,

@@ -34,6 +34,7 @@ fn on_the_wire(messages: &[Message]) -> Vec<Value> {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let mut wire = json!({"role": "assistant", "content": content});
                 if !tool_calls.is_empty() {

@@ -12,6 +12,7 @@ fn user(text: &str) -> Message {
 
 fn calls(ids: &[&str], name: &str) -> Message {
     Message::Assistant {
+        reasoning: Vec::new(),
         content: None,
         tool_calls: ids
             .iter()
@@ -38,6 +39,7 @@ fn count(m: &Message) -> u64 {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             content.as_deref().map_or(0, str::len)
                 + tool_calls

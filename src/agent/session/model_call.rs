@@ -79,6 +79,7 @@ impl Session<'_> {
             });
         }
         self.state.conversation.push(Message::Assistant {
+            reasoning: response.reasoning.clone(),
             content: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });

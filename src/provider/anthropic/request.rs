@@ -137,6 +137,7 @@ fn role_and_blocks(message: &Message) -> Option<(&'static str, Vec<Value>)> {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut blocks: Vec<Value> = content
                 .as_deref()
@@ -205,6 +206,7 @@ mod tests {
                     content: "fix it".into(),
                 },
                 Message::Assistant {
+                    reasoning: Vec::new(),
                     content: Some("Looking.".into()),
                     tool_calls: vec![
                         ToolCall {

@@ -71,6 +71,7 @@ impl WireUsage {
             output_tokens: self.output_tokens.unwrap_or(0),
             cache_read_tokens: read,
             cache_write_tokens: write,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -104,6 +105,7 @@ pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
         }
     }
     Ok(ChatResponse {
+        reasoning: Vec::new(),
         text: (!text.is_empty()).then_some(text),
         tool_calls,
         usage: wire.usage.unwrap_or_default().neutral(),
@@ -130,6 +132,7 @@ mod tests {
         assert_eq!(
             response.usage,
             Usage {
+                reasoning_tokens: 0,
                 input_tokens: 130,
                 output_tokens: 5,
                 cache_read_tokens: 100,

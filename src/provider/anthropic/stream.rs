@@ -195,6 +195,7 @@ impl StreamDecoder for EventDecoder {
             }
         }
         Ok(ChatResponse {
+            reasoning: Vec::new(),
             text: (!text.is_empty()).then_some(text),
             tool_calls,
             usage: self.usage.neutral(),

@@ -153,9 +153,12 @@ fn map_message(message: &Message, f: MapText<'_>) -> Message {
             content: f(content),
         },
         Message::Assistant {
+            reasoning,
             content,
             tool_calls,
         } => Message::Assistant {
+            // Kept verbatim: a thinking block's signature covers its text.
+            reasoning: reasoning.clone(),
             content: content.as_deref().map(f),
             tool_calls: map_calls(tool_calls, f),
         },
@@ -171,6 +174,7 @@ fn map_message(message: &Message, f: MapText<'_>) -> Message {
 
 fn map_response(response: &ChatResponse, f: MapText<'_>) -> ChatResponse {
     ChatResponse {
+        reasoning: response.reasoning.clone(),
         text: response.text.as_deref().map(f),
         tool_calls: map_calls(&response.tool_calls, f),
         usage: response.usage.clone(),

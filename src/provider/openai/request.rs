@@ -147,6 +147,7 @@ fn wire_message(message: &Message) -> WireMessage<'_> {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => WireMessage::Assistant {
             // `content` may be null only beside tool calls: an empty answer
             // sent back as null is a 400 from OpenAI, and some servers also
@@ -219,14 +220,17 @@ mod tests {
                     content: "plan".into(),
                 },
                 Message::Assistant {
+                    reasoning: Vec::new(),
                     content: None,
                     tool_calls: Vec::new(),
                 },
                 Message::Assistant {
+                    reasoning: Vec::new(),
                     content: Some(String::new()),
                     tool_calls: Vec::new(),
                 },
                 Message::Assistant {
+                    reasoning: Vec::new(),
                     content: None,
                     tool_calls: vec![ToolCall {
                         id: "call_1".into(),

@@ -68,6 +68,7 @@ impl WireUsage {
                 .and_then(|details| details.cached_tokens)
                 .unwrap_or(0),
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -110,6 +111,7 @@ pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
         .collect();
     let usage = wire.usage.map_or_else(Usage::default, WireUsage::neutral);
     Ok(ChatResponse {
+        reasoning: Vec::new(),
         text: choice.message.content.filter(|text| !text.is_empty()),
         tool_calls,
         usage,

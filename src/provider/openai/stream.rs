@@ -155,6 +155,7 @@ impl StreamDecoder for ChunkDecoder {
             })
             .collect();
         Ok(ChatResponse {
+            reasoning: Vec::new(),
             text: (!self.text.is_empty()).then_some(self.text),
             tool_calls,
             usage: self.usage.unwrap_or_default(),

@@ -12,14 +12,11 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::mcp::{Sampler, SamplingAnswer, SamplingRequest};
-use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
-use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
-use crate::provider::retry::RetryingProvider;
 use crate::provider::{ChatRequest, Message, ModelProvider, ToolChoice};
 use crate::spec::{ModelSpec, ProviderKind};
 use crate::tools::BoxFuture;
 
-use super::super::provider_setup::retry_policy;
+use super::super::provider_setup::served_provider;
 
 /// Sampling requests one run answers, all its servers together.
 pub const MAX_SAMPLING_ANSWERS: u32 = 20;
@@ -41,40 +38,12 @@ impl RunSampler {
 
     /// A provider for one answer of at most `max_tokens` tokens.
     fn provider(&self, max_tokens: u32) -> Result<Box<dyn ModelProvider>, String> {
-        let model = &self.model;
-        let built: Box<dyn ModelProvider> = match model.provider {
-            ProviderKind::OpenAi => Box::new(
-                OpenAiProvider::new(OpenAiConfig {
-                    name: model.name.clone(),
-                    base_url: model.base_url.clone(),
-                    api_key_env: model.api_key_env.clone(),
-                    request_timeout: model.request_timeout,
-                    stream: model.stream,
-                })
-                .map_err(|e| e.to_string())?
-                .with_max_output_tokens(max_tokens),
-            ),
-            ProviderKind::Anthropic => Box::new(
-                AnthropicProvider::new(AnthropicConfig {
-                    name: model.name.clone(),
-                    base_url: model.base_url.clone(),
-                    api_key_env: model.api_key_env.clone(),
-                    request_timeout: model.request_timeout,
-                    stream: model.stream,
-                })
-                .map_err(|e| e.to_string())?
-                .with_max_output_tokens(max_tokens),
-            ),
-            ProviderKind::Replay => {
-                return Err("the run's model is a replay, which holds no answers for \
-                            sampling requests"
-                    .to_string());
-            }
-        };
-        Ok(Box::new(RetryingProvider::new(
-            built,
-            retry_policy(&model.retry),
-        )))
+        if self.model.provider == ProviderKind::Replay {
+            return Err("the run's model is a replay, which holds no answers for \
+                        sampling requests"
+                .to_string());
+        }
+        served_provider(&self.model, Some(max_tokens)).map_err(|e| e.to_string())
     }
 }
 
@@ -124,6 +93,7 @@ fn chat_request(model: &str, request: &SamplingRequest) -> ChatRequest {
         .map(|s| Message::System { content: s.clone() });
     let turns = request.messages.iter().map(|turn| match turn.assistant {
         true => Message::Assistant {
+            reasoning: Vec::new(),
             content: Some(turn.text.clone()),
             tool_calls: Vec::new(),
         },

@@ -25,6 +25,8 @@ mod model;
 mod model_options;
 mod numbers;
 mod permissions;
+mod reasoning;
+pub use reasoning::MIN_BUDGET_TOKENS;
 mod result;
 mod sandbox;
 mod tool_loop;

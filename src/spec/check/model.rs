@@ -62,6 +62,13 @@ impl Checker<'_> {
             .filter(|_| same_provider)
             .map(|e| e.value.clone());
         let kind = provider?;
+        let provider_changed = !same_provider || overrides.replay.is_some();
+        let reasoning = self.reasoning(
+            raw.and_then(|m| m.reasoning.as_ref()),
+            kind,
+            provider_changed,
+            overrides,
+        );
         // What differs between a served model and a replayed one: the
         // name (required, or `replay`), the key's variable and the cassette.
         let (name, api_key_env, cassette) = match kind {
@@ -90,6 +97,7 @@ impl Checker<'_> {
             price,
             replay_match,
             context,
+            reasoning,
         })
     }
 
@@ -138,22 +146,20 @@ impl Checker<'_> {
         let Some(p) = written else {
             return Some(ProviderKind::OpenAi);
         };
-        match p.value.as_str() {
-            "openai" => Some(ProviderKind::OpenAi),
-            "anthropic" => Some(ProviderKind::Anthropic),
-            "replay" => Some(ProviderKind::Replay),
-            other => {
-                let at = pos_of(&self.r, p);
-                self.r.error(
-                    at,
-                    format!(
-                        "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
-                         server), `anthropic` or `replay`"
-                    ),
-                );
-                None
-            }
+        let kind = ProviderKind::parse(&p.value);
+        if kind.is_none() {
+            let at = pos_of(&self.r, p);
+            let other = &p.value;
+            self.r.error(
+                at,
+                format!(
+                    "unknown provider `{other}`; expected `openai` (any OpenAI-compatible \
+                     server), `openai-responses`, `azure-openai`, `anthropic`, `bedrock`, \
+                     `vertex` or `replay`"
+                ),
+            );
         }
+        kind
     }
 
     /// The job file's `base_url:`, vars substituted, if it is one agentci
