@@ -271,6 +271,7 @@ impl BudgetTracker {
         self.usage.output_tokens += usage.output_tokens;
         self.usage.cache_read_tokens += usage.cache_read_tokens;
         self.usage.cache_write_tokens += usage.cache_write_tokens;
+        self.usage.reasoning_tokens += usage.reasoning_tokens;
         let cost = self.price.map(|price| price.cost(usage));
         self.cost_usd += cost.unwrap_or(0.0);
         cost

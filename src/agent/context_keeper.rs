@@ -252,6 +252,7 @@ pub async fn summary_call(
         latency_ms: started.elapsed().as_millis() as u64,
         usage: response.usage,
         finish_reason: response.finish_reason,
+        reasoning: crate::provider::reasoning::readable(&response.reasoning),
         text: Some(text.clone()),
         tool_calls: Vec::new(),
         cost_usd,

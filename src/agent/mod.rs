@@ -250,6 +250,7 @@ impl<'a> Agent<'a> {
             output_tokens: budget.usage.output_tokens,
             cache_read_tokens: budget.usage.cache_read_tokens,
             cache_write_tokens: budget.usage.cache_write_tokens,
+            reasoning_tokens: budget.usage.reasoning_tokens,
             cost_usd: budget.cost_usd(),
             duration_ms: 0,
         }

@@ -49,6 +49,12 @@ pub struct ModelResponse {
     pub latency_ms: u64,
     pub usage: Usage,
     pub finish_reason: Option<String>,
+    /// What the model thought, as far as the API shows it: Anthropic's
+    /// thinking text, a Responses reasoning summary, `reasoning_content`.
+    /// Left out when the model did not reason or the API keeps it hidden
+    /// (redacted or encrypted only); `usage.reasoning_tokens` still counts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     pub text: Option<String>,
     /// `(id, name)` of each tool call the model asked for, in order.
     pub tool_calls: Vec<ToolCallRef>,

@@ -226,6 +226,10 @@ pub struct Totals {
     /// Of `input_tokens`, those written to the provider's prompt cache (Anthropic).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Of `output_tokens`, those a reasoning model spent thinking (when the
+    /// server reports them).
+    #[serde(default, skip_serializing_if = "crate::provider::is_zero")]
+    pub reasoning_tokens: u64,
     /// `None` when the price of the model is unknown; never reported as zero.
     pub cost_usd: Option<f64>,
     pub duration_ms: u64,

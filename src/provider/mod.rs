@@ -28,7 +28,7 @@ pub mod sse;
 mod usage;
 
 pub use reasoning::{Reasoning, ReasoningSettings};
-pub use usage::{ModelInfo, Usage};
+pub use usage::{ModelInfo, Usage, is_zero};
 
 /// One message of the conversation, provider-neutral.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -58,6 +58,9 @@ pub struct OpenAiProvider {
     stream: bool,
     /// Caps the answer's length (a sampling request's `maxTokens`).
     max_output_tokens: Option<u32>,
+    /// `model.reasoning`: the effort asked for, and whether
+    /// `reasoning_content` goes back.
+    reasoning: crate::provider::ReasoningSettings,
 }
 
 impl OpenAiProvider {
@@ -109,6 +112,7 @@ impl OpenAiProvider {
             target,
             stream: config.stream,
             max_output_tokens: None,
+            reasoning: config.reasoning,
         })
     }
 
@@ -137,7 +141,7 @@ impl OpenAiProvider {
         request: &ChatRequest,
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
-        let mut body = wire_request(request, &self.model, self.stream);
+        let mut body = wire_request(request, &self.model, self.stream, &self.reasoning);
         if let Some(max) = self.max_output_tokens {
             body.max_completion_tokens = Some(max);
         }

@@ -36,6 +36,7 @@ pub struct ModelInfo {
     pub name: String,
 }
 
-fn is_zero(n: &u64) -> bool {
+/// For `skip_serializing_if`: a count that is zero is left out.
+pub fn is_zero(n: &u64) -> bool {
     *n == 0
 }

@@ -80,6 +80,7 @@ struct Counted {
     tool_calls: u64,
     input_tokens: u64,
     output_tokens: u64,
+    reasoning_tokens: u64,
 }
 
 impl JunitWriter {
@@ -186,12 +187,13 @@ impl JunitWriter {
                 format!("{}:{}", started.model.provider, started.model.name),
             ));
         }
-        let (turns, tool_calls, input, output, cost) = match &self.completed {
+        let (turns, tool_calls, input, output, reasoning, cost) = match &self.completed {
             Some(done) => (
                 u64::from(done.totals.turns),
                 u64::from(done.totals.tool_calls),
                 done.totals.input_tokens,
                 done.totals.output_tokens,
+                done.totals.reasoning_tokens,
                 done.totals.cost_usd,
             ),
             None => (
@@ -199,6 +201,7 @@ impl JunitWriter {
                 self.counted.tool_calls,
                 self.counted.input_tokens,
                 self.counted.output_tokens,
+                self.counted.reasoning_tokens,
                 None,
             ),
         };
@@ -206,6 +209,9 @@ impl JunitWriter {
         props.push(("tool_calls", tool_calls.to_string()));
         props.push(("input_tokens", input.to_string()));
         props.push(("output_tokens", output.to_string()));
+        if reasoning > 0 {
+            props.push(("reasoning_tokens", reasoning.to_string()));
+        }
         // An unknown price is "unknown", never a misleading zero.
         props.push((
             "cost_usd",
@@ -374,6 +380,7 @@ impl EventSink for JunitWriter {
             EventKind::ModelResponse(response) => {
                 self.counted.input_tokens += response.usage.input_tokens;
                 self.counted.output_tokens += response.usage.output_tokens;
+                self.counted.reasoning_tokens += response.usage.reasoning_tokens;
             }
             EventKind::ToolCall { .. } => self.counted.tool_calls += 1,
             EventKind::CheckCompleted(check) => self.checks.push(check.clone()),

@@ -258,10 +258,12 @@ impl Fold {
                     sent: request.sent.clone().filter(|_| self.options.full),
                     retries: Vec::new(),
                     trimmed: None,
+                    reasoning: None,
                     text: None,
                     tool_calls: Vec::new(),
                     input_tokens: 0,
                     output_tokens: 0,
+                    reasoning_tokens: 0,
                     cost_usd: None,
                     latency_ms: None,
                     answered: false,
@@ -286,6 +288,8 @@ impl Fold {
                 if let Some(turn) = self.turn(&response.call_id) {
                     turn.answered = true;
                     turn.text = response.text.clone();
+                    turn.reasoning = response.reasoning.clone();
+                    turn.reasoning_tokens = response.usage.reasoning_tokens;
                     turn.tool_calls = response.tool_calls.iter().map(|c| c.name.clone()).collect();
                     turn.input_tokens = response.usage.input_tokens;
                     turn.output_tokens = response.usage.output_tokens;

@@ -276,6 +276,9 @@ fn turn_lines(out: &mut String, turn: &TurnView, full: bool) {
         thousands(turn.input_tokens),
         thousands(turn.output_tokens)
     );
+    if turn.reasoning_tokens > 0 {
+        let _ = write!(line, " ({} reasoning)", thousands(turn.reasoning_tokens));
+    }
     if let Some(cost) = turn.cost_usd {
         let _ = write!(line, " · ${cost:.4}");
     }
@@ -283,6 +286,12 @@ fn turn_lines(out: &mut String, turn: &TurnView, full: bool) {
         let _ = write!(line, " · {}", secs(ms));
     }
     let _ = writeln!(out, "{line}");
+    if full && let Some(thought) = turn.reasoning.as_deref() {
+        out.push_str("      thought:\n");
+        for line in thought.lines() {
+            let _ = writeln!(out, "      ┆ {line}");
+        }
+    }
     if full && let Some(text) = turn.text.as_deref().filter(|t| t.lines().count() > 1) {
         for line in text.lines() {
             let _ = writeln!(out, "      │ {line}");

@@ -135,10 +135,16 @@ pub struct TurnView {
     pub sent: Option<SentDelta>,
     pub retries: Vec<ModelRetry>,
     pub trimmed: Option<ContextTrimmed>,
+    /// What the model thought, as far as the API showed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     pub text: Option<String>,
     pub tool_calls: Vec<String>,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of the output tokens, those spent reasoning.
+    #[serde(skip_serializing_if = "crate::provider::is_zero")]
+    pub reasoning_tokens: u64,
     pub cost_usd: Option<f64>,
     pub latency_ms: Option<u64>,
     /// The trace ends before the model answered.

@@ -142,6 +142,7 @@ fn run_completed(status: RunStatus, reason: &str, checks: (u32, u32)) -> EventKi
         summary: (status == RunStatus::Passed || status == RunStatus::Failed)
             .then(|| "Fixed the clippy warnings in src/lib.rs.".to_string()),
         totals: Totals {
+            reasoning_tokens: 0,
             turns: 12,
             tool_calls: 9,
             input_tokens: 3000,
@@ -247,6 +248,7 @@ fn every_kind() -> Vec<EventKind> {
             }),
         }),
         EventKind::ModelResponse(ModelResponse {
+            reasoning: None,
             call_id: "m1".into(),
             latency_ms: 840,
             usage: Usage {
@@ -281,6 +283,7 @@ fn every_kind() -> Vec<EventKind> {
             sent: None,
         }),
         EventKind::ModelResponse(ModelResponse {
+            reasoning: None,
             call_id: "m2".into(),
             latency_ms: 500,
             usage: Usage {
@@ -1053,6 +1056,7 @@ fn junit_for_an_unavailable_provider() {
 fn junit_without_run_completed_is_still_a_valid_report() {
     let mut kinds = agent_work();
     kinds.push(EventKind::ModelResponse(ModelResponse {
+        reasoning: None,
         call_id: "m1".into(),
         latency_ms: 10,
         usage: Usage {

@@ -210,6 +210,7 @@ pub(in crate::agent) fn response_event(
         latency_ms: started.elapsed().as_millis() as u64,
         usage: response.usage.clone(),
         finish_reason: response.finish_reason.clone(),
+        reasoning: crate::provider::reasoning::readable(&response.reasoning),
         text: response.text.clone(),
         tool_calls: response
             .tool_calls

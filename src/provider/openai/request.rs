@@ -1,11 +1,13 @@
 //! The Chat Completions request body: the neutral conversation as OpenAI
 //! messages (consecutive system messages merged, an empty answer sent back
-//! as text), the tool definitions, and `tool_choice` only with tools.
-//! Reading the answer is in the sibling modules.
+//! as text, a server's `reasoning_content` sent back when the job or the
+//! model family wants it), the tool definitions, `tool_choice` only with
+//! tools, and `reasoning_effort`. Reading the answer is in the sibling modules.
 
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::provider::reasoning::{Reasoning, ReasoningSettings, sends_back_by_default};
 use crate::provider::{ChatRequest, Message, ToolChoice};
 
 /// What an assistant turn with neither text nor tool calls is sent back as.
@@ -29,6 +31,9 @@ pub(super) struct WireRequest<'a> {
     /// Only sent when capped; the API's default is the model's maximum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_completion_tokens: Option<u32>,
+    /// `model.reasoning.effort` for reasoning models (`minimal` … `high`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -47,6 +52,11 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     Assistant {
+        /// What the server's reasoning model thought before this turn, sent
+        /// back so a chat template that interleaves thinking sees it (vLLM,
+        /// SGLang, llama.cpp, DeepSeek read this field).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
         /// `null` when the turn was only tool calls, as the API expects.
         content: Option<&'a str>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -89,15 +99,24 @@ pub(super) fn wire_request<'a>(
     request: &'a ChatRequest,
     configured_model: &'a str,
     stream: bool,
+    reasoning: &ReasoningSettings,
 ) -> WireRequest<'a> {
     let model = if request.model.is_empty() {
         configured_model
     } else {
         &request.model
     };
+    let send_back = reasoning
+        .send_back
+        .unwrap_or_else(|| sends_back_by_default(model));
     WireRequest {
         model,
-        messages: merged_system(request.messages.iter().map(wire_message)),
+        messages: merged_system(
+            request
+                .messages
+                .iter()
+                .map(|message| wire_message(message, send_back)),
+        ),
         tools: request
             .tools
             .iter()
@@ -117,6 +136,7 @@ pub(super) fn wire_request<'a>(
             include_usage: true,
         }),
         max_completion_tokens: None,
+        reasoning_effort: reasoning.effort.map(|effort| effort.as_str()),
     }
 }
 
@@ -138,17 +158,19 @@ fn merged_system<'a>(messages: impl Iterator<Item = WireMessage<'a>>) -> Vec<Wir
     out
 }
 
-fn wire_message(message: &Message) -> WireMessage<'_> {
+/// `send_back`: whether an assistant turn's `reasoning_content` goes with it.
+fn wire_message(message: &Message, send_back: bool) -> WireMessage<'_> {
     match message {
         Message::System { content } => WireMessage::System {
             content: content.into(),
         },
         Message::User { content } => WireMessage::User { content },
         Message::Assistant {
+            reasoning,
             content,
             tool_calls,
-            ..
         } => WireMessage::Assistant {
+            reasoning_content: send_back.then(|| reasoning_text(reasoning)).flatten(),
             // `content` may be null only beside tool calls: an empty answer
             // sent back as null is a 400 from OpenAI, and some servers also
             // refuse an empty string, so it goes back as a placeholder.
@@ -179,6 +201,19 @@ fn wire_message(message: &Message) -> WireMessage<'_> {
     }
 }
 
+/// The `reasoning_content` a turn came with; other APIs' reasoning (a
+/// thinking block, an encrypted item) means nothing to this one.
+fn reasoning_text(reasoning: &[Reasoning]) -> Option<String> {
+    let parts: Vec<&str> = reasoning
+        .iter()
+        .filter_map(|r| match r {
+            Reasoning::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.concat())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,7 +229,13 @@ mod tests {
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
         };
-        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "gpt-test",
+            false,
+            &ReasoningSettings::default(),
+        ))
+        .unwrap();
         // OpenAI refuses `tool_choice` without `tools`.
         assert_eq!(body.get("tool_choice"), None);
         request.tools.push(crate::provider::ToolDefinition {
@@ -202,10 +243,22 @@ mod tests {
             description: "read a file".into(),
             parameters: serde_json::json!({"type": "object"}),
         });
-        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "gpt-test",
+            false,
+            &ReasoningSettings::default(),
+        ))
+        .unwrap();
         assert_eq!(body["tool_choice"], "none");
         request.tool_choice = ToolChoice::Auto;
-        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "gpt-test",
+            false,
+            &ReasoningSettings::default(),
+        ))
+        .unwrap();
         assert_eq!(body.get("tool_choice"), None);
     }
 
@@ -242,7 +295,13 @@ mod tests {
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
         };
-        let body = serde_json::to_value(wire_request(&request, "gpt-test", false)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "gpt-test",
+            false,
+            &ReasoningSettings::default(),
+        ))
+        .unwrap();
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages[1]["content"], EMPTY_ANSWER);
         assert_eq!(messages[2]["content"], EMPTY_ANSWER);

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::provider::Usage;
 use crate::provider::answer_error::AnswerError;
-use crate::provider::{ChatResponse, ToolCall};
+use crate::provider::{ChatResponse, Reasoning, ToolCall};
 
 #[derive(Deserialize)]
 struct WireResponse {
@@ -26,6 +26,10 @@ struct WireChoice {
 
 #[derive(Deserialize)]
 struct WireResponseMessage {
+    /// What the model thought, from servers of open reasoning models
+    /// (vLLM, SGLang, llama.cpp, DeepSeek); some name it `reasoning`.
+    #[serde(default, alias = "reasoning")]
+    reasoning_content: Option<String>,
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
@@ -55,6 +59,14 @@ pub(super) struct WireUsage {
     completion_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<WirePromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<WireCompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct WireCompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -68,7 +80,10 @@ impl WireUsage {
                 .and_then(|details| details.cached_tokens)
                 .unwrap_or(0),
             cache_write_tokens: 0,
-            reasoning_tokens: 0,
+            reasoning_tokens: self
+                .completion_tokens_details
+                .and_then(|details| details.reasoning_tokens)
+                .unwrap_or(0),
         }
     }
 }
@@ -111,12 +126,20 @@ pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
         .collect();
     let usage = wire.usage.map_or_else(Usage::default, WireUsage::neutral);
     Ok(ChatResponse {
-        reasoning: Vec::new(),
+        reasoning: reasoning_of(choice.message.reasoning_content),
         text: choice.message.content.filter(|text| !text.is_empty()),
         tool_calls,
         usage,
         finish_reason: choice.finish_reason,
     })
+}
+
+/// A server's reasoning text as the neutral reasoning; none when empty.
+pub(super) fn reasoning_of(text: Option<String>) -> Vec<Reasoning> {
+    text.filter(|text| !text.is_empty())
+        .map(|text| Reasoning::Text { text })
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! A streamed Chat Completions answer, `chat.completion.chunk` events up to
 //! `[DONE]`: text deltas go to the observer as they arrive, tool calls are
 //! assembled from pieces keyed by their index (they may interleave), and the
-//! usage comes from the last chunk. A stream without `[DONE]` is incomplete.
+//! usage comes from the last chunk. `reasoning_content` pieces are kept
+//! apart from the text. A stream without `[DONE]` is incomplete.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,8 @@ struct WireChunkChoice {
 
 #[derive(Deserialize)]
 struct WireDelta {
+    #[serde(default, alias = "reasoning")]
+    reasoning_content: Option<String>,
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
@@ -72,6 +75,8 @@ struct PartialCall {
 /// `index`, the finish reason, and usage from the last chunk.
 #[derive(Default)]
 pub(super) struct ChunkDecoder {
+    /// `reasoning_content` pieces; not shown as the answer's text.
+    reasoning: String,
     text: String,
     calls: BTreeMap<usize, PartialCall>,
     finish_reason: Option<String>,
@@ -109,6 +114,9 @@ impl StreamDecoder for ChunkDecoder {
         }
         for choice in chunk.choices {
             if let Some(delta) = choice.delta {
+                if let Some(piece) = delta.reasoning_content {
+                    self.reasoning.push_str(&piece);
+                }
                 if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
                     observer.partial_text(&text);
                     self.text.push_str(&text);
@@ -155,7 +163,7 @@ impl StreamDecoder for ChunkDecoder {
             })
             .collect();
         Ok(ChatResponse {
-            reasoning: Vec::new(),
+            reasoning: super::response::reasoning_of(Some(self.reasoning)),
             text: (!self.text.is_empty()).then_some(self.text),
             tool_calls,
             usage: self.usage.unwrap_or_default(),

@@ -68,9 +68,13 @@ fn heading_and_numbers(md: &mut String, report: &RunReport) {
         let _ = writeln!(md, "| Duration | {} |", secs(t.duration_ms));
         let _ = writeln!(md, "| Turns | {} |", t.turns);
         let _ = writeln!(md, "| Tool calls | {} |", t.tool_calls);
+        let reasoning = match t.reasoning_tokens {
+            0 => String::new(),
+            n => format!(", of which {} reasoning", thousands(n)),
+        };
         let _ = writeln!(
             md,
-            "| Tokens | {} ({} in, {} out) |",
+            "| Tokens | {} ({} in, {} out{reasoning}) |",
             thousands(t.input_tokens + t.output_tokens),
             thousands(t.input_tokens),
             thousands(t.output_tokens)

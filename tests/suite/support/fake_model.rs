@@ -42,6 +42,8 @@ pub struct Reply {
     cut_after: Option<usize>,
     /// Served only to a conversation whose first user message contains this.
     lane: Option<String>,
+    /// A Chat Completions `reasoning_content`, as open-model servers send it.
+    reasoning_content: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -79,11 +81,13 @@ impl Reply {
                 completion: DEFAULT_COMPLETION_TOKENS,
                 cache_read: 0,
                 cache_write: 0,
+                reasoning: 0,
             },
             delay: None,
             headers: Vec::new(),
             cut_after: None,
             lane: None,
+            reasoning_content: None,
         }
     }
 
@@ -228,6 +232,15 @@ impl Reply {
         self
     }
 
+    /// Adds the `reasoning_content` a vLLM/SGLang/llama.cpp server sends
+    /// with a reasoning model's answer, and `tokens` of it in the usage's
+    /// `completion_tokens_details.reasoning_tokens`.
+    pub fn with_reasoning_content(mut self, text: &str, tokens: u64) -> Self {
+        self.reasoning_content = Some(text.to_string());
+        self.usage.reasoning = tokens;
+        self
+    }
+
     /// Adds a text part to a chat reply (e.g. tool calls with commentary).
     pub fn with_text(mut self, text: &str) -> Self {
         if let ReplyBody::Chat { text: slot, .. } = &mut self.body {
@@ -244,6 +257,8 @@ struct FakeUsage {
     completion: u64,
     cache_read: u64,
     cache_write: u64,
+    /// Of `completion`, the reasoning tokens.
+    reasoning: u64,
 }
 
 impl FakeUsage {
@@ -255,6 +270,9 @@ impl FakeUsage {
         });
         if self.cache_read > 0 {
             usage["prompt_tokens_details"] = json!({"cached_tokens": self.cache_read});
+        }
+        if self.reasoning > 0 {
+            usage["completion_tokens_details"] = json!({"reasoning_tokens": self.reasoning});
         }
         usage
     }
@@ -283,6 +301,7 @@ struct Prepared {
     lane: Option<String>,
     /// 1-based position in the script, for response ids.
     number: usize,
+    reasoning_content: Option<String>,
 }
 
 enum PreparedKind {
@@ -350,6 +369,7 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 cut_after: reply.cut_after,
                 lane: reply.lane,
                 number: index + 1,
+                reasoning_content: reply.reasoning_content,
             }
         })
         .collect()
@@ -393,12 +413,23 @@ impl Prepared {
                 },
             ),
             PreparedKind::Chat { text, calls, usage } => match (api, stream) {
-                (Api::OpenAi, false) => {
-                    Rendered::Json(200, openai_body(self.number, text, calls, *usage))
-                }
-                (Api::OpenAi, true) => {
-                    Rendered::Events(openai_events(self.number, text, calls, *usage))
-                }
+                (Api::OpenAi, false) => Rendered::Json(
+                    200,
+                    openai_body(
+                        self.number,
+                        text,
+                        self.reasoning_content.as_deref(),
+                        calls,
+                        *usage,
+                    ),
+                ),
+                (Api::OpenAi, true) => Rendered::Events(openai_events(
+                    self.number,
+                    text,
+                    self.reasoning_content.as_deref(),
+                    calls,
+                    *usage,
+                )),
                 (Api::Anthropic, false) => {
                     Rendered::Json(200, anthropic_body(self.number, text, calls, *usage))
                 }
@@ -443,6 +474,7 @@ fn pieces(text: &str) -> Vec<String> {
 fn openai_body(
     number: usize,
     text: &Option<String>,
+    reasoning_content: Option<&str>,
     calls: &[(String, String, String)],
     usage: FakeUsage,
 ) -> Value {
@@ -452,6 +484,9 @@ fn openai_body(
         "tool_calls"
     };
     let mut message = json!({"role": "assistant", "content": text});
+    if let Some(reasoning) = reasoning_content {
+        message["reasoning_content"] = json!(reasoning);
+    }
     if !calls.is_empty() {
         let calls: Vec<Value> = calls
             .iter()
@@ -478,6 +513,7 @@ fn openai_body(
 fn openai_events(
     number: usize,
     text: &Option<String>,
+    reasoning_content: Option<&str>,
     calls: &[(String, String, String)],
     usage: FakeUsage,
 ) -> Vec<String> {
@@ -492,6 +528,10 @@ fn openai_events(
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
+    // vLLM streams the reasoning before the answer, in deltas of its own.
+    for piece in pieces(reasoning_content.unwrap_or_default()) {
+        events.push(chunk(json!({"reasoning_content": piece}), Value::Null));
+    }
     for piece in pieces(text.as_deref().unwrap_or_default()) {
         events.push(chunk(json!({"content": piece}), Value::Null));
     }
@@ -1059,6 +1099,26 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
                     "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."
                         .into(),
                 );
+            }
+            // Reasoning models take `reasoning_effort` from a fixed list
+            // (https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort);
+            // models without reasoning refuse the parameter with this 400.
+            if let Some(effort) = body.get("reasoning_effort") {
+                let model = body["model"].as_str().unwrap_or_default();
+                if model.starts_with("gpt-4") {
+                    return Some(
+                        "Unsupported parameter: 'reasoning_effort' is not supported with this model."
+                            .into(),
+                    );
+                }
+                if !matches!(
+                    effort.as_str(),
+                    Some("none" | "minimal" | "low" | "medium" | "high" | "xhigh")
+                ) {
+                    return Some(format!(
+                        "Invalid value: {effort}. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', and 'xhigh'."
+                    ));
+                }
             }
             if body.get("max_completion_tokens").and_then(Value::as_u64) == Some(0) {
                 return Some(

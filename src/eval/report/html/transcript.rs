@@ -60,6 +60,18 @@ fn event_html(event: &Value, calls: &Calls<'_>, out: &mut String) {
         }
         "plan.updated" | "step.started" | "step.completed" => step_html(event, out),
         "model.response" => {
+            // Thinking is long and secondary to what the model did: folded.
+            if let Some(thought) = event.get("reasoning").and_then(Value::as_str) {
+                let tokens = event
+                    .pointer("/usage/reasoning_tokens")
+                    .and_then(Value::as_u64)
+                    .map_or_else(String::new, |n| format!(" ({n} tokens)"));
+                let _ = write!(
+                    out,
+                    r#"<details class="ev thought"><summary>Thinking{tokens}</summary>{}</details>"#,
+                    shown::pre(thought, "")
+                );
+            }
             if let Some(said) = event.get("text").and_then(Value::as_str)
                 && !said.trim().is_empty()
             {
@@ -179,6 +191,7 @@ mod tests {
             serde_json::json!({"type": "tool.call", "call_id": "c1", "tool": "exec", "arguments": {"command": hostile}}),
             serde_json::json!({"type": "tool.result", "call_id": "c1", "tool": "exec", "ok": true, "summary": hostile, "data": {"exit_code": 0}}),
             serde_json::json!({"type": "model.request", "sent": {"kept": 0, "messages_dropped": 0, "messages_added": [{"role": "tool", "tool_call_id": "c1", "content": hostile}]}}),
+            serde_json::json!({"type": "model.response", "reasoning": hostile, "usage": {"reasoning_tokens": 12}}),
             serde_json::json!({"type": "run.completed", "status": "passed", "reason": hostile, "summary": hostile}),
         ];
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
@@ -196,6 +209,11 @@ mod tests {
         );
         assert!(
             html.contains(r#"<p class="label">Output</p><pre class="output">&lt;/pre&gt;"#),
+            "{html}"
+        );
+        // The model's thinking shows folded, with its token count.
+        assert!(
+            html.contains(r#"<details class="ev thought"><summary>Thinking (12 tokens)</summary><pre>&lt;/pre&gt;"#),
             "{html}"
         );
     }
