@@ -308,6 +308,15 @@ fn reasoning_settings_are_checked_against_the_provider() {
     );
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("takes no `budget_tokens`"), "{text}");
+    let (code, text) = validate(
+        &job("anthropic", "    mode: adaptive"),
+        &["--reasoning-effort", "minimal"],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--reasoning-effort: error: provider anthropic takes effort `low`, `medium` or `high`, not `minimal`"),
+        "{text}"
+    );
     let (code, text) = validate(&job("anthropic", "    interleaved: true"), &[]);
     assert_eq!(code, Some(2), "{text}");
     assert!(

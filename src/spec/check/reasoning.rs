@@ -90,7 +90,7 @@ impl Checker<'_> {
         if kind == ProviderKind::Replay {
             return settings;
         }
-        self.adaptive_conflicts(&settings, &written);
+        self.combinations(kind, &settings, &written);
         for w in &written {
             if takes(kind, w.key, &settings) {
                 continue;
@@ -198,9 +198,28 @@ impl Checker<'_> {
     }
 
     /// Manual thinking (a budget) and adaptive thinking exclude each other,
-    /// and interleaving needs thinking on.
-    fn adaptive_conflicts(&mut self, settings: &ReasoningSettings, written: &[Written]) {
+    /// interleaving needs thinking on, and Anthropic's effort has no `minimal`.
+    fn combinations(
+        &mut self,
+        kind: ProviderKind,
+        settings: &ReasoningSettings,
+        written: &[Written],
+    ) {
         let at = |key: &str| written.iter().find(|w| w.key == key).and_then(|w| w.at);
+        // https://docs.claude.com/en/docs/build-with-claude/effort: low, medium, high.
+        if kind.speaks_messages() && settings.adaptive && settings.effort == Some(Effort::Minimal) {
+            let message = format!(
+                "provider {} takes effort `low`, `medium` or `high`, not `minimal`",
+                kind.as_str()
+            );
+            match at("effort") {
+                Some(pos) => self.r.error(pos, message),
+                None => self
+                    .r
+                    .diagnostics
+                    .push(Diagnostic::flag("--reasoning-effort", message)),
+            }
+        }
         if settings.adaptive && settings.budget_tokens.is_some() {
             let message = "`mode: adaptive` lets the model decide how long to think, so it takes \
                            no `budget_tokens`: remove one of them (use `effort` to steer adaptive \
