@@ -25,6 +25,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+mod anthropic_thinking;
+pub use anthropic_thinking::{Thought, redacted_data, sign};
+
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
 const DEFAULT_COMPLETION_TOKENS: u64 = 20;
 
@@ -42,6 +45,8 @@ pub struct Reply {
     cut_after: Option<usize>,
     /// Served only to a conversation whose first user message contains this.
     lane: Option<String>,
+    /// Anthropic thinking blocks that lead the answer.
+    thinking: Vec<Thought>,
 }
 
 #[derive(Clone, Debug)]
@@ -84,7 +89,21 @@ impl Reply {
             headers: Vec::new(),
             cut_after: None,
             lane: None,
+            thinking: Vec::new(),
         }
+    }
+
+    /// Leads an Anthropic answer with a thinking block of `text`, signed by
+    /// the fake (sent back changed, it is refused).
+    pub fn with_thinking(mut self, text: &str) -> Self {
+        self.thinking.push(Thought::Thinking(text.to_string()));
+        self
+    }
+
+    /// Leads an Anthropic answer with a redacted thinking block.
+    pub fn with_redacted_thinking(mut self, seed: &str) -> Self {
+        self.thinking.push(Thought::Redacted(seed.to_string()));
+        self
     }
 
     /// Serve this reply only to a conversation whose first user message
@@ -281,6 +300,7 @@ struct Prepared {
     headers: Vec<(String, String)>,
     cut_after: Option<usize>,
     lane: Option<String>,
+    thinking: Vec<Thought>,
     /// 1-based position in the script, for response ids.
     number: usize,
 }
@@ -349,6 +369,7 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 headers: reply.headers,
                 cut_after: reply.cut_after,
                 lane: reply.lane,
+                thinking: reply.thinking,
                 number: index + 1,
             }
         })
@@ -400,11 +421,19 @@ impl Prepared {
                     Rendered::Events(openai_events(self.number, text, calls, *usage))
                 }
                 (Api::Anthropic, false) => {
-                    Rendered::Json(200, anthropic_body(self.number, text, calls, *usage))
+                    let mut body = anthropic_body(self.number, text, calls, *usage);
+                    if let Some(content) = body["content"].as_array_mut() {
+                        content.splice(0..0, anthropic_thinking::blocks(&self.thinking));
+                    }
+                    Rendered::Json(200, body)
                 }
-                (Api::Anthropic, true) => {
-                    Rendered::Events(anthropic_events(self.number, text, calls, *usage))
-                }
+                (Api::Anthropic, true) => Rendered::Events(anthropic_events(
+                    self.number,
+                    text,
+                    calls,
+                    *usage,
+                    &self.thinking,
+                )),
             },
         }
     }
@@ -564,6 +593,7 @@ fn anthropic_events(
     text: &Option<String>,
     calls: &[(String, String, String)],
     usage: FakeUsage,
+    thinking: &[Thought],
 ) -> Vec<String> {
     let mut events: Vec<(&str, Value)> = vec![
         (
@@ -575,7 +605,8 @@ fn anthropic_events(
         ),
         ("ping", json!({"type": "ping"})),
     ];
-    let mut index = 0;
+    events.extend(anthropic_thinking::events(thinking, STREAM_PIECE_CHARS));
+    let mut index = thinking.len();
     if let Some(text) = text {
         events.push((
             "content_block_start",
@@ -642,6 +673,8 @@ pub struct CapturedRequest {
     pub anthropic_version: Option<String>,
     /// `user-agent`: who is calling, for the provider's logs.
     pub user_agent: Option<String>,
+    /// `anthropic-beta`: the betas asked for (interleaved thinking).
+    pub anthropic_beta: Option<String>,
 }
 
 #[derive(Default)]
@@ -772,7 +805,10 @@ async fn answer(
             .and_then(|value| value.to_str().ok())
             .map(str::to_string)
     };
-    let refusal = refusal(api, &body);
+    let refusal = refusal(api, &body).or_else(|| match api {
+        Api::Anthropic => anthropic_thinking::refusal(&body, header("anthropic-beta").as_deref()),
+        Api::OpenAi => None,
+    });
     let next = {
         let mut shared = shared.lock().expect("fake model state");
         shared.captured.push(CapturedRequest {
@@ -782,6 +818,7 @@ async fn answer(
             api_key: header("x-api-key"),
             anthropic_version: header("anthropic-version"),
             user_agent: header("user-agent"),
+            anthropic_beta: header("anthropic-beta"),
         });
         // A request the real API refuses gets its 400 and uses no scripted reply.
         if let Some(message) = refusal {
