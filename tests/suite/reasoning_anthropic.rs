@@ -15,7 +15,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::signals::wait_until;
-use super::support::fake_model::{FakeModel, Reply, redacted_data, sign};
+use super::support::fake_model::anthropic_thinking::{redacted_data, sign};
+use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, outside_github, read_jsonl, stderr};
 use super::support::trace_schema::assert_valid_trace;
 
@@ -550,4 +551,26 @@ fn a_thinking_run_killed_and_resumed_sends_its_thinking_back_and_passes() {
         json!({"type": "thinking", "thinking": PLAN_THOUGHT, "signature": sign(PLAN_THOUGHT)})
     );
     assert!(Path::new(&sb.path().join("out/junit.xml")).exists());
+}
+
+#[test]
+fn a_budget_the_model_cannot_hold_fails_with_one_line_naming_the_fix() {
+    // claude-sonnet-4-5 writes at most 64,000 tokens; without interleaving
+    // the API wants max_tokens above the budget, so no request could pass.
+    let model = FakeModel::start(session(|_| None));
+    let sb = sandbox(&model.base_url(), "{budget_tokens: 64000}", "", false);
+    let out = run(&sb, &[]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "model.reasoning.budget_tokens 64000 leaves no room for the answer: claude-sonnet-4-5 \
+             writes at most 64000 tokens"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("or set `interleaved: true`"), "{err}");
+    assert!(!err.contains(KEY), "{err}");
+    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
+    assert!(model.requests().is_empty());
 }
