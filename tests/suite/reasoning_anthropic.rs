@@ -574,3 +574,62 @@ fn a_budget_the_model_cannot_hold_fails_with_one_line_naming_the_fix() {
     assert_valid_trace(&sb.path().join("out/trace.jsonl"));
     assert!(model.requests().is_empty());
 }
+
+#[test]
+fn an_mcp_sampling_request_thinks_with_its_max_tokens_above_the_budget() {
+    // A server's sampling request asks for 50 tokens; with a 1,024-token
+    // budget the API wants max_tokens above it, so the answer's 50 come on
+    // top, and the request (no tools, a new turn) is accepted.
+    let sb = Sandbox::new();
+    let command = super::mcp::test_server(&[]);
+    let quoted: Vec<String> = command[1..].iter().map(|a| format!("{a:?}")).collect();
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Ask", "asked")]).with_thinking(PLAN_THOUGHT),
+        Reply::tool_call(
+            "mcp__t__ask",
+            json!({"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise: green"}}],
+                "maxTokens": 50
+            }}),
+        ),
+        Reply::text("Green build.").with_thinking("One line will do."),
+        Reply::step_done("asked"),
+        Reply::text("done"),
+    ]);
+    sb.skill("user", None);
+    sb.write(
+        "job.yaml",
+        &format!(
+            "version: 1\nname: mcp-thinking\nskill: user\ngoal: Use the tools.\nmodel:\n  \
+             provider: anthropic\n  name: {MODEL}\n  base_url: {}\n  reasoning: {{budget_tokens: \
+             1024}}\ntools: [read]\nworkspace: ws\nskills_path: [skills]\nallow_dirty: true\n\
+             permissions:\n  default: allow\nmcp:\n  servers:\n    t:\n      command: {:?}\n      \
+             args: [{}]\n      sampling: true\n",
+            model.base_url(),
+            command[0],
+            quoted.join(", ")
+        ),
+    );
+    let out = agentci_in(
+        sb.path(),
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "out/trace.jsonl",
+            "--progress",
+            "none",
+        ],
+        &[("ANTHROPIC_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
+    assert_eq!(model.remaining(), 0);
+    let sampling = &model.requests()[2];
+    assert!(sampling.get("tools").is_none(), "{sampling}");
+    assert_eq!(
+        sampling["thinking"],
+        json!({"type": "enabled", "budget_tokens": 1024})
+    );
+    assert_eq!(sampling["max_tokens"], 1024 + 50);
+}
