@@ -633,3 +633,37 @@ fn an_mcp_sampling_request_thinks_with_its_max_tokens_above_the_budget() {
     );
     assert_eq!(sampling["max_tokens"], 1024 + 50);
 }
+
+#[test]
+fn a_thinking_run_trimmed_after_a_too_long_answer_goes_on_with_accepted_requests() {
+    // The API says the prompt is too long; the conversation is trimmed
+    // (whole turns, each with its thinking) and the call tried again: the
+    // plan's thinking still leads the turn, and the fake accepts it.
+    let read = |id: &str, path: &str| Reply::tool_calls(vec![(id, "read", json!({ "path": path }))]);
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Read the files", "their content is known")]).with_thinking(PLAN_THOUGHT),
+        read("call_f1", "f1.txt"),
+        read("call_f2", "f2.txt"),
+        read("call_f3", "f3.txt"),
+        Reply::context_too_long(),
+        Reply::step_done("read all three"),
+        Reply::text("The files hold fox lines."),
+    ]);
+    let sb = sandbox(&model.base_url(), "{budget_tokens: 1024}", "", true);
+    for tag in ["f1", "f2", "f3"] {
+        sb.write(&format!("ws/{tag}.txt"), &big_file(tag));
+    }
+    let out = run(&sb, &[]);
+    let trace = passed(&sb, &out);
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(events(&trace, "context.trimmed").len(), 1);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 7);
+    let retried = &requests[5];
+    assert!(retried.to_string().len() < requests[4].to_string().len());
+    assert_eq!(retried["thinking"]["type"], "enabled");
+    assert_eq!(
+        assistants(retried)[0]["content"][0]["signature"],
+        sign(PLAN_THOUGHT)
+    );
+}
