@@ -639,7 +639,8 @@ fn a_thinking_run_trimmed_after_a_too_long_answer_goes_on_with_accepted_requests
     // The API says the prompt is too long; the conversation is trimmed
     // (whole turns, each with its thinking) and the call tried again: the
     // plan's thinking still leads the turn, and the fake accepts it.
-    let read = |id: &str, path: &str| Reply::tool_calls(vec![(id, "read", json!({ "path": path }))]);
+    let read =
+        |id: &str, path: &str| Reply::tool_calls(vec![(id, "read", json!({ "path": path }))]);
     let model = FakeModel::start(vec![
         Reply::plan(&[("Read the files", "their content is known")]).with_thinking(PLAN_THOUGHT),
         read("call_f1", "f1.txt"),
@@ -666,4 +667,36 @@ fn a_thinking_run_trimmed_after_a_too_long_answer_goes_on_with_accepted_requests
         assistants(retried)[0]["content"][0]["signature"],
         sign(PLAN_THOUGHT)
     );
+}
+
+#[test]
+fn a_run_resumed_with_thinking_turned_on_finishes_its_turn_without_it() {
+    // The run started without thinking and was stopped by its budget; it
+    // is resumed with --thinking-budget. The turn in progress was written
+    // without thinking, so it is finished with thinking off (a request with
+    // thinking on would be refused), and the run passes.
+    let model = FakeModel::start(session(|_| None));
+    let sb = sandbox(&model.base_url(), "{}", "", false);
+    let job = sb.read("job.yaml").replace("  reasoning: {}\n", "");
+    sb.write("job.yaml", &format!("{job}budget: {{max_turns: 2}}\n"));
+    let out = run(&sb, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = run(
+        &sb,
+        &[
+            "--resume",
+            "out",
+            "--max-turns",
+            "10",
+            "--thinking-budget",
+            "2048",
+        ],
+    );
+    passed(&sb, &out);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[0].get("thinking"), None);
+    for request in &requests[2..] {
+        assert_eq!(request.get("thinking"), None, "{request}");
+    }
 }
