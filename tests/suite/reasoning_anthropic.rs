@@ -446,12 +446,32 @@ fn the_fake_refuses_thinking_the_real_api_refuses() {
     assert_eq!(status, 200);
     // Adaptive thinking takes no budget.
     let adaptive = json!({"type": "adaptive", "budget_tokens": 2048});
-    let (status, message) = send_raw(&model, &tool_turn(adaptive, Some(genuine)), None);
+    let (status, message) = send_raw(&model, &tool_turn(adaptive, Some(genuine.clone())), None);
     assert_eq!(status, 400);
     assert!(
         message.contains("thinking.adaptive.budget_tokens"),
         "{message}"
     );
+    // Thinking is not compatible with temperature or top_k modifications.
+    let mut warm = tool_turn(manual.clone(), Some(genuine.clone()));
+    warm["temperature"] = json!(0.2);
+    let (status, message) = send_raw(&model, &warm, None);
+    assert_eq!(status, 400);
+    assert!(
+        message.starts_with("`temperature` may only be set to 1"),
+        "{message}"
+    );
+    // With thinking off, an assistant message in the final position
+    // (a prefill) may not hold thinking.
+    let mut prefill = tool_turn(Value::Null, None);
+    prefill.as_object_mut().unwrap().remove("thinking");
+    prefill["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "assistant", "content": [genuine]}));
+    let (status, message) = send_raw(&model, &prefill, None);
+    assert_eq!(status, 400);
+    assert!(message.contains("When thinking is disabled"), "{message}");
     assert_eq!(model.remaining(), 0);
 }
 
