@@ -7,7 +7,10 @@
 //! roles to alternate); the answer comes back whole or, with `stream`, as
 //! server-sent events whose text deltas go to the observer as they arrive
 //! and whose `input_json_delta` pieces are assembled into tool-call
-//! arguments. Authentication is `x-api-key` plus an `anthropic-version`
+//! arguments. With `model.reasoning`, the model thinks (manual, adaptive or
+//! interleaved; see [`thinking`]) and its thinking blocks come back in
+//! order with their signatures, to be sent back verbatim in the assistant
+//! turn they led. Authentication is `x-api-key` plus an `anthropic-version`
 //! header. It does not retry (see [`super::retry`]) and never lets the key
 //! reach an error message or `Debug` output.
 
@@ -23,10 +26,12 @@ use futures_util::future::BoxFuture;
 mod request;
 mod response;
 mod stream;
+mod thinking;
 
 use request::wire_request;
 use response::parse_response;
 use stream::EventDecoder;
+use thinking::Thinking;
 
 const PROVIDER: &str = "anthropic";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -67,6 +72,7 @@ pub struct AnthropicProvider {
     stream: bool,
     /// Caps the answer's length (a sampling request's `maxTokens`).
     max_output_tokens: Option<u32>,
+    thinking: Thinking,
 }
 
 impl AnthropicProvider {
@@ -96,6 +102,10 @@ impl AnthropicProvider {
             .api_key_env
             .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
         let base_url = base_url(config.base_url.as_deref());
+        let thinking = Thinking::of(&config.reasoning);
+        if let Some(problem) = thinking.problem(&config.name) {
+            return Err(ProviderError::Config(problem));
+        }
         let target = HttpTarget::new(
             PROVIDER,
             &base_url,
@@ -110,6 +120,7 @@ impl AnthropicProvider {
             target,
             stream: config.stream,
             max_output_tokens: None,
+            thinking,
         })
     }
 
@@ -132,16 +143,22 @@ impl AnthropicProvider {
         request: &ChatRequest,
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
-        let mut body = wire_request(request, &self.model, self.stream);
-        if let Some(max) = self.max_output_tokens {
-            body.max_tokens = max;
-        }
+        let body = wire_request(
+            request,
+            &self.model,
+            self.stream,
+            self.thinking,
+            self.max_output_tokens,
+        );
         let mut builder = self
             .target
             .client
             .post(&self.target.endpoint)
             .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body);
+        if let Some(beta) = body.beta {
+            builder = builder.header("anthropic-beta", beta);
+        }
         if let Some((name, value)) = self
             .target
             .key_header(HeaderName::from_static("x-api-key"), false)?
@@ -281,6 +298,49 @@ mod tests {
             assert_eq!(response.finish_reason.as_deref(), Some("tool_use"));
             assert_eq!(response.usage.input_tokens, 40);
             assert_eq!(response.usage.output_tokens, 15);
+        }
+    }
+
+    const THINKING_STREAM: &str = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":40,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"The test \"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"reads a.txt.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqQBCkYI\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgB\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"Reading.\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"read\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"a.txt\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":90}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    #[test]
+    fn stream_assembles_thinking_with_its_signature_and_keeps_it_out_of_the_text() {
+        for chunk in [1, 17, THINKING_STREAM.len()] {
+            let (result, seen) = decode(THINKING_STREAM, chunk);
+            let response = result.unwrap();
+            // Thinking is not answer text: the live view does not show it as such.
+            assert_eq!(seen, "Reading.");
+            assert_eq!(response.text.as_deref(), Some("Reading."));
+            assert_eq!(
+                response.reasoning,
+                vec![
+                    crate::provider::Reasoning::Thinking {
+                        text: "The test reads a.txt.".into(),
+                        signature: "EqQBCkYI".into(),
+                    },
+                    crate::provider::Reasoning::Redacted {
+                        data: "EmwKAhgB".into()
+                    },
+                ]
+            );
+            assert_eq!(response.tool_calls[0].arguments, r#"{"path": "a.txt"}"#);
         }
     }
 

@@ -49,6 +49,7 @@ mod progress_plain;
 mod protocol;
 mod provider;
 mod providers_e2e;
+mod reasoning_anthropic;
 mod reasoning_chat;
 mod replay_events;
 mod replay_sequence;

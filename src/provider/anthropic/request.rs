@@ -1,18 +1,15 @@
 //! The Messages request body: the neutral conversation as Anthropic wants
 //! it, with the system prompt at the top level, roles alternating (one
 //! role's consecutive messages merged), tool results as `tool_result` blocks
-//! in user turns, and the prompt-cache breakpoints. Reading the answer is in
-//! the sibling modules.
+//! in user turns, assistant turns led by the thinking blocks they came with,
+//! and the prompt-cache breakpoints. What thinking a request asks for is
+//! [`super::thinking`]'s; reading the answer is in the sibling modules.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::provider::{ChatRequest, Message, ToolChoice};
-
-/// `max_tokens` is required by the API; enough for a long tool call.
-const MAX_OUTPUT_TOKENS: u32 = 8192;
-/// Claude 3 (not 3.5 and later) models allow at most 4096 output tokens.
-const MAX_OUTPUT_TOKENS_CLAUDE_3: u32 = 4096;
+use super::thinking::{self, ANSWER_ROOM, Thinking};
+use crate::provider::{ChatRequest, Message, Reasoning, ToolChoice};
 
 #[derive(Serialize)]
 pub(super) struct WireRequest {
@@ -31,6 +28,17 @@ pub(super) struct WireRequest {
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+    /// `{"type": "enabled", "budget_tokens": N}` or `{"type": "adaptive"}`;
+    /// absent when the job asks for no thinking or the turn in progress
+    /// started without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
+    /// `{"effort": …}` for adaptive thinking.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<Value>,
+    /// The `anthropic-beta` header this body needs (interleaved thinking).
+    #[serde(skip)]
+    pub(super) beta: Option<&'static str>,
 }
 
 /// Marks a block as the end of a cached prefix. The Messages API caches only
@@ -46,24 +54,20 @@ fn cache_breakpoint(block: &mut Value) {
 }
 
 #[derive(Serialize)]
-struct WireMessage {
-    role: &'static str,
-    content: Vec<Value>,
+pub(super) struct WireMessage {
+    pub(super) role: &'static str,
+    pub(super) content: Vec<Value>,
 }
 
-fn max_output_tokens(model: &str) -> u32 {
-    let claude_3 = ["claude-3-opus", "claude-3-sonnet", "claude-3-haiku"];
-    if claude_3.iter().any(|prefix| model.starts_with(prefix)) {
-        MAX_OUTPUT_TOKENS_CLAUDE_3
-    } else {
-        MAX_OUTPUT_TOKENS
-    }
-}
-
+/// The body for `request`; `thinking` is the job's, `answer` the tokens the
+/// answer may take (a sampling request's `maxTokens`; otherwise
+/// [`ANSWER_ROOM`]).
 pub(super) fn wire_request(
     request: &ChatRequest,
     configured_model: &str,
     stream: bool,
+    thinking: Thinking,
+    answer: Option<u32>,
 ) -> WireRequest {
     let model = if request.model.is_empty() {
         configured_model
@@ -79,6 +83,16 @@ pub(super) fn wire_request(
         })
         .collect();
     let mut messages = wire_messages(&request.messages);
+    // One thinking configuration per assistant turn: a turn that started
+    // without thinking is finished without it.
+    let thinking = match thinking {
+        Thinking::Off => Thinking::Off,
+        on if thinking::turn_allows_thinking(&messages) => on,
+        _ => Thinking::Off,
+    };
+    if thinking == Thinking::Off {
+        thinking::strip_current_turn(&mut messages);
+    }
     let mut tools: Vec<Value> = request
         .tools
         .iter()
@@ -98,17 +112,26 @@ pub(super) fn wire_request(
     .into_iter()
     .flatten()
     {
-        cache_breakpoint(last);
+        // Thinking blocks cannot carry `cache_control`; they are cached
+        // with the turn they belong to.
+        if !thinking::is_thinking(last) {
+            cache_breakpoint(last);
+        }
     }
     WireRequest {
         model: model.to_string(),
-        max_tokens: max_output_tokens(model),
+        max_tokens: thinking.max_tokens(model, answer.unwrap_or(ANSWER_ROOM)),
         system,
         messages,
+        // agentci never forces a tool: manual thinking takes only `auto`
+        // and `none`.
         tool_choice: (request.tool_choice == ToolChoice::None && !tools.is_empty())
             .then(|| json!({"type": "none"})),
         tools,
         stream,
+        thinking: thinking.parameter(),
+        output_config: thinking.output_config(),
+        beta: thinking.beta(),
     }
 }
 
@@ -135,16 +158,19 @@ fn role_and_blocks(message: &Message) -> Option<(&'static str, Vec<Value>)> {
         Message::System { .. } => return None,
         Message::User { content } => ("user", vec![text_block(content)]),
         Message::Assistant {
+            reasoning,
             content,
             tool_calls,
-            ..
         } => {
-            let mut blocks: Vec<Value> = content
-                .as_deref()
-                .filter(|text| !text.trim().is_empty())
-                .map(text_block)
-                .into_iter()
-                .collect();
+            // Thinking first, verbatim and in order: the API checks each
+            // block's signature and wants the turn to start with them.
+            let mut blocks: Vec<Value> = reasoning.iter().filter_map(reasoning_block).collect();
+            blocks.extend(
+                content
+                    .as_deref()
+                    .filter(|text| !text.trim().is_empty())
+                    .map(text_block),
+            );
             blocks.extend(tool_calls.iter().map(|call| {
                 json!({
                     "type": "tool_use",
@@ -153,7 +179,7 @@ fn role_and_blocks(message: &Message) -> Option<(&'static str, Vec<Value>)> {
                     "input": tool_input(&call.arguments),
                 })
             }));
-            if blocks.is_empty() {
+            if blocks.iter().all(thinking::is_thinking) {
                 // The API refuses an empty assistant turn.
                 blocks.push(text_block("(no answer)"));
             }
@@ -173,6 +199,20 @@ fn role_and_blocks(message: &Message) -> Option<(&'static str, Vec<Value>)> {
         ),
     };
     Some(turn)
+}
+
+/// A piece of reasoning as the Messages API gave it; `None` for the kinds
+/// other APIs wrote, which Anthropic cannot read.
+fn reasoning_block(reasoning: &Reasoning) -> Option<Value> {
+    match reasoning {
+        Reasoning::Thinking { text, signature } => Some(json!({
+            "type": "thinking",
+            "thinking": text,
+            "signature": signature,
+        })),
+        Reasoning::Redacted { data } => Some(json!({"type": "redacted_thinking", "data": data})),
+        Reasoning::Item { .. } | Reasoning::Text { .. } => None,
+    }
 }
 
 fn text_block(text: &str) -> Value {
@@ -240,9 +280,16 @@ mod tests {
             }],
             tool_choice: ToolChoice::Auto,
         };
-        let body = serde_json::to_value(wire_request(&request, "claude-sonnet-4-5", true)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "claude-sonnet-4-5",
+            true,
+            Thinking::Off,
+            None,
+        ))
+        .unwrap();
         assert_eq!(body["model"], "claude-sonnet-4-5");
-        assert_eq!(body["max_tokens"], MAX_OUTPUT_TOKENS);
+        assert_eq!(body["max_tokens"], ANSWER_ROOM);
         assert_eq!(
             body["system"],
             json!([{"type": "text", "text": "be careful", "cache_control": {"type": "ephemeral"}}])
@@ -273,14 +320,191 @@ mod tests {
             tool_choice: ToolChoice::None,
             ..request.clone()
         };
-        let body = serde_json::to_value(wire_request(&summary_turn, "claude-x", false)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &summary_turn,
+            "claude-x",
+            false,
+            Thinking::Off,
+            None,
+        ))
+        .unwrap();
         assert_eq!(body["tool_choice"], json!({"type": "none"}));
         let without_tools = ChatRequest {
             tools: Vec::new(),
             ..summary_turn
         };
-        let body = serde_json::to_value(wire_request(&without_tools, "claude-x", false)).unwrap();
+        let body = serde_json::to_value(wire_request(
+            &without_tools,
+            "claude-x",
+            false,
+            Thinking::Off,
+            None,
+        ))
+        .unwrap();
         // The API refuses `tool_choice` without `tools`.
         assert_eq!(body.get("tool_choice"), None);
+    }
+
+    fn thinking_turn() -> ChatRequest {
+        ChatRequest {
+            model: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "fix it".into(),
+                },
+                Message::Assistant {
+                    reasoning: vec![
+                        Reasoning::Thinking {
+                            text: "Read the test first.".into(),
+                            signature: "sig-1".into(),
+                        },
+                        Reasoning::Redacted {
+                            data: "opaque".into(),
+                        },
+                        Reasoning::Item {
+                            id: "rs_1".into(),
+                            encrypted_content: Some("enc".into()),
+                            summary: vec![],
+                        },
+                        Reasoning::Text {
+                            text: "from another server".into(),
+                        },
+                    ],
+                    content: Some("Reading.".into()),
+                    tool_calls: vec![ToolCall {
+                        id: "toolu_1".into(),
+                        name: "read".into(),
+                        arguments: r#"{"path":"a"}"#.into(),
+                    }],
+                },
+                Message::Tool {
+                    tool_call_id: "toolu_1".into(),
+                    content: "1: x".into(),
+                },
+            ],
+            tools: vec![ToolDefinition {
+                name: "read".into(),
+                description: "read a file".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::Auto,
+        }
+    }
+
+    #[test]
+    fn thinking_blocks_lead_the_assistant_turn_verbatim_and_in_order() {
+        let manual = Thinking::Manual {
+            budget: 2048,
+            interleaved: true,
+        };
+        let wire = wire_request(&thinking_turn(), "claude-sonnet-4-5", false, manual, None);
+        assert_eq!(wire.beta, Some(thinking::INTERLEAVED_BETA));
+        let body = serde_json::to_value(wire).unwrap();
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        assert_eq!(body["max_tokens"], 2048 + ANSWER_ROOM);
+        assert_eq!(body.get("output_config"), None);
+        let assistant = &body["messages"][1]["content"];
+        assert_eq!(
+            assistant[0],
+            json!({"type": "thinking", "thinking": "Read the test first.", "signature": "sig-1"})
+        );
+        assert_eq!(
+            assistant[1],
+            json!({"type": "redacted_thinking", "data": "opaque"})
+        );
+        // Other APIs' reasoning is not sent to Anthropic.
+        assert_eq!(assistant[2], json!({"type": "text", "text": "Reading."}));
+        assert_eq!(assistant[3]["type"], "tool_use");
+        assert_eq!(assistant.as_array().unwrap().len(), 4);
+
+        // A sampling request's maxTokens is the answer's room above the budget.
+        let body = serde_json::to_value(wire_request(
+            &thinking_turn(),
+            "claude-sonnet-4-5",
+            false,
+            manual,
+            Some(200),
+        ))
+        .unwrap();
+        assert_eq!(body["max_tokens"], 2248);
+
+        let adaptive = Thinking::Adaptive {
+            effort: Some(crate::provider::reasoning::Effort::High),
+        };
+        let body = serde_json::to_value(wire_request(
+            &thinking_turn(),
+            "claude-opus-4-6",
+            false,
+            adaptive,
+            None,
+        ))
+        .unwrap();
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], json!({"effort": "high"}));
+    }
+
+    #[test]
+    fn a_turn_that_started_without_thinking_is_finished_without_it() {
+        // The turn in progress was written without thinking (a resumed or
+        // replayed conversation): thinking on would be refused with a 400
+        // ("Expected `thinking` or `redacted_thinking`"), so it is off for
+        // this request, and the turn carries no thinking blocks.
+        let mut request = thinking_turn();
+        if let Message::Assistant { reasoning, .. } = &mut request.messages[1] {
+            reasoning.retain(|r| !matches!(r, Reasoning::Thinking { .. }));
+            reasoning.insert(
+                0,
+                Reasoning::Text {
+                    text: "not Anthropic's".into(),
+                },
+            );
+        }
+        let manual = Thinking::Manual {
+            budget: 2048,
+            interleaved: false,
+        };
+        let wire = wire_request(&request, "claude-sonnet-4-5", false, manual, None);
+        assert_eq!(wire.beta, None);
+        let body = serde_json::to_value(wire).unwrap();
+        // Redacted thinking leads the turn: it counts as its thinking.
+        assert_eq!(body["thinking"]["type"], "enabled");
+
+        if let Message::Assistant { reasoning, .. } = &mut request.messages[1] {
+            reasoning.clear();
+        }
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "claude-sonnet-4-5",
+            false,
+            manual,
+            None,
+        ))
+        .unwrap();
+        assert_eq!(body.get("thinking"), None);
+        assert_eq!(body["max_tokens"], ANSWER_ROOM);
+        // The next user message starts a new turn, which thinks again.
+        request.messages.push(Message::User {
+            content: "next".into(),
+        });
+        request.messages.insert(
+            3,
+            Message::Assistant {
+                reasoning: Vec::new(),
+                content: Some("Done.".into()),
+                tool_calls: Vec::new(),
+            },
+        );
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "claude-sonnet-4-5",
+            false,
+            manual,
+            None,
+        ))
+        .unwrap();
+        assert_eq!(body["thinking"]["type"], "enabled");
     }
 }

@@ -1,5 +1,6 @@
 //! A whole (not streamed) Messages answer: its content blocks become the
-//! neutral text and tool calls, its usage the neutral token counts (the
+//! neutral reasoning (thinking and redacted thinking, in order, signatures
+//! kept), text and tool calls, its usage the neutral token counts (the
 //! usage type is shared with the stream, whose events carry it in pieces).
 
 use serde::Deserialize;
@@ -7,7 +8,7 @@ use serde_json::Value;
 
 use crate::provider::Usage;
 use crate::provider::answer_error::AnswerError;
-use crate::provider::{ChatResponse, ToolCall};
+use crate::provider::{ChatResponse, Reasoning, ToolCall};
 
 #[derive(Deserialize)]
 struct WireResponse {
@@ -31,6 +32,16 @@ pub(super) enum WireBlock {
         name: String,
         #[serde(default)]
         input: Value,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
     },
     #[serde(other)]
     Other,
@@ -93,9 +104,18 @@ pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
     })?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut reasoning = Vec::new();
     for block in wire.content {
         match block {
             WireBlock::Text { text: part } => text.push_str(&part),
+            WireBlock::Thinking {
+                thinking,
+                signature,
+            } => reasoning.push(Reasoning::Thinking {
+                text: thinking,
+                signature,
+            }),
+            WireBlock::RedactedThinking { data } => reasoning.push(Reasoning::Redacted { data }),
             WireBlock::ToolUse { id, name, input } => tool_calls.push(ToolCall {
                 id,
                 name,
@@ -105,7 +125,7 @@ pub(super) fn parse_response(body: &str) -> Result<ChatResponse, AnswerError> {
         }
     }
     Ok(ChatResponse {
-        reasoning: Vec::new(),
+        reasoning,
         text: (!text.is_empty()).then_some(text),
         tool_calls,
         usage: wire.usage.unwrap_or_default().neutral(),
@@ -139,5 +159,30 @@ mod tests {
                 cache_write_tokens: 20
             }
         );
+    }
+
+    #[test]
+    fn thinking_blocks_become_reasoning_in_order_and_stay_out_of_the_text() {
+        let body = r#"{"id":"msg_2","type":"message","role":"assistant","content":[
+            {"type":"thinking","thinking":"Check the file.","signature":"EqQBCkYIBxgCKkB"},
+            {"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"},
+            {"type":"text","text":"Reading."},
+            {"type":"tool_use","id":"toolu_9","name":"read","input":{"path":"a.txt"}}],
+            "stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":50}}"#;
+        let response = parse_response(body).unwrap();
+        assert_eq!(
+            response.reasoning,
+            vec![
+                Reasoning::Thinking {
+                    text: "Check the file.".into(),
+                    signature: "EqQBCkYIBxgCKkB".into()
+                },
+                Reasoning::Redacted {
+                    data: "EmwKAhgBEgy3va3pzix".into()
+                },
+            ]
+        );
+        assert_eq!(response.text.as_deref(), Some("Reading."));
+        assert_eq!(response.tool_calls.len(), 1);
     }
 }

@@ -1,7 +1,9 @@
 //! A streamed Messages answer, `message_start` to `message_stop`: text
 //! deltas go to the observer as they arrive, `input_json_delta` pieces are
-//! assembled into each tool call's arguments, and usage is merged from the
-//! start and delta events. A stream that stops before `message_stop` is
+//! assembled into each tool call's arguments, `thinking_delta` and
+//! `signature_delta` pieces into thinking blocks (which are reasoning, not
+//! answer text, so the observer does not hear them), and usage is merged
+//! from the start and delta events. A stream that stops before `message_stop` is
 //! incomplete, an `error` event a failure.
 
 use std::collections::BTreeMap;
@@ -13,7 +15,7 @@ use super::response::{WireBlock, WireUsage, arguments_text};
 use crate::provider::answer_error::AnswerError;
 use crate::provider::http::StreamDecoder;
 use crate::provider::sse::SseEvent;
-use crate::provider::{ChatResponse, ProviderObserver, ToolCall};
+use crate::provider::{ChatResponse, ProviderObserver, Reasoning, ToolCall};
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -61,6 +63,12 @@ enum WireDelta {
     InputJsonDelta {
         partial_json: String,
     },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -80,6 +88,11 @@ enum PartialBlock {
         start_input: Value,
         json: String,
     },
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted(String),
     Other,
 }
 
@@ -129,6 +142,14 @@ impl StreamDecoder for EventDecoder {
                         start_input: input,
                         json: String::new(),
                     },
+                    WireBlock::Thinking {
+                        thinking,
+                        signature,
+                    } => PartialBlock::Thinking {
+                        text: thinking,
+                        signature,
+                    },
+                    WireBlock::RedactedThinking { data } => PartialBlock::Redacted(data),
                     WireBlock::Other => PartialBlock::Other,
                 };
                 self.blocks.insert(index, block);
@@ -143,6 +164,14 @@ impl StreamDecoder for EventDecoder {
                         Some(PartialBlock::ToolUse { json, .. }),
                         WireDelta::InputJsonDelta { partial_json },
                     ) => json.push_str(&partial_json),
+                    (
+                        Some(PartialBlock::Thinking { text, .. }),
+                        WireDelta::ThinkingDelta { thinking },
+                    ) => text.push_str(&thinking),
+                    (
+                        Some(PartialBlock::Thinking { signature, .. }),
+                        WireDelta::SignatureDelta { signature: part },
+                    ) => signature.push_str(&part),
                     (None, _) => {
                         return Err(AnswerError::UnstartedBlock { index });
                     }
@@ -173,9 +202,14 @@ impl StreamDecoder for EventDecoder {
     fn finish(self) -> Result<ChatResponse, AnswerError> {
         let mut text = String::new();
         let mut tool_calls = Vec::new();
+        let mut reasoning = Vec::new();
         for block in self.blocks.into_values() {
             match block {
                 PartialBlock::Text(part) => text.push_str(&part),
+                PartialBlock::Thinking { text, signature } => {
+                    reasoning.push(Reasoning::Thinking { text, signature });
+                }
+                PartialBlock::Redacted(data) => reasoning.push(Reasoning::Redacted { data }),
                 PartialBlock::ToolUse {
                     id,
                     name,
@@ -195,7 +229,7 @@ impl StreamDecoder for EventDecoder {
             }
         }
         Ok(ChatResponse {
-            reasoning: Vec::new(),
+            reasoning,
             text: (!text.is_empty()).then_some(text),
             tool_calls,
             usage: self.usage.neutral(),

@@ -25,6 +25,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+// Named by path so the benches that include this file find it too.
+#[path = "fake_model/anthropic_thinking.rs"]
+pub mod anthropic_thinking;
+use anthropic_thinking::Thought;
+
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
 const DEFAULT_COMPLETION_TOKENS: u64 = 20;
 
@@ -44,6 +49,8 @@ pub struct Reply {
     lane: Option<String>,
     /// A Chat Completions `reasoning_content`, as open-model servers send it.
     reasoning_content: Option<String>,
+    /// Anthropic thinking blocks that lead the answer.
+    thinking: Vec<Thought>,
 }
 
 #[derive(Clone, Debug)]
@@ -88,7 +95,21 @@ impl Reply {
             cut_after: None,
             lane: None,
             reasoning_content: None,
+            thinking: Vec::new(),
         }
+    }
+
+    /// Leads an Anthropic answer with a thinking block of `text`, signed by
+    /// the fake (sent back changed, it is refused).
+    pub fn with_thinking(mut self, text: &str) -> Self {
+        self.thinking.push(Thought::Thinking(text.to_string()));
+        self
+    }
+
+    /// Leads an Anthropic answer with a redacted thinking block.
+    pub fn with_redacted_thinking(mut self, seed: &str) -> Self {
+        self.thinking.push(Thought::Redacted(seed.to_string()));
+        self
     }
 
     /// Serve this reply only to a conversation whose first user message
@@ -299,6 +320,7 @@ struct Prepared {
     headers: Vec<(String, String)>,
     cut_after: Option<usize>,
     lane: Option<String>,
+    thinking: Vec<Thought>,
     /// 1-based position in the script, for response ids.
     number: usize,
     reasoning_content: Option<String>,
@@ -368,6 +390,7 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 headers: reply.headers,
                 cut_after: reply.cut_after,
                 lane: reply.lane,
+                thinking: reply.thinking,
                 number: index + 1,
                 reasoning_content: reply.reasoning_content,
             }
@@ -431,11 +454,19 @@ impl Prepared {
                     *usage,
                 )),
                 (Api::Anthropic, false) => {
-                    Rendered::Json(200, anthropic_body(self.number, text, calls, *usage))
+                    let mut body = anthropic_body(self.number, text, calls, *usage);
+                    if let Some(content) = body["content"].as_array_mut() {
+                        content.splice(0..0, anthropic_thinking::blocks(&self.thinking));
+                    }
+                    Rendered::Json(200, body)
                 }
-                (Api::Anthropic, true) => {
-                    Rendered::Events(anthropic_events(self.number, text, calls, *usage))
-                }
+                (Api::Anthropic, true) => Rendered::Events(anthropic_events(
+                    self.number,
+                    text,
+                    calls,
+                    *usage,
+                    &self.thinking,
+                )),
             },
         }
     }
@@ -604,6 +635,7 @@ fn anthropic_events(
     text: &Option<String>,
     calls: &[(String, String, String)],
     usage: FakeUsage,
+    thinking: &[Thought],
 ) -> Vec<String> {
     let mut events: Vec<(&str, Value)> = vec![
         (
@@ -615,7 +647,8 @@ fn anthropic_events(
         ),
         ("ping", json!({"type": "ping"})),
     ];
-    let mut index = 0;
+    events.extend(anthropic_thinking::events(thinking, STREAM_PIECE_CHARS));
+    let mut index = thinking.len();
     if let Some(text) = text {
         events.push((
             "content_block_start",
@@ -682,6 +715,8 @@ pub struct CapturedRequest {
     pub anthropic_version: Option<String>,
     /// `user-agent`: who is calling, for the provider's logs.
     pub user_agent: Option<String>,
+    /// `anthropic-beta`: the betas asked for (interleaved thinking).
+    pub anthropic_beta: Option<String>,
 }
 
 #[derive(Default)]
@@ -812,7 +847,10 @@ async fn answer(
             .and_then(|value| value.to_str().ok())
             .map(str::to_string)
     };
-    let refusal = refusal(api, &body);
+    let refusal = refusal(api, &body).or_else(|| match api {
+        Api::Anthropic => anthropic_thinking::refusal(&body, header("anthropic-beta").as_deref()),
+        Api::OpenAi => None,
+    });
     let next = {
         let mut shared = shared.lock().expect("fake model state");
         shared.captured.push(CapturedRequest {
@@ -822,6 +860,7 @@ async fn answer(
             api_key: header("x-api-key"),
             anthropic_version: header("anthropic-version"),
             user_agent: header("user-agent"),
+            anthropic_beta: header("anthropic-beta"),
         });
         // A request the real API refuses gets its 400 and uses no scripted reply.
         if let Some(message) = refusal {
