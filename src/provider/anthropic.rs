@@ -36,6 +36,17 @@ use thinking::Thinking;
 const PROVIDER: &str = "anthropic";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
 
+/// Why `model` cannot think as `settings` ask, in one line that names the
+/// setting and the fix (a manual budget the model's output limit cannot
+/// hold); `None` when it can. Checked when the job is loaded, so `validate`
+/// says it before any request.
+pub fn reasoning_problem(
+    settings: &crate::provider::ReasoningSettings,
+    model: &str,
+) -> Option<String> {
+    Thinking::of(settings).problem(model)
+}
+
 /// The API's base URL for a job's `base_url` (the default without one); a
 /// URL without a path (`https://api.anthropic.com`, as Anthropic's SDKs
 /// write it) gets `/v1`.

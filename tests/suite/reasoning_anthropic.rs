@@ -576,11 +576,12 @@ fn a_thinking_run_killed_and_resumed_sends_its_thinking_back_and_passes() {
 #[test]
 fn a_budget_the_model_cannot_hold_fails_with_one_line_naming_the_fix() {
     // claude-sonnet-4-5 writes at most 64,000 tokens; without interleaving
-    // the API wants max_tokens above the budget, so no request could pass.
+    // the API wants max_tokens above the budget, so no request could pass:
+    // the job is refused when it is loaded, as `validate` refuses it.
     let model = FakeModel::start(session(|_| None));
     let sb = sandbox(&model.base_url(), "{budget_tokens: 64000}", "", false);
     let out = run(&sb, &[]);
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
         err.contains(
@@ -590,8 +591,8 @@ fn a_budget_the_model_cannot_hold_fails_with_one_line_naming_the_fix() {
         "{err}"
     );
     assert!(err.contains("or set `interleaved: true`"), "{err}");
+    assert!(err.contains("job.yaml:"), "the error points into the job: {err}");
     assert!(!err.contains(KEY), "{err}");
-    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
     assert!(model.requests().is_empty());
 }
 

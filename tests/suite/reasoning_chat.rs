@@ -317,6 +317,16 @@ fn reasoning_settings_are_checked_against_the_provider() {
         text.contains("--reasoning-effort: error: provider anthropic takes effort `low`, `medium` or `high`, not `minimal`"),
         "{text}"
     );
+    // A budget the model's output limit cannot hold, said before any request.
+    let (code, text) = validate(
+        &job("anthropic", "    budget_tokens: 70000").replace("some-model", "claude-sonnet-4-5"),
+        &[],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("job.yaml:11:20: error: model.reasoning.budget_tokens 70000 leaves no room for the answer"),
+        "{text}"
+    );
     let (code, text) = validate(&job("anthropic", "    interleaved: true"), &[]);
     assert_eq!(code, Some(2), "{text}");
     assert!(

@@ -65,7 +65,7 @@ impl Checker<'_> {
         let provider_changed = !same_provider || overrides.replay.is_some();
         let reasoning = self.reasoning(
             raw.and_then(|m| m.reasoning.as_ref()),
-            kind,
+            (kind, name.as_deref()),
             provider_changed,
             overrides,
         );

@@ -63,7 +63,7 @@ impl Checker<'_> {
     pub(super) fn reasoning(
         &mut self,
         raw: Option<&Spanned<RawReasoning>>,
-        kind: ProviderKind,
+        (kind, model): (ProviderKind, Option<&str>),
         provider_changed: bool,
         overrides: &Overrides,
     ) -> ReasoningSettings {
@@ -91,6 +91,22 @@ impl Checker<'_> {
             return settings;
         }
         self.combinations(kind, &settings, &written);
+        if kind.speaks_messages()
+            && let Some(problem) =
+                model.and_then(|m| crate::provider::anthropic::reasoning_problem(&settings, m))
+        {
+            match written
+                .iter()
+                .find(|w| w.key == "budget_tokens")
+                .and_then(|w| w.at)
+            {
+                Some(pos) => self.r.error(pos, problem),
+                None => self
+                    .r
+                    .diagnostics
+                    .push(Diagnostic::flag("--thinking-budget", problem)),
+            }
+        }
         for w in &written {
             if takes(kind, w.key, &settings) {
                 continue;
