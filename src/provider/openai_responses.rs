@@ -283,19 +283,25 @@ where
     super::http::decode_stream(body, EventDecoder::new(&id), observer).await
 }
 
-/// The body [`ResponsesProvider`] would send for `request` without a chain,
-/// as JSON. Public for benchmarks that count the bytes sent per turn.
+/// The body [`ResponsesProvider`] would send for `request`, as JSON:
+/// stateless, or (with `continuing: Some((response_id, messages))`) chained
+/// on a stored response that holds the first `messages` messages. Public
+/// for benchmarks that count the bytes sent per turn.
 pub fn request_body(
     request: &ChatRequest,
     model: &str,
     stream: bool,
     reasoning: &ReasoningSettings,
+    continuing: Option<(&str, usize)>,
 ) -> serde_json::Result<Vec<u8>> {
     let keeping = Keeping {
-        chained: false,
-        previous_response_id: None,
+        chained: continuing.is_some(),
+        previous_response_id: continuing.map(|(id, _)| id),
     };
-    serde_json::to_vec(&wire_request(request, model, stream, reasoning, keeping, 0))
+    let skip = continuing.map_or(0, |(_, messages)| messages);
+    serde_json::to_vec(&wire_request(
+        request, model, stream, reasoning, keeping, skip,
+    ))
 }
 
 #[cfg(test)]
