@@ -41,6 +41,8 @@ use stream::EventDecoder;
 const PROVIDER: &str = "openai-responses";
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// `max_output_tokens`' floor (https://platform.openai.com/docs/api-reference/responses/create).
+const MIN_OUTPUT_TOKENS: u32 = 16;
 
 /// What a [`ResponsesProvider`] is built from; mirrors the job's `model:` block.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -181,7 +183,9 @@ impl ResponsesProvider {
             keeping,
             skip,
         );
-        body.max_output_tokens = self.max_output_tokens;
+        // The API refuses `max_output_tokens` below 16; a smaller cap (an MCP
+        // sampling request's) is raised to that floor.
+        body.max_output_tokens = self.max_output_tokens.map(|max| max.max(MIN_OUTPUT_TOKENS));
         let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
         if let Some((name, value)) = self.target.key_header(AUTHORIZATION, true)? {
             builder = builder.header(name, value);

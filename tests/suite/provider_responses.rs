@@ -452,3 +452,17 @@ fn the_openapi_schema_refuses_a_malformed_request() {
         assert!(result.is_err(), "accepted {bad}");
     }
 }
+
+/// An MCP sampling request's small `maxTokens` is raised to the API's
+/// floor of 16 (`CreateResponse.max_output_tokens` has `minimum: 16`).
+#[test]
+fn a_small_output_cap_is_raised_to_the_api_floor() {
+    let model = FakeModel::start(vec![Reply::text("ok"), Reply::text("ok")]);
+    for (cap, sent) in [(4, 16), (200, 200)] {
+        let provider = provider(&model.base_url(), false).with_max_output_tokens(cap);
+        block_on(provider.complete(&request(vec![user("hi")]))).unwrap();
+        let body = model.requests().pop().unwrap();
+        assert_eq!(body["max_output_tokens"], sent);
+        assert_valid_requests(std::slice::from_ref(&body));
+    }
+}
