@@ -1,7 +1,8 @@
 //! Model providers: the one place that knows a wire format.
 //!
 //! The agent speaks [`ChatRequest`] / [`ChatResponse`]; a provider turns them
-//! into HTTP (OpenAI Chat Completions, Anthropic Messages, plain or streamed)
+//! into HTTP (OpenAI Chat Completions, also as Azure OpenAI serves it, OpenAI
+//! Responses, Anthropic Messages, plain or streamed)
 //! or serves them from a recorded cassette (replay). Providers do not emit
 //! events and do not know about budgets; they report failures as
 //! [`ProviderError`], and retries and partial text to a [`ProviderObserver`]
@@ -13,10 +14,12 @@ use serde_json::Value;
 
 mod answer_error;
 pub mod anthropic;
+pub mod azure;
 pub mod cassette;
 mod http;
 pub use http::{is_loopback, root_cause};
 pub mod openai;
+pub mod openai_responses;
 pub mod pricing;
 pub mod reasoning;
 pub mod record;

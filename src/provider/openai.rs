@@ -50,11 +50,38 @@ pub struct OpenAiConfig {
     pub reasoning: crate::provider::ReasoningSettings,
 }
 
+/// Where a Chat Completions server is and how it takes its key: OpenAI's
+/// way by default (`{base_url}/chat/completions`, `Authorization: Bearer`);
+/// Azure OpenAI's deployment URL and `api-key` header come from
+/// [`super::azure`], so both share one wire format and one client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatEndpoint {
+    /// The provider's name, as errors and the trace say it.
+    pub provider: &'static str,
+    pub base_url: String,
+    /// What follows the base URL, query included.
+    pub path: String,
+    /// The variable the key came from, for messages.
+    pub key_env: String,
+    pub key_header: KeyHeader,
+}
+
+/// How the key goes in a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI, and Azure's Entra ID tokens).
+    Bearer,
+    /// `api-key: KEY` (an Azure OpenAI resource key).
+    ApiKey,
+}
+
 /// A Chat Completions client, configured once and reused for every request.
 #[derive(Debug)]
 pub struct OpenAiProvider {
+    provider: &'static str,
     model: String,
     target: HttpTarget,
+    key_header: KeyHeader,
     stream: bool,
     /// Caps the answer's length (a sampling request's `maxTokens`).
     max_output_tokens: Option<u32>,
@@ -92,24 +119,43 @@ impl OpenAiProvider {
         config: OpenAiConfig,
         api_key: Option<String>,
     ) -> Result<Self, ProviderError> {
-        let api_key_env = config
-            .api_key_env
-            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
-        let base_url = config
-            .base_url
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let endpoint = ChatEndpoint {
+            provider: PROVIDER,
+            base_url: config
+                .base_url
+                .clone()
+                .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+            path: "chat/completions".to_string(),
+            key_env: config
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string()),
+            key_header: KeyHeader::Bearer,
+        };
+        Self::at(config, endpoint, api_key)
+    }
+
+    /// Builds the provider for a server reached at `endpoint` (the URL
+    /// and key header of `config` are ignored), with `api_key` or none.
+    pub fn at(
+        config: OpenAiConfig,
+        endpoint: ChatEndpoint,
+        api_key: Option<String>,
+    ) -> Result<Self, ProviderError> {
         let target = HttpTarget::new(
-            PROVIDER,
-            &base_url,
-            "chat/completions",
-            api_key_env,
+            endpoint.provider,
+            &endpoint.base_url,
+            &endpoint.path,
+            endpoint.key_env,
             api_key,
             config.request_timeout,
             DEFAULT_BASE_URL,
         )?;
         Ok(Self {
+            provider: endpoint.provider,
             model: config.name,
             target,
+            key_header: endpoint.key_header,
             stream: config.stream,
             max_output_tokens: None,
             reasoning: config.reasoning,
@@ -146,7 +192,13 @@ impl OpenAiProvider {
             body.max_completion_tokens = Some(max);
         }
         let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
-        if let Some((name, value)) = self.target.key_header(AUTHORIZATION, true)? {
+        let header = match self.key_header {
+            KeyHeader::Bearer => self.target.key_header(AUTHORIZATION, true)?,
+            KeyHeader::ApiKey => self
+                .target
+                .key_header(reqwest::header::HeaderName::from_static("api-key"), false)?,
+        };
+        if let Some((name, value)) = header {
             builder = builder.header(name, value);
         }
         let response = self
@@ -162,7 +214,7 @@ impl OpenAiProvider {
 impl ModelProvider for OpenAiProvider {
     fn model_info(&self) -> ModelInfo {
         ModelInfo {
-            provider: PROVIDER.to_string(),
+            provider: self.provider.to_string(),
             name: self.model.clone(),
         }
     }
@@ -178,7 +230,7 @@ impl ModelProvider for OpenAiProvider {
 
 /// OpenAI's `context_length_exceeded`, and the wording of servers that
 /// copy its message but not its code (vLLM, llama.cpp).
-fn is_context_length_error(status: u16, body: &str) -> bool {
+pub(super) fn is_context_length_error(status: u16, body: &str) -> bool {
     if status != 400 && status != 413 {
         return false;
     }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use crate::provider::ModelInfo;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::azure::{self, AzureConfig};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
+use crate::provider::openai_responses::{ResponsesConfig, ResponsesProvider};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
@@ -88,6 +90,35 @@ pub fn served_provider(
             let provider = AnthropicProvider::new(AnthropicConfig {
                 name: model.name.clone(),
                 base_url: model.base_url.clone(),
+                api_key_env: model.api_key_env.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            })?;
+            Box::new(match max_output_tokens {
+                Some(max) => provider.with_max_output_tokens(max),
+                None => provider,
+            })
+        }
+        ProviderKind::OpenAiResponses => {
+            let provider = ResponsesProvider::new(ResponsesConfig {
+                name: model.name.clone(),
+                base_url: model.base_url.clone(),
+                api_key_env: model.api_key_env.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            })?;
+            Box::new(match max_output_tokens {
+                Some(max) => provider.with_max_output_tokens(max),
+                None => provider,
+            })
+        }
+        ProviderKind::AzureOpenAi => {
+            let provider = azure::provider(AzureConfig {
+                deployment: model.name.clone(),
+                base_url: model.base_url.clone(),
+                api_version: model.api_version.clone(),
                 api_key_env: model.api_key_env.clone(),
                 request_timeout: model.request_timeout,
                 stream: model.stream,

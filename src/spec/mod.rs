@@ -309,6 +309,9 @@ pub struct ModelSpec {
     pub context: ContextSpec,
     /// `model.reasoning` with `--reasoning-effort`/`--thinking-budget` over it.
     pub reasoning: crate::provider::ReasoningSettings,
+    /// `model.api_version` (azure-openai): the `api-version` query; `None`
+    /// takes the provider's default.
+    pub api_version: Option<String>,
 }
 
 /// How the conversation is kept inside the model's context window.

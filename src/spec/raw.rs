@@ -175,6 +175,9 @@ pub(super) struct RawModel {
     /// How a reasoning model thinks, and how its reasoning is carried between turns.
     #[schemars(with = "Option<RawReasoning>")]
     pub reasoning: Option<Spanned<RawReasoning>>,
+    /// Azure OpenAI: the `api-version` the requests name, e.g. `2024-10-21` (the default).
+    #[schemars(with = "Option<String>")]
+    pub api_version: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

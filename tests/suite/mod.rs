@@ -48,6 +48,8 @@ mod policy;
 mod progress_plain;
 mod protocol;
 mod provider;
+mod provider_azure;
+mod provider_responses;
 mod providers_e2e;
 mod reasoning_anthropic;
 mod reasoning_chat;

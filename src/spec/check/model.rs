@@ -71,6 +71,7 @@ impl Checker<'_> {
         );
         // What differs between a served model and a replayed one: the
         // name (required, or `replay`), the key's variable and the cassette.
+        let api_version = self.api_version(raw, kind, provider_changed, &base_url, pos);
         let (name, api_key_env, cassette) = match kind {
             ProviderKind::Replay => {
                 let written = field(|m| &m.cassette).is_some();
@@ -98,7 +99,58 @@ impl Checker<'_> {
             replay_match,
             context,
             reasoning,
+            api_version,
         })
+    }
+
+    /// `api_version:` (Azure OpenAI's `api-version`, like `2024-10-21` or
+    /// `2025-04-01-preview`), and Azure's required `base_url`. Another
+    /// provider chosen by `--model` drops it; one written for another
+    /// provider is an error.
+    fn api_version(
+        &mut self,
+        raw: Option<&RawModel>,
+        kind: ProviderKind,
+        provider_changed: bool,
+        base_url: &Option<String>,
+        pos: Pos,
+    ) -> Option<String> {
+        if kind == ProviderKind::AzureOpenAi && base_url.is_none() {
+            self.r.error(
+                pos,
+                "provider azure-openai needs `base_url`: the resource's endpoint, like \
+                 `https://RESOURCE.openai.azure.com` (or pass --base-url)",
+            );
+        }
+        let written = raw.and_then(|m| m.api_version.as_ref())?;
+        let at = pos_of(&self.r, written);
+        if kind != ProviderKind::AzureOpenAi {
+            if !provider_changed && kind != ProviderKind::Replay {
+                self.r.error(
+                    at,
+                    format!(
+                        "provider {} does not take `api_version`; it is for azure-openai: \
+                         remove it or change the provider",
+                        kind.as_str()
+                    ),
+                );
+            }
+            return None;
+        }
+        let version = written.value.trim();
+        let shape = regex::Regex::new(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
+            .is_ok_and(|re| re.is_match(version));
+        if !shape {
+            self.r.error(
+                at,
+                format!(
+                    "`api_version` `{version}` is not an Azure OpenAI API version; write a \
+                     date like `2024-10-21` or `2025-04-01-preview`"
+                ),
+            );
+            return None;
+        }
+        Some(version.to_string())
     }
 
     /// A served model's name; `None` (with an error) when neither the job

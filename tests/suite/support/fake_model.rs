@@ -29,6 +29,12 @@ use serde_json::{Value, json};
 #[path = "fake_model/anthropic_thinking.rs"]
 pub mod anthropic_thinking;
 use anthropic_thinking::Thought;
+// Paths spelled out: benches include this file with `#[path]`, which
+// would otherwise look for these beside it.
+#[path = "fake_model/azure.rs"]
+mod azure;
+#[path = "fake_model/responses.rs"]
+mod responses;
 
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
 const DEFAULT_COMPLETION_TOKENS: u64 = 20;
@@ -403,6 +409,8 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
 pub enum Api {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API (`fake_model/responses.rs`).
+    Responses,
 }
 
 /// What goes on the wire for one request.
@@ -433,6 +441,7 @@ impl Prepared {
                         "prompt is too long: 210000 tokens > 200000 maximum",
                         None,
                     ),
+                    Api::Responses => unreachable!("fake_model/responses.rs renders its own"),
                 },
             ),
             PreparedKind::Chat { text, calls, usage } => match (api, stream) {
@@ -467,6 +476,7 @@ impl Prepared {
                     *usage,
                     &self.thinking,
                 )),
+                (Api::Responses, _) => unreachable!("fake_model/responses.rs renders its own"),
             },
         }
     }
@@ -474,7 +484,7 @@ impl Prepared {
 
 fn error_body(api: Api, status: u16, message: &str, code: Option<&str>) -> Value {
     match api {
-        Api::OpenAi => json!({"error": {
+        Api::OpenAi | Api::Responses => json!({"error": {
             "message": message,
             "type": if status == 400 { "invalid_request_error" } else { "fake_error" },
             "code": code,
@@ -717,6 +727,10 @@ pub struct CapturedRequest {
     pub user_agent: Option<String>,
     /// `anthropic-beta`: the betas asked for (interleaved thinking).
     pub anthropic_beta: Option<String>,
+    /// The query string, e.g. `api-version=2024-10-21` (Azure).
+    pub query: Option<String>,
+    /// `api-key` (Azure OpenAI).
+    pub azure_api_key: Option<String>,
 }
 
 #[derive(Default)]
@@ -724,6 +738,7 @@ struct Shared {
     script: VecDeque<Prepared>,
     scripted: usize,
     captured: Vec<CapturedRequest>,
+    responses: responses::ResponsesState,
 }
 
 /// The running server; dropping it stops the server.
@@ -741,6 +756,7 @@ impl FakeModel {
             scripted: script.len(),
             script,
             captured: Vec::new(),
+            responses: Default::default(),
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
@@ -760,6 +776,11 @@ impl FakeModel {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(answer))
                     .route("/v1/messages", post(answer))
+                    .route("/v1/responses", post(answer))
+                    .route(
+                        "/openai/deployments/{deployment}/chat/completions",
+                        post(azure::chat_completions),
+                    )
                     .route("/v1/models", get(models))
                     .with_state(state);
                 // Not a graceful shutdown: a delayed reply still sleeping must
@@ -835,6 +856,8 @@ async fn answer(
 ) -> Response {
     let api = if uri.path().ends_with("/messages") {
         Api::Anthropic
+    } else if uri.path().ends_with("/responses") {
+        Api::Responses
     } else {
         Api::OpenAi
     };
@@ -849,10 +872,14 @@ async fn answer(
     };
     let refusal = refusal(api, &body).or_else(|| match api {
         Api::Anthropic => anthropic_thinking::refusal(&body, header("anthropic-beta").as_deref()),
-        Api::OpenAi => None,
+        Api::OpenAi | Api::Responses => None,
     });
+    let request = body.clone();
     let next = {
         let mut shared = shared.lock().expect("fake model state");
+        let responses_refusal = (api == Api::Responses)
+            .then(|| responses::refusal(&body, &shared.responses))
+            .flatten();
         shared.captured.push(CapturedRequest {
             body,
             authorization: header("authorization"),
@@ -861,7 +888,13 @@ async fn answer(
             anthropic_version: header("anthropic-version"),
             user_agent: header("user-agent"),
             anthropic_beta: header("anthropic-beta"),
+            query: uri.query().map(str::to_string),
+            azure_api_key: header("api-key"),
         });
+        if let Some((status, error)) = responses_refusal {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            return (status, axum::Json(error)).into_response();
+        }
         // A request the real API refuses gets its 400 and uses no scripted reply.
         if let Some(message) = refusal {
             return (
@@ -872,6 +905,9 @@ async fn answer(
         }
         let first_user = first_user_text(&shared.captured);
         let next = next_in_lane(&mut shared.script, &first_user);
+        if let (Some(reply), Api::Responses) = (&next, api) {
+            responses::issue(&mut shared.responses, reply, &request);
+        }
         next.ok_or(shared.scripted)
     };
     let reply = match next {
@@ -891,7 +927,11 @@ async fn answer(
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
-    let (status, content_type, chunks) = match reply.render(api, stream) {
+    let rendered = match api {
+        Api::Responses => responses::render(&reply, &request, stream),
+        _ => reply.render(api, stream),
+    };
+    let (status, content_type, chunks) = match rendered {
         Rendered::Json(status, body) => {
             let text = body.to_string();
             let chunks = match reply.cut_after {
@@ -960,7 +1000,7 @@ async fn models(headers: HeaderMap) -> Response {
     };
     let keyed = match api {
         Api::Anthropic => has("x-api-key"),
-        Api::OpenAi => has("authorization"),
+        Api::OpenAi | Api::Responses => has("authorization"),
     };
     if !keyed {
         let message = "no API key was provided";
@@ -971,7 +1011,7 @@ async fn models(headers: HeaderMap) -> Response {
             .into_response();
     }
     let body = match api {
-        Api::OpenAi => json!({"object": "list", "data": [
+        Api::OpenAi | Api::Responses => json!({"object": "list", "data": [
             {"id": "fake-model", "object": "model", "created": 0, "owned_by": "agentci-tests"}
         ]}),
         Api::Anthropic => json!({
@@ -1219,6 +1259,8 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
                 );
             }
         }
+        // Its refusals need what the server issued: fake_model/responses.rs.
+        Api::Responses => {}
     }
     None
 }
@@ -1249,6 +1291,8 @@ fn tool_schema_refusal(api: Api, body: &Value) -> Option<String> {
                     ));
                 }
             }
+            // Checked with the API's other refusals, in fake_model/responses.rs.
+            Api::Responses => {}
         }
     }
     None
