@@ -179,12 +179,48 @@ impl ModelProvider for AnthropicProvider {
 /// saying "prompt is too long", and a request over its size limit (a
 /// conversation full of large tool outputs) with a 413 `request_too_large`;
 /// trimming helps with both.
-fn is_prompt_too_long(status: u16, body: &str) -> bool {
+pub(super) fn is_prompt_too_long(status: u16, body: &str) -> bool {
     (status == 400 || status == 413)
         && (body.contains("prompt is too long")
             || body.contains("exceed context limit")
             || body.contains("context window")
             || body.contains("request_too_large"))
+}
+
+/// The Messages body for a cloud that names the model in its URL (Amazon
+/// Bedrock, Google Vertex AI): no `model`, the cloud's `anthropic_version`
+/// in the body (where Anthropic takes a header), and `stream: true` only
+/// where the cloud reads it from the body (`stream: None`: Bedrock, which
+/// streams by endpoint). `anthropic_name` is the model as Anthropic names it,
+/// for the output limit.
+pub(super) fn cloud_body(
+    request: &ChatRequest,
+    anthropic_name: &str,
+    stream: Option<bool>,
+    anthropic_version: &str,
+    max_output_tokens: Option<u32>,
+) -> serde_json::Value {
+    let mut body = wire_request(request, anthropic_name, stream.unwrap_or(false));
+    body.max_tokens = max_output_tokens.unwrap_or(request::max_output_tokens(anthropic_name));
+    let mut value = serde_json::to_value(&body).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("model");
+        object.insert("anthropic_version".into(), anthropic_version.into());
+    }
+    value
+}
+
+/// A whole Messages answer, as a cloud passes it on.
+pub(super) fn parse_cloud_answer(
+    body: &str,
+) -> Result<ChatResponse, super::answer_error::AnswerError> {
+    parse_response(body)
+}
+
+/// The reader of Messages stream events, for a cloud that carries them in
+/// its own framing.
+pub(super) fn cloud_stream_decoder() -> impl super::http::StreamDecoder {
+    EventDecoder::default()
 }
 
 /// Reads a streamed Messages body from any byte stream, as

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod answer_error;
 pub mod anthropic;
+pub mod bedrock;
 pub mod cassette;
 mod http;
 pub use http::{is_loopback, root_cause};
@@ -26,6 +27,7 @@ mod replay_state;
 pub mod retry;
 pub mod sse;
 mod usage;
+pub mod vertex;
 
 pub use reasoning::{Reasoning, ReasoningSettings};
 pub use usage::{ModelInfo, Usage};

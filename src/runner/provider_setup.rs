@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 
 use crate::provider::ModelInfo;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
+use crate::provider::vertex::{VertexConfig, VertexProvider};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::spec::{JobSpec, ModelSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
@@ -89,6 +91,35 @@ pub fn served_provider(
                 name: model.name.clone(),
                 base_url: model.base_url.clone(),
                 api_key_env: model.api_key_env.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            })?;
+            Box::new(match max_output_tokens {
+                Some(max) => provider.with_max_output_tokens(max),
+                None => provider,
+            })
+        }
+        ProviderKind::Bedrock => {
+            let provider = BedrockProvider::new(BedrockConfig {
+                name: model.name.clone(),
+                region: model.region.clone(),
+                base_url: model.base_url.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            })?;
+            Box::new(match max_output_tokens {
+                Some(max) => provider.with_max_output_tokens(max),
+                None => provider,
+            })
+        }
+        ProviderKind::Vertex => {
+            let provider = VertexProvider::new(VertexConfig {
+                name: model.name.clone(),
+                project: model.project.clone(),
+                region: model.region.clone(),
+                base_url: model.base_url.clone(),
                 request_timeout: model.request_timeout,
                 stream: model.stream,
                 reasoning: model.reasoning.clone(),

@@ -309,6 +309,10 @@ pub struct ModelSpec {
     pub context: ContextSpec,
     /// `model.reasoning` with `--reasoning-effort`/`--thinking-budget` over it.
     pub reasoning: crate::provider::ReasoningSettings,
+    /// `model.region`: the Bedrock or Vertex AI region (else the environment's).
+    pub region: Option<String>,
+    /// `model.project`: the Google Cloud project of a Vertex AI model (else the environment's).
+    pub project: Option<String>,
 }
 
 /// How the conversation is kept inside the model's context window.

@@ -175,6 +175,12 @@ pub(super) struct RawModel {
     /// How a reasoning model thinks, and how its reasoning is carried between turns.
     #[schemars(with = "Option<RawReasoning>")]
     pub reasoning: Option<Spanned<RawReasoning>>,
+    /// `bedrock` and `vertex`: the cloud region, e.g. `us-east-1` or `us-east5` (else `AWS_REGION` / `CLOUD_ML_REGION`).
+    #[schemars(with = "Option<String>")]
+    pub region: Option<Spanned<String>>,
+    /// `vertex`: the Google Cloud project (else `ANTHROPIC_VERTEX_PROJECT_ID` / `GOOGLE_CLOUD_PROJECT`).
+    #[schemars(with = "Option<String>")]
+    pub project: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

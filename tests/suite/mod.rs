@@ -48,6 +48,7 @@ mod policy;
 mod progress_plain;
 mod protocol;
 mod provider;
+mod provider_clouds;
 mod providers_e2e;
 mod replay_events;
 mod replay_sequence;

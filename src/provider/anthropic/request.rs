@@ -51,7 +51,7 @@ struct WireMessage {
     content: Vec<Value>,
 }
 
-fn max_output_tokens(model: &str) -> u32 {
+pub(super) fn max_output_tokens(model: &str) -> u32 {
     let claude_3 = ["claude-3-opus", "claude-3-sonnet", "claude-3-haiku"];
     if claude_3.iter().any(|prefix| model.starts_with(prefix)) {
         MAX_OUTPUT_TOKENS_CLAUDE_3

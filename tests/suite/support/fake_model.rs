@@ -25,6 +25,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+#[path = "fake_model/bedrock.rs"]
+pub mod bedrock;
+#[path = "fake_model/vertex.rs"]
+pub mod vertex;
+
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
 const DEFAULT_COMPLETION_TOKENS: u64 = 20;
 
@@ -360,12 +365,18 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
 pub enum Api {
     OpenAi,
     Anthropic,
+    /// Anthropic's Messages over Amazon Bedrock's invoke routes.
+    Bedrock,
+    /// Anthropic's Messages over Google Vertex AI's rawPredict routes.
+    Vertex,
 }
 
 /// What goes on the wire for one request.
 enum Rendered {
     Json(u16, Value),
     Events(Vec<String>),
+    /// AWS event-stream frames (Bedrock).
+    Frames(Vec<Vec<u8>>),
 }
 
 impl Prepared {
@@ -384,12 +395,13 @@ impl Prepared {
                         "This model's maximum context length is 128000 tokens. However, your messages resulted in 210000 tokens. Please reduce the length of the messages.",
                         Some("context_length_exceeded"),
                     ),
-                    Api::Anthropic => error_body(
+                    Api::Anthropic | Api::Vertex => error_body(
                         api,
                         400,
                         "prompt is too long: 210000 tokens > 200000 maximum",
                         None,
                     ),
+                    Api::Bedrock => bedrock::error_body("Input is too long for requested model."),
                 },
             ),
             PreparedKind::Chat { text, calls, usage } => match (api, stream) {
@@ -399,12 +411,18 @@ impl Prepared {
                 (Api::OpenAi, true) => {
                     Rendered::Events(openai_events(self.number, text, calls, *usage))
                 }
-                (Api::Anthropic, false) => {
+                (Api::Anthropic | Api::Vertex | Api::Bedrock, false) => {
                     Rendered::Json(200, anthropic_body(self.number, text, calls, *usage))
                 }
-                (Api::Anthropic, true) => {
+                (Api::Anthropic | Api::Vertex, true) => {
                     Rendered::Events(anthropic_events(self.number, text, calls, *usage))
                 }
+                (Api::Bedrock, true) => Rendered::Frames(bedrock::frames(&anthropic_events(
+                    self.number,
+                    text,
+                    calls,
+                    *usage,
+                ))),
             },
         }
     }
@@ -417,7 +435,8 @@ fn error_body(api: Api, status: u16, message: &str, code: Option<&str>) -> Value
             "type": if status == 400 { "invalid_request_error" } else { "fake_error" },
             "code": code,
         }}),
-        Api::Anthropic => {
+        Api::Bedrock => bedrock::error_body(message),
+        Api::Anthropic | Api::Vertex => {
             let kind = match status {
                 400 => "invalid_request_error",
                 401 => "authentication_error",
@@ -642,6 +661,8 @@ pub struct CapturedRequest {
     pub anthropic_version: Option<String>,
     /// `user-agent`: who is calling, for the provider's logs.
     pub user_agent: Option<String>,
+    /// Every header, lowercase names, in name order.
+    pub headers: Vec<(String, String)>,
 }
 
 #[derive(Default)]
@@ -649,6 +670,8 @@ struct Shared {
     script: VecDeque<Prepared>,
     scripted: usize,
     captured: Vec<CapturedRequest>,
+    /// Calls to the fake identity endpoints (STS, token exchange).
+    identity_calls: usize,
 }
 
 /// The running server; dropping it stops the server.
@@ -666,6 +689,7 @@ impl FakeModel {
             scripted: script.len(),
             script,
             captured: Vec::new(),
+            identity_calls: 0,
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
@@ -686,6 +710,7 @@ impl FakeModel {
                     .route("/v1/chat/completions", post(answer))
                     .route("/v1/messages", post(answer))
                     .route("/v1/models", get(models))
+                    .fallback(cloud)
                     .with_state(state);
                 // Not a graceful shutdown: a delayed reply still sleeping must
                 // not keep the test waiting; dropping the runtime cancels it.
@@ -735,6 +760,12 @@ impl FakeModel {
         tool_result_in(&self.requests(), call_id)
     }
 
+    /// How many calls the fake identity endpoints (AWS STS, Google STS and
+    /// IAM Credentials, the OIDC token URL) have had.
+    pub fn identity_calls(&self) -> usize {
+        self.shared.lock().expect("fake model state").identity_calls
+    }
+
     /// How many scripted replies have not been served.
     pub fn remaining(&self) -> usize {
         self.shared.lock().expect("fake model state").script.len()
@@ -752,20 +783,57 @@ impl Drop for FakeModel {
     }
 }
 
-async fn answer(
+/// The cloud routes (Bedrock's `/model/…`, Vertex AI's `…:rawPredict`) and
+/// the fake identity endpoints, whose paths axum's router cannot express.
+async fn cloud(
     State(shared): State<Arc<Mutex<Shared>>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let api = if uri.path().ends_with("/messages") {
-        Api::Anthropic
+    let path = uri.path();
+    if bedrock::invoke_route(path).is_some() || vertex::predict_route(path).is_some() {
+        return answer(State(shared), uri, headers, body).await;
+    }
+    let identity = if bedrock::is_sts(path) {
+        Some(bedrock::sts(&body))
     } else {
-        Api::OpenAi
+        vertex::identity(path, &headers, &body)
     };
-    let body = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    match identity {
+        Some(response) => {
+            shared.lock().expect("fake model state").identity_calls += 1;
+            response
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn answer(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
+    let path = uri.path();
+    let (api, cloud_stream) = match (bedrock::invoke_route(path), vertex::predict_route(path)) {
+        (Some(stream), _) => (Api::Bedrock, Some(stream)),
+        (_, Some(stream)) => (Api::Vertex, Some(stream)),
+        _ if path.ends_with("/messages") => (Api::Anthropic, None),
+        _ => (Api::OpenAi, None),
+    };
+    let body = serde_json::from_slice(&raw)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()));
+    // Bedrock streams by route; Vertex AI by route and `stream: true`.
+    let stream = match api {
+        Api::Bedrock => cloud_stream == Some(true),
+        _ => body.get("stream").and_then(Value::as_bool) == Some(true),
+    };
+    let unauthenticated = match api {
+        Api::Bedrock => bedrock::check_auth(path, &headers, &raw),
+        Api::Vertex => vertex::check_auth(&headers),
+        _ => None,
+    };
     let header = |name: &str| {
         headers
             .get(name)
@@ -782,7 +850,23 @@ async fn answer(
             api_key: header("x-api-key"),
             anthropic_version: header("anthropic-version"),
             user_agent: header("user-agent"),
+            headers: {
+                let mut all: Vec<(String, String)> = headers
+                    .iter()
+                    .map(|(n, v)| {
+                        (
+                            n.as_str().to_string(),
+                            v.to_str().unwrap_or("?").to_string(),
+                        )
+                    })
+                    .collect();
+                all.sort();
+                all
+            },
         });
+        if let Some(refused) = unauthenticated {
+            return refused;
+        }
         // A request the real API refuses gets its 400 and uses no scripted reply.
         if let Some(message) = refusal {
             return (
@@ -816,8 +900,8 @@ async fn answer(
         Rendered::Json(status, body) => {
             let text = body.to_string();
             let chunks = match reply.cut_after {
-                Some(_) => vec![text[..text.len() / 2].to_string()],
-                None => vec![text],
+                Some(_) => vec![text.as_bytes()[..text.len() / 2].to_vec()],
+                None => vec![text.into_bytes()],
             };
             (status, "application/json", chunks)
         }
@@ -825,7 +909,14 @@ async fn answer(
             if let Some(keep) = reply.cut_after {
                 events.truncate(keep);
             }
+            let events = events.into_iter().map(String::into_bytes).collect();
             (200, "text/event-stream", events)
+        }
+        Rendered::Frames(mut frames) => {
+            if let Some(keep) = reply.cut_after {
+                frames.truncate(keep);
+            }
+            (200, "application/vnd.amazon.eventstream", frames)
         }
     };
     let parts: Vec<Result<Bytes, std::io::Error>> = chunks
@@ -881,7 +972,7 @@ async fn models(headers: HeaderMap) -> Response {
     };
     let keyed = match api {
         Api::Anthropic => has("x-api-key"),
-        Api::OpenAi => has("authorization"),
+        _ => has("authorization"),
     };
     if !keyed {
         let message = "no API key was provided";
@@ -892,7 +983,7 @@ async fn models(headers: HeaderMap) -> Response {
             .into_response();
     }
     let body = match api {
-        Api::OpenAi => json!({"object": "list", "data": [
+        Api::OpenAi | Api::Bedrock | Api::Vertex => json!({"object": "list", "data": [
             {"id": "fake-model", "object": "model", "created": 0, "owned_by": "agentci-tests"}
         ]}),
         Api::Anthropic => json!({
@@ -958,8 +1049,16 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
     if let Some(problem) = tool_schema_refusal(api, body) {
         return Some(problem);
     }
+    let cloud = match api {
+        Api::Bedrock => bedrock::refusal(body),
+        Api::Vertex => vertex::refusal(body),
+        _ => None,
+    };
+    if cloud.is_some() {
+        return cloud;
+    }
     match api {
-        Api::Anthropic => {
+        Api::Anthropic | Api::Bedrock | Api::Vertex => {
             // Messages API reference: `max_tokens` is required and at least 1,
             // and `messages` needs at least one entry (the system prompt is a
             // separate field). Sampling requests and summary calls build
@@ -1133,7 +1232,7 @@ fn tool_schema_refusal(api: Api, body: &Value) -> Option<String> {
     let tools = body.get("tools").and_then(Value::as_array)?;
     for (i, tool) in tools.iter().enumerate() {
         match api {
-            Api::Anthropic => {
+            Api::Anthropic | Api::Bedrock | Api::Vertex => {
                 if tool["input_schema"]["type"] != "object" {
                     return Some(format!(
                         "tools.{i}.custom.input_schema.type: Input should be 'object'"
