@@ -246,6 +246,14 @@ impl BedrockProvider {
             EventStreamFailure::Exception { kind, message } => {
                 let status = event_stream::exception_status(&kind);
                 let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+                if status == 424 {
+                    // modelStreamErrorException: "An error occurred while
+                    // streaming the response. Retry your request."
+                    return ProviderError::Unavailable(format!(
+                        "the response stream from Bedrock at {} broke off: {kind}: {message}",
+                        self.target.endpoint
+                    ));
+                }
                 if is_input_too_long(status, &message) {
                     return ProviderError::ContextTooLong(format!(
                         "the conversation is too long for model {:?} at {}: {message}",

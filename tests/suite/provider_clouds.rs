@@ -361,21 +361,79 @@ fn bedrock_web_identity_assumes_the_role_once_per_run() {
     assert!(model.captured().is_empty());
 }
 
+/// Bedrock's errors arrive as an HTTP status or as an exception event in
+/// the middle of the stream; both mean the same.
 #[test]
-fn bedrock_throttling_is_retried() {
+fn bedrock_exceptions_are_retried_trimmed_or_fatal_as_their_kind_says() {
+    // Throttled before the answer and in the middle of one: retried.
     let model = FakeModel::start(
-        std::iter::once(Reply::status(
-            429,
-            "Too many requests, please wait before trying again.",
-        ))
+        [
+            Reply::status(429, "Too many requests, please wait before trying again."),
+            Reply::stream_exception(
+                "throttlingException",
+                "Too many requests, please wait before trying again.",
+            ),
+        ]
+        .into_iter()
         .chain(session())
         .collect(),
     );
     let sb = sandbox("bedrock", BEDROCK_MODEL, &base_url(&model));
     let out = run(&sb, &[], &bedrock_keys());
     let trace = assert_passed(&out, &sb);
-    assert_eq!(events(&trace, "model.retry").len(), 1);
-    assert_eq!(model.captured().len(), 5);
+    let retries = events(&trace, "model.retry");
+    assert_eq!(retries.len(), 2);
+    assert!(
+        retries[1].to_string().contains("throttlingException"),
+        "{}",
+        retries[1]
+    );
+    assert_eq!(model.captured().len(), 6);
+
+    // "Input is too long" in the stream: the conversation is trimmed and
+    // the call made again.
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Read the greeting", "its text is known")]),
+        Reply::tool_calls(vec![("call_r1", "read", json!({"path": "greeting.txt"}))]),
+        Reply::tool_calls(vec![(
+            "call_r2",
+            "read",
+            json!({"path": "greeting.txt", "offset": 1}),
+        )]),
+        Reply::stream_exception(
+            "validationException",
+            "Input is too long for requested model.",
+        ),
+        Reply::step_done("read it"),
+        Reply::text("The greeting says hello world."),
+    ]);
+    let sb = sandbox("bedrock", BEDROCK_MODEL, &base_url(&model));
+    let out = run(&sb, &[], &bedrock_keys());
+    let trace = assert_passed(&out, &sb);
+    let trimmed = events(&trace, "context.trimmed");
+    assert_eq!(trimmed.len(), 1);
+    assert!(
+        trimmed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Input is too long"),
+        "{}",
+        trimmed[0]
+    );
+
+    // Any other validationException is the request's fault: not retried.
+    let model = FakeModel::start(vec![Reply::stream_exception(
+        "validationException",
+        "messages.0.content: Field required",
+    )]);
+    let sb = sandbox("bedrock", BEDROCK_MODEL, &base_url(&model));
+    let out = run(&sb, &[], &bedrock_keys());
+    let reason = failure_reason(&out, &sb);
+    assert!(
+        reason.contains("HTTP 400") && reason.contains("validationException"),
+        "{reason}"
+    );
+    assert_eq!(model.captured().len(), 1);
 }
 
 #[test]
@@ -510,9 +568,17 @@ fn vertex_workload_identity_file_exchanges_and_impersonates_once() {
     assert_eq!(model.identity_calls(), 1);
 }
 
+/// provider, model name, environment, what the reason must say.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
 #[test]
 fn missing_region_credentials_or_project_name_what_to_set() {
-    let cases: [(&str, &str, &[(&str, &str)], &[&str]); 5] = [
+    let cases: [Case; 5] = [
         (
             "bedrock",
             BEDROCK_MODEL,

@@ -64,6 +64,11 @@ enum ReplyBody {
     },
     /// The route's "prompt is too long" error.
     ContextTooLong,
+    /// An exception event in a Bedrock stream (a 500 elsewhere).
+    StreamException {
+        kind: String,
+        message: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -163,6 +168,15 @@ impl Reply {
     /// Anthropic's 400 `invalid_request_error` "prompt is too long".
     pub fn context_too_long() -> Self {
         Self::new(ReplyBody::ContextTooLong)
+    }
+
+    /// A Bedrock stream that starts, then carries an exception event of
+    /// `kind` (`throttlingException`, `validationException`, …).
+    pub fn stream_exception(kind: &str, message: &str) -> Self {
+        Self::new(ReplyBody::StreamException {
+            kind: kind.to_string(),
+            message: message.to_string(),
+        })
     }
 
     /// `reply`, but the connection is dropped after `events` stream events
@@ -303,6 +317,10 @@ enum PreparedKind {
         message: String,
     },
     ContextTooLong,
+    StreamException {
+        kind: String,
+        message: String,
+    },
 }
 
 /// Builds every reply up front, numbering tool calls without an id so ids
@@ -333,6 +351,9 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 ReplyBody::Raw(body) => PreparedKind::Raw(body),
                 ReplyBody::Error { status, message } => PreparedKind::Error { status, message },
                 ReplyBody::ContextTooLong => PreparedKind::ContextTooLong,
+                ReplyBody::StreamException { kind, message } => {
+                    PreparedKind::StreamException { kind, message }
+                }
                 ReplyBody::Chat { text, calls } => PreparedKind::Chat {
                     text,
                     calls: calls
@@ -386,6 +407,10 @@ impl Prepared {
             PreparedKind::Error { status, message } => {
                 Rendered::Json(*status, error_body(api, *status, message, None))
             }
+            PreparedKind::StreamException { kind, message } => match (api, stream) {
+                (Api::Bedrock, true) => Rendered::Frames(bedrock::stream_exception(kind, message)),
+                _ => Rendered::Json(500, error_body(api, 500, message, None)),
+            },
             PreparedKind::ContextTooLong => Rendered::Json(
                 400,
                 match api {

@@ -128,13 +128,12 @@ fn verify_sigv4(
             .map(str::trim)
             .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
     };
-    let (credential, signed_headers, signature) = match (
+    let (Some(credential), Some(signed_headers), Some(signature)) = (
         field("Credential"),
         field("SignedHeaders"),
         field("Signature"),
-    ) {
-        (Some(c), Some(h), Some(s)) => (c, h, s),
-        _ => return Err(incomplete()),
+    ) else {
+        return Err(incomplete());
     };
     let scope: Vec<&str> = credential.split('/').collect();
     let [access_key, date, region, service, "aws4_request"] = scope[..] else {
@@ -276,16 +275,20 @@ pub fn frames(events: &[String]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// An exception frame, as Bedrock sends one mid-stream.
-pub fn exception_frame(kind: &str, message: &str) -> Vec<u8> {
-    frame(
+/// A stream that starts an answer, then breaks off with an exception
+/// event, as Bedrock sends one mid-stream.
+pub fn stream_exception(kind: &str, message: &str) -> Vec<Vec<u8>> {
+    let start = "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_x\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n";
+    let mut frames = frames(&[start.to_string()]);
+    frames.push(frame(
         &[
             (":exception-type", kind),
             (":content-type", "application/json"),
             (":message-type", "exception"),
         ],
         json!({ "message": message }).to_string().as_bytes(),
-    )
+    ));
+    frames
 }
 
 /// One event-stream message: prelude (lengths and their CRC32), string
