@@ -644,3 +644,89 @@ fn missing_region_credentials_or_project_name_what_to_set() {
         stderr(&out)
     );
 }
+
+/// The `credentials` check of `agentci doctor --json --offline`.
+fn doctor_credentials(sb: &Sandbox, env: &[(&str, &str)]) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
+    outside_github(&mut cmd);
+    for name in CLOUD_VARIABLES {
+        cmd.env_remove(name);
+    }
+    cmd.args(["doctor", "job.yaml", "--json", "--offline"])
+        .current_dir(sb.path())
+        .envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    let report: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
+    report["setup"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "credentials")
+        .cloned()
+        .unwrap_or_else(|| panic!("no credentials check in {report}"))
+}
+
+/// Regression: doctor judged a cloud job by an API key variable it does not
+/// have ("  is not set").
+#[test]
+fn doctor_checks_a_cloud_jobs_region_and_credentials_without_asking_the_cloud() {
+    let sb = sandbox("bedrock", BEDROCK_MODEL, "");
+    let found = doctor_credentials(&sb, &[("AWS_ACCESS_KEY_ID", "AKIA")]);
+    assert_eq!(found["outcome"], "failed", "{found}");
+    assert!(
+        found["detail"].as_str().unwrap().contains("no AWS region"),
+        "{found}"
+    );
+    let found = doctor_credentials(
+        &sb,
+        &[
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_BEARER_TOKEN_BEDROCK", "k"),
+        ],
+    );
+    assert_eq!(found["outcome"], "ok", "{found}");
+    assert!(
+        found["detail"]
+            .as_str()
+            .unwrap()
+            .contains("bedrock-runtime.us-east-1.amazonaws.com"),
+        "{found}"
+    );
+
+    let sb = sandbox("vertex", VERTEX_MODEL, "  region: global\n  project: p");
+    let found = doctor_credentials(&sb, &[]);
+    assert_eq!(found["outcome"], "failed", "{found}");
+    assert!(
+        found["detail"]
+            .as_str()
+            .unwrap()
+            .contains("GOOGLE_OAUTH_ACCESS_TOKEN"),
+        "{found}"
+    );
+}
+
+#[test]
+fn bedrock_api_key_is_sent_as_a_bearer_token() {
+    let model = FakeModel::start(session());
+    let sb = sandbox("bedrock", BEDROCK_MODEL, &base_url(&model));
+    let out = run(
+        &sb,
+        &[],
+        &[
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_BEARER_TOKEN_BEDROCK", bedrock::API_KEY),
+        ],
+    );
+    assert_passed(&out, &sb);
+    let captured = model.captured();
+    assert_eq!(captured.len(), 4);
+    let expected = format!("Bearer {}", bedrock::API_KEY);
+    assert!(
+        captured
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some(expected.as_str()))
+    );
+    assert!(captured.iter().all(|r| header(r, "x-amz-date").is_none()));
+    assert!(!sb.read("out/trace.jsonl").contains(bedrock::API_KEY));
+}
