@@ -50,7 +50,7 @@ struct ExternalAccountFile {
     credential_source: Option<CredentialSource>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 struct CredentialSource {
     #[serde(default)]
     file: Option<PathBuf>,
@@ -60,6 +60,19 @@ struct CredentialSource {
     headers: BTreeMap<String, String>,
     #[serde(default)]
     format: Option<SourceFormat>,
+}
+
+/// The headers carry a secret (GitHub's `ACTIONS_ID_TOKEN_REQUEST_TOKEN`):
+/// only their names are shown.
+impl std::fmt::Debug for CredentialSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CredentialSource")
+            .field("file", &self.file)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("format", &self.format)
+            .finish()
+    }
 }
 
 /// `text` (the whole body is the token) or `json` (the token is a field).
@@ -376,6 +389,8 @@ mod tests {
         .unwrap();
         let auth = resolve(&[("GOOGLE_APPLICATION_CREDENTIALS", path.to_str().unwrap())]).unwrap();
         assert!(matches!(auth, GoogleAuth::External(_)));
+        // The OIDC request token in the headers stays out of Debug output.
+        assert!(!format!("{auth:?}").contains("Bearer x"));
         std::fs::write(&path, r#"{"type":"service_account","private_key":"k"}"#).unwrap();
         let err = resolve(&[("GOOGLE_APPLICATION_CREDENTIALS", path.to_str().unwrap())])
             .unwrap_err()
