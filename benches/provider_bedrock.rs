@@ -10,7 +10,9 @@
 //!    each with its retry wrapper, against a local server that answers
 //!    instantly with a pre-rendered body (no checking, so only the client
 //!    side is measured); the difference per request is what Bedrock adds.
-//!    The target is within 5% of Chat Completions.
+//!    The target is within 5% of Chat Completions. Anthropic over SSE and
+//!    Bedrock with an API key (no signature) are timed too, to tell the
+//!    Messages body, the framing and the signature apart.
 //!
 //! Run with `cargo bench --bench provider_bedrock`. Prints figures; asserts nothing.
 #![expect(
@@ -87,19 +89,32 @@ fn main() {
         "time per streamed request ({REQUESTS} requests after {WARMUP} warm-up, median of {ROUNDS} rounds, instant server on 127.0.0.1):"
     );
     let mut openai = Vec::new();
+    let mut anthropic = Vec::new();
+    let mut bedrock_key = Vec::new();
     let mut bedrock = Vec::new();
     for _ in 0..ROUNDS {
         openai.push(runtime.block_on(timed(&openai_provider(server.addr))));
-        bedrock.push(runtime.block_on(timed(&bedrock_provider(server.addr))));
+        anthropic.push(runtime.block_on(timed(&anthropic_provider(server.addr))));
+        bedrock_key.push(runtime.block_on(timed(&bedrock_provider(server.addr, false))));
+        bedrock.push(runtime.block_on(timed(&bedrock_provider(server.addr, true))));
     }
-    let (openai, bedrock) = (median(openai), median(bedrock));
-    println!("  chat completions:  {:>7.1} µs", micros(openai));
+    let openai = median(openai);
+    let row = |name: &str, time: Duration| {
+        println!(
+            "  {name:<34} {:>7.1} µs, {:>+6.1} µs ({:+.1}%) over chat completions",
+            micros(time),
+            micros(time) - micros(openai),
+            (micros(time) / micros(openai) - 1.0) * 100.0
+        );
+    };
     println!(
-        "  bedrock (SigV4 + event stream): {:>7.1} µs, added {:>6.1} µs ({:+.1}%)",
-        micros(bedrock),
-        micros(bedrock) - micros(openai),
-        (micros(bedrock) / micros(openai) - 1.0) * 100.0
+        "  {:<34} {:>7.1} µs",
+        "chat completions (SSE)",
+        micros(openai)
     );
+    row("anthropic messages (SSE)", median(anthropic));
+    row("bedrock, API key (event stream)", median(bedrock_key));
+    row("bedrock, SigV4 (event stream)", median(bedrock));
 }
 
 type Pieces = Vec<Result<Vec<u8>, std::io::Error>>;
@@ -185,17 +200,27 @@ impl InstantServer {
         .map(|chunk| format!("data: {chunk}\n\n"))
         .chain(std::iter::once("data: [DONE]\n\n".to_string()))
         .collect();
-        let bedrock: Vec<u8> = [
+        let events = [
             json!({"type": "message_start", "message": {"usage": {"input_tokens": 100, "output_tokens": 1}}}),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": answer}}),
             json!({"type": "content_block_stop", "index": 0}),
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 20}}),
             json!({"type": "message_stop"}),
-        ]
-        .iter()
-        .flat_map(|event| chunk_frame(&event.to_string()))
-        .collect();
+        ];
+        let bedrock: Vec<u8> = events
+            .iter()
+            .flat_map(|event| chunk_frame(&event.to_string()))
+            .collect();
+        let messages: String = events
+            .iter()
+            .map(|event| {
+                format!(
+                    "event: {}\ndata: {event}\n\n",
+                    event["type"].as_str().unwrap_or("x")
+                )
+            })
+            .collect();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -206,6 +231,8 @@ impl InstantServer {
                     "application/vnd.amazon.eventstream",
                     Body::from(bedrock.clone()),
                 )
+            } else if uri.path().ends_with("/messages") {
+                ("text/event-stream", Body::from(messages.clone()))
             } else {
                 ("text/event-stream", Body::from(openai.clone()))
             };
@@ -260,8 +287,26 @@ fn openai_provider(addr: SocketAddr) -> RetryingProvider {
     RetryingProvider::new(Box::new(inner), RetryPolicy::default())
 }
 
-fn bedrock_provider(addr: SocketAddr) -> RetryingProvider {
-    let env = |name: &str| match name {
+fn anthropic_provider(addr: SocketAddr) -> RetryingProvider {
+    let inner = anthropic::AnthropicProvider::with_api_key(
+        anthropic::AnthropicConfig {
+            reasoning: Default::default(),
+            name: "claude-sonnet-4-5".to_string(),
+            base_url: Some(format!("http://{addr}/v1")),
+            api_key_env: None,
+            request_timeout: Duration::from_secs(30),
+            stream: true,
+        },
+        Some("sk-ant-bench".to_string()),
+    )
+    .expect("anthropic provider");
+    RetryingProvider::new(Box::new(inner), RetryPolicy::default())
+}
+
+/// `signed`: SigV4 with session keys; else a Bedrock API key (no signing).
+fn bedrock_provider(addr: SocketAddr, signed: bool) -> RetryingProvider {
+    let env = move |name: &str| match name {
+        "AWS_BEARER_TOKEN_BEDROCK" if !signed => Some("ABSKbench".to_string()),
         "AWS_ACCESS_KEY_ID" => Some("AKIABENCHEXAMPLE0001".to_string()),
         "AWS_SECRET_ACCESS_KEY" => Some("benchSecret/K7MDENG+bPxRfiCYEXAMPLEKEY".to_string()),
         "AWS_SESSION_TOKEN" => Some("FwoGZXIvYXdzEBENCHSESSIONTOKEN".to_string()),

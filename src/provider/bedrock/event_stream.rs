@@ -168,6 +168,7 @@ where
                         .event(&event, observer)
                         .map_err(|e| malformed(e.to_string()))?
                     {
+                        drain_ready(body.as_mut());
                         return decoder.finish().map_err(|e| malformed(e.to_string()));
                     }
                 }
@@ -198,6 +199,14 @@ where
     Err(EventStreamFailure::Stream(StreamFailure::Incomplete {
         events: seen,
     }))
+}
+
+/// Reads what is left of the body that has already arrived (the end of the
+/// stream, after the last event), so the connection goes back to the pool
+/// instead of being closed with unread bytes; never waits for more.
+fn drain_ready<S: Stream + ?Sized>(mut body: std::pin::Pin<&mut S>) {
+    use futures_util::FutureExt;
+    while let Some(Some(_)) = body.next().now_or_never() {}
 }
 
 /// The HTTP status Bedrock gives each exception when it is not streamed
