@@ -197,17 +197,15 @@ pub(super) fn cloud_body(
     request: &ChatRequest,
     anthropic_name: &str,
     stream: Option<bool>,
-    anthropic_version: &str,
+    anthropic_version: &'static str,
     max_output_tokens: Option<u32>,
-) -> serde_json::Value {
+) -> Result<Vec<u8>, ProviderError> {
     let mut body = wire_request(request, anthropic_name, stream.unwrap_or(false));
     body.max_tokens = max_output_tokens.unwrap_or(request::max_output_tokens(anthropic_name));
-    let mut value = serde_json::to_value(&body).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.remove("model");
-        object.insert("anthropic_version".into(), anthropic_version.into());
-    }
-    value
+    body.model = String::new();
+    body.anthropic_version = Some(anthropic_version);
+    serde_json::to_vec(&body)
+        .map_err(|err| ProviderError::Config(format!("cannot write the request: {err}")))
 }
 
 /// A whole Messages answer, as a cloud passes it on.

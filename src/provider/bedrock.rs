@@ -150,9 +150,7 @@ impl BedrockProvider {
             None,
             ANTHROPIC_VERSION,
             self.max_output_tokens,
-        );
-        let body = serde_json::to_vec(&body)
-            .map_err(|err| ProviderError::Config(format!("cannot write the request: {err}")))?;
+        )?;
         let builder = self.signed_request(body).await?;
         let response = self
             .target

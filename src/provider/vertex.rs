@@ -174,7 +174,7 @@ impl VertexProvider {
             Some(self.stream),
             ANTHROPIC_VERSION,
             self.max_output_tokens,
-        );
+        )?;
         let token = self.auth.token().await?;
         let mut authorization =
             reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.0)).map_err(
@@ -191,7 +191,8 @@ impl VertexProvider {
             .client
             .post(&self.target.endpoint)
             .header(reqwest::header::AUTHORIZATION, authorization)
-            .json(&body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         let response = self
             .target
             .send(builder, &self.model, anthropic::is_prompt_too_long)

@@ -16,6 +16,8 @@ const MAX_OUTPUT_TOKENS_CLAUDE_3: u32 = 4096;
 
 #[derive(Serialize)]
 pub(super) struct WireRequest {
+    /// Empty for a cloud that names the model in its URL (Bedrock, Vertex AI).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub(super) model: String,
     pub(super) max_tokens: u32,
     /// Text blocks, one per system message, so the stable part of the
@@ -31,6 +33,9 @@ pub(super) struct WireRequest {
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+    /// Bedrock and Vertex AI take the API version in the body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) anthropic_version: Option<&'static str>,
 }
 
 /// Marks a block as the end of a cached prefix. The Messages API caches only
@@ -109,6 +114,7 @@ pub(super) fn wire_request(
             .then(|| json!({"type": "none"})),
         tools,
         stream,
+        anthropic_version: None,
     }
 }
 

@@ -162,7 +162,9 @@ where
                         })?;
                     let event = SseEvent {
                         event: "chunk".into(),
-                        data: String::from_utf8_lossy(&bytes).into_owned(),
+                        data: String::from_utf8(bytes).unwrap_or_else(|err| {
+                            String::from_utf8_lossy(err.as_bytes()).into_owned()
+                        }),
                     };
                     if decoder
                         .event(&event, observer)
