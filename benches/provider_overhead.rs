@@ -137,6 +137,7 @@ fn anthropic_stream(size: usize) -> String {
 
 fn request() -> ChatRequest {
     ChatRequest {
+        max_output_tokens: None,
         model: "gpt-bench".to_string(),
         messages: vec![
             Message::System {

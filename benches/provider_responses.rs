@@ -211,6 +211,7 @@ fn session(with_reasoning: bool) -> Vec<ChatRequest> {
     let mut requests = Vec::with_capacity(TURNS);
     for turn in 0..TURNS {
         requests.push(ChatRequest {
+            max_output_tokens: None,
             model: "gpt-bench".to_string(),
             messages: messages.clone(),
             tools: tools.clone(),

@@ -250,6 +250,7 @@ pub fn digest(removed: &[&Message]) -> String {
 /// nothing the model says here can call a tool).
 pub fn summary_request(model: &str, removed: &[&Message]) -> ChatRequest {
     ChatRequest {
+        max_output_tokens: None,
         model: model.to_string(),
         messages: vec![
             Message::System {

@@ -389,6 +389,7 @@ impl<'a> Subagents<'a> {
         let mut trimmed = false;
         loop {
             let request = ChatRequest {
+                max_output_tokens: None,
                 model: self.model_name.to_string(),
                 messages: messages.clone(),
                 tools: offered.to_vec(),

@@ -20,7 +20,8 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// One check of the job's set-up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SetupCheck {
-    /// `api_key`, `model_server`, `mcp:NAME`, `commit_identity`, `cassette`.
+    /// `api_key`, `model_server`, `credentials` (Bedrock, Vertex AI), `mcp:NAME`,
+    /// `commit_identity`, `cassette`.
     pub name: String,
     pub outcome: Outcome,
     /// What was found, and for a failure how to fix it.
@@ -89,6 +90,9 @@ fn model_checks(
             None => "replay without a cassette".to_string(),
         };
         return vec![check("cassette", Outcome::Ok, detail)];
+    }
+    if matches!(model.provider, ProviderKind::Bedrock | ProviderKind::Vertex) {
+        return vec![cloud_check(model, env)];
     }
     let base_url = match model.provider {
         ProviderKind::Anthropic => crate::provider::anthropic::base_url(model.base_url.as_deref()),
@@ -200,6 +204,49 @@ fn ask_models(
             Outcome::Ok,
             format!("{base_url} answers (GET /models: HTTP {status}; it may not list models)"),
         ),
+    }
+}
+
+/// Bedrock and Vertex AI: whether the region, project and credentials a run
+/// would use are there, read as the run reads them (nothing is fetched or
+/// signed; the cloud is not asked).
+fn cloud_check(model: &crate::spec::ModelSpec, env: &dyn Fn(&str) -> Option<String>) -> SetupCheck {
+    use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
+    use crate::provider::vertex::{VertexConfig, VertexProvider};
+    let endpoint = match model.provider {
+        ProviderKind::Bedrock => BedrockProvider::with_env(
+            BedrockConfig {
+                name: model.name.clone(),
+                region: model.region.clone(),
+                base_url: model.base_url.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            },
+            env,
+        )
+        .map(|p| p.endpoint().to_string()),
+        _ => VertexProvider::with_env(
+            VertexConfig {
+                name: model.name.clone(),
+                project: model.project.clone(),
+                region: model.region.clone(),
+                base_url: model.base_url.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            },
+            env,
+        )
+        .map(|p| p.endpoint().to_string()),
+    };
+    match endpoint {
+        Ok(endpoint) => check(
+            "credentials",
+            Outcome::Ok,
+            format!("region and credentials found; requests go to {endpoint}"),
+        ),
+        Err(err) => check("credentials", Outcome::Failed, err.to_string()),
     }
 }
 

@@ -81,18 +81,10 @@ pub struct AnthropicProvider {
     model: String,
     target: HttpTarget,
     stream: bool,
-    /// Caps the answer's length (a sampling request's `maxTokens`).
-    max_output_tokens: Option<u32>,
     thinking: Thinking,
 }
 
 impl AnthropicProvider {
-    /// The same provider, asking for answers of at most `max` tokens (the
-    /// `maxTokens` of an MCP server's sampling request).
-    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
-        self.max_output_tokens = Some(max);
-        self
-    }
 
     /// Builds the provider, reading the key from `config.api_key_env`; a
     /// server on loopback may run without one.
@@ -130,7 +122,6 @@ impl AnthropicProvider {
             model: config.name,
             target,
             stream: config.stream,
-            max_output_tokens: None,
             thinking,
         })
     }
@@ -159,7 +150,7 @@ impl AnthropicProvider {
             &self.model,
             self.stream,
             self.thinking,
-            self.max_output_tokens,
+            request.max_output_tokens,
         );
         let mut builder = self
             .target
@@ -207,12 +198,79 @@ impl ModelProvider for AnthropicProvider {
 /// saying "prompt is too long", and a request over its size limit (a
 /// conversation full of large tool outputs) with a 413 `request_too_large`;
 /// trimming helps with both.
-fn is_prompt_too_long(status: u16, body: &str) -> bool {
+pub(super) fn is_prompt_too_long(status: u16, body: &str) -> bool {
     (status == 400 || status == 413)
         && (body.contains("prompt is too long")
             || body.contains("exceed context limit")
             || body.contains("context window")
             || body.contains("request_too_large"))
+}
+
+/// Where a cloud takes the betas a body needs (interleaved thinking).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BetaIn {
+    /// Amazon Bedrock: `anthropic_beta: [...]` in the body.
+    Body,
+    /// Google Vertex AI: the `anthropic-beta` header, as Anthropic's own API.
+    Header,
+}
+
+/// A cloud's Messages body, and the `anthropic-beta` header it needs when
+/// the cloud takes betas as a header.
+pub(super) struct CloudBody {
+    pub bytes: Vec<u8>,
+    pub beta_header: Option<&'static str>,
+}
+
+/// The Messages body for a cloud that names the model in its URL (Amazon
+/// Bedrock, Google Vertex AI): no `model`, the cloud's `anthropic_version`
+/// in the body (where Anthropic takes a header), `stream: true` only where
+/// the cloud reads it from the body (`stream: None`: Bedrock, which streams
+/// by endpoint), and the job's thinking as Anthropic's own API gets it.
+/// `anthropic_name` is the model as Anthropic names it, for the output limit.
+pub(super) fn cloud_body(
+    request: &ChatRequest,
+    anthropic_name: &str,
+    stream: Option<bool>,
+    (anthropic_version, beta_in): (&'static str, BetaIn),
+    reasoning: &crate::provider::ReasoningSettings,
+) -> Result<CloudBody, ProviderError> {
+    let named = ChatRequest {
+        model: anthropic_name.to_string(),
+        ..request.clone()
+    };
+    let mut body = wire_request(
+        &named,
+        anthropic_name,
+        stream.unwrap_or(false),
+        Thinking::of(reasoning),
+        request.max_output_tokens,
+    );
+    body.model = String::new();
+    body.anthropic_version = Some(anthropic_version);
+    let beta_header = match beta_in {
+        BetaIn::Body => {
+            body.anthropic_beta = body.beta.map(|beta| vec![beta]);
+            None
+        }
+        BetaIn::Header => body.beta,
+    };
+    let bytes = serde_json::to_vec(&body)
+        .map_err(|err| ProviderError::Config(format!("cannot write the request: {err}")))?;
+    Ok(CloudBody { bytes, beta_header })
+}
+
+/// A whole Messages answer, as a cloud passes it on.
+pub(super) fn parse_cloud_answer(
+    body: &str,
+) -> Result<ChatResponse, super::answer_error::AnswerError> {
+    parse_response(body)
+}
+
+/// The reader of Messages stream events, for a cloud that carries them in
+/// its own framing.
+pub(super) fn cloud_stream_decoder() -> impl super::http::StreamDecoder {
+    EventDecoder::default()
 }
 
 /// Reads a streamed Messages body from any byte stream, as

@@ -39,6 +39,9 @@ pub(super) struct HttpTarget {
     pub endpoint: String,
     pub api_key_env: String,
     pub api_key: Option<ApiKey>,
+    /// Requests carry a cloud's own credentials; `api_key_env` then says
+    /// where they come from.
+    pub signed: bool,
     pub request_timeout: Duration,
     pub client: reqwest::Client,
 }
@@ -55,6 +58,37 @@ impl HttpTarget {
         request_timeout: Duration,
         example_url: &str,
     ) -> Result<Self, ProviderError> {
+        let mut target = Self::keyless(
+            provider,
+            base_url,
+            path,
+            api_key_env,
+            request_timeout,
+            example_url,
+        )?;
+        target.signed = false;
+        target.api_key = api_key.filter(|key| !key.is_empty()).map(ApiKey);
+        let loopback = reqwest::Url::parse(&target.endpoint).is_ok_and(|url| is_loopback(&url));
+        if target.api_key.is_none() && !loopback {
+            return Err(ProviderError::Config(format!(
+                "environment variable {} is not set; set it to your API key, or set model.api_key_env to the variable that holds it",
+                target.api_key_env
+            )));
+        }
+        Ok(target)
+    }
+
+    /// A target whose requests carry credentials of their own making (a
+    /// cloud's signature or short-lived token), so no key is required here;
+    /// `credentials` says where they come from, for the hint on a 401/403.
+    pub fn keyless(
+        provider: &'static str,
+        base_url: &str,
+        path: &str,
+        credentials: String,
+        request_timeout: Duration,
+        example_url: &str,
+    ) -> Result<Self, ProviderError> {
         let parsed = reqwest::Url::parse(base_url).map_err(|err| {
             ProviderError::Config(format!(
                 "model.base_url {base_url:?} is not a valid URL: {err}; write it like {example_url}"
@@ -63,12 +97,6 @@ impl HttpTarget {
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(ProviderError::Config(format!(
                 "model.base_url {base_url:?} must start with http:// or https://"
-            )));
-        }
-        let api_key = api_key.filter(|key| !key.is_empty()).map(ApiKey);
-        if api_key.is_none() && !is_loopback(&parsed) {
-            return Err(ProviderError::Config(format!(
-                "environment variable {api_key_env} is not set; set it to your API key, or set model.api_key_env to the variable that holds it"
             )));
         }
         // The attempt as a whole runs under `request_timeout` (see `attempt`);
@@ -84,8 +112,9 @@ impl HttpTarget {
         Ok(Self {
             provider,
             endpoint: format!("{}/{path}", base_url.trim_end_matches('/')),
-            api_key_env,
-            api_key,
+            api_key_env: credentials,
+            api_key: None,
+            signed: true,
             request_timeout,
             client,
         })
@@ -184,6 +213,7 @@ impl HttpTarget {
                 "; the server refused the request: check the model name {model:?} and that model.provider ({}) matches the server",
                 self.provider
             ),
+            401 | 403 if self.signed => format!("; check {}", self.api_key_env),
             401 | 403 => format!("; check the API key in {}", self.api_key_env),
             404 => format!("; check model.base_url and the model name {model:?}"),
             _ => String::new(),

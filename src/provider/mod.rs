@@ -15,6 +15,7 @@ use serde_json::Value;
 mod answer_error;
 pub mod anthropic;
 pub mod azure;
+pub mod bedrock;
 pub mod cassette;
 mod http;
 pub use http::{is_loopback, root_cause};
@@ -29,6 +30,7 @@ mod replay_state;
 pub mod retry;
 pub mod sse;
 mod usage;
+pub mod vertex;
 
 pub use reasoning::{Reasoning, ReasoningSettings};
 pub use usage::{ModelInfo, Usage, is_zero};
@@ -84,6 +86,10 @@ pub struct ChatRequest {
     /// Whether the model may call the offered tools on this turn.
     #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
     pub tool_choice: ToolChoice,
+    /// Caps the answer's length (an MCP server's sampling `maxTokens`);
+    /// `None` leaves the provider's usual room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// Whether the model may call tools on a turn. The tool list stays the same

@@ -83,20 +83,12 @@ pub struct OpenAiProvider {
     target: HttpTarget,
     key_header: KeyHeader,
     stream: bool,
-    /// Caps the answer's length (a sampling request's `maxTokens`).
-    max_output_tokens: Option<u32>,
     /// `model.reasoning`: the effort asked for, and whether
     /// `reasoning_content` goes back.
     reasoning: crate::provider::ReasoningSettings,
 }
 
 impl OpenAiProvider {
-    /// The same provider, asking for answers of at most `max` tokens (the
-    /// `maxTokens` of an MCP server's sampling request).
-    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
-        self.max_output_tokens = Some(max);
-        self
-    }
 
     /// Builds the provider, reading the key from `config.api_key_env`.
     ///
@@ -157,7 +149,6 @@ impl OpenAiProvider {
             target,
             key_header: endpoint.key_header,
             stream: config.stream,
-            max_output_tokens: None,
             reasoning: config.reasoning,
         })
     }
@@ -188,9 +179,7 @@ impl OpenAiProvider {
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
         let mut body = wire_request(request, &self.model, self.stream, &self.reasoning);
-        if let Some(max) = self.max_output_tokens {
-            body.max_completion_tokens = Some(max);
-        }
+        body.max_completion_tokens = request.max_output_tokens;
         let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
         let header = match self.key_header {
             KeyHeader::Bearer => self.target.key_header(AUTHORIZATION, true)?,

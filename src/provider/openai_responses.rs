@@ -76,7 +76,6 @@ pub struct ResponsesProvider {
     target: HttpTarget,
     stream: bool,
     reasoning: ReasoningSettings,
-    max_output_tokens: Option<u32>,
     chain: Mutex<Option<Chain>>,
 }
 
@@ -116,16 +115,10 @@ impl ResponsesProvider {
             target,
             stream: config.stream,
             reasoning: config.reasoning,
-            max_output_tokens: None,
             chain: Mutex::new(None),
         })
     }
 
-    /// The same provider, asking for answers of at most `max` tokens.
-    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
-        self.max_output_tokens = Some(max);
-        self
-    }
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
@@ -185,7 +178,7 @@ impl ResponsesProvider {
         );
         // The API refuses `max_output_tokens` below 16; a smaller cap (an MCP
         // sampling request's) is raised to that floor.
-        body.max_output_tokens = self.max_output_tokens.map(|max| max.max(MIN_OUTPUT_TOKENS));
+        body.max_output_tokens = request.max_output_tokens.map(|max| max.max(MIN_OUTPUT_TOKENS));
         let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
         if let Some((name, value)) = self.target.key_header(AUTHORIZATION, true)? {
             builder = builder.header(name, value);
@@ -350,6 +343,7 @@ mod tests {
             content: text.into(),
         };
         let request = ChatRequest {
+            max_output_tokens: None,
             model: String::new(),
             messages: vec![user("goal")],
             tools: Vec::new(),

@@ -88,7 +88,7 @@ const PRICES: &[(&str, Price)] = &[
 /// price. Anything else is unknown: `gpt-4o-audio` is not `gpt-4o`.
 pub fn builtin_price(model: &str) -> Option<Price> {
     let name = model.rsplit('/').next().unwrap_or(model).trim();
-    let name = name.to_ascii_lowercase();
+    let name = anthropic_name(&name.to_ascii_lowercase()).to_string();
     PRICES
         .iter()
         .find(|(known, _)| {
@@ -96,6 +96,40 @@ pub fn builtin_price(model: &str) -> Option<Price> {
                 .is_some_and(|rest| rest.is_empty() || is_version_suffix(rest))
         })
         .map(|(_, price)| *price)
+}
+
+/// Bedrock's inference profile prefixes: `us.anthropic.claude-…` is served
+/// from several regions of one geography, `global.` from any.
+const BEDROCK_PROFILES: &[&str] = &[
+    "us.", "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.", "global.",
+];
+
+/// A cloud's id for an Anthropic model as Anthropic names it: Bedrock's
+/// `us.anthropic.claude-sonnet-4-5-20250929-v1:0` (an inference profile,
+/// the provider prefix and the `-v1:0` version) is
+/// `claude-sonnet-4-5-20250929`. The clouds bill Anthropic's list prices
+/// for the same model (regional endpoints may add a premium, which a job
+/// states with `model.price`). Any other name is returned as it is; a
+/// Vertex AI id (`claude-sonnet-4-5@20250929`) already reads as a dated name.
+pub fn anthropic_name(id: &str) -> &str {
+    let without_profile = BEDROCK_PROFILES
+        .iter()
+        .find_map(|profile| id.strip_prefix(profile))
+        .unwrap_or(id);
+    let Some(bare) = without_profile.strip_prefix("anthropic.") else {
+        return id;
+    };
+    // `-v1:0`, `-v2:0`, `-v1`: Bedrock's model version.
+    match bare.rsplit_once("-v") {
+        Some((name, version))
+            if version
+                .split(':')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            name
+        }
+        _ => bare,
+    }
 }
 
 /// `-20250929`, `@20250929`, `-2025-04-14`, `-latest`.
@@ -144,6 +178,39 @@ mod tests {
         assert_eq!(input("claude-opus-4-7"), None);
         assert_eq!(input("qwen2.5-coder"), None);
         assert_eq!(input("fake-model"), None);
+    }
+
+    #[test]
+    fn cloud_ids_have_anthropic_prices() {
+        let input = |m: &str| builtin_price(m).map(|p| p.input_per_mtok);
+        assert_eq!(
+            input("anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            Some(3.0)
+        );
+        assert_eq!(
+            input("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            Some(3.0)
+        );
+        assert_eq!(
+            input("eu.anthropic.claude-haiku-4-5-20251001-v1:0"),
+            Some(1.0)
+        );
+        assert_eq!(
+            input("global.anthropic.claude-opus-4-5-20251101-v1:0"),
+            Some(5.0)
+        );
+        assert_eq!(
+            input("apac.anthropic.claude-3-5-sonnet-20241022-v2:0"),
+            Some(3.0)
+        );
+        assert_eq!(input("anthropic.claude-opus-4-1-20250805-v1:0"), Some(15.0));
+        assert_eq!(input("claude-opus-4-1@20250805"), Some(15.0));
+        assert_eq!(input("claude-haiku-4-5@20251001"), Some(1.0));
+        // Not Anthropic's, or not a model it knows: no price.
+        assert_eq!(input("us.meta.llama3-3-70b-instruct-v1:0"), None);
+        assert_eq!(input("anthropic.claude-opus-4-7-v1:0"), None);
+        assert_eq!(anthropic_name("anthropic.claude-x-vbeta"), "claude-x-vbeta");
+        assert_eq!(anthropic_name("gpt-4o"), "gpt-4o");
     }
 
     #[test]

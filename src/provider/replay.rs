@@ -146,6 +146,7 @@ impl ReplayProvider {
         sent.update(request, &self.paths, &self.fingerprints);
         let sent_head = comparable(&self.paths.normalize_request(&without_messages(request)));
         let recorded_head = comparable(&ChatRequest {
+            max_output_tokens: None,
             model: exchange.request.model.clone(),
             messages: Vec::new(),
             tools: recorded.tools(&self.cassette).to_vec(),
@@ -213,6 +214,7 @@ impl ReplayProvider {
 /// `request` without its messages: what [`comparable`] makes of the rest.
 fn without_messages(request: &ChatRequest) -> ChatRequest {
     ChatRequest {
+        max_output_tokens: None,
         model: request.model.clone(),
         messages: Vec::new(),
         tools: request.tools.clone(),

@@ -204,6 +204,7 @@ mod tests {
         let prints = Fingerprints::new();
         let paths = WorkspacePaths::new(std::path::Path::new("/tmp/ws"));
         let request = |texts: &[&str]| ChatRequest {
+            max_output_tokens: None,
             model: "m".into(),
             messages: texts
                 .iter()

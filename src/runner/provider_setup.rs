@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use crate::provider::ModelInfo;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::azure::{self, AzureConfig};
+use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::openai_responses::{ResponsesConfig, ResponsesProvider};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
+use crate::provider::vertex::{VertexConfig, VertexProvider};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::spec::{JobSpec, ModelSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
@@ -48,7 +50,7 @@ pub fn build_provider(
                 "model.provider is replay but no cassette is given; set model.cassette or pass --replay FILE".into(),
             )),
         },
-        _ => served_provider(&job.model, None),
+        _ => served_provider(&job.model),
     };
     let built = match (built, record) {
         (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace, event_text)
@@ -65,80 +67,71 @@ pub fn build_provider(
 }
 
 /// The HTTP provider a served model (not a replay) is reached through,
-/// wrapped in the job's retry policy; `max_output_tokens` caps answers (an
-/// MCP server's sampling request).
-pub fn served_provider(
-    model: &ModelSpec,
-    max_output_tokens: Option<u32>,
-) -> Result<Box<dyn ModelProvider>, ProviderError> {
+/// wrapped in the job's retry policy. Credentials are read here, once: the
+/// run builds its providers before the model can act, so a file the model
+/// could change later (a credentials file in the workspace) is never read again.
+pub fn served_provider(model: &ModelSpec) -> Result<Box<dyn ModelProvider>, ProviderError> {
+    let name = model.name.clone();
+    let base_url = model.base_url.clone();
+    let api_key_env = model.api_key_env.clone();
+    let request_timeout = model.request_timeout;
+    let stream = model.stream;
+    let reasoning = model.reasoning.clone();
     let built: Box<dyn ModelProvider> = match model.provider {
-        ProviderKind::OpenAi => {
-            let provider = OpenAiProvider::new(OpenAiConfig {
-                name: model.name.clone(),
-                base_url: model.base_url.clone(),
-                api_key_env: model.api_key_env.clone(),
-                request_timeout: model.request_timeout,
-                stream: model.stream,
-                reasoning: model.reasoning.clone(),
-            })?;
-            Box::new(match max_output_tokens {
-                Some(max) => provider.with_max_output_tokens(max),
-                None => provider,
-            })
-        }
-        ProviderKind::Anthropic => {
-            let provider = AnthropicProvider::new(AnthropicConfig {
-                name: model.name.clone(),
-                base_url: model.base_url.clone(),
-                api_key_env: model.api_key_env.clone(),
-                request_timeout: model.request_timeout,
-                stream: model.stream,
-                reasoning: model.reasoning.clone(),
-            })?;
-            Box::new(match max_output_tokens {
-                Some(max) => provider.with_max_output_tokens(max),
-                None => provider,
-            })
-        }
-        ProviderKind::OpenAiResponses => {
-            let provider = ResponsesProvider::new(ResponsesConfig {
-                name: model.name.clone(),
-                base_url: model.base_url.clone(),
-                api_key_env: model.api_key_env.clone(),
-                request_timeout: model.request_timeout,
-                stream: model.stream,
-                reasoning: model.reasoning.clone(),
-            })?;
-            Box::new(match max_output_tokens {
-                Some(max) => provider.with_max_output_tokens(max),
-                None => provider,
-            })
-        }
-        ProviderKind::AzureOpenAi => {
-            let provider = azure::provider(AzureConfig {
-                deployment: model.name.clone(),
-                base_url: model.base_url.clone(),
-                api_version: model.api_version.clone(),
-                api_key_env: model.api_key_env.clone(),
-                request_timeout: model.request_timeout,
-                stream: model.stream,
-                reasoning: model.reasoning.clone(),
-            })?;
-            Box::new(match max_output_tokens {
-                Some(max) => provider.with_max_output_tokens(max),
-                None => provider,
-            })
-        }
+        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(OpenAiConfig {
+            name,
+            base_url,
+            api_key_env,
+            request_timeout,
+            stream,
+            reasoning,
+        })?),
+        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(ResponsesConfig {
+            name,
+            base_url,
+            api_key_env,
+            request_timeout,
+            stream,
+            reasoning,
+        })?),
+        ProviderKind::AzureOpenAi => Box::new(azure::provider(AzureConfig {
+            deployment: name,
+            base_url,
+            api_version: model.api_version.clone(),
+            api_key_env,
+            request_timeout,
+            stream,
+            reasoning,
+        })?),
+        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(AnthropicConfig {
+            name,
+            base_url,
+            api_key_env,
+            request_timeout,
+            stream,
+            reasoning,
+        })?),
+        ProviderKind::Bedrock => Box::new(BedrockProvider::new(BedrockConfig {
+            name,
+            region: model.region.clone(),
+            base_url,
+            request_timeout,
+            stream,
+            reasoning,
+        })?),
+        ProviderKind::Vertex => Box::new(VertexProvider::new(VertexConfig {
+            name,
+            project: model.project.clone(),
+            region: model.region.clone(),
+            base_url,
+            request_timeout,
+            stream,
+            reasoning,
+        })?),
         ProviderKind::Replay => {
             return Err(ProviderError::Config(
                 "a replay serves only the requests it recorded".into(),
             ));
-        }
-        other => {
-            return Err(ProviderError::Config(format!(
-                "provider {} is not built into this agentci yet",
-                other.as_str()
-            )));
         }
     };
     Ok(Box::new(RetryingProvider::new(

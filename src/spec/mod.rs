@@ -312,6 +312,10 @@ pub struct ModelSpec {
     /// `model.api_version` (azure-openai): the `api-version` query; `None`
     /// takes the provider's default.
     pub api_version: Option<String>,
+    /// `model.region`: the Bedrock or Vertex AI region (else the environment's).
+    pub region: Option<String>,
+    /// `model.project`: the Google Cloud project of a Vertex AI model (else the environment's).
+    pub project: Option<String>,
 }
 
 /// How the conversation is kept inside the model's context window.

@@ -178,6 +178,12 @@ pub(super) struct RawModel {
     /// Azure OpenAI: the `api-version` the requests name, e.g. `2024-10-21` (the default).
     #[schemars(with = "Option<String>")]
     pub api_version: Option<Spanned<String>>,
+    /// `bedrock` and `vertex`: the cloud region, e.g. `us-east-1` or `us-east5` (else `AWS_REGION` / `CLOUD_ML_REGION`).
+    #[schemars(with = "Option<String>")]
+    pub region: Option<Spanned<String>>,
+    /// `vertex`: the Google Cloud project (else `ANTHROPIC_VERTEX_PROJECT_ID` / `GOOGLE_CLOUD_PROJECT`).
+    #[schemars(with = "Option<String>")]
+    pub project: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -50,6 +50,7 @@ mod protocol;
 mod provider;
 mod provider_azure;
 mod provider_responses;
+mod provider_clouds;
 mod providers_e2e;
 mod reasoning_anthropic;
 mod reasoning_chat;

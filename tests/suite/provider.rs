@@ -34,6 +34,7 @@ fn keyed(base_url: &str) -> OpenAiProvider {
 
 fn request(user: &str) -> ChatRequest {
     ChatRequest {
+        max_output_tokens: None,
         model: "gpt-test".to_string(),
         messages: vec![
             Message::System {

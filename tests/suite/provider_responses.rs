@@ -319,6 +319,7 @@ fn user(text: &str) -> Message {
 
 fn request(messages: Vec<Message>) -> ChatRequest {
     ChatRequest {
+        max_output_tokens: None,
         model: String::new(),
         messages,
         tools: Vec::new(),
@@ -459,8 +460,12 @@ fn the_openapi_schema_refuses_a_malformed_request() {
 fn a_small_output_cap_is_raised_to_the_api_floor() {
     let model = FakeModel::start(vec![Reply::text("ok"), Reply::text("ok")]);
     for (cap, sent) in [(4, 16), (200, 200)] {
-        let provider = provider(&model.base_url(), false).with_max_output_tokens(cap);
-        block_on(provider.complete(&request(vec![user("hi")]))).unwrap();
+        let provider = provider(&model.base_url(), false);
+        let capped = ChatRequest {
+            max_output_tokens: Some(cap),
+            ..request(vec![user("hi")])
+        };
+        block_on(provider.complete(&capped)).unwrap();
         let body = model.requests().pop().unwrap();
         assert_eq!(body["max_output_tokens"], sent);
         assert_valid_requests(std::slice::from_ref(&body));

@@ -157,6 +157,7 @@ impl<'s> Lent<'s> {
     ) -> Self {
         Lent {
             request: ChatRequest {
+                max_output_tokens: None,
                 model: model.to_string(),
                 messages: std::mem::take(messages),
                 tools: std::mem::take(tools),

@@ -13,6 +13,8 @@ use crate::provider::{ChatRequest, Message, Reasoning, ToolChoice};
 
 #[derive(Serialize)]
 pub(super) struct WireRequest {
+    /// Empty for a cloud that names the model in its URL (Bedrock, Vertex AI).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub(super) model: String,
     pub(super) max_tokens: u32,
     /// Text blocks, one per system message, so the stable part of the
@@ -39,6 +41,12 @@ pub(super) struct WireRequest {
     /// The `anthropic-beta` header this body needs (interleaved thinking).
     #[serde(skip)]
     pub(super) beta: Option<&'static str>,
+    /// Bedrock and Vertex AI take the API version in the body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) anthropic_version: Option<&'static str>,
+    /// Bedrock takes the betas in the body, where the others take a header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) anthropic_beta: Option<Vec<&'static str>>,
 }
 
 /// Marks a block as the end of a cached prefix. The Messages API caches only
@@ -132,6 +140,8 @@ pub(super) fn wire_request(
         thinking: thinking.parameter(),
         output_config: thinking.output_config(),
         beta: thinking.beta(),
+        anthropic_version: None,
+        anthropic_beta: None,
     }
 }
 
@@ -237,6 +247,7 @@ mod tests {
     #[test]
     fn request_moves_system_out_and_merges_tool_results_into_user_turns() {
         let request = ChatRequest {
+            max_output_tokens: None,
             model: String::new(),
             messages: vec![
                 Message::System {
@@ -347,6 +358,7 @@ mod tests {
 
     fn thinking_turn() -> ChatRequest {
         ChatRequest {
+            max_output_tokens: None,
             model: String::new(),
             messages: vec![
                 Message::User {

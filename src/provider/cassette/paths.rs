@@ -125,6 +125,7 @@ type MapText<'a> = &'a dyn Fn(&str) -> String;
 
 fn map_request(request: &ChatRequest, f: MapText<'_>) -> ChatRequest {
     ChatRequest {
+        max_output_tokens: None,
         model: request.model.clone(),
         messages: request
             .messages

@@ -222,6 +222,7 @@ mod tests {
     #[test]
     fn tool_choice_none_goes_out_only_with_tools() {
         let mut request = ChatRequest {
+            max_output_tokens: None,
             model: String::new(),
             messages: vec![Message::User {
                 content: "report".into(),
@@ -267,6 +268,7 @@ mod tests {
         // An empty answer (no text, no calls) was sent back as
         // `"content": null`, which OpenAI refuses with a 400 on the next turn.
         let request = ChatRequest {
+            max_output_tokens: None,
             model: String::new(),
             messages: vec![
                 Message::User {

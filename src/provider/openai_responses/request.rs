@@ -268,6 +268,7 @@ mod tests {
 
     fn conversation() -> ChatRequest {
         ChatRequest {
+            max_output_tokens: None,
             model: String::new(),
             messages: vec![
                 Message::System {

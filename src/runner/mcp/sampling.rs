@@ -24,26 +24,27 @@ pub const MAX_SAMPLING_ANSWERS: u32 = 20;
 /// Answers sampling requests with the job's model.
 pub struct RunSampler {
     model: ModelSpec,
+    /// Built when the run starts, before the model can act: its credentials
+    /// (a key, a cloud's credentials file) are read then, never after the
+    /// model could have changed a file they come from.
+    provider: Result<Box<dyn ModelProvider>, String>,
     /// Model calls made (or tried) for servers so far.
     calls: AtomicU32,
 }
 
 impl RunSampler {
     pub fn new(model: &ModelSpec) -> RunSampler {
+        let provider = match model.provider {
+            ProviderKind::Replay => Err("the run's model is a replay, which holds no answers \
+                                         for sampling requests"
+                .to_string()),
+            _ => served_provider(model).map_err(|e| e.to_string()),
+        };
         RunSampler {
             model: model.clone(),
+            provider,
             calls: AtomicU32::new(0),
         }
-    }
-
-    /// A provider for one answer of at most `max_tokens` tokens.
-    fn provider(&self, max_tokens: u32) -> Result<Box<dyn ModelProvider>, String> {
-        if self.model.provider == ProviderKind::Replay {
-            return Err("the run's model is a replay, which holds no answers for \
-                        sampling requests"
-                .to_string());
-        }
-        served_provider(&self.model, Some(max_tokens)).map_err(|e| e.to_string())
     }
 }
 
@@ -56,7 +57,7 @@ impl Sampler for RunSampler {
                      most one run answers (they are not counted in its budget)"
                 ));
             }
-            let provider = self.provider(request.max_tokens)?;
+            let provider = self.provider.as_ref().map_err(Clone::clone)?;
             let chat = chat_request(&self.model.name, &request);
             let response = provider
                 .complete(&chat)
@@ -106,5 +107,6 @@ fn chat_request(model: &str, request: &SamplingRequest) -> ChatRequest {
         messages: system.chain(turns).collect(),
         tools: Vec::new(),
         tool_choice: ToolChoice::Auto,
+        max_output_tokens: Some(request.max_tokens),
     }
 }

@@ -69,9 +69,9 @@ impl Checker<'_> {
             provider_changed,
             overrides,
         );
+        let api_version = self.api_version(raw, kind, provider_changed, &base_url, pos);
         // What differs between a served model and a replayed one: the
         // name (required, or `replay`), the key's variable and the cassette.
-        let api_version = self.api_version(raw, kind, provider_changed, &base_url, pos);
         let (name, api_key_env, cassette) = match kind {
             ProviderKind::Replay => {
                 let written = field(|m| &m.cassette).is_some();
@@ -86,7 +86,10 @@ impl Checker<'_> {
                 (name, api_key_env, None)
             }
         };
+        let (region, project) = self.cloud_place(raw, kind, !provider_changed);
         Some(ModelSpec {
+            region,
+            project,
             provider: kind,
             name,
             base_url,
@@ -151,6 +154,49 @@ impl Checker<'_> {
             return None;
         }
         Some(version.to_string())
+    }
+
+    /// `model.region` (Bedrock, Vertex AI) and `model.project` (Vertex AI);
+    /// written for another provider they are an error, and they do not
+    /// carry over to another provider named by `--model` or to a replay.
+    fn cloud_place(
+        &mut self,
+        raw: Option<&RawModel>,
+        kind: ProviderKind,
+        same_provider: bool,
+    ) -> (Option<String>, Option<String>) {
+        let mut take = |field: Option<&Spanned<String>>, key: &str, takes: bool, who: &str| {
+            let field = field.filter(|_| same_provider)?;
+            if !takes {
+                let p = kind.as_str();
+                self.r.error(
+                    pos_of(&self.r, field),
+                    format!("model.{key} is for {who}; provider {p} does not take it"),
+                );
+                return None;
+            }
+            let value = field.value.trim().to_string();
+            if value.is_empty() {
+                self.r
+                    .error(pos_of(&self.r, field), format!("model.{key} is empty"));
+                return None;
+            }
+            Some(value)
+        };
+        let cloud = matches!(kind, ProviderKind::Bedrock | ProviderKind::Vertex);
+        let region = take(
+            raw.and_then(|m| m.region.as_ref()),
+            "region",
+            cloud,
+            "bedrock and vertex",
+        );
+        let project = take(
+            raw.and_then(|m| m.project.as_ref()),
+            "project",
+            kind == ProviderKind::Vertex,
+            "vertex",
+        );
+        (region, project)
     }
 
     /// A served model's name; `None` (with an error) when neither the job

@@ -35,6 +35,10 @@ use anthropic_thinking::Thought;
 mod azure;
 #[path = "fake_model/responses.rs"]
 mod responses;
+#[path = "fake_model/bedrock.rs"]
+pub mod bedrock;
+#[path = "fake_model/vertex.rs"]
+pub mod vertex;
 
 const DEFAULT_PROMPT_TOKENS: u64 = 100;
 const DEFAULT_COMPLETION_TOKENS: u64 = 20;
@@ -74,6 +78,11 @@ enum ReplyBody {
     },
     /// The route's "prompt is too long" error.
     ContextTooLong,
+    /// An exception event in a Bedrock stream (a 500 elsewhere).
+    StreamException {
+        kind: String,
+        message: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -189,6 +198,15 @@ impl Reply {
     /// Anthropic's 400 `invalid_request_error` "prompt is too long".
     pub fn context_too_long() -> Self {
         Self::new(ReplyBody::ContextTooLong)
+    }
+
+    /// A Bedrock stream that starts, then carries an exception event of
+    /// `kind` (`throttlingException`, `validationException`, …).
+    pub fn stream_exception(kind: &str, message: &str) -> Self {
+        Self::new(ReplyBody::StreamException {
+            kind: kind.to_string(),
+            message: message.to_string(),
+        })
     }
 
     /// `reply`, but the connection is dropped after `events` stream events
@@ -345,6 +363,10 @@ enum PreparedKind {
         message: String,
     },
     ContextTooLong,
+    StreamException {
+        kind: String,
+        message: String,
+    },
 }
 
 /// Builds every reply up front, numbering tool calls without an id so ids
@@ -375,6 +397,9 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 ReplyBody::Raw(body) => PreparedKind::Raw(body),
                 ReplyBody::Error { status, message } => PreparedKind::Error { status, message },
                 ReplyBody::ContextTooLong => PreparedKind::ContextTooLong,
+                ReplyBody::StreamException { kind, message } => {
+                    PreparedKind::StreamException { kind, message }
+                }
                 ReplyBody::Chat { text, calls } => PreparedKind::Chat {
                     text,
                     calls: calls
@@ -411,12 +436,18 @@ pub enum Api {
     Anthropic,
     /// OpenAI's Responses API (`fake_model/responses.rs`).
     Responses,
+    /// Anthropic's Messages over Amazon Bedrock's invoke routes.
+    Bedrock,
+    /// Anthropic's Messages over Google Vertex AI's rawPredict routes.
+    Vertex,
 }
 
 /// What goes on the wire for one request.
 enum Rendered {
     Json(u16, Value),
     Events(Vec<String>),
+    /// AWS event-stream frames (Bedrock).
+    Frames(Vec<Vec<u8>>),
 }
 
 impl Prepared {
@@ -426,6 +457,10 @@ impl Prepared {
             PreparedKind::Error { status, message } => {
                 Rendered::Json(*status, error_body(api, *status, message, None))
             }
+            PreparedKind::StreamException { kind, message } => match (api, stream) {
+                (Api::Bedrock, true) => Rendered::Frames(bedrock::stream_exception(kind, message)),
+                _ => Rendered::Json(500, error_body(api, 500, message, None)),
+            },
             PreparedKind::ContextTooLong => Rendered::Json(
                 400,
                 match api {
@@ -435,13 +470,14 @@ impl Prepared {
                         "This model's maximum context length is 128000 tokens. However, your messages resulted in 210000 tokens. Please reduce the length of the messages.",
                         Some("context_length_exceeded"),
                     ),
-                    Api::Anthropic => error_body(
+                    Api::Anthropic | Api::Vertex => error_body(
                         api,
                         400,
                         "prompt is too long: 210000 tokens > 200000 maximum",
                         None,
                     ),
                     Api::Responses => unreachable!("fake_model/responses.rs renders its own"),
+                    Api::Bedrock => bedrock::error_body("Input is too long for requested model."),
                 },
             ),
             PreparedKind::Chat { text, calls, usage } => match (api, stream) {
@@ -462,20 +498,27 @@ impl Prepared {
                     calls,
                     *usage,
                 )),
-                (Api::Anthropic, false) => {
+                (Api::Anthropic | Api::Vertex | Api::Bedrock, false) => {
                     let mut body = anthropic_body(self.number, text, calls, *usage);
                     if let Some(content) = body["content"].as_array_mut() {
                         content.splice(0..0, anthropic_thinking::blocks(&self.thinking));
                     }
                     Rendered::Json(200, body)
                 }
-                (Api::Anthropic, true) => Rendered::Events(anthropic_events(
+                (Api::Anthropic | Api::Vertex, true) => Rendered::Events(anthropic_events(
                     self.number,
                     text,
                     calls,
                     *usage,
                     &self.thinking,
                 )),
+                (Api::Bedrock, true) => Rendered::Frames(bedrock::frames(&anthropic_events(
+                    self.number,
+                    text,
+                    calls,
+                    *usage,
+                    &self.thinking,
+                ))),
                 (Api::Responses, _) => unreachable!("fake_model/responses.rs renders its own"),
             },
         }
@@ -489,7 +532,8 @@ fn error_body(api: Api, status: u16, message: &str, code: Option<&str>) -> Value
             "type": if status == 400 { "invalid_request_error" } else { "fake_error" },
             "code": code,
         }}),
-        Api::Anthropic => {
+        Api::Bedrock => bedrock::error_body(message),
+        Api::Anthropic | Api::Vertex => {
             let kind = match status {
                 400 => "invalid_request_error",
                 401 => "authentication_error",
@@ -731,6 +775,8 @@ pub struct CapturedRequest {
     pub query: Option<String>,
     /// `api-key` (Azure OpenAI).
     pub azure_api_key: Option<String>,
+    /// Every header, lowercase names, in name order.
+    pub headers: Vec<(String, String)>,
 }
 
 #[derive(Default)]
@@ -739,6 +785,8 @@ struct Shared {
     scripted: usize,
     captured: Vec<CapturedRequest>,
     responses: responses::ResponsesState,
+    /// Calls to the fake identity endpoints (STS, token exchange).
+    identity_calls: usize,
 }
 
 /// The running server; dropping it stops the server.
@@ -757,6 +805,7 @@ impl FakeModel {
             script,
             captured: Vec::new(),
             responses: Default::default(),
+            identity_calls: 0,
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
@@ -782,6 +831,7 @@ impl FakeModel {
                         post(azure::chat_completions),
                     )
                     .route("/v1/models", get(models))
+                    .fallback(cloud)
                     .with_state(state);
                 // Not a graceful shutdown: a delayed reply still sleeping must
                 // not keep the test waiting; dropping the runtime cancels it.
@@ -831,6 +881,12 @@ impl FakeModel {
         tool_result_in(&self.requests(), call_id)
     }
 
+    /// How many calls the fake identity endpoints (AWS STS, Google STS and
+    /// IAM Credentials, the OIDC token URL) have had.
+    pub fn identity_calls(&self) -> usize {
+        self.shared.lock().expect("fake model state").identity_calls
+    }
+
     /// How many scripted replies have not been served.
     pub fn remaining(&self) -> usize {
         self.shared.lock().expect("fake model state").script.len()
@@ -848,30 +904,79 @@ impl Drop for FakeModel {
     }
 }
 
-async fn answer(
+/// The cloud routes (Bedrock's `/model/…`, Vertex AI's `…:rawPredict`) and
+/// the fake identity endpoints, whose paths axum's router cannot express.
+async fn cloud(
     State(shared): State<Arc<Mutex<Shared>>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let api = if uri.path().ends_with("/messages") {
-        Api::Anthropic
-    } else if uri.path().ends_with("/responses") {
-        Api::Responses
+    let path = uri.path();
+    if bedrock::invoke_route(path).is_some() || vertex::predict_route(path).is_some() {
+        return answer(State(shared), uri, headers, body).await;
+    }
+    let identity = if bedrock::is_sts(path) {
+        Some(bedrock::sts(&body))
     } else {
-        Api::OpenAi
+        vertex::identity(path, &headers, &body)
     };
-    let body = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    match identity {
+        Some(response) => {
+            shared.lock().expect("fake model state").identity_calls += 1;
+            response
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn answer(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
+    let path = uri.path();
+    let (api, cloud_stream) = match (bedrock::invoke_route(path), vertex::predict_route(path)) {
+        (Some(stream), _) => (Api::Bedrock, Some(stream)),
+        (_, Some(stream)) => (Api::Vertex, Some(stream)),
+        _ if path.ends_with("/messages") => (Api::Anthropic, None),
+        _ if path.ends_with("/responses") => (Api::Responses, None),
+        _ => (Api::OpenAi, None),
+    };
+    let body = serde_json::from_slice(&raw)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()));
+    // Bedrock streams by route; Vertex AI by route and `stream: true`.
+    let stream = match api {
+        Api::Bedrock => cloud_stream == Some(true),
+        _ => body.get("stream").and_then(Value::as_bool) == Some(true),
+    };
+    let unauthenticated = match api {
+        Api::Bedrock => bedrock::check_auth(path, &headers, &raw),
+        Api::Vertex => vertex::check_auth(&headers),
+        _ => None,
+    };
     let header = |name: &str| {
         headers
             .get(name)
             .and_then(|value| value.to_str().ok())
             .map(str::to_string)
     };
+    // Bedrock takes the betas in the body (`anthropic_beta`), the others as a header.
+    let beta = match api {
+        Api::Bedrock => body.get("anthropic_beta").and_then(Value::as_array).map(|betas| {
+            betas
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+        _ => header("anthropic-beta"),
+    };
     let refusal = refusal(api, &body).or_else(|| match api {
-        Api::Anthropic => anthropic_thinking::refusal(&body, header("anthropic-beta").as_deref()),
+        Api::Anthropic | Api::Vertex | Api::Bedrock => {
+            anthropic_thinking::refusal(&body, beta.as_deref())
+        }
         Api::OpenAi | Api::Responses => None,
     });
     let request = body.clone();
@@ -887,10 +992,26 @@ async fn answer(
             api_key: header("x-api-key"),
             anthropic_version: header("anthropic-version"),
             user_agent: header("user-agent"),
-            anthropic_beta: header("anthropic-beta"),
+            anthropic_beta: beta,
             query: uri.query().map(str::to_string),
             azure_api_key: header("api-key"),
+            headers: {
+                let mut all: Vec<(String, String)> = headers
+                    .iter()
+                    .map(|(n, v)| {
+                        (
+                            n.as_str().to_string(),
+                            v.to_str().unwrap_or("?").to_string(),
+                        )
+                    })
+                    .collect();
+                all.sort();
+                all
+            },
         });
+        if let Some(refused) = unauthenticated {
+            return refused;
+        }
         if let Some((status, error)) = responses_refusal {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
             return (status, axum::Json(error)).into_response();
@@ -935,8 +1056,8 @@ async fn answer(
         Rendered::Json(status, body) => {
             let text = body.to_string();
             let chunks = match reply.cut_after {
-                Some(_) => vec![text[..text.len() / 2].to_string()],
-                None => vec![text],
+                Some(_) => vec![text.as_bytes()[..text.len() / 2].to_vec()],
+                None => vec![text.into_bytes()],
             };
             (status, "application/json", chunks)
         }
@@ -944,7 +1065,14 @@ async fn answer(
             if let Some(keep) = reply.cut_after {
                 events.truncate(keep);
             }
+            let events = events.into_iter().map(String::into_bytes).collect();
             (200, "text/event-stream", events)
+        }
+        Rendered::Frames(mut frames) => {
+            if let Some(keep) = reply.cut_after {
+                frames.truncate(keep);
+            }
+            (200, "application/vnd.amazon.eventstream", frames)
         }
     };
     let parts: Vec<Result<Bytes, std::io::Error>> = chunks
@@ -1000,7 +1128,7 @@ async fn models(headers: HeaderMap) -> Response {
     };
     let keyed = match api {
         Api::Anthropic => has("x-api-key"),
-        Api::OpenAi | Api::Responses => has("authorization"),
+        _ => has("authorization"),
     };
     if !keyed {
         let message = "no API key was provided";
@@ -1011,7 +1139,7 @@ async fn models(headers: HeaderMap) -> Response {
             .into_response();
     }
     let body = match api {
-        Api::OpenAi | Api::Responses => json!({"object": "list", "data": [
+        Api::OpenAi | Api::Responses | Api::Bedrock | Api::Vertex => json!({"object": "list", "data": [
             {"id": "fake-model", "object": "model", "created": 0, "owned_by": "agentci-tests"}
         ]}),
         Api::Anthropic => json!({
@@ -1077,8 +1205,16 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
     if let Some(problem) = tool_schema_refusal(api, body) {
         return Some(problem);
     }
+    let cloud = match api {
+        Api::Bedrock => bedrock::refusal(body),
+        Api::Vertex => vertex::refusal(body),
+        _ => None,
+    };
+    if cloud.is_some() {
+        return cloud;
+    }
     match api {
-        Api::Anthropic => {
+        Api::Anthropic | Api::Bedrock | Api::Vertex => {
             // Messages API reference: `max_tokens` is required and at least 1,
             // and `messages` needs at least one entry (the system prompt is a
             // separate field). Sampling requests and summary calls build
@@ -1274,7 +1410,7 @@ fn tool_schema_refusal(api: Api, body: &Value) -> Option<String> {
     let tools = body.get("tools").and_then(Value::as_array)?;
     for (i, tool) in tools.iter().enumerate() {
         match api {
-            Api::Anthropic => {
+            Api::Anthropic | Api::Bedrock | Api::Vertex => {
                 if tool["input_schema"]["type"] != "object" {
                     return Some(format!(
                         "tools.{i}.custom.input_schema.type: Input should be 'object'"
