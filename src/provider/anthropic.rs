@@ -85,7 +85,6 @@ pub struct AnthropicProvider {
 }
 
 impl AnthropicProvider {
-
     /// Builds the provider, reading the key from `config.api_key_env`; a
     /// server on loopback may run without one.
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {

@@ -120,7 +120,6 @@ impl BedrockProvider {
         })
     }
 
-
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.target.endpoint

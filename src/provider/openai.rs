@@ -89,7 +89,6 @@ pub struct OpenAiProvider {
 }
 
 impl OpenAiProvider {
-
     /// Builds the provider, reading the key from `config.api_key_env`.
     ///
     /// A server on the loopback interface may run without a key, since local

@@ -119,7 +119,6 @@ impl ResponsesProvider {
         })
     }
 
-
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.target.endpoint
@@ -178,7 +177,9 @@ impl ResponsesProvider {
         );
         // The API refuses `max_output_tokens` below 16; a smaller cap (an MCP
         // sampling request's) is raised to that floor.
-        body.max_output_tokens = request.max_output_tokens.map(|max| max.max(MIN_OUTPUT_TOKENS));
+        body.max_output_tokens = request
+            .max_output_tokens
+            .map(|max| max.max(MIN_OUTPUT_TOKENS));
         let mut builder = self.target.client.post(&self.target.endpoint).json(&body);
         if let Some((name, value)) = self.target.key_header(AUTHORIZATION, true)? {
             builder = builder.header(name, value);

@@ -144,7 +144,6 @@ impl VertexProvider {
         })
     }
 
-
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.target.endpoint

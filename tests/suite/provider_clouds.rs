@@ -730,3 +730,76 @@ fn bedrock_api_key_is_sent_as_a_bearer_token() {
     assert!(captured.iter().all(|r| header(r, "x-amz-date").is_none()));
     assert!(!sb.read("out/trace.jsonl").contains(bedrock::API_KEY));
 }
+
+/// The session with thinking before the plan and before the tool call.
+fn thinking_session() -> Vec<Reply> {
+    vec![
+        Reply::plan(&[("Read the greeting", "its text is known")])
+            .with_thinking("One step: read the file."),
+        Reply::tool_calls(vec![("call_read", "read", json!({"path": "greeting.txt"}))])
+            .with_thinking("The file is greeting.txt."),
+        Reply::step_done("read it"),
+        Reply::text("The greeting says hello world."),
+    ]
+}
+
+/// Thinking reaches the clouds as Anthropic's API takes it, with the beta
+/// where each cloud reads it (Bedrock: `anthropic_beta` in the body;
+/// Vertex AI: the `anthropic-beta` header), and the strict fake accepts the
+/// thinking blocks sent back, which it would refuse if they were missing or
+/// changed.
+#[test]
+fn thinking_reaches_bedrock_and_vertex_with_the_beta_where_each_reads_it() {
+    let reasoning = "  reasoning: {budget_tokens: 2048, interleaved: true}";
+    for stream in [true, false] {
+        let model = FakeModel::start(thinking_session());
+        let sb = sandbox(
+            "bedrock",
+            BEDROCK_MODEL,
+            &format!("{}\n  stream: {stream}\n{reasoning}", base_url(&model)),
+        );
+        let out = run(&sb, &[], &bedrock_keys());
+        let trace = assert_passed(&out, &sb);
+        let captured = model.captured();
+        for request in &captured {
+            assert_eq!(
+                request.body["thinking"],
+                json!({"type": "enabled", "budget_tokens": 2048})
+            );
+            assert_eq!(
+                request.body["anthropic_beta"],
+                json!(["interleaved-thinking-2025-05-14"])
+            );
+            assert_eq!(header(request, "anthropic-beta"), None);
+        }
+        let sent = captured[1].body["messages"][1]["content"][0].clone();
+        assert_eq!(sent["type"], "thinking", "{sent}");
+        assert_eq!(sent["thinking"], "One step: read the file.");
+        let responses = events(&trace, "model.response");
+        assert_eq!(responses[1]["reasoning"], "The file is greeting.txt.");
+    }
+
+    let model = FakeModel::start(thinking_session());
+    let sb = sandbox(
+        "vertex",
+        VERTEX_MODEL,
+        &format!(
+            "{}\n  project: p\n  region: us-east5\n{reasoning}",
+            base_url(&model)
+        ),
+    );
+    let out = run(
+        &sb,
+        &[],
+        &[("GOOGLE_OAUTH_ACCESS_TOKEN", vertex::ACCESS_TOKEN)],
+    );
+    assert_passed(&out, &sb);
+    for request in model.captured() {
+        assert_eq!(request.body["thinking"]["budget_tokens"], 2048);
+        assert!(request.body.get("anthropic_beta").is_none());
+        assert_eq!(
+            header(&request, "anthropic-beta"),
+            Some("interleaved-thinking-2025-05-14")
+        );
+    }
+}

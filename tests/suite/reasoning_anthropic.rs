@@ -591,7 +591,10 @@ fn a_budget_the_model_cannot_hold_fails_with_one_line_naming_the_fix() {
         "{err}"
     );
     assert!(err.contains("or set `interleaved: true`"), "{err}");
-    assert!(err.contains("job.yaml:"), "the error points into the job: {err}");
+    assert!(
+        err.contains("job.yaml:"),
+        "the error points into the job: {err}"
+    );
     assert!(!err.contains(KEY), "{err}");
     assert!(model.requests().is_empty());
 }

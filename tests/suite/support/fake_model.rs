@@ -33,10 +33,10 @@ use anthropic_thinking::Thought;
 // would otherwise look for these beside it.
 #[path = "fake_model/azure.rs"]
 mod azure;
-#[path = "fake_model/responses.rs"]
-mod responses;
 #[path = "fake_model/bedrock.rs"]
 pub mod bedrock;
+#[path = "fake_model/responses.rs"]
+mod responses;
 #[path = "fake_model/vertex.rs"]
 pub mod vertex;
 
@@ -964,13 +964,16 @@ async fn answer(
     };
     // Bedrock takes the betas in the body (`anthropic_beta`), the others as a header.
     let beta = match api {
-        Api::Bedrock => body.get("anthropic_beta").and_then(Value::as_array).map(|betas| {
-            betas
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(",")
-        }),
+        Api::Bedrock => body
+            .get("anthropic_beta")
+            .and_then(Value::as_array)
+            .map(|betas| {
+                betas
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
         _ => header("anthropic-beta"),
     };
     let refusal = refusal(api, &body).or_else(|| match api {
@@ -1139,9 +1142,11 @@ async fn models(headers: HeaderMap) -> Response {
             .into_response();
     }
     let body = match api {
-        Api::OpenAi | Api::Responses | Api::Bedrock | Api::Vertex => json!({"object": "list", "data": [
-            {"id": "fake-model", "object": "model", "created": 0, "owned_by": "agentci-tests"}
-        ]}),
+        Api::OpenAi | Api::Responses | Api::Bedrock | Api::Vertex => {
+            json!({"object": "list", "data": [
+                {"id": "fake-model", "object": "model", "created": 0, "owned_by": "agentci-tests"}
+            ]})
+        }
         Api::Anthropic => json!({
             "data": [{"type": "model", "id": "fake-model", "display_name": "Fake model",
                       "created_at": "2026-01-01T00:00:00Z"}],
