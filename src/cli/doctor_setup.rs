@@ -91,7 +91,10 @@ fn model_checks(
         };
         return vec![check("cassette", Outcome::Ok, detail)];
     }
-    if matches!(model.provider, ProviderKind::Bedrock | ProviderKind::Vertex) {
+    if matches!(
+        model.provider,
+        ProviderKind::Bedrock | ProviderKind::Vertex | ProviderKind::AzureOpenAi
+    ) {
         return vec![cloud_check(model, env)];
     }
     let base_url = match model.provider {
@@ -207,9 +210,10 @@ fn ask_models(
     }
 }
 
-/// Bedrock and Vertex AI: whether the region, project and credentials a run
-/// would use are there, read as the run reads them (nothing is fetched or
-/// signed; the cloud is not asked).
+/// Bedrock, Vertex AI and Azure OpenAI: whether the region, project,
+/// resource and credentials a run would use are there, read as the run
+/// reads them (nothing is fetched or signed; the cloud is not asked: its
+/// model lists do not say whether a deployment or model is enabled).
 fn cloud_check(model: &crate::spec::ModelSpec, env: &dyn Fn(&str) -> Option<String>) -> SetupCheck {
     use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
     use crate::provider::vertex::{VertexConfig, VertexProvider};
@@ -219,6 +223,19 @@ fn cloud_check(model: &crate::spec::ModelSpec, env: &dyn Fn(&str) -> Option<Stri
                 name: model.name.clone(),
                 region: model.region.clone(),
                 base_url: model.base_url.clone(),
+                request_timeout: model.request_timeout,
+                stream: model.stream,
+                reasoning: model.reasoning.clone(),
+            },
+            env,
+        )
+        .map(|p| p.endpoint().to_string()),
+        ProviderKind::AzureOpenAi => crate::provider::azure::provider_with_env(
+            crate::provider::azure::AzureConfig {
+                deployment: model.name.clone(),
+                base_url: model.base_url.clone(),
+                api_version: model.api_version.clone(),
+                api_key_env: model.api_key_env.clone(),
                 request_timeout: model.request_timeout,
                 stream: model.stream,
                 reasoning: model.reasoning.clone(),
@@ -244,7 +261,7 @@ fn cloud_check(model: &crate::spec::ModelSpec, env: &dyn Fn(&str) -> Option<Stri
         Ok(endpoint) => check(
             "credentials",
             Outcome::Ok,
-            format!("region and credentials found; requests go to {endpoint}"),
+            format!("credentials found; requests go to {endpoint}"),
         ),
         Err(err) => check("credentials", Outcome::Failed, err.to_string()),
     }

@@ -74,8 +74,17 @@ impl fmt::Debug for AzureCredential {
 
 /// Builds the provider, reading the key (or else the Entra ID token) from the environment.
 pub fn provider(config: AzureConfig) -> Result<OpenAiProvider, ProviderError> {
+    provider_with_env(config, &|name| std::env::var(name).ok())
+}
+
+/// [`provider`], reading variables through `env` (`agentci doctor` checks a
+/// job's set-up this way, as a run would read it).
+pub fn provider_with_env(
+    config: AzureConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<OpenAiProvider, ProviderError> {
     let key_env = config.api_key_env.as_deref().unwrap_or(KEY_ENV);
-    let read = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let read = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let credential = read(key_env)
         .map(AzureCredential::Key)
         .or_else(|| read(TOKEN_ENV).map(AzureCredential::EntraToken));

@@ -242,3 +242,59 @@ fn the_fake_refuses_what_azure_refuses() {
     );
     assert_eq!(model.remaining(), 1);
 }
+
+/// `agentci doctor` on an Azure job: the credentials check reads the key or
+/// the Entra ID token as a run does and names the deployment's URL; it
+/// neither asks `GET /models` (the wrong URL and header for Azure) nor
+/// reports a key variable as missing when a token is set.
+#[test]
+fn doctor_checks_the_resource_key_or_token_as_a_run_reads_them() {
+    let sb = sandbox(Some("https://contoso.openai.azure.com"), "");
+    let doctor = |env: &[(&str, &str)]| -> Value {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
+        outside_github(&mut cmd);
+        for name in ["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"] {
+            cmd.env_remove(name);
+        }
+        let out = cmd
+            .args(["doctor", "job.yaml", "--json"])
+            .envs(env.iter().copied())
+            .current_dir(sb.path())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_str(&stdout(&out))
+            .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
+        let names: Vec<&str> = report["setup"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert!(!names.contains(&"model_server"), "{report}");
+        assert!(!names.contains(&"api_key"), "{report}");
+        report["setup"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "credentials")
+            .cloned()
+            .unwrap_or_else(|| panic!("no credentials check in {report}"))
+    };
+    let found = doctor(&[]);
+    assert_eq!(found["outcome"], "failed", "{found}");
+    let detail = found["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("AZURE_OPENAI_API_KEY") && detail.contains("AZURE_OPENAI_AD_TOKEN"),
+        "{found}"
+    );
+    let found = doctor(&[("AZURE_OPENAI_AD_TOKEN", TOKEN)]);
+    assert_eq!(found["outcome"], "ok", "{found}");
+    let detail = found["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "https://contoso.openai.azure.com/openai/deployments/gpt4o-prod/chat/completions"
+        ),
+        "{found}"
+    );
+    assert!(!detail.contains(TOKEN), "{found}");
+}
