@@ -271,6 +271,11 @@ pub struct BaselineArgs {
     /// A suite's mean attempt duration longer by more than this share (1.0 = twice) is a regression.
     #[arg(long, value_name = "SHARE", default_value_t = 1.0)]
     pub max_duration_increase: f64,
+    /// With repeated attempts, how sure a pass rate's drop must be to be a
+    /// regression (one-sided Fisher exact test; 0.95: p < 0.05); also the
+    /// level of the pass rates' Wilson intervals.
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.95)]
+    pub regression_confidence: f64,
 }
 
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use crate::agent::cancel_pair;
 use crate::eval::attempt::record_cassette;
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
-    load_suite, regressions, run_eval, select_cases,
+    compare, load_suite, run_eval, select_cases,
 };
 use crate::spec::load::{check_base_url, parse_model_flag};
 
@@ -196,6 +196,13 @@ pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>>
             problems.push(format!("error: {flag}: must be a number of 0 or more"));
         }
     }
+    let confidence = args.regression_confidence;
+    if !(confidence.is_finite() && confidence > 0.0 && confidence < 1.0) {
+        problems.push(
+            "error: --regression-confidence: must be a number between 0 and 1 (0.95 for 95%)"
+                .to_string(),
+        );
+    }
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -203,6 +210,7 @@ pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>>
         pass_rate_drop: args.max_pass_rate_drop,
         cost_increase: args.max_cost_increase,
         duration_increase: args.max_duration_increase,
+        confidence,
     })
 }
 
@@ -326,9 +334,7 @@ pub(super) fn finish(
     html: Option<&Path>,
 ) -> Result<Exit, CliError> {
     let mut stderr = std::io::stderr();
-    if let Some(baseline) = baseline {
-        results.regressions = regressions(baseline, &results, thresholds);
-    }
+    compare_with(&mut results, baseline, thresholds);
     crate::eval::report::write_all(&results, out_dir).map_err(CliError::input)?;
     let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
     let summary = crate::eval::report::markdown::summary(&results);
@@ -348,12 +354,13 @@ pub(super) fn finish(
     for suite in &results.suites {
         let _ = writeln!(
             stderr,
-            "agentci: {}: {}/{} cases passed ({:.0}%, gate {:.0}%){}",
+            "agentci: {}: {}/{} cases passed ({:.0}%, gate {:.0}%){}{}",
             suite.name,
             suite.cases_passed,
             suite.cases_total,
             suite.pass_rate * 100.0,
             suite.min_pass_rate * 100.0,
+            crate::eval::report::markdown::attempts_note(suite),
             if suite.gate_passed {
                 ""
             } else {
@@ -367,6 +374,16 @@ pub(super) fn finish(
     if baseline.is_some() {
         for r in &results.regressions {
             let _ = writeln!(stderr, "regression: {}", crate::inert::line(&r.message));
+        }
+        for r in &results.possible_regressions {
+            let _ = writeln!(
+                stderr,
+                "possible regression: {}",
+                crate::inert::line(&r.message)
+            );
+        }
+        for advice in &results.repeat_advice {
+            let _ = writeln!(stderr, "agentci: {}", crate::inert::line(&advice.message));
         }
         if results.regressions.is_empty() {
             let _ = writeln!(stderr, "agentci: no regression against the baseline");
@@ -388,6 +405,22 @@ pub(super) fn finish(
         }
     }
     Ok(exit)
+}
+
+/// Set the intervals at the chosen confidence and, with a baseline, the
+/// regressions, possible regressions and `--repeat` advice.
+pub(super) fn compare_with(
+    results: &mut Results,
+    baseline: Option<&Results>,
+    thresholds: &Thresholds,
+) {
+    results.set_confidence(thresholds.confidence);
+    if let Some(baseline) = baseline {
+        let found = compare(baseline, results, thresholds);
+        results.regressions = found.regressions;
+        results.possible_regressions = found.possible;
+        results.repeat_advice = found.advice;
+    }
 }
 
 /// Under GitHub Actions (`GITHUB_ACTIONS=true`): the Markdown to the step

@@ -79,9 +79,7 @@ fn html(args: HtmlArgs) -> Result<Exit, CliError> {
             Err(e) => return Err(CliError::input(e)),
         }
     };
-    if let Some(baseline) = &baseline {
-        results.regressions = crate::eval::regressions(baseline, &results, &thresholds);
-    }
+    super::eval::compare_with(&mut results, baseline.as_ref(), &thresholds);
     let out = cwd.join(&args.out);
     match crate::eval::report::html::write(&results, baseline.as_ref(), &cwd, &out) {
         Ok(index) => {

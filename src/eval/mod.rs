@@ -21,13 +21,14 @@ pub mod report;
 pub mod results;
 mod reuse;
 pub mod shard;
+pub mod significance;
 pub mod snapshot;
 pub mod stats;
 pub mod suite;
 mod walk;
 
 pub use attempt::AttemptSettings;
-pub use baseline::{Thresholds, regressions};
+pub use baseline::{Comparison, Thresholds, compare, regressions};
 pub use engine::{EvalObserver, EvalOptions, run_eval, select_cases};
 pub use results::{Results, ResultsError};
 pub use shard::Shard;

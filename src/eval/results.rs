@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::baseline::Regression;
+use super::baseline::{Regression, RepeatAdvice};
 use super::shard::Shard;
+use super::significance::{Interval, wilson};
 use super::stats::{pass_at_k, pass_pow_k};
 use crate::event::RunStatus;
 use crate::provider::replay_drift::ReplayDrift;
@@ -205,6 +206,11 @@ pub struct CaseResult {
     pub attempts_errored: u32,
     /// Passed / (passed + failed); errors do not count.
     pub pass_rate: f64,
+    /// The Wilson score interval of `pass_rate` (95% unless
+    /// `--regression-confidence` says otherwise); only with 2 or more
+    /// attempts that reached a verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_rate_ci: Option<Interval>,
     pub pass_at_1: f64,
     /// k = the attempts that ran to a verdict.
     pub pass_at_k: f64,
@@ -222,6 +228,19 @@ pub struct CaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_drift: Option<ReplayDrift>,
     pub attempts: Vec<AttemptResult>,
+}
+
+/// The confidence of the intervals until `--regression-confidence` sets another.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+/// The Wilson interval of `passed` of `n`, or `None` below two attempts,
+/// where an interval says nothing a single verdict does not.
+fn interval(passed: u32, n: u32, confidence: f64) -> Option<Interval> {
+    if n < 2 {
+        None
+    } else {
+        wilson(passed, n, confidence)
+    }
 }
 
 /// Longest part of an assertion's message quoted where it failed.
@@ -304,6 +323,7 @@ impl CaseResult {
             attempts_failed: failed,
             attempts_errored: errored,
             pass_rate,
+            pass_rate_ci: interval(passed, n, DEFAULT_CONFIDENCE),
             pass_at_1: pass_at_k(n, passed, 1),
             pass_at_k: pass_at_k(n, passed, n),
             pass_pow_k: pass_pow_k(n, passed, n),
@@ -351,6 +371,15 @@ pub struct SuiteResult {
     pub pass_at_1: f64,
     pub pass_at_k: f64,
     pub pass_pow_k: f64,
+    /// Attempts passed and reaching a verdict, all cases pooled.
+    #[serde(default)]
+    pub attempts_passed: u32,
+    #[serde(default)]
+    pub attempts_judged: u32,
+    /// The Wilson interval of `attempts_passed / attempts_judged`, when a
+    /// case ran two or more attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_pass_rate_ci: Option<Interval>,
     pub gate_passed: bool,
     pub turns: u32,
     pub input_tokens: u64,
@@ -380,9 +409,16 @@ impl SuiteResult {
                 judged.iter().map(|c| f(c)).sum::<f64>() / judged.len() as f64
             }
         };
+        let attempts_passed = cases.iter().map(|c| c.attempts_passed).sum();
+        let attempts_judged = cases.iter().map(|c| c.k).sum();
+        let repeated = cases.iter().any(|c| c.k >= 2);
         SuiteResult {
             name: name.to_string(),
             file: file.to_string(),
+            attempts_passed,
+            attempts_judged,
+            attempts_pass_rate_ci: interval(attempts_passed, attempts_judged, DEFAULT_CONFIDENCE)
+                .filter(|_| repeated),
             min_pass_rate,
             cases_total: total,
             cases_passed: passed,
@@ -425,6 +461,13 @@ pub struct Results {
     /// What regressed against `--baseline` (empty without one).
     #[serde(default)]
     pub regressions: Vec<Regression>,
+    /// Drops against the baseline that are not significant at
+    /// `--regression-confidence`: reported, but they do not fail the job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub possible_regressions: Vec<Regression>,
+    /// Per suite, when `--repeat` is too low to see a 20-point drop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeat_advice: Vec<RepeatAdvice>,
     /// How many attempts were kept from an earlier run into the same folder,
     /// how many ran, and why kept ones ran again; `None` for merged shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -471,7 +514,22 @@ impl Results {
             suites,
             interrupted: None,
             regressions: Vec::new(),
+            possible_regressions: Vec::new(),
+            repeat_advice: Vec::new(),
             reuse: None,
+        }
+    }
+
+    /// Recompute every interval at `confidence` (0.95 for 95%).
+    pub fn set_confidence(&mut self, confidence: f64) {
+        for suite in &mut self.suites {
+            for case in &mut suite.cases {
+                case.pass_rate_ci = interval(case.attempts_passed, case.k, confidence);
+            }
+            if suite.attempts_pass_rate_ci.is_some() {
+                suite.attempts_pass_rate_ci =
+                    interval(suite.attempts_passed, suite.attempts_judged, confidence);
+            }
         }
     }
 

@@ -6,7 +6,8 @@
 
 use std::fmt::Write;
 
-use crate::eval::results::{CaseResult, CaseStatus, Outcome, Results};
+use crate::eval::results::{CaseResult, CaseStatus, Outcome, Results, SuiteResult};
+use crate::eval::significance::Interval;
 
 /// What the ⚠️ error result means, said once under the table.
 pub const ERROR_MEANING: &str = "⚠️ error: an attempt could not run to a verdict (the provider \
@@ -52,11 +53,19 @@ pub fn summary(results: &Results) -> String {
         "\npass@k: at least one of the k attempts that reached a verdict passed; pass^k: all \
          of them did. Turns, tokens, cost and time are means per attempt.\n",
     );
+    if let Some(level) = interval_level(results) {
+        let _ = writeln!(
+            out,
+            "\nCI: the {:.0}% Wilson score interval of the case's pass rate over its attempts.",
+            level * 100.0
+        );
+    }
     if any_error {
         let _ = writeln!(out, "\n{ERROR_MEANING}");
     }
     drift_notes(results, &mut out);
     regressions(results, &mut out);
+    possible_regressions(results, &mut out);
     attempts_not_passed(results, &mut out);
     out
 }
@@ -67,7 +76,7 @@ fn suite_lines(results: &Results, out: &mut String) {
         let _ = writeln!(
             out,
             "**{}**: {}/{} cases passed ({:.0}%, gate {:.0}%: {}), {} failed, {} errored, {} flaky; \
-             pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}\n",
+             pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}{}\n",
             cell(&suite.name),
             suite.cases_passed,
             suite.cases_total,
@@ -84,6 +93,7 @@ fn suite_lines(results: &Results, out: &mut String) {
             suite.pass_at_1,
             suite.pass_at_k,
             suite.pass_pow_k,
+            cell(&attempts_note(suite)),
         );
     }
 }
@@ -161,6 +171,31 @@ fn regressions(results: &Results, out: &mut String) {
     }
 }
 
+/// Drops that are not significant, and the `--repeat` advice.
+fn possible_regressions(results: &Results, out: &mut String) {
+    if !results.possible_regressions.is_empty() {
+        out.push_str(
+            "\n### Possible regressions\n\nDrops that are not significant at the chosen \
+             confidence: reported, they do not fail the job.\n\n| what | before | after |\n|---|---|---|\n",
+        );
+        for r in &results.possible_regressions {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                cell(&r.message),
+                cell(&r.before),
+                cell(&r.after)
+            );
+        }
+    }
+    if !results.repeat_advice.is_empty() {
+        out.push_str("\n### How many attempts\n\n");
+        for advice in &results.repeat_advice {
+            let _ = writeln!(out, "- {}", cell(&advice.message));
+        }
+    }
+}
+
 /// Each attempt that did not pass, with its outcome and reason.
 fn attempts_not_passed(results: &Results, out: &mut String) {
     let mut problems = String::new();
@@ -209,7 +244,39 @@ pub(super) fn passed(case: &CaseResult) -> String {
     if case.attempts_errored > 0 {
         let _ = write!(text, " ({} errored)", case.attempts_errored);
     }
+    if let Some(ci) = &case.pass_rate_ci {
+        let _ = write!(text, " (CI {})", range(ci));
+    }
     text
+}
+
+/// `48–81%`.
+fn range(ci: &Interval) -> String {
+    format!("{:.0}–{:.0}%", ci.low * 100.0, ci.high * 100.0)
+}
+
+/// `; attempts 20/30 passed (95% CI 49–81%)` when a case ran two or more
+/// attempts; nothing otherwise.
+pub(crate) fn attempts_note(suite: &SuiteResult) -> String {
+    match &suite.attempts_pass_rate_ci {
+        Some(ci) => format!(
+            "; attempts {}/{} passed ({:.0}% CI {})",
+            suite.attempts_passed,
+            suite.attempts_judged,
+            ci.confidence * 100.0,
+            range(ci)
+        ),
+        None => String::new(),
+    }
+}
+
+/// The level of the intervals shown, when any case has one.
+fn interval_level(results: &Results) -> Option<f64> {
+    results
+        .suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find_map(|c| c.pass_rate_ci.map(|ci| ci.confidence))
 }
 
 /// Turns, tokens, cost and time per attempt, as four cells.
@@ -293,7 +360,7 @@ mod tests {
         let row = md.lines().find(|l| l.starts_with("| s |")).unwrap();
         assert_eq!(
             row,
-            "| s | a\\|b\\<img src=x\\> | ✅ passed (flaky) | 1/2 | 0.50 | 1.00 | 0.00 | 3.0 | 150 | $0.0100 | 2.0s |"
+            "| s | a\\|b\\<img src=x\\> | ✅ passed (flaky) | 1/2 (CI 9–91%) | 0.50 | 1.00 | 0.00 | 3.0 | 150 | $0.0100 | 2.0s |"
         );
         assert!(
             md.contains("bad \\| worse\\\\n\\<script\\>x\\</script\\>"),

@@ -94,7 +94,7 @@ fn overview(results: &Results, out: &mut String) {
     for (s, suite) in results.suites.iter().enumerate() {
         let _ = write!(
             out,
-            r#"<div class="card {}"><h3>{}</h3><p class="big">{:.0}%</p><p>{}/{} cases passed, gate {:.0}%: <b>{}</b></p><p class="dim">{} failed, {} errored, {} flaky; pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}</p>{}</div>"#,
+            r#"<div class="card {}"><h3>{}</h3><p class="big">{:.0}%</p><p>{}/{} cases passed, gate {:.0}%: <b>{}</b></p><p class="dim">{} failed, {} errored, {} flaky; pass@1 {:.2}, pass@k {:.2}, pass^k {:.2}{}</p>{}</div>"#,
             if suite.gate_passed { "ok" } else { "bad" },
             text(&suite.name),
             suite.pass_rate * 100.0,
@@ -112,6 +112,7 @@ fn overview(results: &Results, out: &mut String) {
             suite.pass_at_1,
             suite.pass_at_k,
             suite.pass_pow_k,
+            text(&crate::eval::report::markdown::attempts_note(suite)),
             not_passed(s, suite),
         );
     }
@@ -148,6 +149,7 @@ fn not_passed(s: usize, suite: &SuiteResult) -> String {
 }
 
 fn regressions(results: &Results, out: &mut String) {
+    possible_regressions(results, out);
     if results.regressions.is_empty() {
         return;
     }
@@ -164,6 +166,33 @@ fn regressions(results: &Results, out: &mut String) {
         );
     }
     out.push_str("</tbody></table></section>");
+}
+
+/// Drops that are not significant, and the `--repeat` advice.
+fn possible_regressions(results: &Results, out: &mut String) {
+    if results.possible_regressions.is_empty() && results.repeat_advice.is_empty() {
+        return;
+    }
+    out.push_str(r#"<section id="possible-regressions"><h2>Possible regressions</h2>"#);
+    if !results.possible_regressions.is_empty() {
+        out.push_str(
+            r#"<p class="dim">Drops that are not significant at the chosen confidence: reported, they do not fail the job.</p><table><thead><tr><th>what</th><th>before</th><th>after</th></tr></thead><tbody>"#,
+        );
+        for r in &results.possible_regressions {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                text(&r.message),
+                text(&r.before),
+                text(&r.after)
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    for advice in &results.repeat_advice {
+        let _ = write!(out, r#"<p class="dim">{}</p>"#, text(&advice.message));
+    }
+    out.push_str("</section>");
 }
 
 /// Series names and CSS classes: one per model (or "this run"), then the baseline.
@@ -434,20 +463,14 @@ fn cases_table(results: &Results, out: &mut String) {
             }
             let _ = write!(
                 out,
-                r#"<td><span class="badge {class}">{word}</span>{}{}</td><td>{}/{}{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>"#,
+                r#"<td><span class="badge {class}">{word}</span>{}{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>"#,
                 if case.flaky {
                     r#" <span class="badge flaky">flaky</span>"#
                 } else {
                     ""
                 },
                 drift_note(case),
-                case.attempts_passed,
-                case.attempts_passed + case.attempts_failed,
-                if case.attempts_errored > 0 {
-                    format!(" ({} errored)", case.attempts_errored)
-                } else {
-                    String::new()
-                },
+                text(&crate::eval::report::markdown::passed(case)),
                 case.pass_at_1,
                 case.pass_at_k,
                 case.pass_pow_k,
