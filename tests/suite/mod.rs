@@ -72,6 +72,7 @@ mod signals;
 mod sinks;
 mod skills;
 mod subagent;
+mod telemetry;
 mod tools;
 mod trace_rebuild;
 mod trace_view;
