@@ -152,6 +152,14 @@ fn time_of(event: &Event) -> SystemTime {
         })
 }
 
+/// `attributes`, plus the sub-agent (`task-1`, …) the event comes from.
+fn with_agent(event: &Event, mut attributes: Vec<KeyValue>) -> Vec<KeyValue> {
+    if let Some(agent) = &event.agent {
+        attributes.push(KeyValue::new("agentci.agent.id", agent.id.clone()));
+    }
+    attributes
+}
+
 fn int(key: &'static str, n: u64) -> KeyValue {
     KeyValue::new(key, i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -214,16 +222,19 @@ impl EventSink for OtlpSink {
                     format!("chat {}", self.model),
                     at,
                     parent.as_ref(),
-                    vec![
-                        KeyValue::new("gen_ai.operation.name", "chat"),
-                        KeyValue::new("gen_ai.provider.name", self.provider_name.clone()),
-                        KeyValue::new("gen_ai.request.model", self.model.clone()),
-                        int("agentci.turn", u64::from(request.turn)),
-                        KeyValue::new(
-                            "agentci.phase",
-                            format!("{:?}", request.phase).to_lowercase(),
-                        ),
-                    ],
+                    with_agent(
+                        event,
+                        vec![
+                            KeyValue::new("gen_ai.operation.name", "chat"),
+                            KeyValue::new("gen_ai.provider.name", self.provider_name.clone()),
+                            KeyValue::new("gen_ai.request.model", self.model.clone()),
+                            int("agentci.turn", u64::from(request.turn)),
+                            KeyValue::new(
+                                "agentci.phase",
+                                format!("{:?}", request.phase).to_lowercase(),
+                            ),
+                        ],
+                    ),
                 );
                 self.chats.insert(request.call_id.clone(), chat);
             }
@@ -278,11 +289,14 @@ impl EventSink for OtlpSink {
                     format!("execute_tool {tool}"),
                     at,
                     parent.as_ref(),
-                    vec![
-                        KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                        KeyValue::new("gen_ai.tool.name", tool.clone()),
-                        KeyValue::new("gen_ai.tool.call.id", call_id.clone()),
-                    ],
+                    with_agent(
+                        event,
+                        vec![
+                            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                            KeyValue::new("gen_ai.tool.name", tool.clone()),
+                            KeyValue::new("gen_ai.tool.call.id", call_id.clone()),
+                        ],
+                    ),
                 );
                 self.tools.insert(call_id.clone(), span);
             }

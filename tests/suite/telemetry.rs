@@ -106,12 +106,12 @@ model:
   base_url: {base_url}
   retry: {{initial_backoff: 1ms}}
   price: {{input_per_mtok: 2, output_per_mtok: 8}}
-tools: [read, edit, exec]
+tools: [read, edit, exec, task]
 workspace: ws
 skills_path: [skills]
 permissions:
   default: deny
-  allow: [read, "edit(*.txt)"]
+  allow: [read, "edit(*.txt)", task]
 checks:
   - name: greeting fixed
     run: grep -q "hello world" greeting.txt
@@ -123,7 +123,11 @@ checks:
     sb
 }
 
-/// One step: a rate-limited answer retried, an edit, a denied `exec`.
+/// The sub-agent's conversation: its first message holds this.
+const LANE: &str = "LANE-CHECK";
+
+/// One step: a rate-limited answer retried, an edit, a sub-agent that
+/// reads the file, a denied `exec`.
 fn script() -> Vec<Reply> {
     vec![
         Reply::plan(&[("Fix the typo", "greeting.txt says hello world")]),
@@ -134,6 +138,18 @@ fn script() -> Vec<Reply> {
             json!({"path": "greeting.txt", "old_text": "wrold", "new_text": "world"}),
         )])
         .with_usage(120, 30),
+        Reply::tool_calls(vec![(
+            "call_task",
+            "task",
+            json!({"prompt": format!("{LANE} Does greeting.txt say hello world?"), "kind": "explore"}),
+        )]),
+        Reply::tool_calls(vec![(
+            "call_sub_read",
+            "read",
+            json!({"path": "greeting.txt"}),
+        )])
+        .in_lane(LANE),
+        Reply::text("Yes, it says hello world.").in_lane(LANE),
         Reply::tool_calls(vec![("call_push", "exec", json!({"command": "git push"}))]),
         Reply::step_done("fixed the typo"),
         Reply::text("Fixed the typo."),
