@@ -48,6 +48,7 @@ pub mod sandbox;
 pub mod sink;
 pub mod skills;
 pub mod spec;
+pub mod telemetry;
 pub mod tools;
 pub mod trace_view;
 pub mod untrusted;

@@ -147,6 +147,31 @@ pub enum StartError {
     },
 }
 
+/// The caller's sinks, plus the OTLP exporter when the job's `telemetry`
+/// or the `OTEL_EXPORTER_OTLP_*` variables name a collector; its flush
+/// before `run.completed`, or why it could not start (a warning).
+fn with_telemetry(
+    job: &JobSpec,
+    mut sinks: Vec<Box<dyn EventSink>>,
+) -> (
+    Vec<Box<dyn EventSink>>,
+    Option<crate::sink::bus::CompletionHook>,
+    Option<String>,
+) {
+    let Some(target) =
+        crate::telemetry::OtlpTarget::resolve(&job.telemetry, |name| std::env::var(name).ok())
+    else {
+        return (sinks, None, None);
+    };
+    match crate::telemetry::OtlpSink::start(&target) {
+        Ok((sink, flush)) => {
+            sinks.push(Box::new(sink));
+            (sinks, Some(flush), None)
+        }
+        Err(problem) => (sinks, None, Some(problem)),
+    }
+}
+
 /// Run a prepared job to the end.
 pub async fn run_prepared(
     prepared: &Prepared,
@@ -191,13 +216,17 @@ pub async fn run_prepared(
         &options.extra_env,
         hidden,
     )?;
+    let (sinks, telemetry_flush, telemetry_problem) = with_telemetry(job, options.sinks);
     let bus = open_bus(
         &paths,
         resume.as_mut(),
         options.junit_files.clone(),
-        options.sinks,
+        sinks,
         secrets,
     )?;
+    if let Some(flush) = telemetry_flush {
+        bus.before_completion(flush);
+    }
     let network_bus = bus.clone();
     processes.observe_network(std::sync::Arc::new(move |record| {
         network_bus.emit(crate::event::EventKind::NetworkRequest(record));
@@ -207,6 +236,7 @@ pub async fn run_prepared(
         .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &bus));
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
+    warnings.extend(telemetry_problem);
 
     let provider = provider_for(prepared, options.record.as_deref(), prompt.event_text);
     let after_checks = git_after_checks(

@@ -89,6 +89,35 @@ pub struct JobSpec {
     /// `result_schema` (or `--result-schema`): the JSON Schema the run's
     /// structured result must match, already checked to compile.
     pub result_schema: Option<serde_json::Value>,
+    /// `telemetry:` as written in the job; the `OTEL_EXPORTER_OTLP_*`
+    /// variables are read when the run starts.
+    pub telemetry: TelemetrySpec,
+}
+
+/// `telemetry:`: where the run's spans go besides the trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TelemetrySpec {
+    /// `telemetry.otlp`; `None`: only the environment may turn export on.
+    pub otlp: Option<OtlpSpec>,
+}
+
+/// `telemetry.otlp`, checked: an http(s) URL and headers, protocol `http/protobuf`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OtlpSpec {
+    /// The collector's base URL (spans go to `/v1/traces` under it).
+    pub endpoint: Option<String>,
+    /// Sent with every export; values may be API keys, so never shown.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for OtlpSpec {
+    /// Header values are credentials: only their names are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtlpSpec")
+            .field("endpoint", &self.endpoint)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Standing guidance the system prompt carries: the memory file and the

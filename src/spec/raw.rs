@@ -111,6 +111,34 @@ pub(super) struct RawJob {
     /// An inline JSON Schema (a mapping) or the path of a `.json` file holding one.
     #[schemars(with = "Option<serde_json::Value>")]
     pub result_schema: Option<Spanned<serde_json::Value>>,
+    /// `{otlp: {endpoint, headers, protocol}}`: export the run as OpenTelemetry spans.
+    pub telemetry: Option<RawTelemetry>,
+}
+
+/// `telemetry:`, where the run's spans are exported.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Telemetry")]
+pub(super) struct RawTelemetry {
+    /// An OTLP collector: the run is exported as one trace of spans.
+    pub otlp: Option<RawOtlp>,
+}
+
+/// `telemetry.otlp:`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Otlp")]
+pub(super) struct RawOtlp {
+    /// The collector's base URL, like `OTEL_EXPORTER_OTLP_ENDPOINT`; spans go to `/v1/traces` under it.
+    #[schemars(with = "Option<String>")]
+    pub endpoint: Option<Spanned<String>>,
+    /// HTTP headers sent with each export (an API key: `${{ vars.X }}` is substituted).
+    #[schemars(with = "BTreeMap<String, String>")]
+    #[serde(default)]
+    pub headers: BTreeMap<String, Spanned<String>>,
+    /// `http/protobuf` (the only one taken for now).
+    #[schemars(with = "Option<String>")]
+    pub protocol: Option<Spanned<String>>,
 }
 
 /// `task:`, the sub-agents the `task` tool starts.

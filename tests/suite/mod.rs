@@ -74,6 +74,7 @@ mod significance_reference;
 mod sinks;
 mod skills;
 mod subagent;
+mod telemetry;
 mod tools;
 mod trace_rebuild;
 mod trace_view;

@@ -29,6 +29,7 @@ mod reasoning;
 pub use reasoning::MIN_BUDGET_TOKENS;
 mod result;
 mod sandbox;
+mod telemetry;
 mod tool_loop;
 mod untrusted;
 mod writable;
@@ -117,6 +118,7 @@ impl Checker<'_> {
             .and_then(|s| self.result_schema(s));
 
         let mcp = self.mcp(raw.mcp.as_ref(), workspace.as_deref(), &vars);
+        let telemetry = self.telemetry(raw.telemetry.as_ref(), &vars);
 
         let job = match (name, skill, goal, model, workspace) {
             (Some(name), Some(skill), Some(goal), Some(model), Some(workspace)) => Some(JobSpec {
@@ -146,6 +148,7 @@ impl Checker<'_> {
                 tool_loop,
                 guidance,
                 result_schema,
+                telemetry,
             }),
             _ => None,
         };

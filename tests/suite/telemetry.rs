@@ -1,0 +1,338 @@
+//! OpenTelemetry export of a run (`telemetry.otlp`, `OTEL_EXPORTER_OTLP_*`):
+//! the real binary against the fake model, exporting to an OTLP/HTTP
+//! receiver on 127.0.0.1 that decodes what it gets with the official
+//! `opentelemetry-proto` definitions; and a collector that cannot be
+//! reached, which must change neither the result nor the exit code.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::{Value, json};
+
+use super::support::fake_model::{FakeModel, Reply};
+use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr};
+use super::support::trace_schema::assert_valid_trace;
+
+#[derive(Default)]
+struct Received {
+    spans: Vec<Span>,
+    /// The `x-team-key` header of each export.
+    keys: Vec<String>,
+}
+
+/// An OTLP/HTTP receiver on 127.0.0.1 accepting `POST /v1/traces` (protobuf).
+struct Receiver {
+    addr: SocketAddr,
+    received: Arc<Mutex<Received>>,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let received = Arc::new(Mutex::new(Received::default()));
+        let state = Arc::clone(&received);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = axum::Router::new()
+                    .route("/v1/traces", post(traces))
+                    .with_state(state);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        Receiver {
+            addr: rx.recv().unwrap(),
+            received,
+            _thread: thread,
+        }
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+async fn traces(
+    State(received): State<Arc<Mutex<Received>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ([(&'static str, &'static str); 1], Vec<u8>) {
+    let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf request");
+    let mut received = received.lock().unwrap();
+    if let Some(key) = headers.get("x-team-key") {
+        received.keys.push(key.to_str().unwrap().to_string());
+    }
+    for resource in request.resource_spans {
+        for scope in resource.scope_spans {
+            received.spans.extend(scope.spans);
+        }
+    }
+    let answer = ExportTraceServiceResponse::default().encode_to_vec();
+    ([("content-type", "application/x-protobuf")], answer)
+}
+
+/// A workspace with a typo, a skill and a job whose model is `base_url`.
+fn sandbox(base_url: &str, telemetry: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("ws/greeting.txt", "hello wrold\n");
+    sb.skill("fixer", None);
+    sb.write(
+        "job.yaml",
+        &format!(
+            r#"version: 1
+name: fix-greeting
+skill: fixer
+goal: Fix the typo in greeting.txt.
+model:
+  provider: openai
+  name: fake-model
+  base_url: {base_url}
+  retry: {{initial_backoff: 1ms}}
+  price: {{input_per_mtok: 2, output_per_mtok: 8}}
+tools: [read, edit, exec, task]
+workspace: ws
+skills_path: [skills]
+permissions:
+  default: deny
+  allow: [read, "edit(*.txt)", task]
+checks:
+  - name: greeting fixed
+    run: grep -q "hello world" greeting.txt
+  - name: greeting shouted
+    run: grep -q "HELLO" greeting.txt
+{telemetry}"#
+        ),
+    );
+    sb
+}
+
+/// The sub-agent's conversation: its first message holds this.
+const LANE: &str = "LANE-CHECK";
+
+/// One step: a rate-limited answer retried, an edit, a sub-agent that
+/// reads the file, a denied `exec`.
+fn script() -> Vec<Reply> {
+    vec![
+        Reply::plan(&[("Fix the typo", "greeting.txt says hello world")]),
+        Reply::rate_limited("0"),
+        Reply::tool_calls(vec![(
+            "call_edit",
+            "edit",
+            json!({"path": "greeting.txt", "old_text": "wrold", "new_text": "world"}),
+        )])
+        .with_usage(120, 30),
+        Reply::tool_calls(vec![(
+            "call_task",
+            "task",
+            json!({"prompt": format!("{LANE} Does greeting.txt say hello world?"), "kind": "explore"}),
+        )]),
+        Reply::tool_calls(vec![(
+            "call_sub_read",
+            "read",
+            json!({"path": "greeting.txt"}),
+        )])
+        .in_lane(LANE),
+        Reply::text("Yes, it says hello world.").in_lane(LANE),
+        Reply::tool_calls(vec![("call_push", "exec", json!({"command": "git push"}))]),
+        Reply::step_done("fixed the typo"),
+        Reply::text("Fixed the typo."),
+    ]
+}
+
+fn run(sb: &Sandbox, env: &[(&str, &str)]) -> (std::process::Output, Vec<Value>) {
+    let out = agentci_in(
+        sb.path(),
+        &[
+            "run",
+            "job.yaml",
+            "--trace",
+            "out/trace.jsonl",
+            "--progress",
+            "plain",
+        ],
+        env,
+    );
+    let trace_path = sb.path().join("out/trace.jsonl");
+    assert_valid_trace(&trace_path);
+    (out, read_jsonl(&trace_path))
+}
+
+fn text(value: &Any) -> String {
+    match value {
+        Any::StringValue(s) => s.clone(),
+        Any::IntValue(n) => n.to_string(),
+        Any::DoubleValue(x) => x.to_string(),
+        Any::BoolValue(b) => b.to_string(),
+        Any::ArrayValue(a) => format!(
+            "[{}]",
+            a.values
+                .iter()
+                .filter_map(|v| v.value.as_ref().map(text))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Each span as `parent > name {attributes}`, sorted: what the snapshot
+/// holds. Ids and times are left out; the run's id is redacted.
+fn summary(spans: &[Span]) -> String {
+    let names: HashMap<&[u8], &str> = spans
+        .iter()
+        .map(|s| (s.span_id.as_slice(), s.name.as_str()))
+        .collect();
+    let mut lines: Vec<String> = spans
+        .iter()
+        .map(|span| {
+            let parent = if span.parent_span_id.is_empty() {
+                "(root)"
+            } else {
+                names
+                    .get(span.parent_span_id.as_slice())
+                    .copied()
+                    .unwrap_or("(unknown parent)")
+            };
+            let mut attributes: BTreeMap<String, String> = span
+                .attributes
+                .iter()
+                .map(|kv| {
+                    let value = kv.value.as_ref().and_then(|v| v.value.as_ref()).map(text);
+                    (kv.key.clone(), value.unwrap_or_default())
+                })
+                .collect();
+            if attributes.contains_key("agentci.run.id") {
+                attributes.insert("agentci.run.id".into(), "[run id]".into());
+            }
+            let status = span.status.as_ref().map_or(0, |s| s.code);
+            let events: Vec<&str> = span.events.iter().map(|e| e.name.as_str()).collect();
+            let attributes: Vec<String> =
+                attributes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!(
+                "{parent} > {} [status {status}] events {events:?}\n    {}",
+                span.name,
+                attributes.join("\n    ")
+            )
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+#[test]
+fn a_run_is_exported_as_one_trace_of_genai_spans_nested_as_it_ran() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(script());
+    let telemetry = format!(
+        "telemetry:\n  otlp:\n    endpoint: {}\n    protocol: http/protobuf\n    headers: {{x-team-key: team-123}}\n",
+        receiver.base_url()
+    );
+    let sb = sandbox(&model.base_url(), &telemetry);
+    let (out, trace) = run(&sb, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        events(&trace, "model.retry").len() == 1,
+        "a retry was scripted"
+    );
+    assert!(
+        events(&trace, "warning")
+            .iter()
+            .all(|w| w["source"] != "telemetry"),
+        "the receiver took every export"
+    );
+
+    let received = receiver.received.lock().unwrap();
+    assert!(!received.keys.is_empty());
+    assert!(received.keys.iter().all(|k| k == "team-123"));
+    let spans = &received.spans;
+    let trace_ids: std::collections::BTreeSet<&Vec<u8>> =
+        spans.iter().map(|s| &s.trace_id).collect();
+    assert_eq!(trace_ids.len(), 1, "one run, one trace");
+    for span in spans {
+        assert!(
+            span.end_time_unix_nano >= span.start_time_unix_nano,
+            "{}",
+            span.name
+        );
+    }
+    // Message content never leaves the run.
+    let all = format!("{spans:?}");
+    assert!(
+        !all.contains("Fix the typo in greeting"),
+        "the goal was exported"
+    );
+    assert!(
+        !all.contains("Fixed the typo."),
+        "the final text was exported"
+    );
+    insta::assert_snapshot!(summary(spans));
+}
+
+#[test]
+fn an_unreachable_collector_is_one_warning_and_changes_neither_result_nor_exit_code() {
+    let without = {
+        let model = FakeModel::start(script());
+        let sb = sandbox(&model.base_url(), "");
+        let (out, trace) = run(&sb, &[]);
+        (out.status.code(), trace.last().unwrap()["status"].clone())
+    };
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    let endpoint = format!("http://{closed}");
+    let started = std::time::Instant::now();
+    let (out, trace) = run(&sb, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    assert_eq!(
+        (out.status.code(), trace.last().unwrap()["status"].clone()),
+        without,
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(without.0, Some(1));
+    let warnings: Vec<&Value> = events(&trace, "warning")
+        .into_iter()
+        .filter(|w| w["source"] == "telemetry")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let message = warnings[0]["message"].as_str().unwrap();
+    assert!(message.contains(&endpoint), "{message}");
+    assert!(message.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{message}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn validate_refuses_grpc_for_now_and_names_the_protocol_taken() {
+    let sb = sandbox(
+        "http://127.0.0.1:9/v1",
+        "telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4317\n    protocol: grpc\n",
+    );
+    let out = sb.agentci(&["validate", "job.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let all = format!("{}{}", stderr(&out), super::support::harness::stdout(&out));
+    assert!(
+        all.contains("grpc` is not yet taken; use `http/protobuf`"),
+        "{all}"
+    );
+    assert!(all.contains("job.yaml:25"), "placed at its line: {all}");
+}
