@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use html_escape::encode_text as text;
 
+use crate::eval::baseline::Regression;
 use crate::eval::results::{CaseResult, CaseStatus, Outcome, Results, SuiteResult};
 use chart::{Chart, Row};
 
@@ -156,16 +157,21 @@ fn regressions(results: &Results, out: &mut String) {
     out.push_str(
         r#"<section id="regressions"><h2>Regressions against the baseline</h2><table><thead><tr><th>what</th><th>before</th><th>after</th></tr></thead><tbody>"#,
     );
-    for r in &results.regressions {
+    regression_rows(&results.regressions, r#" class="bad""#, out);
+    out.push_str("</tbody></table></section>");
+}
+
+/// One table row per drop: what, before, after; `attrs` go on each `<tr>`.
+fn regression_rows(rows: &[Regression], attrs: &str, out: &mut String) {
+    for r in rows {
         let _ = write!(
             out,
-            "<tr class=\"bad\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{attrs}><td>{}</td><td>{}</td><td>{}</td></tr>",
             text(&r.message),
             text(&r.before),
             text(&r.after)
         );
     }
-    out.push_str("</tbody></table></section>");
 }
 
 /// Drops that are not significant, and the `--repeat` advice.
@@ -178,15 +184,7 @@ fn possible_regressions(results: &Results, out: &mut String) {
         out.push_str(
             r#"<p class="dim">Drops that are not significant at the chosen confidence: reported, they do not fail the job.</p><table><thead><tr><th>what</th><th>before</th><th>after</th></tr></thead><tbody>"#,
         );
-        for r in &results.possible_regressions {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                text(&r.message),
-                text(&r.before),
-                text(&r.after)
-            );
-        }
+        regression_rows(&results.possible_regressions, "", out);
         out.push_str("</tbody></table>");
     }
     for advice in &results.repeat_advice {
