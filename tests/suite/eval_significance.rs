@@ -6,7 +6,7 @@
 //! the `--repeat` advice, are snapshotted.
 
 use super::eval::{eval, notes_sandbox, results};
-use super::support::harness::{Sandbox, stderr, stdout};
+use super::support::harness::{Sandbox, agentci_in, stderr, stdout};
 
 /// A suite of one case that replays `cassettes` in turn, one per attempt.
 fn suite(cassettes: &[&str]) -> String {
@@ -170,5 +170,48 @@ fn a_confidence_outside_zero_to_one_is_refused() {
         ),
         "{}",
         stderr(&out)
+    );
+}
+
+/// Under GitHub Actions a possible regression is a `::warning` annotation,
+/// so it shows on the pull request without failing it.
+#[test]
+fn a_possible_regression_is_a_warning_annotation_under_github_actions() {
+    let sandbox = notes_sandbox();
+    let first = compared(&sandbox, &["good"], &["good", "good", "bad"], "3");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let out = agentci_in(
+        sandbox.path(),
+        &[
+            "eval",
+            "now.yaml",
+            "--repeat",
+            "3",
+            "--out",
+            "again",
+            "--baseline",
+            "base/results.json",
+            "--min-pass-rate",
+            "0",
+            "--max-duration-increase",
+            "1000",
+            "--max-cost-increase",
+            "1000",
+        ],
+        &[("GITHUB_ACTIONS", "true")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let warning = text
+        .lines()
+        .find(|l| {
+            l.starts_with("::warning title=agentci eval%3A possible regression in notes/steady::")
+        })
+        .unwrap_or_else(|| panic!("no warning annotation in {text}"));
+    assert!(warning.contains("p = 0.5000"), "{warning}");
+    assert!(warning.contains("the job does not fail on it"), "{warning}");
+    assert!(
+        !text.contains("::error title=agentci eval%3A regression"),
+        "not an error: {text}"
     );
 }

@@ -1,6 +1,7 @@
 //! What `agentci eval` leaves for GitHub Actions: an `::error` annotation
 //! per failed, errored or regressed case (and per suite below its gate or
-//! regressed), and the step outputs `pass-rate`, `regressions` and
+//! regressed), a `::warning` per possible regression (a drop that is not
+//! significant), and the step outputs `pass-rate`, `regressions` and
 //! `results`. The step summary is the eval's Markdown, written by the CLI.
 //! Formatting only: the verdicts are the results'.
 
@@ -55,6 +56,15 @@ pub fn eval_annotations(results: &Results) -> Vec<String> {
         let title = format!("agentci eval: regression in {}", r.subject());
         let message = format!("{} (before {}, after {})", r.message, r.before, r.after);
         lines.push(annotation("error", "", 0, Some(&title), &message));
+    }
+    // A drop that is not significant is worth a look, not a red build.
+    for r in &results.possible_regressions {
+        let title = format!("agentci eval: possible regression in {}", r.subject());
+        let message = format!(
+            "{} (before {}, after {}); the job does not fail on it",
+            r.message, r.before, r.after
+        );
+        lines.push(annotation("warning", "", 0, Some(&title), &message));
     }
     lines
 }
