@@ -234,12 +234,8 @@ pub(super) fn cloud_body(
     (anthropic_version, beta_in): (&'static str, BetaIn),
     reasoning: &crate::provider::ReasoningSettings,
 ) -> Result<CloudBody, ProviderError> {
-    let named = ChatRequest {
-        model: anthropic_name.to_string(),
-        ..request.clone()
-    };
-    let mut body = wire_request(
-        &named,
+    let mut body = request::wire_request_for(
+        request,
         anthropic_name,
         stream.unwrap_or(false),
         Thinking::of(reasoning),

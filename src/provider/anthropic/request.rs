@@ -82,6 +82,18 @@ pub(super) fn wire_request(
     } else {
         &request.model
     };
+    wire_request_for(request, model, stream, thinking, answer)
+}
+
+/// [`wire_request`] for `model` whatever the request names: a cloud names
+/// the model in its URL and passes Anthropic's name for the output limits.
+pub(super) fn wire_request_for(
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    thinking: Thinking,
+    answer: Option<u32>,
+) -> WireRequest {
     let mut system: Vec<Value> = request
         .messages
         .iter()
