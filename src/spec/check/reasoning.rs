@@ -95,17 +95,14 @@ impl Checker<'_> {
             && let Some(problem) =
                 model.and_then(|m| crate::provider::anthropic::reasoning_problem(&settings, m))
         {
-            match written
-                .iter()
-                .find(|w| w.key == "budget_tokens")
-                .and_then(|w| w.at)
-            {
-                Some(pos) => self.r.error(pos, problem),
-                None => self
-                    .r
-                    .diagnostics
-                    .push(Diagnostic::flag("--thinking-budget", problem)),
-            }
+            self.error_at_key_or_flag(
+                written
+                    .iter()
+                    .find(|w| w.key == "budget_tokens")
+                    .and_then(|w| w.at),
+                "--thinking-budget",
+                problem,
+            );
         }
         for w in &written {
             if takes(kind, w.key, &settings) {
@@ -228,25 +225,13 @@ impl Checker<'_> {
                 "provider {} takes effort `low`, `medium` or `high`, not `minimal`",
                 kind.as_str()
             );
-            match at("effort") {
-                Some(pos) => self.r.error(pos, message),
-                None => self
-                    .r
-                    .diagnostics
-                    .push(Diagnostic::flag("--reasoning-effort", message)),
-            }
+            self.error_at_key_or_flag(at("effort"), "--reasoning-effort", message);
         }
         if settings.adaptive && settings.budget_tokens.is_some() {
             let message = "`mode: adaptive` lets the model decide how long to think, so it takes \
                            no `budget_tokens`: remove one of them (use `effort` to steer adaptive \
                            thinking)";
-            match at("mode") {
-                Some(pos) => self.r.error(pos, message),
-                None => self
-                    .r
-                    .diagnostics
-                    .push(Diagnostic::flag("--thinking-budget", message)),
-            }
+            self.error_at_key_or_flag(at("mode"), "--thinking-budget", message);
         }
         if settings.interleaved
             && !settings.thinking()
@@ -257,6 +242,14 @@ impl Checker<'_> {
                 "`interleaved: true` needs thinking on: add `budget_tokens: N` (manual \
                  thinking) or `mode: adaptive`",
             );
+        }
+    }
+
+    /// An error at the job's key when the job wrote it (`at`), else at `flag`.
+    fn error_at_key_or_flag(&mut self, at: Option<Pos>, flag: &str, message: impl Into<String>) {
+        match at {
+            Some(pos) => self.r.error(pos, message),
+            None => self.r.diagnostics.push(Diagnostic::flag(flag, message)),
         }
     }
 
