@@ -1,11 +1,13 @@
-//! `agentci trace show TRACE.jsonl` and `agentci trace summary TRACE.jsonl`:
-//! a finished, failed or cut short run read back from its trace, for a
-//! person (text, `--full` with what the model was sent), for a tool
-//! (`--json`), or as the Markdown of the GitHub step summary.
+//! `agentci trace show TRACE.jsonl`, `agentci trace summary TRACE.jsonl` and
+//! `agentci trace export --otlp URL TRACE.jsonl`: a finished, failed or cut
+//! short run read back from its trace, for a person (text, `--full` with
+//! what the model was sent), for a tool (`--json`), as the Markdown of the
+//! GitHub step summary, or as OpenTelemetry spans sent to a collector.
 //!
 //! Exit codes: 0 when the trace was read (a run cut mid-way included: its
 //! last line may be half written), 2 when it cannot be read at all or a
 //! line before the end is damaged; what was readable is still printed.
+//! `export` is 1 when the collector did not take the spans.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,6 +30,18 @@ pub enum TraceCommand {
     Show(ShowArgs),
     /// Print the Markdown step summary of a run from its trace.
     Summary(SummaryArgs),
+    /// Send a run's trace to an OpenTelemetry collector as the spans a live export makes.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The JSONL trace of a run.
+    pub trace: PathBuf,
+    /// The collector's OTLP/HTTP base URL (spans go to `URL/v1/traces`);
+    /// default: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +66,7 @@ pub fn trace(args: TraceArgs) -> Result<Exit, CliError> {
     match args.command {
         TraceCommand::Show(args) => show(&args),
         TraceCommand::Summary(args) => summary(&args),
+        TraceCommand::Export(args) => export(&args),
     }
 }
 
@@ -77,6 +92,49 @@ fn summary(args: &SummaryArgs) -> Result<Exit, CliError> {
     let trace = read(&args.trace)?;
     let markdown = printable(&crate::sink::step_summary(trace.events()));
     print_and_exit(&markdown, &trace)
+}
+
+fn export(args: &ExportArgs) -> Result<Exit, CliError> {
+    let target = export_target(args.otlp.as_deref())?;
+    let trace = read(&args.trace)?;
+    if let Err(problem) = crate::telemetry::export_trace(&target, trace.events()) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: trace export: {problem}: the spans were not exported; check --otlp or \
+             OTEL_EXPORTER_OTLP_ENDPOINT"
+        );
+        return Ok(Exit::Failed);
+    }
+    print_and_exit(
+        &format!(
+            "exported {} to {}\n",
+            args.trace.display(),
+            target.traces_url
+        ),
+        &trace,
+    )
+}
+
+/// `--otlp URL`, else the `OTEL_EXPORTER_OTLP_*` variables.
+fn export_target(flag: Option<&str>) -> Result<crate::telemetry::OtlpTarget, CliError> {
+    let spec = crate::spec::TelemetrySpec {
+        otlp: flag.map(|url| crate::spec::OtlpSpec {
+            endpoint: Some(url.to_string()),
+            headers: Default::default(),
+        }),
+    };
+    if let Some(url) = flag
+        && let Err(problem) = crate::spec::load::check_base_url(url)
+    {
+        return Err(CliError::input(format!("--otlp: {problem}")));
+    }
+    crate::telemetry::OtlpTarget::resolve(&spec, |name| std::env::var(name).ok()).ok_or_else(|| {
+        CliError::input(
+            "trace export needs a collector: give --otlp URL (its OTLP/HTTP base, such as \
+             http://127.0.0.1:4318) or set OTEL_EXPORTER_OTLP_ENDPOINT"
+                .to_string(),
+        )
+    })
 }
 
 fn read(path: &std::path::Path) -> Result<LoadedTrace, CliError> {

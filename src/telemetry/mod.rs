@@ -9,10 +9,12 @@
 //! short flush, and a collector that cannot be reached is one `warning`.
 
 mod client;
+mod export;
 mod spans;
 
 use std::collections::BTreeMap;
 
+pub use export::export_trace;
 pub use spans::OtlpSink;
 
 use crate::spec::TelemetrySpec;

@@ -143,7 +143,43 @@ impl OtlpSink {
     }
 }
 
-fn time_of(event: &Event) -> SystemTime {
+impl OtlpSink {
+    /// Ends the tool, model-call and step spans still open, at `at`.
+    fn end_open_calls_and_steps(&mut self, at: SystemTime) {
+        let open_spans = self
+            .tools
+            .drain()
+            .chain(self.chats.drain())
+            .map(|(_, cx)| cx);
+        for open in open_spans.chain(self.steps.drain().map(|(_, cx)| cx)) {
+            open.span().end_with_timestamp(at);
+        }
+        self.open_step = None;
+    }
+
+    /// What went wrong first while exporting (the collector could not be
+    /// reached, or refused), if anything did.
+    pub fn first_failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Ends every span still open at `at`, the run's last: a trace read
+    /// back that was cut short (no `run.completed`) still exports whole
+    /// spans, the run's marked as not finished.
+    pub fn end_unfinished(&mut self, at: SystemTime) {
+        self.end_open_calls_and_steps(at);
+        if let Some(run) = self.run.take() {
+            run.span()
+                .set_attribute(KeyValue::new("agentci.run.status", "unfinished"));
+            run.span()
+                .set_status(Status::error("the trace ends before run.completed"));
+            run.span().end_with_timestamp(at);
+        }
+    }
+}
+
+/// When `event` happened, from its `ts` (now, when that cannot be read).
+pub(super) fn time_of(event: &Event) -> SystemTime {
     chrono::DateTime::parse_from_rfc3339(&event.ts)
         .ok()
         .and_then(|t| u64::try_from(t.timestamp_micros()).ok())
@@ -365,14 +401,7 @@ impl EventSink for OtlpSink {
                 }
             }
             EventKind::RunCompleted(completed) => {
-                let open_spans = self
-                    .tools
-                    .drain()
-                    .chain(self.chats.drain())
-                    .map(|(_, cx)| cx);
-                for open in open_spans.chain(self.steps.drain().map(|(_, cx)| cx)) {
-                    open.span().end_with_timestamp(at);
-                }
+                self.end_open_calls_and_steps(at);
                 if let Some(run) = self.run.take() {
                     let span = run.span();
                     let totals = &completed.totals;
@@ -408,7 +437,6 @@ impl EventSink for OtlpSink {
     /// reported before `run.completed` or is not worth holding the run for.
     fn finish(&mut self) -> Result<(), SinkError> {
         let _ = self.provider.shutdown_with_timeout(EXPORT_TIMEOUT);
-        let _ = &self.failure;
         Ok(())
     }
 }

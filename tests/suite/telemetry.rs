@@ -336,3 +336,90 @@ fn validate_refuses_grpc_for_now_and_names_the_protocol_taken() {
     );
     assert!(all.contains("job.yaml:25"), "placed at its line: {all}");
 }
+
+#[test]
+fn trace_export_sends_the_same_spans_a_live_export_made() {
+    let live = Receiver::start();
+    let model = FakeModel::start(script());
+    let telemetry = format!("telemetry:\n  otlp:\n    endpoint: {}\n", live.base_url());
+    let sb = sandbox(&model.base_url(), &telemetry);
+    let (out, _) = run(&sb, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+
+    let later = Receiver::start();
+    let endpoint = later.base_url();
+    let out = sb.agentci(&["trace", "export", "--otlp", &endpoint, "out/trace.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        super::support::harness::stdout(&out).contains("/v1/traces"),
+        "says where the spans went"
+    );
+    let live_spans = summary(&live.received.lock().unwrap().spans);
+    let exported = summary(&later.received.lock().unwrap().spans);
+    assert!(!exported.is_empty());
+    assert_eq!(exported, live_spans);
+}
+
+#[test]
+fn trace_export_of_a_run_cut_short_ends_every_span_and_marks_the_run_unfinished() {
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    run(&sb, &[]);
+    let full = std::fs::read_to_string(sb.path().join("out/trace.jsonl")).unwrap();
+    let cut: Vec<&str> = full
+        .lines()
+        .take_while(|line| !line.contains("\"check.completed\""))
+        .collect();
+    sb.write("out/cut.jsonl", &(cut.join("\n") + "\n"));
+
+    let receiver = Receiver::start();
+    let out = agentci_in(
+        sb.path(),
+        &["trace", "export", "out/cut.jsonl"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let received = receiver.received.lock().unwrap();
+    let run = received
+        .spans
+        .iter()
+        .find(|s| s.name.starts_with("invoke_agent"))
+        .expect("the run's span");
+    let status = run
+        .attributes
+        .iter()
+        .find(|kv| kv.key == "agentci.run.status")
+        .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+        .map(text);
+    assert_eq!(status.as_deref(), Some("unfinished"));
+    assert!(received.spans.iter().any(|s| s.name.starts_with("chat ")));
+    assert!(!received.spans.iter().any(|s| s.name.starts_with("check ")));
+}
+
+#[test]
+fn trace_export_names_the_missing_or_unreachable_collector() {
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    run(&sb, &[]);
+    let out = sb.agentci(&["trace", "export", "out/trace.jsonl"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("give --otlp URL"), "{}", stderr(&out));
+
+    let out = sb.agentci(&["trace", "export", "--otlp", "ftp://x", "out/trace.jsonl"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--otlp:"), "{}", stderr(&out));
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let endpoint = format!("http://{closed}");
+    let out = sb.agentci(&["trace", "export", "--otlp", &endpoint, "out/trace.jsonl"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot be reached"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--otlp"), "{}", stderr(&out));
+}

@@ -76,9 +76,21 @@ pub const GITHUB_VARIABLES: &[&str] = &[
     "GITHUB_EVENT_PATH",
 ];
 
-/// `cmd` without the GitHub runner's variables ([`GITHUB_VARIABLES`]).
+/// Variables that would send a test's spans and metrics to the machine's
+/// own collector, or nest them in its CI job's trace.
+pub const TELEMETRY_VARIABLES: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "TRACEPARENT",
+    "TRACESTATE",
+];
+
+/// `cmd` without the GitHub runner's variables ([`GITHUB_VARIABLES`]) and
+/// the machine's telemetry settings ([`TELEMETRY_VARIABLES`]).
 pub fn outside_github(cmd: &mut Command) -> &mut Command {
-    for name in GITHUB_VARIABLES {
+    for name in GITHUB_VARIABLES.iter().chain(TELEMETRY_VARIABLES) {
         cmd.env_remove(name);
     }
     cmd
