@@ -14,11 +14,14 @@ use std::time::Duration;
 
 use crate::agent::cancel_pair;
 use crate::eval::attempt::record_cassette;
+use crate::eval::spans::EvalSpans;
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
     compare, load_suite, run_eval, select_cases,
 };
+use crate::spec::TelemetrySpec;
 use crate::spec::load::{check_base_url, parse_model_flag};
+use crate::telemetry::{OtlpTarget, TraceParent};
 
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
 use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
@@ -34,6 +37,7 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     let baseline = read_baseline(&args.baseline, &cwd)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
     check_selection(&suites, &options, args.filter.as_deref())?;
+    options.spans = eval_spans(&args);
 
     let observer: Arc<dyn EvalObserver> = match args.progress {
         ProgressMode::Auto if std::io::stderr().is_terminal() => {
@@ -61,6 +65,17 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
         // Waits for every workspace removal still under way.
         drop(runtime);
     }
+    if let Some(problem) = options
+        .spans
+        .as_ref()
+        .and_then(|spans| spans.finish(&results))
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: warning: telemetry: {problem}: the evaluation's spans were not exported; \
+             check OTEL_EXPORTER_OTLP_ENDPOINT"
+        );
+    }
     let interrupted = results.interrupted.clone();
     let html = args.html.as_ref().map(|dir| cwd.join(dir));
     let exit = finish(
@@ -81,6 +96,35 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
             Ok(received.exit())
         }
         None => exit,
+    }
+}
+
+/// The evaluation's own spans (`eval`, suites, attempts) when the
+/// `OTEL_EXPORTER_OTLP_*` variables name a collector, nested under
+/// `TRACEPARENT` when that is set. A problem is a warning: the evaluation
+/// runs the same without them.
+fn eval_spans(args: &EvalArgs) -> Option<Arc<EvalSpans>> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let target = OtlpTarget::resolve(&TelemetrySpec::default(), env)?;
+    let warn = |problem: String| {
+        let _ = writeln!(std::io::stderr(), "agentci: warning: {problem}");
+    };
+    let parent = env("TRACEPARENT").and_then(|text| {
+        TraceParent::parse(&text)
+            .map_err(|problem| {
+                warn(format!(
+                    "TRACEPARENT: {problem}; the evaluation is exported as a trace of its own"
+                ));
+            })
+            .ok()
+    });
+    let shard = args.shard.map(|s| s.to_string());
+    match EvalSpans::start(&target, parent.as_ref(), args.repeat, shard) {
+        Ok(spans) => Some(Arc::new(spans)),
+        Err(problem) => {
+            warn(problem);
+            None
+        }
     }
 }
 
@@ -160,6 +204,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         fresh: args.fresh,
         min_pass_rate: args.min_pass_rate,
         models: args.model.clone(),
+        spans: None,
     })
 }
 

@@ -100,6 +100,7 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         checkpoint: key.map(|key| runner::CheckpointOptions { job, key }),
         resume: resumption,
         caller_outputs: caller_outputs(&args, &cwd),
+        trace_parent: None,
     };
     let (report, received) = match execute(&prepared, run_options, trigger)? {
         (Ok(report), received) => (report, received),

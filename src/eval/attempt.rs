@@ -65,6 +65,8 @@ pub struct AttemptPlan {
     /// The results folder, for paths relative to it.
     pub out_root: PathBuf,
     pub fingerprint: Fingerprint,
+    /// The attempt's span, which its run's exported trace nests under.
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
 }
 
 /// The cassette attempt `n` replays (`None`: the case runs live).
@@ -235,6 +237,7 @@ fn run_options(
             root: None,
         },
         extra_env,
+        trace_parent: plan.trace_parent,
         ..RunOptions::default()
     }
 }

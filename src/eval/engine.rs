@@ -49,6 +49,8 @@ pub struct EvalOptions {
     /// case runs against each, and `settings.model` is ignored. Empty (or
     /// one) for a usual run.
     pub models: Vec<String>,
+    /// The evaluation's spans, when a collector is named.
+    pub spans: Option<Arc<super::spans::EvalSpans>>,
 }
 
 /// Told about progress; implemented by the CLI's display.
@@ -161,7 +163,7 @@ pub async fn run_eval(
                 turn: turn.replace(next_turn),
                 started,
             };
-            let handle = spawn_attempt(&suites, queue, &observer, job);
+            let handle = spawn_attempt(&suites, queue, &observer, options.spans.clone(), job);
             (slot, plan, handle)
         })
         .collect();
@@ -258,6 +260,7 @@ fn plan(suites: &[SuiteSpec], options: &EvalOptions, repeat: u32) -> Planned {
                         dir,
                         out_root: options.out_dir.clone(),
                         fingerprint,
+                        trace_parent: None,
                     },
                     settings: Arc::clone(&settings),
                     label: label(&case.name, model.as_deref()),
@@ -292,7 +295,8 @@ fn spawn_attempt(
     suites: &Arc<Vec<SuiteSpec>>,
     queue: Queue,
     observer: &Arc<dyn EvalObserver>,
-    job: Job,
+    spans: Option<Arc<super::spans::EvalSpans>>,
+    mut job: Job,
 ) -> tokio::task::JoinHandle<Option<AttemptResult>> {
     let (suites, settings, observer) = (
         Arc::clone(suites),
@@ -322,9 +326,16 @@ fn spawn_attempt(
         let suite = &suites[job.suite];
         let case = &suite.cases[job.case];
         observer.started(&suite.name, &job.label, job.plan.attempt);
+        let span = spans
+            .as_ref()
+            .map(|spans| spans.attempt_started(&suite.name, &job.label, job.plan.attempt));
+        job.plan.trace_parent = span.as_ref().map(crate::telemetry::OpenSpan::trace_parent);
         // A result left from an earlier try must not survive a crash of this one.
         let _ = std::fs::remove_file(job.plan.dir.join(ATTEMPT_FILE));
         let result = run_attempt(suite, case, &job.plan, &settings).await;
+        if let Some(span) = &span {
+            super::spans::EvalSpans::attempt_finished(span, &result);
+        }
         Some(if result.interrupted {
             result
         } else {

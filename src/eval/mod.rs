@@ -23,6 +23,7 @@ mod reuse;
 pub mod shard;
 pub mod significance;
 pub mod snapshot;
+pub mod spans;
 pub mod stats;
 pub mod suite;
 mod walk;

@@ -84,6 +84,9 @@ pub struct RunOptions {
     /// Files the caller writes after the run (`--output-last-message`, the
     /// GitHub step summary and outputs): kept from children like the run's own.
     pub caller_outputs: Vec<PathBuf>,
+    /// The span the run's exported trace nests under (an eval attempt's);
+    /// `None`: the `TRACEPARENT` variable's, else a trace of its own.
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
 }
 
 /// The job file (or `<command line>`) and the SHA-256 of what made the job.
@@ -149,26 +152,46 @@ pub enum StartError {
 
 /// The caller's sinks, plus the OTLP exporter when the job's `telemetry`
 /// or the `OTEL_EXPORTER_OTLP_*` variables name a collector; its flush
-/// before `run.completed`, or why it could not start (a warning).
+/// before `run.completed`, and what to warn about: an exporter that could
+/// not start, a `TRACEPARENT` that cannot be read (the run is then a trace
+/// of its own).
 fn with_telemetry(
     job: &JobSpec,
+    parent: Option<&crate::telemetry::TraceParent>,
     mut sinks: Vec<Box<dyn EventSink>>,
 ) -> (
     Vec<Box<dyn EventSink>>,
     Option<crate::sink::bus::CompletionHook>,
-    Option<String>,
+    Vec<String>,
 ) {
-    let Some(target) =
-        crate::telemetry::OtlpTarget::resolve(&job.telemetry, |name| std::env::var(name).ok())
-    else {
-        return (sinks, None, None);
+    let env = |name: &str| std::env::var(name).ok();
+    let Some(target) = crate::telemetry::OtlpTarget::resolve(&job.telemetry, env) else {
+        return (sinks, None, Vec::new());
     };
-    match crate::telemetry::OtlpSink::start(&target) {
+    let mut problems = Vec::new();
+    let from_env = match parent {
+        Some(_) => None,
+        None => env("TRACEPARENT")
+            .filter(|text| !text.trim().is_empty())
+            .and_then(|text| match crate::telemetry::TraceParent::parse(&text) {
+                Ok(parent) => Some(parent),
+                Err(problem) => {
+                    problems.push(format!(
+                        "TRACEPARENT: {problem}; the run is exported as a trace of its own"
+                    ));
+                    None
+                }
+            }),
+    };
+    match crate::telemetry::OtlpSink::start(&target, parent.or(from_env.as_ref())) {
         Ok((sink, flush)) => {
             sinks.push(Box::new(sink));
-            (sinks, Some(flush), None)
+            (sinks, Some(flush), problems)
         }
-        Err(problem) => (sinks, None, Some(problem)),
+        Err(problem) => {
+            problems.push(problem);
+            (sinks, None, problems)
+        }
     }
 }
 
@@ -216,7 +239,8 @@ pub async fn run_prepared(
         &options.extra_env,
         hidden,
     )?;
-    let (sinks, telemetry_flush, telemetry_problem) = with_telemetry(job, options.sinks);
+    let (sinks, telemetry_flush, telemetry_problem) =
+        with_telemetry(job, options.trace_parent.as_ref(), options.sinks);
     let bus = open_bus(
         &paths,
         resume.as_mut(),

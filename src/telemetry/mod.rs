@@ -10,12 +10,18 @@
 
 mod client;
 mod export;
+mod parent;
+mod pipeline;
 mod spans;
+mod tree;
 
 use std::collections::BTreeMap;
 
 pub use export::export_trace;
+pub use opentelemetry::KeyValue;
+pub use parent::TraceParent;
 pub use spans::OtlpSink;
+pub use tree::{OpenSpan, SpanTree};
 
 use crate::spec::TelemetrySpec;
 

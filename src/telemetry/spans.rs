@@ -9,19 +9,13 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{
-    BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider,
-};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
-use super::OtlpTarget;
-use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
+use super::client::{EXPORT_TIMEOUT, FirstFailure};
+use super::pipeline::tracer_provider;
+use super::{OtlpTarget, TraceParent};
 use crate::event::{Decision, Event, EventKind, RunStatus};
 use crate::sink::bus::{CompletionHook, EventSink, SinkError};
-
-/// Spans waiting for export; past this they are dropped, never waited for.
-const MAX_QUEUE: usize = 4096;
 
 /// The OTLP sink of one run.
 pub struct OtlpSink {
@@ -30,11 +24,15 @@ pub struct OtlpSink {
     failure: FirstFailure,
     model: String,
     provider_name: String,
+    /// What the run's span nests under: an eval attempt's span, the CI job's.
+    parent: Option<Context>,
     run: Option<Context>,
     steps: HashMap<usize, Context>,
     open_step: Option<usize>,
     chats: HashMap<String, Context>,
     tools: HashMap<String, Context>,
+    /// The git step's span while its events come, and the last one's time.
+    git: Option<(Context, SystemTime)>,
 }
 
 impl OtlpSink {
@@ -42,36 +40,11 @@ impl OtlpSink {
     /// queued before `run.completed` and names a collector that could not
     /// be reached (a `warning`). `None` with a one-line reason when the
     /// exporter cannot be built.
-    pub fn start(target: &OtlpTarget) -> Result<(OtlpSink, CompletionHook), String> {
-        let failure = FirstFailure::default();
-        let client = ExportClient::new(failure.clone())
-            .map_err(|e| format!("telemetry export cannot start: {e}"))?;
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(target.traces_url.clone())
-            .with_headers(target.headers.clone().into_iter().collect())
-            .with_http_client(client)
-            .with_timeout(EXPORT_TIMEOUT)
-            .build()
-            .map_err(|e| {
-                format!(
-                    "telemetry export to {} cannot start ({e}); check `telemetry.otlp` or \
-                     OTEL_EXPORTER_OTLP_*",
-                    target.traces_url
-                )
-            })?;
-        let batch = BatchConfigBuilder::default()
-            .with_max_queue_size(MAX_QUEUE)
-            .build();
-        let provider = SdkTracerProvider::builder()
-            .with_span_processor(
-                BatchSpanProcessor::builder(exporter)
-                    .with_batch_config(batch)
-                    .build(),
-            )
-            .with_resource(Resource::builder().with_service_name("agentci").build())
-            .build();
+    pub fn start(
+        target: &OtlpTarget,
+        parent: Option<&TraceParent>,
+    ) -> Result<(OtlpSink, CompletionHook), String> {
+        let (provider, failure) = tracer_provider(target)?;
         let tracer = provider.tracer("agentci");
         let hook_provider = provider.clone();
         let hook_failure = failure.clone();
@@ -95,11 +68,13 @@ impl OtlpSink {
             failure,
             model: String::new(),
             provider_name: String::new(),
+            parent: parent.map(TraceParent::context),
             run: None,
             steps: HashMap::new(),
             open_step: None,
             chats: HashMap::new(),
             tools: HashMap::new(),
+            git: None,
         };
         Ok((sink, hook))
     }
@@ -168,6 +143,9 @@ impl OtlpSink {
     /// spans, the run's marked as not finished.
     pub fn end_unfinished(&mut self, at: SystemTime) {
         self.end_open_calls_and_steps(at);
+        if let Some((git, last)) = self.git.take() {
+            git.span().end_with_timestamp(last);
+        }
         if let Some(run) = self.run.take() {
             run.span()
                 .set_attribute(KeyValue::new("agentci.run.status", "unfinished"));
@@ -175,6 +153,41 @@ impl OtlpSink {
                 .set_status(Status::error("the trace ends before run.completed"));
             run.span().end_with_timestamp(at);
         }
+    }
+}
+
+/// What a `git.*` event says, as attributes of the git step's span;
+/// `None` for every other event.
+fn git_attributes(kind: &EventKind) -> Option<Vec<KeyValue>> {
+    Some(match kind {
+        EventKind::GitPatch(patch) => vec![
+            KeyValue::new("agentci.git.patch", patch.path.clone()),
+            int("agentci.git.files_changed", patch.files_changed as u64),
+            int("agentci.git.insertions", patch.insertions as u64),
+            int("agentci.git.deletions", patch.deletions as u64),
+        ],
+        EventKind::GitCommit { branch, sha } => vec![
+            KeyValue::new("vcs.ref.head.name", branch.clone()),
+            KeyValue::new("vcs.ref.head.revision", sha.clone()),
+        ],
+        EventKind::GitPush { remote, branch } => vec![
+            KeyValue::new("agentci.git.push.remote", remote.clone()),
+            KeyValue::new("vcs.ref.head.name", branch.clone()),
+        ],
+        _ => return None,
+    })
+}
+
+impl OtlpSink {
+    /// The git step's events (patch, commit, push) come one after another:
+    /// one `git` span under the run from the first to the last.
+    fn git_event(&mut self, at: SystemTime, attributes: Vec<KeyValue>) {
+        let span = match self.git.take() {
+            Some((span, _)) => span,
+            None => self.begin("git".to_string(), at, self.run.as_ref(), Vec::new()),
+        };
+        span.span().set_attributes(attributes);
+        self.git = Some((span, at));
     }
 }
 
@@ -210,6 +223,13 @@ fn status_name(status: RunStatus) -> String {
 impl EventSink for OtlpSink {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         let at = time_of(event);
+        if let Some(attributes) = git_attributes(&event.kind) {
+            self.git_event(at, attributes);
+            return Ok(());
+        }
+        if let Some((git, last)) = self.git.take() {
+            git.span().end_with_timestamp(last);
+        }
         match &event.kind {
             EventKind::RunStarted(started) => {
                 self.model = started.model.name.clone();
@@ -217,7 +237,7 @@ impl EventSink for OtlpSink {
                 let run = self.begin(
                     format!("invoke_agent {}", started.job_name),
                     at,
-                    None,
+                    self.parent.as_ref(),
                     vec![
                         KeyValue::new("gen_ai.operation.name", "invoke_agent"),
                         KeyValue::new("gen_ai.agent.name", started.job_name.clone()),

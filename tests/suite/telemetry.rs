@@ -423,3 +423,155 @@ fn trace_export_names_the_missing_or_unreachable_collector() {
     );
     assert!(stderr(&out).contains("--otlp"), "{}", stderr(&out));
 }
+
+/// The CI job's span a run or an evaluation nests under.
+const CI_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CI_SPAN: &str = "00f067aa0ba902b7";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `parent name > name [outcome]` for the spans `keep` selects, sorted; the
+/// CI job's span is `(ci)`.
+fn tree(spans: &[Span], keep: impl Fn(&Span) -> bool) -> String {
+    let names: HashMap<&[u8], &str> = spans
+        .iter()
+        .map(|s| (s.span_id.as_slice(), s.name.as_str()))
+        .collect();
+    let mut lines: Vec<String> = spans
+        .iter()
+        .filter(|s| keep(s))
+        .map(|span| {
+            let parent = match names.get(span.parent_span_id.as_slice()) {
+                Some(name) => name.to_string(),
+                None if hex(&span.parent_span_id) == CI_SPAN => "(ci)".to_string(),
+                None => "(none)".to_string(),
+            };
+            let outcome = span
+                .attributes
+                .iter()
+                .find(|kv| kv.key == "agentci.eval.outcome" || kv.key == "agentci.run.status")
+                .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+                .map(text)
+                .unwrap_or_default();
+            format!("{parent} > {} [{outcome}]", span.name)
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+#[test]
+fn an_eval_is_one_trace_its_attempts_spans_above_their_runs_under_the_ci_job() {
+    let sandbox = super::eval::notes_sandbox();
+    sandbox.write(
+        "telemetry.yaml",
+        "version: 1\nname: notes\njob: job.yaml\ncases:\n  - name: steady\n    fixture: fixture\n    \
+         cassettes: [cassettes/good.jsonl, cassettes/bad.jsonl]\n    assert:\n      - file_contains: \
+         {path: notes.txt, pattern: 'status: fixed'}\n",
+    );
+    let receiver = Receiver::start();
+    let out = agentci_in(
+        sandbox.path(),
+        &[
+            "eval",
+            "telemetry.yaml",
+            "--repeat",
+            "2",
+            "--jobs",
+            "1",
+            "--min-pass-rate",
+            "0",
+            "--out",
+            "out",
+            "--progress",
+            "none",
+        ],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url()),
+            ("TRACEPARENT", &format!("00-{CI_TRACE}-{CI_SPAN}-01")),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
+    let received = receiver.received.lock().unwrap();
+    let spans = &received.spans;
+    assert!(
+        spans.iter().all(|s| hex(&s.trace_id) == CI_TRACE),
+        "the evaluation is one trace, the CI job's"
+    );
+    insta::assert_snapshot!(tree(spans, |s| s.name.starts_with("eval")
+        || s.name.starts_with("invoke_agent")));
+}
+
+#[test]
+fn the_git_step_is_a_span_of_the_run_and_a_run_nests_under_traceparent() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Fix the typo", "greeting.txt says hello world")]),
+        Reply::tool_calls(vec![(
+            "call_edit",
+            "edit",
+            json!({"path": "greeting.txt", "old_text": "wrold", "new_text": "world"}),
+        )]),
+        Reply::step_done("fixed"),
+        Reply::text("Fixed the typo."),
+    ]);
+    let sb = sandbox(
+        &model.base_url(),
+        "outputs: {patch: changes.patch, commit: {branch: agentci/fix, on_failure: true}}\n",
+    );
+    super::git_output::init_repo(&sb.path().join("ws"), &[("greeting.txt", "hello wrold\n")]);
+    let (out, trace) = run(
+        &sb,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url()),
+            ("TRACEPARENT", &format!("00-{CI_TRACE}-{CI_SPAN}-01")),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(events(&trace, "git.commit").len(), 1);
+    let received = receiver.received.lock().unwrap();
+    let spans = &received.spans;
+    assert!(spans.iter().all(|s| hex(&s.trace_id) == CI_TRACE));
+    insta::assert_snapshot!(tree(spans, |s| !s.name.starts_with("chat ")
+        && !s.name.starts_with("execute_tool")));
+    let git = spans.iter().find(|s| s.name == "git").expect("a git span");
+    let keys: Vec<&str> = git.attributes.iter().map(|kv| kv.key.as_str()).collect();
+    for key in [
+        "agentci.git.patch",
+        "agentci.git.files_changed",
+        "vcs.ref.head.name",
+        "vcs.ref.head.revision",
+    ] {
+        assert!(keys.contains(&key), "{key} in {keys:?}");
+    }
+}
+
+#[test]
+fn a_traceparent_that_cannot_be_read_is_a_warning_and_the_run_a_trace_of_its_own() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    let (out, trace) = run(
+        &sb,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url()),
+            ("TRACEPARENT", "not-a-traceparent"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let warnings: Vec<&Value> = events(&trace, "warning")
+        .into_iter()
+        .filter(|w| w["message"].as_str().unwrap_or("").contains("TRACEPARENT"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let received = receiver.received.lock().unwrap();
+    let run = received
+        .spans
+        .iter()
+        .find(|s| s.name.starts_with("invoke_agent"))
+        .unwrap();
+    assert!(run.parent_span_id.is_empty(), "the run is a root span");
+}
