@@ -150,7 +150,7 @@ pub enum StartError {
     },
 }
 
-/// The caller's sinks, plus the OTLP exporter when the job's `telemetry`
+/// The caller's sinks, plus the OTLP span and metrics sinks when the job's `telemetry`
 /// or the `OTEL_EXPORTER_OTLP_*` variables name a collector; its flush
 /// before `run.completed`, and what to warn about: an exporter that could
 /// not start, a `TRACEPARENT` that cannot be read (the run is then a trace
@@ -183,10 +183,15 @@ fn with_telemetry(
                 }
             }),
     };
-    match crate::telemetry::OtlpSink::start(&target, parent.or(from_env.as_ref())) {
-        Ok((sink, flush)) => {
-            sinks.push(Box::new(sink));
-            (sinks, Some(flush), problems)
+    let temporality = env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE");
+    match crate::telemetry::start_run_export(
+        &target,
+        parent.or(from_env.as_ref()),
+        temporality.as_deref(),
+    ) {
+        Ok(export) => {
+            sinks.extend(export.sinks);
+            (sinks, Some(export.flush), problems)
         }
         Err(problem) => {
             problems.push(problem);

@@ -10,6 +10,7 @@
 
 mod client;
 mod export;
+mod metrics;
 mod parent;
 mod pipeline;
 mod spans;
@@ -23,13 +24,47 @@ pub use parent::TraceParent;
 pub use spans::OtlpSink;
 pub use tree::{OpenSpan, SpanTree};
 
+use crate::sink::bus::{CompletionHook, EventSink};
 use crate::spec::TelemetrySpec;
+
+/// What exports one run: the span sink (and the metrics sink when a
+/// metrics URL is known), and the flush that runs before `run.completed`.
+pub struct RunExport {
+    pub sinks: Vec<Box<dyn EventSink>>,
+    pub flush: CompletionHook,
+}
+
+/// Starts exporting a run to `target`, its spans under `parent`; metrics
+/// use `temporality` (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`).
+/// `Err` with one line when the exporter cannot be built.
+pub fn start_run_export(
+    target: &OtlpTarget,
+    parent: Option<&TraceParent>,
+    temporality: Option<&str>,
+) -> Result<RunExport, String> {
+    let (spans, flush) = OtlpSink::start(target, parent)?;
+    let failure = spans.failure_slot();
+    let mut sinks: Vec<Box<dyn EventSink>> = vec![Box::new(spans)];
+    if let Some(url) = &target.metrics_url {
+        let kind = metrics::temporality(temporality);
+        sinks.push(Box::new(metrics::MetricsSink::start(
+            url,
+            &target.headers,
+            kind,
+            failure,
+        )?));
+    }
+    Ok(RunExport { sinks, flush })
+}
 
 /// Where a run's spans are sent, once the job and the environment are read.
 #[derive(Clone, PartialEq, Eq)]
 pub struct OtlpTarget {
     /// The full URL spans are posted to (`…/v1/traces`).
     pub traces_url: String,
+    /// The full URL metrics are posted to (`…/v1/metrics`); `None` when
+    /// only a traces endpoint is named.
+    pub metrics_url: Option<String>,
     /// The job's headers; the `OTEL_EXPORTER_OTLP_HEADERS` ones are added by the exporter.
     pub headers: BTreeMap<String, String>,
 }
@@ -39,6 +74,7 @@ impl std::fmt::Debug for OtlpTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OtlpTarget")
             .field("traces_url", &self.traces_url)
+            .field("metrics_url", &self.metrics_url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -52,22 +88,27 @@ impl OtlpTarget {
     pub fn resolve(spec: &TelemetrySpec, env: impl Fn(&str) -> Option<String>) -> Option<Self> {
         let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         let job = spec.otlp.as_ref();
-        let traces_url = match job.and_then(|o| o.endpoint.as_deref()) {
-            Some(base) => with_traces_path(base),
-            None => match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
-                Some(url) => url,
-                None => with_traces_path(&set("OTEL_EXPORTER_OTLP_ENDPOINT")?),
-            },
+        let base = job
+            .and_then(|o| o.endpoint.clone())
+            .or_else(|| set("OTEL_EXPORTER_OTLP_ENDPOINT"));
+        let under_base = |path: &str| base.as_deref().map(|b| with_path(b, path));
+        let from_job = job.and_then(|o| o.endpoint.as_deref()).is_some();
+        // The job's endpoint is one base for both; the variables may name each signal's URL.
+        let signal = |name: &str, path: &str| match from_job {
+            true => under_base(path),
+            false => set(name).or_else(|| under_base(path)),
         };
+        let traces_url = signal("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces")?;
         Some(OtlpTarget {
             traces_url,
+            metrics_url: signal("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "/v1/metrics"),
             headers: job.map(|o| o.headers.clone()).unwrap_or_default(),
         })
     }
 }
 
-fn with_traces_path(base: &str) -> String {
-    format!("{}/v1/traces", base.trim_end_matches('/'))
+fn with_path(base: &str, path: &str) -> String {
+    format!("{}{path}", base.trim_end_matches('/'))
 }
 
 #[cfg(test)]
@@ -132,9 +173,38 @@ mod tests {
     }
 
     #[test]
+    fn metrics_go_under_the_same_base_or_to_their_own_variable_and_never_alone() {
+        let metrics = |vars: &[(&str, &str)]| {
+            OtlpTarget::resolve(&TelemetrySpec::default(), env(vars)).map(|t| t.metrics_url)
+        };
+        assert_eq!(
+            metrics(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://b:1/")]),
+            Some(Some("http://b:1/v1/metrics".to_string()))
+        );
+        assert_eq!(
+            metrics(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://b:1"),
+                ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:2/x")
+            ]),
+            Some(Some("http://m:2/x".to_string()))
+        );
+        assert_eq!(
+            metrics(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:3/v1/traces")]),
+            Some(None),
+            "a traces endpoint alone sends no metrics"
+        );
+        assert_eq!(
+            metrics(&[("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:2/x")]),
+            None,
+            "metrics go with a run's spans"
+        );
+    }
+
+    #[test]
     fn header_values_stay_out_of_debug_output() {
         let target = OtlpTarget {
             traces_url: "http://c/v1/traces".into(),
+            metrics_url: None,
             headers: BTreeMap::from([("x-api-key".to_string(), "sekrit".to_string())]),
         };
         assert!(!format!("{target:?}").contains("sekrit"));

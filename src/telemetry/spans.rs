@@ -132,6 +132,11 @@ impl OtlpSink {
         self.open_step = None;
     }
 
+    /// Where export failures are kept, for the metrics sent with the spans.
+    pub(super) fn failure_slot(&self) -> FirstFailure {
+        self.failure.clone()
+    }
+
     /// What went wrong first while exporting (the collector could not be
     /// reached, or refused), if anything did.
     pub fn first_failure(&self) -> Option<String> {

@@ -12,10 +12,17 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
+use opentelemetry_proto::tonic::common::v1::KeyValue as ProtoKeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::metrics::v1::Metric;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::{Value, json};
@@ -27,6 +34,7 @@ use super::support::trace_schema::assert_valid_trace;
 #[derive(Default)]
 struct Received {
     spans: Vec<Span>,
+    metrics: Vec<Metric>,
     /// The `x-team-key` header of each export.
     keys: Vec<String>,
 }
@@ -53,6 +61,7 @@ impl Receiver {
                 tx.send(listener.local_addr().unwrap()).unwrap();
                 let app = axum::Router::new()
                     .route("/v1/traces", post(traces))
+                    .route("/v1/metrics", post(metrics))
                     .with_state(state);
                 axum::serve(listener, app).await.unwrap();
             });
@@ -85,6 +94,21 @@ async fn traces(
         }
     }
     let answer = ExportTraceServiceResponse::default().encode_to_vec();
+    ([("content-type", "application/x-protobuf")], answer)
+}
+
+async fn metrics(
+    State(received): State<Arc<Mutex<Received>>>,
+    body: Bytes,
+) -> ([(&'static str, &'static str); 1], Vec<u8>) {
+    let request = ExportMetricsServiceRequest::decode(body).expect("an OTLP protobuf request");
+    let mut received = received.lock().unwrap();
+    for resource in request.resource_metrics {
+        for scope in resource.scope_metrics {
+            received.metrics.extend(scope.metrics);
+        }
+    }
+    let answer = ExportMetricsServiceResponse::default().encode_to_vec();
     ([("content-type", "application/x-protobuf")], answer)
 }
 
@@ -574,4 +598,107 @@ fn a_traceparent_that_cannot_be_read_is_a_warning_and_the_run_a_trace_of_its_own
         .find(|s| s.name.starts_with("invoke_agent"))
         .unwrap();
     assert!(run.parent_span_id.is_empty(), "the run is a root span");
+}
+
+fn labels(attributes: &[ProtoKeyValue]) -> String {
+    let mut pairs: Vec<String> = attributes
+        .iter()
+        .map(|kv| {
+            let value = kv.value.as_ref().and_then(|v| v.value.as_ref()).map(text);
+            format!("{}={}", kv.key, value.unwrap_or_default())
+        })
+        .collect();
+    pairs.sort();
+    pairs.join(" ")
+}
+
+/// Each data point as `name{labels} = value`, sorted: sums for counters,
+/// counts (and token sums) for histograms; durations vary, so only their
+/// counts are shown.
+fn metric_points(metrics: &[Metric]) -> String {
+    let mut lines = Vec::new();
+    for metric in metrics {
+        match &metric.data {
+            Some(Data::Sum(sum)) => {
+                for point in &sum.data_points {
+                    let value = match point.value {
+                        Some(Number::AsInt(n)) => n.to_string(),
+                        Some(Number::AsDouble(x)) => format!("{x:.6}"),
+                        None => "-".to_string(),
+                    };
+                    lines.push(format!(
+                        "{} [{}] {{{}}} = {value}",
+                        metric.name,
+                        metric.unit,
+                        labels(&point.attributes)
+                    ));
+                }
+            }
+            Some(Data::Histogram(histogram)) => {
+                for point in &histogram.data_points {
+                    let sum = if metric.unit == "s" {
+                        String::new()
+                    } else {
+                        format!(" sum {}", point.sum.unwrap_or_default())
+                    };
+                    lines.push(format!(
+                        "{} [{}] {{{}}} = count {}{sum}",
+                        metric.name,
+                        metric.unit,
+                        labels(&point.attributes),
+                        point.count
+                    ));
+                }
+            }
+            other => lines.push(format!("{}: unexpected {other:?}", metric.name)),
+        }
+    }
+    lines.sort();
+    lines.join("\n")
+}
+
+#[test]
+fn a_run_sends_its_metrics_to_the_same_collector() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    let (out, trace) = run(
+        &sb,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url())],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let totals = &trace.last().unwrap()["totals"];
+    let received = receiver.received.lock().unwrap();
+    let points = metric_points(&received.metrics);
+    let input: u64 = totals["input_tokens"].as_u64().unwrap();
+    assert!(
+        points.contains(&format!("gen_ai.token.type=input}} = count")),
+        "{points}"
+    );
+    let input_sum: f64 = received
+        .metrics
+        .iter()
+        .filter(|m| m.name == "gen_ai.client.token.usage")
+        .filter_map(|m| match &m.data {
+            Some(Data::Histogram(h)) => Some(h.data_points.clone()),
+            _ => None,
+        })
+        .flatten()
+        .filter(|p| labels(&p.attributes).contains("gen_ai.token.type=input"))
+        .map(|p| p.sum.unwrap_or_default())
+        .sum();
+    assert_eq!(input_sum as u64, input, "the tokens add up to the run's");
+    insta::assert_snapshot!(points);
+}
+
+#[test]
+fn metrics_are_not_sent_where_only_a_traces_endpoint_is_named() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    let url = format!("{}/v1/traces", receiver.base_url());
+    run(&sb, &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &url)]);
+    let received = receiver.received.lock().unwrap();
+    assert!(!received.spans.is_empty());
+    assert!(received.metrics.is_empty());
 }
