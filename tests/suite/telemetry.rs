@@ -672,7 +672,7 @@ fn a_run_sends_its_metrics_to_the_same_collector() {
     let points = metric_points(&received.metrics);
     let input: u64 = totals["input_tokens"].as_u64().unwrap();
     assert!(
-        points.contains(&format!("gen_ai.token.type=input}} = count")),
+        points.contains("gen_ai.token.type=input} = count"),
         "{points}"
     );
     let input_sum: f64 = received
