@@ -42,6 +42,10 @@ pub struct ExportArgs {
     /// default: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`.
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
+    /// Also export message content and tool arguments and results, as
+    /// `telemetry.content: true` does (they are masked in the trace already).
+    #[arg(long)]
+    pub content: bool,
 }
 
 #[derive(Debug, Args)]
@@ -95,7 +99,8 @@ fn summary(args: &SummaryArgs) -> Result<Exit, CliError> {
 }
 
 fn export(args: &ExportArgs) -> Result<Exit, CliError> {
-    let target = export_target(args.otlp.as_deref())?;
+    let mut target = export_target(args.otlp.as_deref())?;
+    target.content |= args.content;
     let trace = read(&args.trace)?;
     if let Err(problem) = crate::telemetry::export_trace(&target, trace.events()) {
         let _ = writeln!(
@@ -118,6 +123,7 @@ fn export(args: &ExportArgs) -> Result<Exit, CliError> {
 /// `--otlp URL`, else the `OTEL_EXPORTER_OTLP_*` variables.
 fn export_target(flag: Option<&str>) -> Result<crate::telemetry::OtlpTarget, CliError> {
     let spec = crate::spec::TelemetrySpec {
+        content: false,
         otlp: flag.map(|url| crate::spec::OtlpSpec {
             endpoint: Some(url.to_string()),
             headers: Default::default(),

@@ -99,6 +99,8 @@ pub struct JobSpec {
 pub struct TelemetrySpec {
     /// `telemetry.otlp`; `None`: only the environment may turn export on.
     pub otlp: Option<OtlpSpec>,
+    /// `telemetry.content`: export message content and tool arguments and results.
+    pub content: bool,
 }
 
 /// `telemetry.otlp`, checked: an http(s) URL and headers, protocol `http/protobuf`.

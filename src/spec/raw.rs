@@ -111,7 +111,7 @@ pub(super) struct RawJob {
     /// An inline JSON Schema (a mapping) or the path of a `.json` file holding one.
     #[schemars(with = "Option<serde_json::Value>")]
     pub result_schema: Option<Spanned<serde_json::Value>>,
-    /// `{otlp: {endpoint, headers, protocol}}`: export the run as OpenTelemetry spans.
+    /// `{otlp: {endpoint, headers, protocol}, content}`: export the run as OpenTelemetry spans.
     pub telemetry: Option<RawTelemetry>,
 }
 
@@ -122,6 +122,10 @@ pub(super) struct RawJob {
 pub(super) struct RawTelemetry {
     /// An OTLP collector: the run is exported as one trace of spans.
     pub otlp: Option<RawOtlp>,
+    /// Also export what the model was sent and answered and the tools' arguments
+    /// and results (masked, capped); default false.
+    #[schemars(with = "Option<super::schema::Flag>")]
+    pub content: Option<Spanned<Scalar>>,
 }
 
 /// `telemetry.otlp:`.

@@ -9,6 +9,7 @@
 //! short flush, and a collector that cannot be reached is one `warning`.
 
 mod client;
+mod content;
 mod export;
 mod metrics;
 mod parent;
@@ -67,6 +68,8 @@ pub struct OtlpTarget {
     pub metrics_url: Option<String>,
     /// The job's headers; the `OTEL_EXPORTER_OTLP_HEADERS` ones are added by the exporter.
     pub headers: BTreeMap<String, String>,
+    /// Export message content and tool arguments and results (masked, capped).
+    pub content: bool,
 }
 
 impl std::fmt::Debug for OtlpTarget {
@@ -76,6 +79,7 @@ impl std::fmt::Debug for OtlpTarget {
             .field("traces_url", &self.traces_url)
             .field("metrics_url", &self.metrics_url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("content", &self.content)
             .finish()
     }
 }
@@ -103,6 +107,10 @@ impl OtlpTarget {
             traces_url,
             metrics_url: signal("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "/v1/metrics"),
             headers: job.map(|o| o.headers.clone()).unwrap_or_default(),
+            // The GenAI instrumentations' switch, for teams that set it once for all their tools.
+            content: spec.content
+                || set("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
         })
     }
 }
@@ -140,6 +148,7 @@ mod tests {
     #[test]
     fn the_job_beats_the_environment_and_the_signal_variable_is_taken_as_is() {
         let job = TelemetrySpec {
+            content: false,
             otlp: Some(OtlpSpec {
                 endpoint: Some("http://job:4318/".into()),
                 headers: BTreeMap::new(),
@@ -206,6 +215,7 @@ mod tests {
             traces_url: "http://c/v1/traces".into(),
             metrics_url: None,
             headers: BTreeMap::from([("x-api-key".to_string(), "sekrit".to_string())]),
+            content: false,
         };
         assert!(!format!("{target:?}").contains("sekrit"));
     }

@@ -12,6 +12,7 @@ use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
 use super::client::{EXPORT_TIMEOUT, FirstFailure};
+use super::content;
 use super::pipeline::tracer_provider;
 use super::{OtlpTarget, TraceParent};
 use crate::event::{Decision, Event, EventKind, RunStatus};
@@ -31,6 +32,8 @@ pub struct OtlpSink {
     open_step: Option<usize>,
     chats: HashMap<String, Context>,
     tools: HashMap<String, Context>,
+    /// Message content goes on the spans (`telemetry.content`).
+    content: bool,
     /// The git step's span while its events come, and the last one's time.
     git: Option<(Context, SystemTime)>,
 }
@@ -75,6 +78,7 @@ impl OtlpSink {
             chats: HashMap::new(),
             tools: HashMap::new(),
             git: None,
+            content: target.content,
         };
         Ok((sink, hook))
     }
@@ -297,6 +301,17 @@ impl EventSink for OtlpSink {
                         ],
                     ),
                 );
+                if self.content
+                    && let Some(sent) = &request.sent
+                {
+                    let (system, input) = content::input_messages(sent);
+                    if let Some(system) = system {
+                        chat.span()
+                            .set_attribute(KeyValue::new("gen_ai.system_instructions", system));
+                    }
+                    chat.span()
+                        .set_attribute(KeyValue::new("gen_ai.input.messages", input));
+                }
                 self.chats.insert(request.call_id.clone(), chat);
             }
             EventKind::ModelRetry(retry) => {
@@ -341,10 +356,20 @@ impl EventSink for OtlpSink {
                     if let Some(cost) = response.cost_usd {
                         span.set_attribute(KeyValue::new("agentci.cost_usd", cost));
                     }
+                    if self.content {
+                        span.set_attribute(KeyValue::new(
+                            "gen_ai.output.messages",
+                            content::output_messages(response),
+                        ));
+                    }
                     span.end_with_timestamp(at);
                 }
             }
-            EventKind::ToolCall { call_id, tool, .. } => {
+            EventKind::ToolCall {
+                call_id,
+                tool,
+                arguments,
+            } => {
                 let parent = self.parent_of(event, None).cloned();
                 let span = self.begin(
                     format!("execute_tool {tool}"),
@@ -359,6 +384,12 @@ impl EventSink for OtlpSink {
                         ],
                     ),
                 );
+                if self.content {
+                    span.span().set_attribute(KeyValue::new(
+                        "gen_ai.tool.call.arguments",
+                        content::capped(&arguments.to_string()),
+                    ));
+                }
                 self.tools.insert(call_id.clone(), span);
             }
             EventKind::PermissionDecision {
@@ -383,6 +414,12 @@ impl EventSink for OtlpSink {
                     let span = tool.span();
                     let outcome = if result.ok { "ok" } else { "error" };
                     span.set_attribute(KeyValue::new("agentci.tool.outcome", outcome));
+                    if self.content {
+                        span.set_attribute(KeyValue::new(
+                            "gen_ai.tool.call.result",
+                            content::capped(&result.summary),
+                        ));
+                    }
                     if let Some(code) = &result.error_code {
                         span.set_attribute(KeyValue::new("error.type", code.clone()));
                         span.set_status(Status::error(code.clone()));

@@ -702,3 +702,70 @@ fn metrics_are_not_sent_where_only_a_traces_endpoint_is_named() {
     assert!(!received.spans.is_empty());
     assert!(received.metrics.is_empty());
 }
+
+/// The value of `key` on `span`, as text.
+fn attribute(span: &Span, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+        .map(text)
+}
+
+#[test]
+fn message_content_is_exported_only_when_asked_and_masked() {
+    const SECRET: &str = "sk-telemetry-very-secret-key";
+    let receiver = Receiver::start();
+    let mut replies = script();
+    // The model repeats the key it should never have seen: the span gets the mask.
+    let last = replies.len() - 1;
+    replies[last] = Reply::text(&format!("Fixed the typo. Key: {SECRET}"));
+    let model = FakeModel::start(replies);
+    let telemetry = format!(
+        "telemetry:\n  content: true\n  otlp: {{endpoint: {}}}\n",
+        receiver.base_url()
+    );
+    let sb = sandbox(&model.base_url(), &telemetry);
+    let (out, _) = run(&sb, &[("OPENAI_API_KEY", SECRET)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let received = receiver.received.lock().unwrap();
+    let spans = &received.spans;
+    assert!(
+        !format!("{spans:?}").contains(SECRET),
+        "the key was exported"
+    );
+
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    let first = chats.iter().min_by_key(|s| s.start_time_unix_nano).unwrap();
+    let input = attribute(first, "gen_ai.input.messages").expect("input messages");
+    let input: Value = serde_json::from_str(&input).unwrap();
+    assert_eq!(input[0]["role"], "user");
+    assert!(
+        input[0]["parts"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Fix the typo in greeting.txt"),
+        "{input}"
+    );
+    assert!(attribute(first, "gen_ai.system_instructions").is_some());
+    let answered: Vec<String> = chats
+        .iter()
+        .filter_map(|s| attribute(s, "gen_ai.output.messages"))
+        .collect();
+    assert!(
+        answered
+            .iter()
+            .any(|m| m.contains("Fixed the typo. Key: ***")),
+        "{answered:?}"
+    );
+    let edit = spans
+        .iter()
+        .find(|s| s.name == "execute_tool edit")
+        .unwrap();
+    let arguments = attribute(edit, "gen_ai.tool.call.arguments").unwrap();
+    assert!(arguments.contains("wrold"), "{arguments}");
+    assert!(attribute(edit, "gen_ai.tool.call.result").is_some());
+}

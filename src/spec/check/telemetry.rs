@@ -14,8 +14,13 @@ impl Checker<'_> {
         raw: Option<&RawTelemetry>,
         vars: &BTreeMap<String, String>,
     ) -> TelemetrySpec {
+        let content =
+            self.optional_boolean(raw.and_then(|t| t.content.as_ref()), "telemetry.content");
         let Some(otlp) = raw.and_then(|t| t.otlp.as_ref()) else {
-            return TelemetrySpec::default();
+            return TelemetrySpec {
+                otlp: None,
+                content,
+            };
         };
         if let Some(protocol) = &otlp.protocol
             && protocol.value != "http/protobuf"
@@ -59,6 +64,7 @@ impl Checker<'_> {
         }
         TelemetrySpec {
             otlp: Some(OtlpSpec { endpoint, headers }),
+            content,
         }
     }
 }
