@@ -91,6 +91,18 @@ fn two_of_three_after_three_of_three_is_only_a_possible_regression() {
     let possible = &r["possible_regressions"][0];
     assert_eq!(possible["test"], "fisher_exact");
     assert!((possible["p_value"].as_f64().unwrap() - 0.5).abs() < 1e-12);
+    // In JUnit: listed, with its figures, and passing.
+    let xml = std::fs::read_to_string(sandbox.path().join("now/junit.xml")).unwrap();
+    let suite = xml
+        .split("<testsuite ")
+        .find(|s| s.starts_with(r#"name="possible regressions""#))
+        .unwrap_or_else(|| panic!("no possible regressions testsuite: {xml}"));
+    assert!(suite.contains(r#"failures="0""#), "{suite}");
+    assert!(
+        suite.contains(r#"<testcase name="notes/steady" classname="possible_regressions.notes""#),
+        "{suite}"
+    );
+    assert!(suite.contains("p = 0.5000"), "{suite}");
     let ci = &r["suites"][0]["cases"][0]["pass_rate_ci"];
     assert!(
         (ci["low"].as_f64().unwrap() - 0.207_659_600_8).abs() < 1e-9,

@@ -22,6 +22,9 @@ pub fn to_xml(results: &Results) -> Result<String, String> {
     if !results.regressions.is_empty() {
         report.add_test_suite(regressions(results));
     }
+    if !results.possible_regressions.is_empty() {
+        report.add_test_suite(possible_regressions(results));
+    }
     report
         .to_string()
         .map(|xml| crate::sink::junit::attributes::line_breaks_as_references(&xml))
@@ -51,6 +54,26 @@ fn regressions(results: &Results) -> TestSuite {
         let mut case = TestCase::new(name, status);
         case.set_classname(format!("regressions.{}", r.suite));
         case.set_time(Duration::ZERO);
+        out.add_test_case(case);
+    }
+    out
+}
+
+/// A `possible regressions` testsuite: drops that are not significant, as
+/// passing testcases whose output says the figures and the test, so a CI
+/// report shows them without failing the build.
+fn possible_regressions(results: &Results) -> TestSuite {
+    let mut out = TestSuite::new("possible regressions");
+    out.set_timestamp(chrono::Utc::now().fixed_offset());
+    out.set_time(Duration::ZERO);
+    for r in &results.possible_regressions {
+        let mut case = TestCase::new(r.subject(), TestCaseStatus::success());
+        case.set_classname(format!("possible_regressions.{}", r.suite));
+        case.set_time(Duration::ZERO);
+        case.set_system_out(format!(
+            "{}\nbefore (baseline): {}\nafter: {}",
+            r.message, r.before, r.after
+        ));
         out.add_test_case(case);
     }
     out
