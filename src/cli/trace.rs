@@ -127,6 +127,7 @@ fn export_target(flag: Option<&str>) -> Result<crate::telemetry::OtlpTarget, Cli
         otlp: flag.map(|url| crate::spec::OtlpSpec {
             endpoint: Some(url.to_string()),
             headers: Default::default(),
+            protocol: crate::spec::OtlpProtocol::HttpProtobuf,
         }),
     };
     if let Some(url) = flag

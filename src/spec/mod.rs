@@ -110,6 +110,28 @@ pub struct OtlpSpec {
     pub endpoint: Option<String>,
     /// Sent with every export; values may be API keys, so never shown.
     pub headers: BTreeMap<String, String>,
+    pub protocol: OtlpProtocol,
+}
+
+/// How spans and metrics travel to the collector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// Protobuf over HTTP (port 4318), to `/v1/traces` and `/v1/metrics`.
+    #[default]
+    HttpProtobuf,
+    /// OTLP/gRPC (port 4317): the endpoint is the collector's address as it is.
+    Grpc,
+}
+
+impl OtlpProtocol {
+    /// `http/protobuf` or `grpc`, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells them.
+    pub fn parse(text: &str) -> Option<OtlpProtocol> {
+        match text.trim() {
+            "http/protobuf" => Some(OtlpProtocol::HttpProtobuf),
+            "grpc" => Some(OtlpProtocol::Grpc),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for OtlpSpec {
@@ -118,6 +140,7 @@ impl std::fmt::Debug for OtlpSpec {
         f.debug_struct("OtlpSpec")
             .field("endpoint", &self.endpoint)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("protocol", &self.protocol)
             .finish()
     }
 }

@@ -140,7 +140,7 @@ pub(super) struct RawOtlp {
     #[schemars(with = "BTreeMap<String, String>")]
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
-    /// `http/protobuf` (the only one taken for now).
+    /// `http/protobuf` (default, port 4318) or `grpc` (port 4317).
     #[schemars(with = "Option<String>")]
     pub protocol: Option<Spanned<String>>,
 }

@@ -10,14 +10,20 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, MeterProvider};
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_otlp::{
+    ExporterBuildError, Protocol, RetryPolicy, WithExportConfig, WithHttpConfig, WithTonicConfig,
+};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
+use super::grpc::{GrpcRuntime, OnOwnRuntime};
+use super::pipeline::grpc_metadata;
 use super::spans::time_of;
 use crate::event::{Event, EventKind, RunStatus};
 use crate::sink::bus::{EventSink, SinkError};
+use crate::spec::OtlpProtocol;
 
 /// Bucket boundaries the GenAI conventions give for token counts.
 const TOKEN_BUCKETS: [f64; 14] = [
@@ -54,6 +60,13 @@ struct Instruments {
     tool_calls: Counter<u64>,
 }
 
+/// A reader that exports only when flushed or shut down: once, as the run ends.
+fn once_at_the_end<E: PushMetricExporter>(exporter: E) -> PeriodicReader<E> {
+    PeriodicReader::builder(exporter)
+        .with_interval(NO_PERIODIC_EXPORT)
+        .build()
+}
+
 /// The metrics sink of one run.
 pub struct MetricsSink {
     provider: SdkMeterProvider,
@@ -83,28 +96,51 @@ impl MetricsSink {
     pub(super) fn start(
         url: &str,
         headers: &std::collections::BTreeMap<String, String>,
+        protocol: OtlpProtocol,
         temporality: Temporality,
         failure: FirstFailure,
     ) -> Result<MetricsSink, String> {
-        let client = ExportClient::new(failure)
-            .map_err(|e| format!("telemetry export cannot start: {e}"))?;
-        let exporter = opentelemetry_otlp::MetricExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(url.to_string())
-            .with_headers(headers.clone().into_iter().collect())
-            .with_http_client(client)
-            .with_timeout(EXPORT_TIMEOUT)
-            .with_temporality(temporality)
-            .build()
-            .map_err(|e| format!("metrics export to {url} cannot start ({e})"))?;
-        let reader = PeriodicReader::builder(exporter)
-            .with_interval(NO_PERIODIC_EXPORT)
-            .build();
-        let provider = SdkMeterProvider::builder()
-            .with_reader(reader)
-            .with_resource(Resource::builder().with_service_name("agentci").build())
-            .build();
+        let cannot_build =
+            |e: ExporterBuildError| format!("metrics export to {url} cannot start ({e})");
+        let builder = SdkMeterProvider::builder()
+            .with_resource(Resource::builder().with_service_name("agentci").build());
+        let builder = match protocol {
+            OtlpProtocol::HttpProtobuf => {
+                let client = ExportClient::new(failure)
+                    .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+                let exporter = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(url.to_string())
+                    .with_headers(headers.clone().into_iter().collect())
+                    .with_http_client(client)
+                    .with_timeout(EXPORT_TIMEOUT)
+                    .with_temporality(temporality)
+                    .build()
+                    .map_err(cannot_build)?;
+                builder.with_reader(once_at_the_end(exporter))
+            }
+            OtlpProtocol::Grpc => {
+                let runtime = GrpcRuntime::start()
+                    .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+                let exporter = {
+                    let _entered = runtime.enter();
+                    opentelemetry_otlp::MetricExporter::builder()
+                        .with_tonic()
+                        .with_endpoint(url.to_string())
+                        .with_metadata(grpc_metadata(headers)?)
+                        .with_timeout(EXPORT_TIMEOUT)
+                        .with_retry_policy(RetryPolicy::disabled())
+                        .with_temporality(temporality)
+                        .build()
+                        .map_err(cannot_build)?
+                };
+                builder.with_reader(once_at_the_end(OnOwnRuntime::new(
+                    exporter, runtime, failure, url,
+                )))
+            }
+        };
+        let provider = builder.build();
         let meter = provider.meter("agentci");
         let instruments = Instruments {
             runs: meter

@@ -11,6 +11,7 @@
 mod client;
 mod content;
 mod export;
+mod grpc;
 mod metrics;
 mod parent;
 mod pipeline;
@@ -26,7 +27,7 @@ pub use spans::OtlpSink;
 pub use tree::{OpenSpan, SpanTree};
 
 use crate::sink::bus::{CompletionHook, EventSink};
-use crate::spec::TelemetrySpec;
+use crate::spec::{OtlpProtocol, TelemetrySpec};
 
 /// What exports one run: the span sink (and the metrics sink when a
 /// metrics URL is known), and the flush that runs before `run.completed`.
@@ -51,6 +52,7 @@ pub fn start_run_export(
         sinks.push(Box::new(metrics::MetricsSink::start(
             url,
             &target.headers,
+            target.protocol,
             kind,
             failure,
         )?));
@@ -70,6 +72,10 @@ pub struct OtlpTarget {
     pub headers: BTreeMap<String, String>,
     /// Export message content and tool arguments and results (masked, capped).
     pub content: bool,
+    pub protocol: OtlpProtocol,
+    /// What was wrong with the settings but did not stop export (an
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL` not taken): a warning for the run.
+    pub warning: Option<String>,
 }
 
 impl std::fmt::Debug for OtlpTarget {
@@ -80,6 +86,7 @@ impl std::fmt::Debug for OtlpTarget {
             .field("metrics_url", &self.metrics_url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("content", &self.content)
+            .field("protocol", &self.protocol)
             .finish()
     }
 }
@@ -92,11 +99,21 @@ impl OtlpTarget {
     pub fn resolve(spec: &TelemetrySpec, env: impl Fn(&str) -> Option<String>) -> Option<Self> {
         let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         let job = spec.otlp.as_ref();
+        let from_job = job.and_then(|o| o.endpoint.as_deref()).is_some();
+        let (protocol, warning) = match job {
+            Some(otlp) if from_job => (otlp.protocol, None),
+            _ => protocol_from_env(&set),
+        };
         let base = job
             .and_then(|o| o.endpoint.clone())
             .or_else(|| set("OTEL_EXPORTER_OTLP_ENDPOINT"));
-        let under_base = |path: &str| base.as_deref().map(|b| with_path(b, path));
-        let from_job = job.and_then(|o| o.endpoint.as_deref()).is_some();
+        // OTLP/HTTP signals have their own paths; gRPC takes the address as it is.
+        let under_base = |path: &str| {
+            base.as_deref().map(|b| match protocol {
+                OtlpProtocol::HttpProtobuf => with_path(b, path),
+                OtlpProtocol::Grpc => b.to_string(),
+            })
+        };
         // The job's endpoint is one base for both; the variables may name each signal's URL.
         let signal = |name: &str, path: &str| match from_job {
             true => under_base(path),
@@ -111,7 +128,35 @@ impl OtlpTarget {
             content: spec.content
                 || set("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+            protocol,
+            warning,
         })
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`;
+/// `http/protobuf` when neither is set, or (with a warning) when the value
+/// is one agentci does not speak.
+fn protocol_from_env(set: &impl Fn(&str) -> Option<String>) -> (OtlpProtocol, Option<String>) {
+    let named = [
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ]
+    .into_iter()
+    .find_map(|name| set(name).map(|value| (name, value)));
+    match named {
+        None => (OtlpProtocol::HttpProtobuf, None),
+        Some((name, value)) => match OtlpProtocol::parse(&value) {
+            Some(protocol) => (protocol, None),
+            None => (
+                OtlpProtocol::HttpProtobuf,
+                Some(format!(
+                    "{name} is `{}`; agentci sends `http/protobuf` or `grpc`, so it sends \
+                     `http/protobuf`",
+                    crate::inert::terminal(value.trim())
+                )),
+            ),
+        },
     }
 }
 
@@ -152,6 +197,7 @@ mod tests {
             otlp: Some(OtlpSpec {
                 endpoint: Some("http://job:4318/".into()),
                 headers: BTreeMap::new(),
+                protocol: OtlpProtocol::HttpProtobuf,
             }),
         };
         let vars = env(&[
@@ -210,12 +256,39 @@ mod tests {
     }
 
     #[test]
+    fn grpc_takes_the_address_as_it_is_and_an_unknown_protocol_is_a_warning() {
+        let grpc = OtlpTarget::resolve(
+            &TelemetrySpec::default(),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(grpc.protocol, OtlpProtocol::Grpc);
+        assert_eq!(grpc.traces_url, "http://c:4317");
+        assert_eq!(grpc.metrics_url.as_deref(), Some("http://c:4317"));
+        let json = OtlpTarget::resolve(
+            &TelemetrySpec::default(),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(json.protocol, OtlpProtocol::HttpProtobuf);
+        assert!(json.warning.unwrap().contains("`http/json`"));
+    }
+
+    #[test]
     fn header_values_stay_out_of_debug_output() {
         let target = OtlpTarget {
             traces_url: "http://c/v1/traces".into(),
             metrics_url: None,
             headers: BTreeMap::from([("x-api-key".to_string(), "sekrit".to_string())]),
             content: false,
+            protocol: OtlpProtocol::HttpProtobuf,
+            warning: None,
         };
         assert!(!format!("{target:?}").contains("sekrit"));
     }

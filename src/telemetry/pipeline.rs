@@ -1,13 +1,21 @@
 //! The export pipeline every traced thing shares (a run's sink, an eval's
 //! suite and attempt spans): the OTLP/HTTP exporter over the crate's own
-//! client, behind a batch processor with a bounded queue.
+//! client, or OTLP/gRPC on a runtime of its own, behind a batch processor
+//! with a bounded queue.
 
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use std::collections::BTreeMap;
+
+use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
+use opentelemetry_otlp::{
+    ExporterBuildError, Protocol, RetryPolicy, WithExportConfig, WithHttpConfig, WithTonicConfig,
+};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
 
 use super::OtlpTarget;
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
+use super::grpc::{GrpcRuntime, OnOwnRuntime};
+use crate::spec::OtlpProtocol;
 
 /// Spans waiting for export; past this they are dropped, never waited for.
 const MAX_QUEUE: usize = 4096;
@@ -18,33 +26,72 @@ pub(super) fn tracer_provider(
     target: &OtlpTarget,
 ) -> Result<(SdkTracerProvider, FirstFailure), String> {
     let failure = FirstFailure::default();
-    let client = ExportClient::new(failure.clone())
-        .map_err(|e| format!("telemetry export cannot start: {e}"))?;
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .with_endpoint(target.traces_url.clone())
-        .with_headers(target.headers.clone().into_iter().collect())
-        .with_http_client(client)
-        .with_timeout(EXPORT_TIMEOUT)
-        .build()
-        .map_err(|e| {
-            format!(
-                "telemetry export to {} cannot start ({e}); check `telemetry.otlp` or \
-                 OTEL_EXPORTER_OTLP_*",
-                target.traces_url
-            )
-        })?;
+    let cannot_build = |e: ExporterBuildError| {
+        format!(
+            "telemetry export to {} cannot start ({e}); check `telemetry.otlp` or \
+             OTEL_EXPORTER_OTLP_*",
+            target.traces_url
+        )
+    };
+    let builder = SdkTracerProvider::builder()
+        .with_resource(Resource::builder().with_service_name("agentci").build());
+    let builder = match target.protocol {
+        OtlpProtocol::HttpProtobuf => {
+            let client = ExportClient::new(failure.clone())
+                .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(target.traces_url.clone())
+                .with_headers(target.headers.clone().into_iter().collect())
+                .with_http_client(client)
+                .with_timeout(EXPORT_TIMEOUT)
+                .build()
+                .map_err(cannot_build)?;
+            builder.with_span_processor(batched(exporter))
+        }
+        OtlpProtocol::Grpc => {
+            let runtime =
+                GrpcRuntime::start().map_err(|e| format!("telemetry export cannot start: {e}"))?;
+            let exporter = {
+                // tonic opens its connection on the runtime it is built in.
+                let _entered = runtime.enter();
+                opentelemetry_otlp::SpanExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(target.traces_url.clone())
+                    .with_metadata(grpc_metadata(&target.headers)?)
+                    .with_timeout(EXPORT_TIMEOUT)
+                    .with_retry_policy(RetryPolicy::disabled())
+                    .build()
+                    .map_err(cannot_build)?
+            };
+            let exporter =
+                OnOwnRuntime::new(exporter, runtime, failure.clone(), &target.traces_url);
+            builder.with_span_processor(batched(exporter))
+        }
+    };
+    Ok((builder.build(), failure))
+}
+
+fn batched<E: opentelemetry_sdk::trace::SpanExporter + 'static>(exporter: E) -> BatchSpanProcessor {
     let batch = BatchConfigBuilder::default()
         .with_max_queue_size(MAX_QUEUE)
         .build();
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(
-            BatchSpanProcessor::builder(exporter)
-                .with_batch_config(batch)
-                .build(),
-        )
-        .with_resource(Resource::builder().with_service_name("agentci").build())
-        .build();
-    Ok((provider, failure))
+    BatchSpanProcessor::builder(exporter)
+        .with_batch_config(batch)
+        .build()
+}
+
+/// The job's headers as gRPC metadata: names lowercase ASCII, values
+/// printable; one that is not is named (never its value).
+pub(super) fn grpc_metadata(headers: &BTreeMap<String, String>) -> Result<MetadataMap, String> {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in headers {
+        let bad = || format!("`telemetry.otlp.headers.{name}` cannot be sent as gRPC metadata");
+        let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+            .map_err(|_| bad())?;
+        let value = http::HeaderValue::from_str(value).map_err(|_| bad())?;
+        map.insert(name, value);
+    }
+    Ok(MetadataMap::from_headers(map))
 }

@@ -48,6 +48,14 @@ struct Receiver {
 
 impl Receiver {
     fn start() -> Receiver {
+        Receiver::serve(
+            axum::Router::new()
+                .route("/v1/traces", post(traces))
+                .route("/v1/metrics", post(metrics)),
+        )
+    }
+
+    fn serve(app: axum::Router<Arc<Mutex<Received>>>) -> Receiver {
         let received = Arc::new(Mutex::new(Received::default()));
         let state = Arc::clone(&received);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -59,10 +67,7 @@ impl Receiver {
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = axum::Router::new()
-                    .route("/v1/traces", post(traces))
-                    .route("/v1/metrics", post(metrics))
-                    .with_state(state);
+                let app = app.with_state(state);
                 axum::serve(listener, app).await.unwrap();
             });
         });
@@ -346,16 +351,16 @@ fn an_unreachable_collector_is_one_warning_and_changes_neither_result_nor_exit_c
 }
 
 #[test]
-fn validate_refuses_grpc_for_now_and_names_the_protocol_taken() {
+fn validate_refuses_a_protocol_not_taken_and_names_the_two_that_are() {
     let sb = sandbox(
         "http://127.0.0.1:9/v1",
-        "telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4317\n    protocol: grpc\n",
+        "telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n    protocol: http/json\n",
     );
     let out = sb.agentci(&["validate", "job.yaml"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let all = format!("{}{}", stderr(&out), super::support::harness::stdout(&out));
     assert!(
-        all.contains("grpc` is not yet taken; use `http/protobuf`"),
+        all.contains("`http/json`; use `http/protobuf` (the collector's port 4318) or `grpc`"),
         "{all}"
     );
     assert!(all.contains("job.yaml:25"), "placed at its line: {all}");
@@ -768,4 +773,174 @@ fn message_content_is_exported_only_when_asked_and_masked() {
     let arguments = attribute(edit, "gen_ai.tool.call.arguments").unwrap();
     assert!(arguments.contains("wrold"), "{arguments}");
     assert!(attribute(edit, "gen_ai.tool.call.result").is_some());
+}
+
+/// An OTLP/gRPC receiver on 127.0.0.1: the collector's two `Export` methods
+/// over HTTP/2 (h2c), messages framed as the gRPC wire format says
+/// (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md: a
+/// compressed flag, a 4-byte big-endian length, the message; the status in
+/// the `grpc-status` trailer). A request that is not `application/grpc` is
+/// refused, as a gRPC server does.
+fn grpc_receiver() -> Receiver {
+    use axum::body::Body;
+    use axum::http::{HeaderMap as Headers, Response, StatusCode};
+    use http_body::Frame;
+
+    fn unframe(body: &[u8]) -> &[u8] {
+        assert_eq!(body[0], 0, "uncompressed");
+        let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
+        assert_eq!(body.len(), 5 + len, "one message per call");
+        &body[5..]
+    }
+
+    fn answer(message: Vec<u8>) -> Response<Body> {
+        let mut framed = vec![0u8];
+        framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&message);
+        let mut trailers = Headers::new();
+        trailers.insert("grpc-status", "0".parse().unwrap());
+        let frames: Vec<Result<Frame<Bytes>, std::convert::Infallible>> = vec![
+            Ok(Frame::data(Bytes::from(framed))),
+            Ok(Frame::trailers(trailers)),
+        ];
+        Response::builder()
+            .header("content-type", "application/grpc")
+            .body(Body::new(http_body_util::StreamBody::new(
+                futures_util::stream::iter(frames),
+            )))
+            .unwrap()
+    }
+
+    fn is_grpc(headers: &Headers) -> bool {
+        headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/grpc"))
+    }
+
+    async fn traces(
+        State(received): State<Arc<Mutex<Received>>>,
+        headers: Headers,
+        body: Bytes,
+    ) -> Response<Body> {
+        if !is_grpc(&headers) {
+            return Response::builder()
+                .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+                .body(Body::empty())
+                .unwrap();
+        }
+        let request = ExportTraceServiceRequest::decode(unframe(&body)).unwrap();
+        let mut received = received.lock().unwrap();
+        if let Some(key) = headers.get("x-team-key") {
+            received.keys.push(key.to_str().unwrap().to_string());
+        }
+        for resource in request.resource_spans {
+            for scope in resource.scope_spans {
+                received.spans.extend(scope.spans);
+            }
+        }
+        answer(ExportTraceServiceResponse::default().encode_to_vec())
+    }
+
+    async fn metrics(
+        State(received): State<Arc<Mutex<Received>>>,
+        headers: Headers,
+        body: Bytes,
+    ) -> Response<Body> {
+        if !is_grpc(&headers) {
+            return Response::builder()
+                .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+                .body(Body::empty())
+                .unwrap();
+        }
+        let request = ExportMetricsServiceRequest::decode(unframe(&body)).unwrap();
+        let mut received = received.lock().unwrap();
+        for resource in request.resource_metrics {
+            for scope in resource.scope_metrics {
+                received.metrics.extend(scope.metrics);
+            }
+        }
+        answer(ExportMetricsServiceResponse::default().encode_to_vec())
+    }
+
+    Receiver::serve(
+        axum::Router::new()
+            .route(
+                "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                post(traces),
+            )
+            .route(
+                "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+                post(metrics),
+            ),
+    )
+}
+
+#[test]
+fn grpc_export_sends_the_same_spans_and_the_metrics() {
+    let http = Receiver::start();
+    let model = FakeModel::start(script());
+    let sb = sandbox(
+        &model.base_url(),
+        &format!("telemetry:\n  otlp: {{endpoint: {}}}\n", http.base_url()),
+    );
+    run(&sb, &[]);
+
+    let grpc = grpc_receiver();
+    let model = FakeModel::start(script());
+    let sb = sandbox(
+        &model.base_url(),
+        &format!(
+            "telemetry:\n  otlp:\n    endpoint: {}\n    protocol: grpc\n    headers: {{X-Team-Key: team-123}}\n",
+            grpc.base_url()
+        ),
+    );
+    let (out, trace) = run(&sb, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        events(&trace, "warning")
+            .iter()
+            .all(|w| w["source"] != "telemetry"),
+        "{trace:?}"
+    );
+    let received = grpc.received.lock().unwrap();
+    assert!(received.keys.iter().all(|k| k == "team-123") && !received.keys.is_empty());
+    assert_eq!(
+        summary(&received.spans),
+        summary(&http.received.lock().unwrap().spans)
+    );
+    assert!(
+        received.metrics.iter().any(|m| m.name == "agentci.runs"),
+        "metrics over gRPC too"
+    );
+}
+
+#[test]
+fn an_unreachable_grpc_collector_is_one_warning_and_changes_nothing() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    let endpoint = format!("http://{closed}");
+    let started = std::time::Instant::now();
+    let (out, trace) = run(
+        &sb,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let warnings: Vec<&Value> = events(&trace, "warning")
+        .into_iter()
+        .filter(|w| w["source"] == "telemetry")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]["message"].as_str().unwrap().contains("gRPC"),
+        "{warnings:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }

@@ -1,12 +1,12 @@
 //! The job's `telemetry:` key: where the run's OpenTelemetry spans go.
-//! Only `http/protobuf` is taken for now; exporting is [`crate::telemetry`]'s.
+//! `http/protobuf` or `grpc`; exporting is [`crate::telemetry`]'s.
 
 use std::collections::BTreeMap;
 
 use super::Checker;
 use crate::spec::load::{check_base_url, pos_of};
 use crate::spec::raw::RawTelemetry;
-use crate::spec::{OtlpSpec, TelemetrySpec};
+use crate::spec::{OtlpProtocol, OtlpSpec, TelemetrySpec};
 
 impl Checker<'_> {
     pub(super) fn telemetry(
@@ -22,22 +22,21 @@ impl Checker<'_> {
                 content,
             };
         };
-        if let Some(protocol) = &otlp.protocol
-            && protocol.value != "http/protobuf"
-        {
-            let pos = pos_of(&self.r, protocol);
-            let message = if protocol.value == "grpc" {
-                "`telemetry.otlp.protocol: grpc` is not yet taken; use `http/protobuf` (the \
-                 collector's port 4318)"
-                    .to_string()
-            } else {
-                format!(
-                    "`telemetry.otlp.protocol` is `{}`; the only protocol taken is `http/protobuf`",
-                    protocol.value
-                )
-            };
-            self.r.error(pos, message);
-        }
+        let protocol = match &otlp.protocol {
+            None => OtlpProtocol::HttpProtobuf,
+            Some(given) => OtlpProtocol::parse(&given.value).unwrap_or_else(|| {
+                let pos = pos_of(&self.r, given);
+                self.r.error(
+                    pos,
+                    format!(
+                        "`telemetry.otlp.protocol` is `{}`; use `http/protobuf` (the collector's \
+                         port 4318) or `grpc` (port 4317)",
+                        given.value
+                    ),
+                );
+                OtlpProtocol::HttpProtobuf
+            }),
+        };
         let endpoint = otlp.endpoint.as_ref().and_then(|url| {
             let text = self.substitute(url, vars)?;
             match check_base_url(&text) {
@@ -47,8 +46,8 @@ impl Checker<'_> {
                     self.r.error(
                         pos,
                         format!(
-                            "`telemetry.otlp.endpoint`: {}; give the collector's OTLP/HTTP \
-                             address, e.g. http://127.0.0.1:4318",
+                            "`telemetry.otlp.endpoint`: {}; give the collector's OTLP \
+                             address, e.g. http://127.0.0.1:4318 (grpc: port 4317)",
                             problem.replace(", e.g. http://127.0.0.1:11434/v1", "")
                         ),
                     );
@@ -63,7 +62,11 @@ impl Checker<'_> {
             }
         }
         TelemetrySpec {
-            otlp: Some(OtlpSpec { endpoint, headers }),
+            otlp: Some(OtlpSpec {
+                endpoint,
+                headers,
+                protocol,
+            }),
             content,
         }
     }
