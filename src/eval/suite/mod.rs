@@ -19,6 +19,7 @@ use crate::spec::recover;
 use crate::spec::{BudgetSpec, Diagnostic};
 
 mod check;
+mod check_judge;
 mod numbers;
 mod raw;
 mod schema;
@@ -118,6 +119,51 @@ pub enum Assertion {
     MaxDuration(Duration),
     Status(ExpectedStatus),
     FinalTextMatches(Regex),
+    /// A model grades the run against a rubric.
+    Judge(JudgeSpec),
+}
+
+/// A graded assertion (`judge:`): a model scores the run against a rubric.
+#[derive(Debug, Clone)]
+pub struct JudgeSpec {
+    pub rubric: String,
+    /// `PROVIDER:NAME` as written; `None`: the job's model.
+    pub model: Option<String>,
+    /// `None`: the job's server (or, with another provider, that provider's).
+    pub base_url: Option<String>,
+    /// The median score at or above which the assertion passes.
+    pub pass_score: f64,
+    /// How many samples are taken; the median score decides.
+    pub judges: u32,
+    /// What the judge is shown, in this order.
+    pub sees: Vec<JudgeSees>,
+}
+
+/// One part of what a judge is shown.
+#[derive(Debug, Clone)]
+pub enum JudgeSees {
+    /// The run's final text.
+    FinalText,
+    /// What the run changed, as a unified diff.
+    Diff,
+    /// The run's structured result.
+    Result,
+    /// How the run ended and the tools it called.
+    TraceSummary,
+    /// Workspace files matching these globs, as the run left them.
+    Files { globs: Vec<String>, set: GlobSet },
+}
+
+impl JudgeSees {
+    pub fn name(&self) -> &'static str {
+        match self {
+            JudgeSees::FinalText => "final_text",
+            JudgeSees::Diff => "diff",
+            JudgeSees::Result => "result",
+            JudgeSees::TraceSummary => "trace_summary",
+            JudgeSees::Files { .. } => "files",
+        }
+    }
 }
 
 impl Assertion {
@@ -147,6 +193,10 @@ impl Assertion {
             }
             Assertion::Status(s) => format!("status: {}", s.as_str()),
             Assertion::FinalTextMatches(re) => format!("final_text_matches: /{}/", re.as_str()),
+            Assertion::Judge(judge) => {
+                let first = judge.rubric.lines().next().unwrap_or_default().trim();
+                format!("judge: {}", crate::inert::clip(first, 60))
+            }
         }
     }
 }

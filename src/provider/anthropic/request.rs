@@ -143,10 +143,15 @@ pub(super) fn wire_request_for(
         max_tokens: thinking.max_tokens(model, answer.unwrap_or(ANSWER_ROOM)),
         system,
         messages,
-        // agentci never forces a tool: manual thinking takes only `auto`
-        // and `none`.
-        tool_choice: (request.tool_choice == ToolChoice::None && !tools.is_empty())
-            .then(|| json!({"type": "none"})),
+        // Thinking takes only `auto` and `none`, so a required tool goes
+        // out as `auto` when thinking is on.
+        tool_choice: match request.tool_choice {
+            _ if tools.is_empty() => None,
+            ToolChoice::Auto => None,
+            ToolChoice::None => Some(json!({"type": "none"})),
+            ToolChoice::Required if thinking.parameter().is_some() => None,
+            ToolChoice::Required => Some(json!({"type": "any"})),
+        },
         tools,
         stream,
         thinking: thinking.parameter(),
