@@ -205,7 +205,10 @@ fn a_judge_passes_one_attempt_and_fails_another_live_then_offline_alike() {
     assert_eq!(last["judge"], true, "{cassette}");
 
     // Offline: the server is gone; the cassettes answer the agent and the judges.
-    let out = eval(&sandbox, &["suite.yaml", "--out", "replayed"]);
+    let out = eval(
+        &sandbox,
+        &["suite.yaml", "--out", "replayed", "--html", "html"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let replayed = results(&sandbox.path().join("replayed"));
     traces_are_valid(&sandbox.path().join("replayed"), &replayed);
@@ -228,6 +231,15 @@ fn a_judge_passes_one_attempt_and_fails_another_live_then_offline_alike() {
             "cases": cases,
         })
     );
+    // The HTML transcript shows each judge's verdict, scores and reasons.
+    let html = std::fs::read_to_string(sandbox.path().join("html/index.html")).unwrap();
+    for shown in [
+        "verdict <b>fail</b>, median score <b>0.30</b>, pass_score 0.6",
+        "<li>`Done.` does not say what changed.</li>",
+        "verdict <b>pass</b>, median score <b>0.90</b>, pass_score 0.7",
+    ] {
+        assert!(html.contains(shown), "{shown} not in the HTML report");
+    }
     // JUnit says why the failing judge failed.
     let junit = std::fs::read_to_string(sandbox.path().join("replayed/junit.xml")).unwrap();
     assert!(junit.contains("does not say what changed"), "{junit}");
@@ -249,6 +261,10 @@ cases:
     fixture: fixture
     assert:
       - judge: {rubric: The notes say fixed.}
+  - name: http-error
+    fixture: fixture
+    assert:
+      - judge: {rubric: The notes say fixed.}
 ";
 
 #[test]
@@ -264,6 +280,9 @@ fn a_judge_that_answers_badly_is_an_error_never_a_pass() {
     script.push(Reply::text("Score: 0.95. Verdict: pass."));
     script.extend(good_script());
     script.push(judgement(1.5, "pass", &["Perfect."]));
+    script.extend(good_script());
+    // A 400 is not retried.
+    script.push(Reply::status(400, "Invalid 'messages': too long."));
     let model = FakeModel::start(script);
     let out = live(&sandbox, &model, "out", &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -277,6 +296,7 @@ fn a_judge_that_answers_badly_is_an_error_never_a_pass() {
             "did not call `submit_judgement`: it answered in text",
         ),
         ("out-of-range", "/score"),
+        ("http-error", "HTTP 400"),
     ] {
         let c = case(&results, name);
         assert_eq!(c["status"], "error", "{name}: {c:#}");

@@ -23,6 +23,7 @@ use material::Material;
 
 use super::results::{AssertionResult, JudgeOutcome, JudgeSample, JudgeTotals};
 use super::suite::JudgeSpec;
+use crate::event::RunStatus;
 use crate::provider::pricing::Price;
 use crate::provider::{ChatRequest, Message, ToolChoice, Usage};
 
@@ -62,7 +63,16 @@ impl<'a> Judging<'a> {
             output_tokens: 0,
             cost_usd: None,
         };
-        let graded = self.sample(spec, &mut outcome).await;
+        let status = self.material.completed.status;
+        let graded = if matches!(status, RunStatus::ProviderUnavailable | RunStatus::Error) {
+            // The attempt is an error already; a judge would only add cost.
+            Err(format!(
+                "not judged: the run ended {} before it could be graded",
+                status.as_str()
+            ))
+        } else {
+            self.sample(spec, &mut outcome).await
+        };
         let secrets = self.material.secrets;
         let mask = |text: &str| secrets.redact(text).into_owned();
         for sample in &mut outcome.samples {

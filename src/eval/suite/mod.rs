@@ -167,6 +167,29 @@ impl JudgeSees {
 }
 
 impl Assertion {
+    /// Everything that can change the assertion's verdict, for the case's
+    /// fingerprint: its label, and a judge's whole settings (its label
+    /// shows only the rubric's start).
+    pub fn identity(&self) -> String {
+        match self {
+            Assertion::Judge(j) => {
+                let sees: Vec<String> = j
+                    .sees
+                    .iter()
+                    .map(|s| match s {
+                        JudgeSees::Files { globs, .. } => format!("files {globs:?}"),
+                        other => other.name().to_string(),
+                    })
+                    .collect();
+                format!(
+                    "judge: {:?} model {:?} base_url {:?} pass_score {} judges {} sees {sees:?}",
+                    j.rubric, j.model, j.base_url, j.pass_score, j.judges
+                )
+            }
+            other => other.label(),
+        }
+    }
+
     /// How the assertion is named in reports: its key and its value, short.
     pub fn label(&self) -> String {
         match self {
@@ -253,4 +276,27 @@ pub fn is_valid_case_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A judge's fingerprint holds every setting, though its label shows
+    /// only the rubric: a changed pass_score re-runs the case.
+    #[test]
+    fn a_judge_identity_holds_every_setting() {
+        let judge = |pass_score: f64| {
+            Assertion::Judge(JudgeSpec {
+                rubric: "Says what changed.".into(),
+                model: None,
+                base_url: None,
+                pass_score,
+                judges: 1,
+                sees: vec![JudgeSees::FinalText],
+            })
+        };
+        assert_eq!(judge(0.7).label(), judge(0.8).label());
+        assert_ne!(judge(0.7).identity(), judge(0.8).identity());
+    }
 }

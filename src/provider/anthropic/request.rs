@@ -371,6 +371,25 @@ mod tests {
         .unwrap();
         // The API refuses `tool_choice` without `tools`.
         assert_eq!(body.get("tool_choice"), None);
+        // A judge's required tool is `any`, except with thinking, which refuses it.
+        let judge = ChatRequest {
+            tool_choice: ToolChoice::Required,
+            messages: vec![Message::User {
+                content: "grade this".into(),
+            }],
+            ..request.clone()
+        };
+        let body =
+            serde_json::to_value(wire_request(&judge, "claude-x", false, Thinking::Off, None))
+                .unwrap();
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        let thinking = Thinking::Manual {
+            budget: 2048,
+            interleaved: false,
+        };
+        let body =
+            serde_json::to_value(wire_request(&judge, "claude-x", false, thinking, None)).unwrap();
+        assert_eq!(body.get("tool_choice"), None);
     }
 
     fn thinking_turn() -> ChatRequest {

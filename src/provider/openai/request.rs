@@ -266,6 +266,16 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(body.get("tool_choice"), None);
+        // A judge must call its tool.
+        request.tool_choice = ToolChoice::Required;
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "gpt-test",
+            false,
+            &ReasoningSettings::default(),
+        ))
+        .unwrap();
+        assert_eq!(body["tool_choice"], "required");
     }
 
     #[test]
