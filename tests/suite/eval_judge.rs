@@ -243,6 +243,27 @@ fn a_judge_passes_one_attempt_and_fails_another_live_then_offline_alike() {
     // JUnit says why the failing judge failed.
     let junit = std::fs::read_to_string(sandbox.path().join("replayed/junit.xml")).unwrap();
     assert!(junit.contains("does not say what changed"), "{junit}");
+
+    // A recorded judgement holds only for what the judge was sent: another
+    // rubric is an error that says to re-record, never the old verdict.
+    sandbox.write(
+        "suite.yaml",
+        &GRADED.replacen("says plainly what changed", "names the file it changed", 1),
+    );
+    let out = eval(&sandbox, &["suite.yaml", "--out", "edited"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let edited = results(&sandbox.path().join("edited"));
+    assert_eq!(case(&edited, "clear")["status"], "error", "{edited:#}");
+    let message = judged(&edited, "clear")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("the judge's request differs from the one recorded")
+            && message.contains("agentci eval --record"),
+        "{message}"
+    );
+    assert_eq!(case(&edited, "vague")["status"], "failed", "{edited:#}");
 }
 
 const BAD_ANSWERS: &str = "version: 1

@@ -25,7 +25,7 @@ use super::results::{AssertionResult, JudgeOutcome, JudgeSample, JudgeTotals};
 use super::suite::JudgeSpec;
 use crate::event::RunStatus;
 use crate::provider::pricing::Price;
-use crate::provider::{ChatRequest, Message, ToolChoice, Usage};
+use crate::provider::{ChatRequest, Message, ProviderError, ToolChoice, Usage};
 
 /// An attempt's judges: what they see, where their model comes from, and
 /// what they used so far.
@@ -143,10 +143,14 @@ impl<'a> Judging<'a> {
             max_output_tokens: None,
         };
         for n in 1..=spec.judges {
-            let response = provider
-                .complete(&request)
-                .await
-                .map_err(|e| format!("sample {n}: {e}"))?;
+            let response = provider.complete(&request).await.map_err(|e| match e {
+                ProviderError::ReplayDiverged(why) => format!(
+                    "sample {n}: the judge's request differs from the one recorded (its rubric, \
+                     what it sees, or what the run left changed); re-record the case with \
+                     `agentci eval --record`: {why}"
+                ),
+                other => format!("sample {n}: {other}"),
+            })?;
             self.count(outcome, &response.usage, price, n == 1);
             let Judgement {
                 score,
