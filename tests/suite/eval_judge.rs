@@ -115,6 +115,7 @@ cases:
       - judge:
           rubric: The final text says plainly what changed in notes.txt.
           sees: [final_text, diff]
+      - judge: {rubric: The diff touches only notes.txt., sees: [diff], pass_score: 0.5}
   - name: vague
     fixture: fixture
     goal: Change the status in notes.txt to fixed, and say so.
@@ -142,8 +143,7 @@ fn verdicts(results: &Value) -> Vec<(String, String, Value)> {
                 c["status"].as_str().unwrap().to_string(),
                 attempt["outcome"].as_str().unwrap().to_string(),
                 json!({
-                    "judge": judged(results, name)[0]["judge"],
-                    "passed": judged(results, name)[0]["passed"],
+                    "judges": judged(results, name),
                     "totals": attempt["judge"],
                     "agent_tokens": [attempt["input_tokens"], attempt["output_tokens"]],
                 }),
@@ -161,6 +161,8 @@ fn a_judge_passes_one_attempt_and_fails_another_live_then_offline_alike() {
         "pass",
         &["It says the status in notes.txt was set to fixed."],
     ));
+    // A case's second judge is asked after its first.
+    script.push(judgement(0.8, "pass", &["Only notes.txt changed."]));
     script.extend(vague_script());
     script.push(judgement(
         0.3,
@@ -182,6 +184,11 @@ fn a_judge_passes_one_attempt_and_fails_another_live_then_offline_alike() {
         judge_request["tools"][0]["function"]["name"],
         "submit_judgement"
     );
+    assert!(
+        requests[5]
+            .to_string()
+            .contains("The diff touches only notes.txt.")
+    );
     drop(model);
 
     let live_results = results(&sandbox.path().join("live"));
@@ -189,6 +196,7 @@ fn a_judge_passes_one_attempt_and_fails_another_live_then_offline_alike() {
     let live_verdicts = verdicts(&live_results);
     assert_eq!(live_verdicts[0].0, "passed", "{live_results:#}");
     assert_eq!(live_verdicts[1].0, "failed", "{live_results:#}");
+    assert_eq!(judged(&live_results, "clear").len(), 2);
     let vague = judged(&live_results, "vague");
     assert_eq!(vague[0]["passed"], false);
     assert_eq!(vague[0]["judge"]["score"], 0.3);
