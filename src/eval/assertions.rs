@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::judge::Judging;
 use super::results::AssertionResult;
 use super::suite::{Assertion, ExpectedStatus};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
@@ -23,16 +24,33 @@ pub struct Facts<'a> {
     pub events: &'a [Event],
     /// Paths the run changed, relative, with `/`.
     pub changed: &'a [String],
+    /// What `judge:` assertions grade with; `None`: they cannot be graded.
+    pub judging: Option<&'a Judging<'a>>,
 }
 
 pub async fn judge(assertions: &[Assertion], facts: &Facts<'_>) -> Vec<AssertionResult> {
     let mut results = Vec::with_capacity(assertions.len());
     for assertion in assertions {
+        if let Assertion::Judge(spec) = assertion {
+            results.push(match facts.judging {
+                Some(judging) => judging.grade(spec, assertion.label()).await,
+                None => AssertionResult {
+                    name: assertion.label(),
+                    passed: false,
+                    message: Some("the judge errored: no model to judge with".into()),
+                    error: true,
+                    judge: None,
+                },
+            });
+            continue;
+        }
         let verdict = judge_one(assertion, facts).await;
         results.push(AssertionResult {
             name: assertion.label(),
             passed: verdict.is_ok(),
             message: verdict.err(),
+            error: false,
+            judge: None,
         });
     }
     results
@@ -133,6 +151,8 @@ async fn judge_one(assertion: &Assertion, facts: &Facts<'_>) -> Result<(), Strin
             }),
             None => Err("the run has no final text".into()),
         },
+        // Graded in `judge` above, by a model.
+        Assertion::Judge(_) => Err("a judge is graded by a model".into()),
     }
 }
 
@@ -250,6 +270,7 @@ mod tests {
             completed: &completed,
             events: &events,
             changed: &changed,
+            judging: None,
         };
         let re = |p: &str| Regex::new(p).unwrap();
         let secs = Duration::from_secs;

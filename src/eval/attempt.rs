@@ -16,6 +16,9 @@ use super::attempt_patch;
 use super::fingerprint::Fingerprint;
 use super::fixture::{TempWorkspace, materialize};
 use super::isolation::PrivateArea;
+use super::judge::Judging;
+use super::judge::bench::{Bench, Source};
+use super::judge::material::Material;
 use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
@@ -28,7 +31,7 @@ use crate::runner::secrets::{run_redactor, secret_values};
 use crate::runner::{self, Prepared, RunOptions, RunReport};
 use crate::sink::FileBase;
 use crate::sink::bus::{EventSink, SinkError};
-use crate::spec::{JobFlags, LoadOptions};
+use crate::spec::{JobFlags, LoadOptions, ProviderKind};
 
 /// Settings shared by every attempt of an evaluation.
 #[derive(Debug, Clone, Default)]
@@ -119,6 +122,7 @@ impl AttemptResult {
             interrupted: false,
             replay_drift: None,
             result: None,
+            judge: None,
         }
     }
 }
@@ -183,18 +187,36 @@ async fn run_into(
         .await
         .map_err(|e| format!("reading the workspace crashed: {e}"))??;
     result.changed = before.changed(&after);
-    result.patch = write_patch(&before, workspace.path(), result, &prepared, plan).await?;
+    let (patch, diff) = write_patch(&before, workspace.path(), result, &prepared, plan).await?;
+    result.patch = patch;
     let events = std::mem::take(&mut *tool_calls.lock().unwrap_or_else(|p| p.into_inner()));
     // Assertion commands run like the agent's: sandboxed, scrubbed
     // environment, secrets masked in what they print (it lands in
     // junit.xml, results.json and attempt.json).
     let processes = assertion_runner(&prepared, workspace.path(), &report, &own_env)?;
+    let secrets = run_redactor(&prepared.job, |name| std::env::var(name).ok());
+    let bench = Bench::new(
+        prepared.job.model.clone(),
+        judge_source(&prepared, case, plan, settings),
+        workspace.path(),
+    );
+    let judging = Judging::new(
+        Material {
+            completed: &completed,
+            calls: &events,
+            diff: diff.as_deref(),
+            after: &after,
+            secrets: &secrets,
+        },
+        &bench,
+    );
     let facts = Facts {
         processes: &processes,
         workspace: workspace.path(),
         completed: &completed,
         events: &events,
         changed: &result.changed,
+        judging: Some(&judging),
     };
     // A `run:` assertion may take long (a test suite): a signal stops it too.
     let judged = tokio::select! {
@@ -211,11 +233,29 @@ async fn run_into(
         }
     };
     result.assertions = assertions;
+    result.judge = judging.totals();
     workspace.remove_in_background();
     remove_in_background(private);
 
     decide(result, &completed, &report);
     Ok(())
+}
+
+/// Where the attempt's judges get their model: the run's cassette when the
+/// run replayed one, the cassette being recorded (after the run's
+/// exchanges) under `--record`, else the model itself.
+fn judge_source(
+    prepared: &Prepared,
+    case: &CaseSpec,
+    plan: &AttemptPlan,
+    settings: &AttemptSettings,
+) -> Source {
+    let model = &prepared.job.model;
+    match (&model.cassette, model.provider) {
+        (Some(cassette), ProviderKind::Replay) => Source::Replay(cassette.clone()),
+        _ if settings.record => Source::Record(record_cassette(case, plan.attempt)),
+        _ => Source::Live,
+    }
 }
 
 /// Where the attempt's run writes, what observes it, and the environment its
@@ -288,6 +328,14 @@ fn decide(result: &mut AttemptResult, completed: &RunCompleted, report: &RunRepo
     );
     result.outcome = if infrastructure {
         Outcome::Error
+    } else if let Some(errored) = result.assertions.iter().find(|a| a.error) {
+        // A judge that could not grade: the attempt says nothing either way.
+        result.reason = format!(
+            "`{}`: {}",
+            errored.name,
+            errored.message.as_deref().unwrap_or("errored")
+        );
+        Outcome::Error
     } else if result.assertions.iter().all(|a| a.passed) {
         Outcome::Passed
     } else {
@@ -302,17 +350,17 @@ fn decide(result: &mut AttemptResult, completed: &RunCompleted, report: &RunRepo
 }
 
 /// Write the attempt's changes to `changes.patch` in its folder (masked
-/// like the trace), and return its path as results.json shows it; `None`
-/// when the run changed nothing.
+/// like the trace), and return its path as results.json shows it and its
+/// text (for the judges); `None` when the run changed nothing.
 async fn write_patch(
     before: &Snapshot,
     workspace: &Path,
     result: &AttemptResult,
     prepared: &Prepared,
     plan: &AttemptPlan,
-) -> Result<Option<String>, String> {
+) -> Result<(Option<String>, Option<String>), String> {
     if result.changed.is_empty() {
-        return Ok(None);
+        return Ok((None, None));
     }
     let secrets = run_redactor(&prepared.job, |name| std::env::var(name).ok());
     let (before, root, changed) = (
@@ -322,14 +370,14 @@ async fn write_patch(
     );
     let path = plan.dir.join(attempt_patch::PATCH_FILE);
     let target = path.clone();
-    tokio::task::spawn_blocking(move || {
+    let text = tokio::task::spawn_blocking(move || {
         let text = attempt_patch::diff(&before, &root, &changed, &secrets);
-        crate::safe_file::replace(&target, text.as_bytes(), None)
+        crate::safe_file::replace(&target, text.as_bytes(), None).map(|()| text)
     })
     .await
     .map_err(|e| format!("writing the patch crashed: {e}"))?
     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(Some(shown(&path, &plan.out_root)))
+    Ok((Some(shown(&path, &plan.out_root)), Some(text)))
 }
 
 /// Remove the workspace and the private area, and wait for it: an

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod fingerprint;
 pub mod fixture;
 pub mod isolation;
+pub mod judge;
 pub mod report;
 pub mod results;
 mod reuse;

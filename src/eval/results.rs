@@ -88,6 +88,51 @@ pub struct AssertionResult {
     /// Why it failed, or a note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The assertion could not be judged (a judge that errored); never
+    /// passed, and the attempt is an `error`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub error: bool,
+    /// A graded assertion's scores and reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeOutcome>,
+}
+
+/// What a `judge:` assertion's model said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeOutcome {
+    /// `PROVIDER:NAME` of the judging model.
+    pub model: String,
+    /// `pass`, `fail` or `error`.
+    pub verdict: String,
+    /// The median of the samples' scores; absent when the judge errored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    pub pass_score: f64,
+    /// The reasons of the sample whose score is the median (the first one
+    /// nearest it, for an even count).
+    #[serde(default)]
+    pub reasons: Vec<String>,
+    /// Every sample taken, in order.
+    #[serde(default)]
+    pub samples: Vec<JudgeSample>,
+    /// Samples whose own verdict disagrees with their score; the score decides.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreements: Vec<String>,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// One judge sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSample {
+    pub score: f64,
+    /// What the sample said: `pass` or `fail`.
+    pub verdict: String,
+    pub reasons: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +188,39 @@ pub struct AttemptResult {
     /// `--result-schema`), as in its `run.completed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<serde_json::Value>,
+    /// What the `judge:` assertions' models used, apart from the agent's
+    /// figures above; absent without judges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeTotals>,
+}
+
+/// Tokens and cost of judge calls, kept apart from the agent's (they never
+/// count against the run's budget).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeTotals {
+    pub calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None` when any judge model's price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl JudgeTotals {
+    /// The sum of `totals`; `None` when there are none.
+    pub fn sum<'a>(totals: impl Iterator<Item = &'a JudgeTotals>) -> Option<JudgeTotals> {
+        let mut sum: Option<JudgeTotals> = None;
+        for t in totals {
+            let s = sum.get_or_insert_with(|| JudgeTotals {
+                cost_usd: Some(0.0),
+                ..JudgeTotals::default()
+            });
+            s.calls += t.calls;
+            s.input_tokens += t.input_tokens;
+            s.output_tokens += t.output_tokens;
+            s.cost_usd = s.cost_usd.zip(t.cost_usd).map(|(a, b)| a + b);
+        }
+        sum
+    }
 }
 
 fn is_false(value: &bool) -> bool {
@@ -227,6 +305,9 @@ pub struct CaseResult {
     /// attempt was a sequence replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_drift: Option<ReplayDrift>,
+    /// The judges' use over all attempts; absent without judges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeTotals>,
     pub attempts: Vec<AttemptResult>,
 }
 
@@ -334,6 +415,7 @@ impl CaseResult {
             cost_usd,
             duration_ms: attempts.iter().map(|a| a.duration_ms).sum(),
             replay_drift: total_drift(&attempts),
+            judge: JudgeTotals::sum(attempts.iter().filter_map(|a| a.judge.as_ref())),
             attempts,
         }
     }
@@ -385,6 +467,9 @@ pub struct SuiteResult {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: Option<f64>,
+    /// The judges' use over all cases; absent without judges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeTotals>,
     /// Mean per case.
     pub mean_duration_ms: u64,
     pub cases: Vec<CaseResult>,
@@ -434,6 +519,7 @@ impl SuiteResult {
             input_tokens: cases.iter().map(|c| c.input_tokens).sum(),
             output_tokens: cases.iter().map(|c| c.output_tokens).sum(),
             cost_usd: cases.iter().map(|c| c.cost_usd).sum::<Option<f64>>(),
+            judge: JudgeTotals::sum(cases.iter().filter_map(|c| c.judge.as_ref())),
             mean_duration_ms: if total == 0 {
                 0
             } else {

@@ -135,7 +135,7 @@ impl Hashes {
 
 /// The case as defined (not its position in the suite file).
 fn case_text(case: &CaseSpec) -> String {
-    let assertions: Vec<String> = case.assertions.iter().map(|a| a.label()).collect();
+    let assertions: Vec<String> = case.assertions.iter().map(|a| a.identity()).collect();
     format!(
         "{}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
         case.name,

@@ -25,6 +25,8 @@ const KEPT_TOTAL_BYTES: usize = 32 * 1024 * 1024;
 pub struct Snapshot {
     hashes: BTreeMap<String, [u8; 32]>,
     kept: BTreeMap<String, Vec<u8>>,
+    /// The paths that are symlinks (their kept bytes are the link's target).
+    links: std::collections::BTreeSet<String>,
 }
 
 impl Snapshot {
@@ -46,6 +48,9 @@ impl Snapshot {
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/");
+            if matches!(entry.kind, EntryKind::Symlink) {
+                snapshot.links.insert(key.clone());
+            }
             snapshot
                 .hashes
                 .insert(key.clone(), Sha256::digest(&bytes).into());
@@ -55,6 +60,16 @@ impl Snapshot {
             }
         }
         Ok(snapshot)
+    }
+
+    /// Every path (files and symlinks), sorted.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.hashes.keys().map(String::as_str)
+    }
+
+    /// Whether `path` was a symlink when the snapshot was taken.
+    pub fn is_link(&self, path: &str) -> bool {
+        self.links.contains(path)
     }
 
     /// Whether `path` was there when the snapshot was taken.

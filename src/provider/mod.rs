@@ -106,6 +106,10 @@ pub enum ToolChoice {
     Auto,
     /// The model must answer without calling a tool.
     None,
+    /// The model must call one of the offered tools (a judge answering
+    /// through its one tool). Anthropic with thinking on takes only `auto`
+    /// and `none`, so there it goes out as `auto`.
+    Required,
 }
 
 impl ToolChoice {

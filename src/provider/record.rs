@@ -23,6 +23,8 @@ pub struct RecordingProvider {
     paths: WorkspacePaths,
     /// The file and the previous request, which the next line is stored against.
     file: Mutex<(File, Conversation)>,
+    /// Whether the lines are an eval judge's ([`Exchange::judge`]).
+    judge: bool,
 }
 
 impl std::fmt::Debug for RecordingProvider {
@@ -62,6 +64,7 @@ impl RecordingProvider {
             paths: WorkspacePaths::new(workspace_root),
             file: Mutex::new((file, Conversation::default())),
             path,
+            judge: false,
         };
         let header = CassetteHeader {
             event_text,
@@ -69,6 +72,35 @@ impl RecordingProvider {
         };
         recorder.append(|_| &header)?;
         Ok(recorder)
+    }
+
+    /// Appends an eval judge's exchanges to the cassette a run recorded at
+    /// `path`, after the run's (see [`Exchange::judge`]). The file is opened
+    /// without following a symlink at its path.
+    pub fn append_judge(
+        inner: Box<dyn ModelProvider>,
+        path: impl Into<PathBuf>,
+        workspace_root: &Path,
+    ) -> Result<Self, ProviderError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = path.into();
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|err| {
+                ProviderError::Config(format!(
+                    "cannot append to cassette {}: {err}",
+                    path.display()
+                ))
+            })?;
+        Ok(Self {
+            inner,
+            paths: WorkspacePaths::new(workspace_root),
+            file: Mutex::new((file, Conversation::default())),
+            path,
+            judge: true,
+        })
     }
 
     /// Also normalizes these skill folders (name, absolute folder) in the cassette.
@@ -116,6 +148,7 @@ impl RecordingProvider {
         self.append(|conversation| Exchange {
             request: conversation.encode(&normalized),
             response,
+            judge: self.judge,
         })
     }
 }

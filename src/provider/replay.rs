@@ -75,15 +75,31 @@ impl ReplayProvider {
     /// Reads the whole cassette up front, so a malformed line fails before
     /// the run starts. `workspace_root` is what `${WORKSPACE}` stands for.
     pub fn open(path: impl AsRef<Path>, workspace_root: &Path) -> Result<Self, ProviderError> {
-        let cassette = Cassette::read(path.as_ref())?;
-        Ok(Self {
+        Ok(Self::serving(
+            Cassette::read(path.as_ref())?,
+            workspace_root,
+        ))
+    }
+
+    /// Serves the eval judges' exchanges of the cassette at `path` (see
+    /// [`super::cassette::Exchange::judge`]), in the order they were recorded.
+    pub fn open_judges(
+        path: impl AsRef<Path>,
+        workspace_root: &Path,
+    ) -> Result<Self, ProviderError> {
+        let cassette = Cassette::read(path.as_ref())?.judges_only();
+        Ok(Self::serving(cassette, workspace_root))
+    }
+
+    fn serving(cassette: Cassette, workspace_root: &Path) -> Self {
+        Self {
             drift: Mutex::new(DriftCounter::new(cassette.exchanges.len())),
             cassette,
             paths: WorkspacePaths::new(workspace_root),
             fingerprints: Fingerprints::new(),
             next: Mutex::new((0, RecordedState::default(), SentState::default())),
             mode: ReplayMatch::Strict,
-        })
+        }
     }
 
     /// Match requests in `mode` (strict unless told otherwise).

@@ -14,7 +14,7 @@ mod checks;
 mod git_step;
 mod mcp;
 mod prepare;
-mod provider_setup;
+pub mod provider_setup;
 mod read_denied;
 mod replay_prompt;
 pub mod resume;

@@ -20,6 +20,7 @@ mod eval;
 mod eval_fingerprint;
 mod eval_github;
 mod eval_isolation;
+mod eval_judge;
 mod eval_overrides;
 mod eval_report;
 mod eval_result_schema;

@@ -64,6 +64,7 @@ pub fn summary(results: &Results) -> String {
         let _ = writeln!(out, "\n{ERROR_MEANING}");
     }
     drift_notes(results, &mut out);
+    judged(results, &mut out);
     regressions(results, &mut out);
     possible_regressions(results, &mut out);
     attempts_not_passed(results, &mut out);
@@ -151,6 +152,78 @@ fn cases_table(results: &Results, out: &mut String) -> bool {
         }
     }
     any_error
+}
+
+/// Every `judge:` assertion of every attempt: its verdict, median score
+/// against `pass_score`, and reasons; then what the judges used per suite,
+/// apart from the agent's figures in the table.
+fn judged(results: &Results, out: &mut String) {
+    let mut lines = String::new();
+    for suite in &results.suites {
+        for case in &suite.cases {
+            for attempt in &case.attempts {
+                for (a, judge) in attempt
+                    .assertions
+                    .iter()
+                    .filter_map(|a| a.judge.as_ref().map(|j| (a, j)))
+                {
+                    let verdict = match judge.verdict.as_str() {
+                        "pass" => "✅ pass",
+                        "fail" => "❌ fail",
+                        _ => "⚠️ error",
+                    };
+                    let score = judge
+                        .score
+                        .map_or_else(|| "—".to_string(), |s| format!("{s:.2}"));
+                    let said = if a.error {
+                        a.message.clone().unwrap_or_default()
+                    } else {
+                        judge.reasons.join("; ")
+                    };
+                    let _ = writeln!(
+                        lines,
+                        "| {}{} | {} | {} | {verdict} | {score} | {} | {} | {} |",
+                        case_code(&suite.name, &case.name),
+                        model_note(case.model.as_deref()),
+                        attempt.attempt,
+                        crate::inert::markdown::code(&a.name.replace('`', "'")),
+                        judge.pass_score,
+                        judge.samples.len(),
+                        cell(&said),
+                    );
+                }
+            }
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str(
+        "
+### Graded assertions
+
+A model judged each against its rubric; the median score \
+         of its samples decides against pass_score.\n\n\
+         | case | attempt | judge | verdict | score | pass_score | samples | reasons |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    out.push_str(&lines);
+    for suite in &results.suites {
+        if let Some(judge) = &suite.judge {
+            let cost = judge
+                .cost_usd
+                .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}"));
+            let _ = writeln!(
+                out,
+                "
+Judges of **{}**: {} calls, {} tokens, {cost} (not counted in the agent's \
+                 turns, tokens or cost above).",
+                cell(&suite.name),
+                judge.calls,
+                judge.input_tokens + judge.output_tokens,
+            );
+        }
+    }
 }
 
 /// The regressions against the baseline, when there are any.
@@ -341,6 +414,7 @@ mod tests {
             interrupted: false,
             replay_drift: None,
             result: None,
+            judge: None,
         }
     }
 

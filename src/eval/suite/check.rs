@@ -490,6 +490,7 @@ impl SuiteChecker<'_> {
             RawAssertion::FinalTextMatches(pattern) => {
                 Assertion::FinalTextMatches(regex(self, "final_text_matches", pattern)?)
             }
+            RawAssertion::Judge(judge) => Assertion::Judge(self.judge(judge, pos)?),
         })
     }
 

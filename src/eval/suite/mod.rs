@@ -19,6 +19,7 @@ use crate::spec::recover;
 use crate::spec::{BudgetSpec, Diagnostic};
 
 mod check;
+mod check_judge;
 mod numbers;
 mod raw;
 mod schema;
@@ -118,9 +119,77 @@ pub enum Assertion {
     MaxDuration(Duration),
     Status(ExpectedStatus),
     FinalTextMatches(Regex),
+    /// A model grades the run against a rubric.
+    Judge(JudgeSpec),
+}
+
+/// A graded assertion (`judge:`): a model scores the run against a rubric.
+#[derive(Debug, Clone)]
+pub struct JudgeSpec {
+    pub rubric: String,
+    /// `PROVIDER:NAME` as written; `None`: the job's model.
+    pub model: Option<String>,
+    /// `None`: the job's server (or, with another provider, that provider's).
+    pub base_url: Option<String>,
+    /// The median score at or above which the assertion passes.
+    pub pass_score: f64,
+    /// How many samples are taken; the median score decides.
+    pub judges: u32,
+    /// What the judge is shown, in this order.
+    pub sees: Vec<JudgeSees>,
+}
+
+/// One part of what a judge is shown.
+#[derive(Debug, Clone)]
+pub enum JudgeSees {
+    /// The run's final text.
+    FinalText,
+    /// What the run changed, as a unified diff.
+    Diff,
+    /// The run's structured result.
+    Result,
+    /// How the run ended and the tools it called.
+    TraceSummary,
+    /// Workspace files matching these globs, as the run left them.
+    Files { globs: Vec<String>, set: GlobSet },
+}
+
+impl JudgeSees {
+    pub fn name(&self) -> &'static str {
+        match self {
+            JudgeSees::FinalText => "final_text",
+            JudgeSees::Diff => "diff",
+            JudgeSees::Result => "result",
+            JudgeSees::TraceSummary => "trace_summary",
+            JudgeSees::Files { .. } => "files",
+        }
+    }
 }
 
 impl Assertion {
+    /// Everything that can change the assertion's verdict, for the case's
+    /// fingerprint: its label, and a judge's whole settings (its label
+    /// shows only the rubric's start).
+    pub fn identity(&self) -> String {
+        match self {
+            Assertion::Judge(j) => {
+                let sees: Vec<String> = j
+                    .sees
+                    .iter()
+                    .map(|s| match s {
+                        JudgeSees::Files { globs, .. } => format!("files {globs:?}"),
+                        other => other.name().to_string(),
+                    })
+                    .collect();
+                format!(
+                    "judge: {:?} model {:?} base_url {:?} pass_score {} judges {} sees {sees:?}",
+                    j.rubric, j.model, j.base_url, j.pass_score, j.judges
+                )
+            }
+            other => other.label(),
+        }
+    }
+
     /// How the assertion is named in reports: its key and its value, short.
     pub fn label(&self) -> String {
         match self {
@@ -147,6 +216,10 @@ impl Assertion {
             }
             Assertion::Status(s) => format!("status: {}", s.as_str()),
             Assertion::FinalTextMatches(re) => format!("final_text_matches: /{}/", re.as_str()),
+            Assertion::Judge(judge) => {
+                let first = judge.rubric.lines().next().unwrap_or_default().trim();
+                format!("judge: {}", crate::inert::clip(first, 60))
+            }
         }
     }
 }
@@ -203,4 +276,27 @@ pub fn is_valid_case_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A judge's fingerprint holds every setting, though its label shows
+    /// only the rubric: a changed pass_score re-runs the case.
+    #[test]
+    fn a_judge_identity_holds_every_setting() {
+        let judge = |pass_score: f64| {
+            Assertion::Judge(JudgeSpec {
+                rubric: "Says what changed.".into(),
+                model: None,
+                base_url: None,
+                pass_score,
+                judges: 1,
+                sees: vec![JudgeSees::FinalText],
+            })
+        };
+        assert_eq!(judge(0.7).label(), judge(0.8).label());
+        assert_ne!(judge(0.7).identity(), judge(0.8).identity());
+    }
 }

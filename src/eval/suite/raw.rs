@@ -111,6 +111,35 @@ pub(super) enum RawAssertion {
     MaxDuration(#[schemars(with = "crate::spec::schema::DurationText")] Scalar),
     Status(String),
     FinalTextMatches(String),
+    /// A model grades the run against a rubric (see docs/eval.md, "Graded assertions").
+    Judge(Box<RawJudge>),
+}
+
+/// `judge: {rubric, model, base_url, pass_score, judges, sees}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Judge")]
+pub(super) struct RawJudge {
+    /// What the judge grades against, in plain words.
+    #[schemars(with = "Option<String>")]
+    pub rubric: Option<Spanned<String>>,
+    /// `PROVIDER:NAME` of the judging model; the job's model when absent.
+    #[schemars(with = "Option<String>")]
+    pub model: Option<Spanned<String>>,
+    /// The judging model's server; the job's when absent.
+    #[schemars(with = "Option<String>")]
+    pub base_url: Option<Spanned<String>>,
+    /// The median score (0 to 1) at or above which the assertion passes (default 0.7).
+    #[schemars(with = "Option<crate::spec::schema::Number>")]
+    pub pass_score: Option<Spanned<Scalar>>,
+    /// How many times the judge is asked; the median score decides (default 1).
+    #[schemars(with = "Option<crate::spec::schema::Whole>")]
+    pub judges: Option<Spanned<Scalar>>,
+    /// What the judge is shown: `final_text`, `diff`, `result`,
+    /// `trace_summary`, `{files: [GLOB, …]}` (default `[final_text, diff]`).
+    /// Any YAML value each, so the checker can say what a wrong item should be.
+    #[schemars(with = "Option<Vec<super::schema::JudgeSees>>")]
+    pub sees: Option<Spanned<Vec<Spanned<serde_json::Value>>>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -41,3 +41,31 @@ impl JsonSchema for RawFixture {
         })
     }
 }
+
+/// An item of a judge's `sees:`, for the schema only (the checker reads any
+/// YAML value there, to say what a wrong item should be).
+pub(super) struct JudgeSees;
+
+impl JsonSchema for JudgeSees {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("JudgeSees")
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "what the judge is shown: `final_text`, `diff`, `result`, \
+                            `trace_summary`, or `{files: [GLOB, …]}` (workspace files after \
+                            the run)",
+            "anyOf": [
+                {"enum": ["final_text", "diff", "result", "trace_summary"]},
+                {
+                    "type": "object",
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string"}}
+                    },
+                    "required": ["files"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}

@@ -143,10 +143,15 @@ pub(super) fn wire_request_for(
         max_tokens: thinking.max_tokens(model, answer.unwrap_or(ANSWER_ROOM)),
         system,
         messages,
-        // agentci never forces a tool: manual thinking takes only `auto`
-        // and `none`.
-        tool_choice: (request.tool_choice == ToolChoice::None && !tools.is_empty())
-            .then(|| json!({"type": "none"})),
+        // Thinking takes only `auto` and `none`, so a required tool goes
+        // out as `auto` when thinking is on.
+        tool_choice: match request.tool_choice {
+            _ if tools.is_empty() => None,
+            ToolChoice::Auto => None,
+            ToolChoice::None => Some(json!({"type": "none"})),
+            ToolChoice::Required if thinking.parameter().is_some() => None,
+            ToolChoice::Required => Some(json!({"type": "any"})),
+        },
         tools,
         stream,
         thinking: thinking.parameter(),
@@ -365,6 +370,25 @@ mod tests {
         ))
         .unwrap();
         // The API refuses `tool_choice` without `tools`.
+        assert_eq!(body.get("tool_choice"), None);
+        // A judge's required tool is `any`, except with thinking, which refuses it.
+        let judge = ChatRequest {
+            tool_choice: ToolChoice::Required,
+            messages: vec![Message::User {
+                content: "grade this".into(),
+            }],
+            ..request.clone()
+        };
+        let body =
+            serde_json::to_value(wire_request(&judge, "claude-x", false, Thinking::Off, None))
+                .unwrap();
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        let thinking = Thinking::Manual {
+            budget: 2048,
+            interleaved: false,
+        };
+        let body =
+            serde_json::to_value(wire_request(&judge, "claude-x", false, thinking, None)).unwrap();
         assert_eq!(body.get("tool_choice"), None);
     }
 

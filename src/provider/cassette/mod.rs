@@ -84,6 +84,11 @@ impl CassetteHeader {
 pub struct Exchange {
     pub request: StoredRequest,
     pub response: ChatResponse,
+    /// An eval judge's exchange (a graded assertion after the run), not the
+    /// run's: judges' lines form their own conversation, after the run's,
+    /// and a replay of the run never serves them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judge: bool,
 }
 
 /// A request stored as what it adds to the previous one.
@@ -147,7 +152,10 @@ pub struct RecordedExchange {
 pub struct Cassette {
     pub path: PathBuf,
     pub header: CassetteHeader,
+    /// The run's exchanges, in order.
     pub exchanges: Vec<RecordedExchange>,
+    /// The eval judges' exchanges, in order (see [`Exchange::judge`]).
+    pub judges: Vec<RecordedExchange>,
 }
 
 impl Cassette {
@@ -184,28 +192,44 @@ impl Cassette {
                 header.cassette
             )));
         }
-        let mut previous_len = 0;
-        let exchanges = lines
-            .map(|(line, text)| {
-                let exchange: Exchange = serde_json::from_str(text).map_err(|err| {
-                    ProviderError::Config(format!(
-                        "cassette {shown} line {line} is not a valid exchange: {err}"
-                    ))
-                })?;
-                if exchange.request.keep > previous_len {
-                    return Err(ProviderError::Config(format!(
-                        "cassette {shown} line {line} keeps {} messages but the previous request has only {previous_len}; re-record it with --record",
-                        exchange.request.keep
-                    )));
-                }
-                previous_len = exchange.request.keep + exchange.request.messages.len();
-                Ok(RecordedExchange { line, exchange })
-            })
-            .collect::<Result<_, _>>()?;
+        // The run's lines and the judges' each build on the previous line of their own kind.
+        let (mut exchanges, mut judges) = (Vec::new(), Vec::new());
+        let (mut run_len, mut judge_len) = (0, 0);
+        for (line, text) in lines {
+            let exchange: Exchange = serde_json::from_str(text).map_err(|err| {
+                ProviderError::Config(format!(
+                    "cassette {shown} line {line} is not a valid exchange: {err}"
+                ))
+            })?;
+            let (previous_len, kept) = if exchange.judge {
+                (&mut judge_len, &mut judges)
+            } else {
+                (&mut run_len, &mut exchanges)
+            };
+            if exchange.request.keep > *previous_len {
+                return Err(ProviderError::Config(format!(
+                    "cassette {shown} line {line} keeps {} messages but the previous request has only {previous_len}; re-record it with --record",
+                    exchange.request.keep
+                )));
+            }
+            *previous_len = exchange.request.keep + exchange.request.messages.len();
+            kept.push(RecordedExchange { line, exchange });
+        }
         Ok(Self {
             path: path.to_path_buf(),
             header,
             exchanges,
+            judges,
         })
+    }
+
+    /// The judges' exchanges as a cassette of their own, which a replay
+    /// serves to the judges in the order they were recorded.
+    pub fn judges_only(self) -> Cassette {
+        Cassette {
+            exchanges: self.judges,
+            judges: Vec::new(),
+            ..self
+        }
     }
 }

@@ -20,7 +20,8 @@ pub(super) struct WireRequest<'a> {
     /// OpenAI rejects an empty `tools` array, so it is left out instead.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
-    /// `"none"` on a turn that must answer in text; only sent with `tools`,
+    /// `"none"` on a turn that must answer in text, `"required"` when a
+    /// tool must be called; only sent with `tools`,
     /// since the API refuses `tool_choice` without them.
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
@@ -129,8 +130,12 @@ pub(super) fn wire_request<'a>(
                 },
             })
             .collect(),
-        tool_choice: (request.tool_choice == ToolChoice::None && !request.tools.is_empty())
-            .then_some("none"),
+        tool_choice: match request.tool_choice {
+            _ if request.tools.is_empty() => None,
+            ToolChoice::Auto => None,
+            ToolChoice::None => Some("none"),
+            ToolChoice::Required => Some("required"),
+        },
         stream,
         stream_options: stream.then_some(WireStreamOptions {
             include_usage: true,
@@ -261,6 +266,16 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(body.get("tool_choice"), None);
+        // A judge must call its tool.
+        request.tool_choice = ToolChoice::Required;
+        let body = serde_json::to_value(wire_request(
+            &request,
+            "gpt-test",
+            false,
+            &ReasoningSettings::default(),
+        ))
+        .unwrap();
+        assert_eq!(body["tool_choice"], "required");
     }
 
     #[test]

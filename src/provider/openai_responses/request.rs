@@ -153,6 +153,7 @@ pub(super) fn wire_request<'a>(
         tool_choice: (!request.tools.is_empty()).then_some(match request.tool_choice {
             ToolChoice::Auto => "auto",
             ToolChoice::None => "none",
+            ToolChoice::Required => "required",
         }),
         store: keeping.chained,
         include: match keeping.chained {

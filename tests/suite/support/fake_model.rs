@@ -1399,6 +1399,15 @@ fn refusal(api: Api, body: &Value) -> Option<String> {
                         .into(),
                 );
             }
+            // Chat Completions' `tool_choice` is "none", "auto", "required" or
+            // an object naming a function (API reference, "tool_choice").
+            if let Some(Value::String(choice)) = body.get("tool_choice")
+                && !["none", "auto", "required"].contains(&choice.as_str())
+            {
+                return Some(format!(
+                    "Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'."
+                ));
+            }
         }
         // Its refusals need what the server issued: fake_model/responses.rs.
         Api::Responses => {}

@@ -11,7 +11,9 @@ use std::path::Path;
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 
 use super::{attempt_id, outcome_class};
-use crate::eval::results::{AttemptResult, CaseResult, Results, SuiteResult};
+use crate::eval::results::{
+    AssertionResult, AttemptResult, CaseResult, JudgeOutcome, Results, SuiteResult,
+};
 
 pub fn section(results: &Results, results_dir: &Path, out: &mut String) {
     out.push_str(r#"<section id="transcripts"><h2>Transcripts</h2>"#);
@@ -131,13 +133,73 @@ fn assertions(attempt: &AttemptResult, out: &mut String) {
             out,
             r#"<li class="{}">{} <code>{}</code>"#,
             if a.passed { "ok" } else { "bad" },
-            if a.passed { "✔ passed" } else { "✘ failed" },
+            match (a.passed, a.error) {
+                (true, _) => "✔ passed",
+                (false, true) => "⚠ error",
+                (false, false) => "✘ failed",
+            },
             text(&a.name),
         );
-        if let Some(message) = &a.message {
-            out.push_str(&super::shown::pre(message, "output"));
+        match &a.judge {
+            Some(judge) => judged(a, judge, out),
+            None => {
+                if let Some(message) = &a.message {
+                    out.push_str(&super::shown::pre(message, "output"));
+                }
+            }
         }
         out.push_str("</li>");
     }
     out.push_str("</ul></div>");
+}
+
+/// A graded assertion: the median score against pass_score, the reasons,
+/// and each sample with its own score, verdict and reasons.
+fn judged(a: &AssertionResult, judge: &JudgeOutcome, out: &mut String) {
+    let score = judge
+        .score
+        .map_or_else(|| "—".to_string(), |s| format!("{s:.2}"));
+    let cost = judge
+        .cost_usd
+        .map_or_else(String::new, |c| format!(", ${c:.4}"));
+    let _ = write!(
+        out,
+        r#"<div class="judge"><p>verdict <b>{}</b>, median score <b>{}</b>, pass_score {} — {} sample(s) by <code>{}</code> <span class="dim">({} judge tokens{})</span></p>"#,
+        text(&judge.verdict),
+        text(&score),
+        judge.pass_score,
+        judge.samples.len(),
+        text(&judge.model),
+        judge.input_tokens + judge.output_tokens,
+        text(&cost),
+    );
+    if a.error
+        && let Some(message) = &a.message
+    {
+        out.push_str(&super::shown::pre(message, "output"));
+    }
+    if !judge.reasons.is_empty() {
+        out.push_str("<ul class=\"reasons\">");
+        for reason in &judge.reasons {
+            let _ = write!(out, "<li>{}</li>", text(reason));
+        }
+        out.push_str("</ul>");
+    }
+    if judge.samples.len() > 1 {
+        out.push_str("<ol class=\"samples\">");
+        for sample in &judge.samples {
+            let _ = write!(
+                out,
+                "<li>score {:.2}, said {}: {}</li>",
+                sample.score,
+                text(&sample.verdict),
+                text(&sample.reasons.join("; "))
+            );
+        }
+        out.push_str("</ol>");
+    }
+    for disagreement in &judge.disagreements {
+        let _ = write!(out, r#"<p class="dim">{}</p>"#, text(disagreement));
+    }
+    out.push_str("</div>");
 }
