@@ -15,6 +15,11 @@ const REPORT: &str = "notes.txt says: ship on Friday. Checked: ls shows notes.tx
 
 /// A workspace with two files and a job that may list and read them.
 fn sandbox(base_url: &str, job_extra: &str) -> Sandbox {
+    sandbox_with_tools(base_url, "read, write, exec", job_extra)
+}
+
+/// [`sandbox`] with the job's `tools:` list.
+fn sandbox_with_tools(base_url: &str, tools: &str, job_extra: &str) -> Sandbox {
     let sb = Sandbox::new();
     sb.write("ws/notes.txt", "ship on Friday\n");
     sb.write("ws/todo.txt", "nothing\n");
@@ -27,12 +32,12 @@ name: notes
 skill: reader
 goal: List the files, read notes.txt and say what it says.
 model: {{provider: openai, name: fake-model, base_url: {base_url}}}
-tools: [read, write, exec]
+tools: [{tools}]
 workspace: ws
 skills_path: [skills]
 permissions:
   default: deny
-  allow: [read, write, "exec(ls *)", "exec(ls)", "exec(false)"]
+  allow: [read, write, task, "exec(ls *)", "exec(ls)", "exec(false)"]
 checks:
   - name: notes kept
     run: test -f notes.txt
@@ -421,4 +426,95 @@ fn the_result_may_come_with_the_last_step_done() {
     );
     assert_eq!(trace.last().unwrap()["result"], json!({"lines": 1}));
     assert_eq!(trace.last().unwrap()["summary"], REPORT);
+}
+
+/// Rounds follow the same protocol: the new round's step is the last one,
+/// its message asks for the report, and its step_done gives it; one model
+/// call a round for a one-step task whose first answer the checks refuse.
+#[test]
+fn a_round_ends_with_its_last_step_done_and_its_report() {
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![
+            ("plan", "submit_plan", plan_args(&["Write the file"])),
+            (
+                "wrong",
+                "write",
+                json!({"path": "out.txt", "content": "wrong\n"}),
+            ),
+            (
+                "done1",
+                "step_done",
+                json!({"summary": "wrote it", "report": "Wrote out.txt."}),
+            ),
+        ]),
+        Reply::tool_calls(vec![
+            (
+                "right",
+                "write",
+                json!({"path": "out.txt", "content": "right\n"}),
+            ),
+            (
+                "done2",
+                "step_done",
+                json!({"summary": "fixed it", "report": REPORT}),
+            ),
+        ]),
+    ]);
+    let sb = sandbox(
+        &model.base_url(),
+        "  - name: right\n    run: grep -q right out.txt\nchecks_rounds: 2\n",
+    );
+    let (code, trace) = run(&sb);
+    assert_eq!(code, Some(0));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one model call a round");
+    let step = user_messages(&requests[1]).pop().unwrap();
+    assert!(step.starts_with("Step 2 of 2"), "{step}");
+    assert!(step.contains("This is the last step"), "{step}");
+    assert_eq!(events(&trace, "round.started").len(), 2);
+    assert_eq!(trace.last().unwrap()["summary"], REPORT);
+    assert_eq!(sb.read("ws/out.txt"), "right\n");
+}
+
+/// A `task` that may write, called with the plan: it runs as the first
+/// step's call (while planning it would be refused), and the sub-agent
+/// works as before.
+#[test]
+fn a_task_that_came_with_the_plan_runs_as_the_first_steps() {
+    const LANE: &str = "Write done.txt";
+    let model = FakeModel::start(vec![
+        Reply::tool_calls(vec![
+            ("plan", "submit_plan", plan_args(&["Delegate"])),
+            (
+                "t1",
+                "task",
+                json!({"prompt": format!("{LANE} with the word done."), "kind": "general"}),
+            ),
+        ]),
+        Reply::tool_calls(vec![(
+            "w",
+            "write",
+            json!({"path": "done.txt", "content": "done\n"}),
+        )])
+        .in_lane(LANE),
+        Reply::text("Wrote done.txt.").in_lane(LANE),
+        Reply::tool_calls(vec![(
+            "done",
+            "step_done",
+            json!({"summary": "delegated", "report": REPORT}),
+        )]),
+    ]);
+    let sb = sandbox_with_tools(&model.base_url(), "read, write, task", "");
+    let (code, trace) = run(&sb);
+    assert_eq!(code, Some(0));
+    let results: Vec<&Value> = events(&trace, "tool.result");
+    assert!(sb.workspace().join("done.txt").exists(), "{results:?}");
+    assert_eq!(sb.read("ws/done.txt"), "done\n");
+    let answer = answer(&model.requests(), "t1");
+    assert!(answer.contains("Wrote done.txt."), "{answer}");
+    assert!(answer.contains("Step 1 of 1: Delegate"), "{answer}");
+    let started = events(&trace, "subagent.started");
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0]["agent"]["parent_call"], "t1");
+    assert_eq!(trace.last().unwrap()["totals"]["turns"], 2);
 }
