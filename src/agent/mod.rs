@@ -177,8 +177,19 @@ impl<'a> Agent<'a> {
             saver,
             last_sent,
         };
+        let mut session = Session::new(parts, state);
+        // Offered from the first turn (at the end of the list, so the
+        // prefix stays the same from turn to turn): the last step's
+        // step_done may bring the result with it.
+        if let Some(tool) = job
+            .result_schema
+            .as_ref()
+            .and_then(|schema| result::ResultSchema::new(schema).ok())
+        {
+            session.offer_final_tool(tool.tool());
+        }
         Agent {
-            session: Session::new(parts, state),
+            session,
             job,
             result: None,
             final_text: None,
@@ -356,24 +367,51 @@ fn file_access(policy: &PermissionPolicy, job: &JobSpec) -> FileAccess {
 }
 
 /// Plan (unless there is a plan already), execute the steps not yet done,
-/// summarize. Returns the final summary, if the model gave one.
+/// and, unless the last step's `step_done` gave the report (and the result,
+/// when the job takes one), ask for them. Returns the final summary, if
+/// the model gave one.
 async fn agent_phase(
     session: &mut Session<'_>,
     job: &JobSpec,
     ended: FinalTurn<'_>,
 ) -> Result<Option<String>, Stop> {
+    let schema = job
+        .result_schema
+        .as_ref()
+        .map(result::ResultSchema::new)
+        .transpose()
+        .map_err(Stop::Failed)?;
+    let mut first = None;
     if session.state().plan.is_empty() {
-        let steps = plan::make_plan(session, job.max_plan_turns).await?;
-        session.set_plan(steps);
+        let planned = plan::make_plan(session, job.max_plan_turns).await?;
+        session.set_plan(planned.steps);
+        first = planned.acted;
     }
-    execute::execute_plan(session).await?;
-    if let Some(schema) = &job.result_schema {
+    let steps = execute::execute_plan(session, first, schema.as_ref()).await?;
+    let report = session.state().report.clone();
+    if let Some(schema) = &schema {
         // A round's result replaces the one before: the last round's work is what it describes.
         *ended.result = None;
-        let schema = result::ResultSchema::new(schema).map_err(Stop::Failed)?;
-        let submitted = result::result_turn(session, &schema, ended.text).await?;
+        if report.is_some() {
+            ended.text.clone_from(&report);
+        }
+        let first_try = match steps.result {
+            Some(Ok(result)) => {
+                *ended.result = Some(result);
+                return Ok(report.or_else(|| fallback_summary(session)));
+            }
+            Some(Err(problem)) => Some(problem),
+            None => None,
+        };
+        let submitted = result::result_turn(session, schema, ended.text, first_try).await?;
         *ended.result = Some(submitted.result);
-        return Ok(submitted.summary.or_else(|| fallback_summary(session)));
+        return Ok(report
+            .or(submitted.summary)
+            .or_else(|| fallback_summary(session)));
+    }
+    // The last step's step_done gave the report: no report turn.
+    if report.is_some() {
+        return Ok(report);
     }
     // The work is done; a budget too small for the summary turn does not fail the run.
     if session.state().budget.check_model_call().is_err() {

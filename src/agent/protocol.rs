@@ -71,8 +71,10 @@ pub fn system_prompt(
          cannot change stops it, such as a command the job does not allow). update_plan \
          replaces the steps after the current one. Every tool is offered on every turn, but \
          each phase says which may be called in it; a call outside its phase returns an error. \
-         At the end you report the run's outcome with evidence, and the job's checks judge the \
-         work.\n\n\
+         Save turns: submit_plan may come with the first step's tool calls in one response \
+         (they run as the first step's), and step_done with the step's last calls (it applies \
+         when they all succeed). The last step's step_done carries the run's report, with \
+         evidence, in `report`; the job's checks then judge the work.\n\n\
          {untrusted}# Skill: {name}\n{description}\n\n{instructions}",
         untrusted = untrusted_note(untrusted),
         tools = list_or_none(tools),
@@ -246,7 +248,8 @@ pub fn goal_message(goal: &str, planning_tools: &[String], untrusted: &[Untruste
     };
     format!(
         "Goal:\n{}\n\n{untrusted}Make a plan for this goal and submit it with submit_plan. While planning \
-         you may call: {}, submit_plan.",
+         you may call: {}, submit_plan. Once you know the first step, call submit_plan together \
+         with that step's first tool calls in the same response: they run as the first step's.",
         goal.trim(),
         list_or_none(planning_tools),
     )
@@ -273,15 +276,41 @@ fn untrusted_note(untrusted: bool) -> String {
 pub const PLAN_REMINDER: &str =
     "Submit your plan now by calling submit_plan with the ordered steps.";
 
-/// The message that starts a step; `step_tools` are the run's tools, all callable now.
-pub fn step_message(index: usize, total: usize, step: &PlanStep, step_tools: &[String]) -> String {
+/// The message that starts a step; `step_tools` are the run's tools, all
+/// callable now. The last step's message asks for the run's report in its
+/// `step_done` (and, when the job takes a result, for `submit_result` in
+/// the same response), so that no separate report turn is needed.
+pub fn step_message(
+    index: usize,
+    total: usize,
+    step: &PlanStep,
+    step_tools: &[String],
+    takes_result: bool,
+) -> String {
     let mut callable: Vec<String> = step_tools.to_vec();
     callable.extend([STEP_DONE.to_string(), UPDATE_PLAN.to_string()]);
+    let last = index + 1 == total;
+    if last && takes_result {
+        callable.push(SUBMIT_RESULT.to_string());
+    }
+    let report = match (last, takes_result) {
+        (false, _) => "",
+        (true, false) => {
+            " This is the last step: give the run's report in step_done's `report` (what was \
+             done and why, what was checked and what it showed, what is left)."
+        }
+        (true, true) => {
+            " This is the last step: give the run's report in step_done's `report` (what was \
+             done and why, what was checked and what it showed, what is left) and call \
+             submit_result with the run's result in the same response."
+        }
+    };
     format!(
         "Step {n} of {total}: {title}\nExpected outcome: {outcome}\n\
          Carry out this step with the tools. When it is finished, call step_done with a short \
-         summary and its status (done, failed or blocked). To change the steps after this one, \
-         call update_plan. You may call: {callable}.",
+         summary and its status (done, failed or blocked); step_done may come in the same \
+         response as the step's last calls, and applies when they all succeed.{report} To \
+         change the steps after this one, call update_plan. You may call: {callable}.",
         n = index + 1,
         title = step.title,
         outcome = step.expected_outcome,
@@ -300,6 +329,19 @@ pub const PLAN_ACCEPTED: &str = "Plan accepted.";
 pub fn step_done_ack(status: StepStatus) -> String {
     format!("Step marked {}.", status.as_str())
 }
+
+/// The answer to a `step_done` whose turn had a call that failed
+/// (`position` counts the response's calls from 1): the step goes on.
+pub fn step_done_not_applied(position: usize, tool: &str) -> String {
+    format!(
+        "not applied: call {position} (`{tool}`) failed; look at its result. The step goes on: \
+         call step_done again when it is finished."
+    )
+}
+
+/// Added to the answer of a `step_done` that gave a report on a step that is not the last.
+pub const REPORT_NOT_LAST: &str = " The report is taken only on the last step's step_done: \
+     give it there.";
 
 /// The answer to a control tool called outside its phase; `None` when it may be called now.
 pub fn out_of_phase(tool: &str, planning: bool) -> Option<String> {
@@ -320,8 +362,8 @@ pub fn out_of_phase(tool: &str, planning: bool) -> Option<String> {
                 .to_string(),
         ),
         (SUBMIT_RESULT, false) => Some(
-            "`submit_result` is taken only after the steps, when the run asks for its result; \
-             finish this step with step_done"
+            "`submit_result` is taken only with the last step's step_done, or after the steps \
+             when the run asks for its result; finish this step with step_done"
                 .to_string(),
         ),
         _ => None,
@@ -375,6 +417,12 @@ pub fn step_done_tool() -> ToolDefinition {
                     "description": "done: the expected outcome was reached; failed: it was \
                                     tried and not reached; blocked: something outside your \
                                     control prevents it."
+                },
+                "report": {
+                    "type": "string",
+                    "description": "Only on the plan's last step: the run's report, with \
+                                    evidence: what was done (the changes and why), what was \
+                                    checked and what it showed, what is left."
                 }
             },
             "required": ["summary"],
@@ -429,16 +477,35 @@ struct StepDoneArgs {
     summary: String,
     #[serde(default)]
     status: StepStatus,
+    #[serde(default)]
+    report: Option<String>,
 }
 
-/// Parse the `summary` and `status` of `step_done`; `Err` is a message for the model.
-pub fn parse_step_done(arguments: &Value) -> Result<(String, StepStatus), String> {
+/// What a `step_done` says: how the step ended and, on the last step, the run's report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepDone {
+    pub summary: String,
+    pub status: StepStatus,
+    /// The run's report; `None` when absent or blank.
+    pub report: Option<String>,
+}
+
+/// Parse the arguments of `step_done`; `Err` is a message for the model.
+pub fn parse_step_done(arguments: &Value) -> Result<StepDone, String> {
     let args: StepDoneArgs = serde_json::from_value(arguments.clone()).map_err(|e| {
         format!(
-            "expected {{\"summary\": str, \"status\": \"done\" | \"failed\" | \"blocked\"}}: {e}"
+            "expected {{\"summary\": str, \"status\": \"done\" | \"failed\" | \"blocked\", \
+             \"report\"?: str}}: {e}"
         )
     })?;
-    Ok((args.summary, args.status))
+    Ok(StepDone {
+        summary: args.summary,
+        status: args.status,
+        report: args
+            .report
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty()),
+    })
 }
 
 #[cfg(test)]
@@ -460,13 +527,30 @@ mod tests {
         let parse = |v: Value| parse_step_done(&v);
         assert_eq!(
             parse(json!({"summary": "s"})).unwrap(),
-            ("s".to_string(), StepStatus::Done)
+            StepDone {
+                summary: "s".to_string(),
+                status: StepStatus::Done,
+                report: None
+            }
         );
         assert_eq!(
             parse(json!({"summary": "s", "status": "blocked"}))
                 .unwrap()
-                .1,
+                .status,
             StepStatus::Blocked
+        );
+        assert_eq!(
+            parse(json!({"summary": "s", "report": "  all done \n"}))
+                .unwrap()
+                .report
+                .as_deref(),
+            Some("all done")
+        );
+        assert_eq!(
+            parse(json!({"summary": "s", "report": " "}))
+                .unwrap()
+                .report,
+            None
         );
         let err = parse(json!({"summary": "s", "status": "skipped"})).unwrap_err();
         assert!(err.contains("\"done\" | \"failed\" | \"blocked\""), "{err}");

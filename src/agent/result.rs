@@ -36,6 +36,20 @@ pub const RESULT_REQUEST: &str = "All steps are finished. Report the run's outco
      were blocked, problems still open). Then call `submit_result` with the run's result: its \
      arguments must match the tool's schema. No other tool can be called now.";
 
+/// The answer to a valid `submit_result`.
+pub const RESULT_ACCEPTED: &str = "Result accepted.";
+/// The answer to a second `submit_result` of one response.
+pub const ALREADY_ACCEPTED: &str =
+    "error: a result was already accepted in this turn; only the first one counts";
+
+/// The answer to a `submit_result` that does not match the schema.
+pub fn mismatch(errors: &str) -> String {
+    format!(
+        "error: the result does not match the schema: {errors}. Call `submit_result` again \
+         with corrected arguments."
+    )
+}
+
 /// Said once to a model that answered without calling `submit_result`.
 pub const RESULT_REMINDER: &str = "The run needs its result: call `submit_result` now, with \
      arguments that match its schema. Without it the run fails.";
@@ -163,16 +177,26 @@ fn describe(error: jsonschema::ValidationError<'_>) -> String {
 ///
 /// `text` is the model's latest text on these turns, left there also when
 /// no valid result came.
+///
+/// `first_try` is what was wrong with a result that came with the last
+/// step's `step_done`: that was the first try, answered with the errors
+/// already, so the turns go on from the second without asking again.
 pub async fn result_turn(
     session: &mut Session<'_>,
     schema: &ResultSchema,
     text: &mut Option<String>,
+    first_try: Option<String>,
 ) -> Result<Submitted, Stop> {
     session.offer_final_tool(schema.tool());
-    session.tell(RESULT_REQUEST.to_string());
     let mut reminded = false;
-    let mut last_problem = String::new();
-    for tries in 1..=MAX_TRIES {
+    let (first, mut last_problem) = match first_try {
+        Some(problem) => (2, problem),
+        None => {
+            session.tell(RESULT_REQUEST.to_string());
+            (1, String::new())
+        }
+    };
+    for tries in first..=MAX_TRIES {
         let response = session
             .call_model(Phase::Summary, None, ToolChoice::Auto)
             .await?;
@@ -220,19 +244,17 @@ fn answer_calls(
                 call.name
             )
         } else if accepted.is_some() {
-            "error: a result was already accepted in this turn; only the first one counts".into()
+            ALREADY_ACCEPTED.into()
         } else {
             match schema.check(&call.arguments) {
                 Ok(result) => {
                     accepted = Some(result);
-                    "Result accepted.".to_string()
+                    RESULT_ACCEPTED.to_string()
                 }
                 Err(errors) => {
-                    problem = errors.clone();
-                    format!(
-                        "error: the result does not match the schema: {errors}. Call \
-                         `submit_result` again with corrected arguments."
-                    )
+                    let answer = mismatch(&errors);
+                    problem = errors;
+                    answer
                 }
             }
         };

@@ -6,6 +6,7 @@ mod calls;
 mod keep;
 mod model_call;
 
+pub use calls::{Answer, Answers, FailedCall, Turn};
 pub(super) use model_call::{CallObserver, response_event};
 
 use serde_json::Value;
@@ -98,6 +99,8 @@ pub struct SessionParts<'a> {
 /// A control call seen in a turn, applied by the phase that asked for it.
 #[derive(Debug, Clone)]
 pub struct ControlCall {
+    /// The call's id, as the model gave it.
+    pub id: String,
     pub name: String,
     pub arguments: Result<Value, String>,
 }
@@ -253,8 +256,19 @@ impl<'a> Session<'a> {
         self.state.guard.stuck()
     }
 
-    /// The next round of checks begins.
+    /// The job takes a structured result (`submit_result`).
+    pub fn takes_result(&self) -> bool {
+        self.takes_result
+    }
+
+    /// Keep `report`, which the last step's `step_done` gave, as the run's report.
+    pub fn set_report(&mut self, report: String) {
+        self.state.report = Some(report);
+    }
+
+    /// The next round of checks begins: its last step reports anew.
     pub fn start_round(&mut self) -> u32 {
+        self.state.report = None;
         self.state.round += 1;
         self.state.round
     }

@@ -50,6 +50,10 @@ pub struct LoopState {
     /// The tool calls the model made and what became of them.
     #[serde(default)]
     pub work: WorkTally,
+    /// The run's report, as the last step's `step_done` gave it this round:
+    /// with it, no separate report turn is asked for.
+    #[serde(default)]
+    pub report: Option<String>,
 }
 
 /// The model's tool calls over the run (control calls aside): how many it
@@ -112,6 +116,7 @@ impl LoopState {
             subagents_started: 0,
             rewrites: 0,
             work: WorkTally::default(),
+            report: None,
         }
     }
 

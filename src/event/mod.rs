@@ -109,6 +109,17 @@ pub enum EventKind {
         #[serde(default)]
         status: StepStatus,
     },
+    /// A `step_done` came with calls and one of them failed: it was not
+    /// applied, and the step went on.
+    #[serde(rename = "step.done_declined")]
+    StepDoneDeclined {
+        index: usize,
+        /// The `step_done` call.
+        call_id: String,
+        /// The first call of the response that failed.
+        failed_call_id: String,
+        failed_tool: String,
+    },
     #[serde(rename = "model.request")]
     ModelRequest(ModelRequest),
     #[serde(rename = "model.response")]

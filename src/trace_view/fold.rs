@@ -157,6 +157,7 @@ impl Fold {
             EventKind::ToolBatchStarted(_) | EventKind::ToolBatchCompleted(_) => {}
             EventKind::CheckCompleted(check) => self.view.checks.push(check.clone()),
             EventKind::SkillLoaded(_)
+            | EventKind::StepDoneDeclined { .. }
             | EventKind::Warning { .. }
             | EventKind::SandboxDegraded(_)
             | EventKind::NetworkRequest(_)

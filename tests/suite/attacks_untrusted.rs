@@ -238,7 +238,9 @@ fn a_job_without_untrusted_input_keeps_its_prompt() {
     assert_eq!(
         user,
         "Goal:\nSummarize the issue.\n\nMake a plan for this goal and submit it with submit_plan. \
-         While planning you may call: read, submit_plan."
+         While planning you may call: read, submit_plan. Once you know the first step, call \
+         submit_plan together with that step's first tool calls in the same response: they run \
+         as the first step's."
     );
 }
 

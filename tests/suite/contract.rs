@@ -5,7 +5,7 @@
 //!
 //! The example is `workflows/fix-failing-test.yaml` on a copy of
 //! `fixtures/calc`, driven against the fake model server with the script
-//! its cassette was recorded from ([`fix_failing_test_script`]). A change to
+//! its cassette was recorded from ([`fix_failing_test_batched_script`]). A change to
 //! the protocol, the prompts, an event or a report shows up here as a diff:
 //! review it, then accept it with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test all suite::contract`).
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::examples::fix_failing_test_script;
+use super::examples::fix_failing_test_batched_script;
 use super::support::fake_model::FakeModel;
 use super::support::harness::{agentci_in, read_jsonl, stderr};
 
@@ -55,7 +55,7 @@ fn run_example() -> ExampleRun {
     let out = tempfile::tempdir().unwrap();
     let github = tempfile::tempdir().unwrap();
     let summary_path = github.path().join("step_summary.md");
-    let model = FakeModel::start(fix_failing_test_script());
+    let model = FakeModel::start(fix_failing_test_batched_script());
     let ws_path = ws.path().canonicalize().unwrap();
     let out_path = out.path().canonicalize().unwrap();
     let result = agentci_in(

@@ -61,6 +61,7 @@ mod replay_sequence;
 mod result_schema;
 mod resume;
 mod resume_views;
+mod round_trips;
 mod rounds;
 mod run;
 mod sandbox;

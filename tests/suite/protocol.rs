@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::examples::{fix_failing_test_script, run_example};
+use super::examples::{fix_failing_test_batched_script, fix_failing_test_script, run_example};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr, stdout};
 use super::support::trace_schema::assert_valid_trace;
@@ -36,34 +36,42 @@ fn prefix_share(a: &Value, b: &Value) -> f64 {
 
 /// Regression: the planning turns offered only the read-only tools, the
 /// steps the rest, the summary turn none, so every phase change started the
-/// prompt over and a prompt cache never hit across it.
+/// prompt over and a prompt cache never hit across it. Issue 26: a model
+/// that batches (plan with the first step's call, the step's instructions
+/// with its results, the report with the last step_done) keeps all of it
+/// too; each request starts with the whole of the one before.
 #[test]
 fn consecutive_requests_of_the_example_share_their_prefix() {
-    let model = FakeModel::start(fix_failing_test_script());
-    let (_ws, _out, out) = run_example(
-        "fix-failing-test",
-        &[
-            "--model",
-            "openai:scripted-example",
-            "--base-url",
-            &model.base_url(),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let requests = model.requests();
-    assert_eq!(requests.len(), 10);
-    let shares: Vec<f64> = requests
-        .windows(2)
-        .map(|pair| prefix_share(&pair[0], &pair[1]))
-        .collect();
-    eprintln!("consecutive prefix shares: {shares:.3?}");
-    for (i, share) in shares.iter().enumerate() {
-        assert!(
-            *share >= 0.90,
-            "requests {} and {} share {share:.3} of the shorter",
-            i + 1,
-            i + 2
+    for (script, calls) in [
+        (fix_failing_test_script(), 10),
+        (fix_failing_test_batched_script(), 6),
+    ] {
+        let model = FakeModel::start(script);
+        let (_ws, _out, out) = run_example(
+            "fix-failing-test",
+            &[
+                "--model",
+                "openai:scripted-example",
+                "--base-url",
+                &model.base_url(),
+            ],
         );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let requests = model.requests();
+        assert_eq!(requests.len(), calls);
+        let shares: Vec<f64> = requests
+            .windows(2)
+            .map(|pair| prefix_share(&pair[0], &pair[1]))
+            .collect();
+        eprintln!("consecutive prefix shares ({calls} calls): {shares:.3?}");
+        for (i, share) in shares.iter().enumerate() {
+            assert!(
+                (*share - 1.0).abs() < f64::EPSILON,
+                "requests {} and {} share {share:.3} of the shorter",
+                i + 1,
+                i + 2
+            );
+        }
     }
 }
 

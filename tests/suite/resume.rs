@@ -179,6 +179,92 @@ fn a_run_killed_while_the_model_thinks_resumes_to_the_end_of_an_uninterrupted_ru
     assert!(!junit.contains("<error"), "{junit}");
 }
 
+/// Issue 26: a model that batches. The run is killed while the model
+/// thinks about the turn after the response that brought the plan with the
+/// first step's call: the resumed run goes on in that step (its plan, its
+/// open step and the call's result with the step's instructions are in
+/// the checkpoint), sends what the killed run sent, writes a.txt once and
+/// ends with the report the last step_done gave.
+#[test]
+fn a_run_killed_after_planning_with_calls_resumes_in_the_step_it_opened() {
+    let report = "Wrote a.txt and b.txt; the check will judge both.";
+    let script = |hang: bool| {
+        let mut script = vec![
+            Reply::tool_calls(vec![
+                (
+                    "plan",
+                    "submit_plan",
+                    json!({"steps": [
+                        {"title": "write a", "expected_outcome": "a.txt exists"},
+                        {"title": "write b", "expected_outcome": "b.txt exists"}
+                    ]}),
+                ),
+                ("a", "write", json!({"path": "a.txt", "content": "one\n"})),
+            ]),
+            Reply::step_done("wrote a"),
+            Reply::tool_calls(vec![
+                ("b", "write", json!({"path": "b.txt", "content": "two\n"})),
+                (
+                    "done",
+                    "step_done",
+                    json!({"summary": "wrote b", "report": report}),
+                ),
+            ]),
+        ];
+        if hang {
+            script.insert(1, Reply::hang());
+        }
+        script
+    };
+    let sb = sandbox("");
+    let model = FakeModel::start(script(true));
+    let url = model.base_url();
+    let mut child = outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
+        .args(["run", "job.yaml", "--base-url", &url, "--progress", "none"])
+        .args(["--out", "out/run"])
+        .current_dir(sb.path())
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || model.requests().len() == 2),
+        "the run never sent its second request"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let out = resume(&sb, &model, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_valid_trace(&run_dir(&sb).join("trace.jsonl"));
+    let trace = trace(&sb);
+    let resumed = events(&trace, "run.resumed");
+    assert_eq!(resumed[0]["from_turn"], 1);
+    assert_eq!(resumed[0]["from_step"], 0);
+    let done = events(&trace, "run.completed")[0];
+    assert_eq!(done["status"], "passed");
+    assert_eq!(done["summary"], report);
+    assert_eq!(done["totals"]["turns"], 3);
+    // Step 1 started once, with the plan; the resumed run went on in it.
+    assert_eq!(events(&trace, "step.started").len(), 2);
+    let writes = events(&trace, "tool.call")
+        .into_iter()
+        .filter(|e| e["tool"] == "write")
+        .count();
+    assert_eq!(writes, 2);
+    assert_eq!(sb.read("ws/a.txt"), "one\n");
+    assert_eq!(sb.read("ws/b.txt"), "two\n");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(messages(&requests[2]), messages(&requests[1]));
+    let last = messages(&requests[1]);
+    let result = last.as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(result.contains("Step 1 of 2: write a"), "{result}");
+}
+
 #[test]
 fn a_budget_stopped_run_goes_on_with_a_raised_budget() {
     let sb = sandbox("budget: {max_turns: 3}\n");

@@ -323,6 +323,12 @@ fn every_kind() -> Vec<EventKind> {
             summary: "two warnings".into(),
             status: StepStatus::Done,
         },
+        EventKind::StepDoneDeclined {
+            index: 1,
+            call_id: "call_7".into(),
+            failed_call_id: "call_6".into(),
+            failed_tool: "exec".into(),
+        },
         EventKind::PlanUpdated {
             steps: plan(&["Run clippy", "Fix warning 1", "Fix warning 2"]),
             from_index: 1,
@@ -511,6 +517,7 @@ fn tag(kind: &EventKind) -> &'static str {
         EventKind::PlanUpdated { .. } => "plan.updated",
         EventKind::StepStarted { .. } => "step.started",
         EventKind::StepCompleted { .. } => "step.completed",
+        EventKind::StepDoneDeclined { .. } => "step.done_declined",
         EventKind::ModelRequest(_) => "model.request",
         EventKind::ModelResponse(_) => "model.response",
         EventKind::ModelRetry(_) => "model.retry",

@@ -18,20 +18,62 @@ use super::super::result::SUBMIT_RESULT;
 use super::super::subagent::Subagents;
 use super::{ControlCall, Session, Stop};
 
+/// One response's calls and how the phase takes them.
+pub struct Turn<'c> {
+    pub calls: &'c [ToolCall],
+    /// The control tools the phase answers; any other gets the refusal
+    /// that says when it may be called.
+    pub control: &'c [&'c str],
+    /// Planning: only the read-only tools may run.
+    pub read_only: bool,
+}
+
+/// What the phase says to a control call it takes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Taken: the call is returned to the phase as applied.
+    Applied(String),
+    /// Not taken this time, for a reason that is not the call's fault (a
+    /// call before it failed); not counted as a repeat.
+    Declined(String),
+    /// Refused: an error result, counted by the loop guard like any refusal.
+    Refused(String),
+}
+
+/// What the phase answers, once the turn's other calls have run.
+pub struct Answers {
+    /// One per control call the phase was given, in the same order.
+    pub answers: Vec<Answer>,
+    /// Text added to the turn's last tool result (the step's instructions
+    /// when the plan came with the step's first calls): in the result
+    /// itself, as the rules reminder is, so the prompt prefix stays cached.
+    pub note: Option<String>,
+}
+
+/// A call of the turn (not a control call) that did not succeed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedCall {
+    /// Its place among the response's calls, from 1.
+    pub position: usize,
+    pub id: String,
+    pub tool: String,
+}
+
 impl Session<'_> {
-    /// Run one turn's calls. Calls named in `control` are not run: they are
-    /// returned for the phase to apply, and `answer` gives their result text.
-    /// A control tool this phase does not take gets an error result that
-    /// says when it may be called. Every call gets a tool message, in the
-    /// order the model made them.
+    /// Run one turn's calls. The calls that are not control calls run
+    /// first, as one batch; then the control calls named in `turn.control`
+    /// are given to `answer`, with the first of the others that failed, and
+    /// answered as it says. A control tool this phase does not take gets an
+    /// error result that says when it may be called. Every call gets a tool
+    /// message, in the order the model made them. Returns the control calls
+    /// the phase applied.
     pub async fn run_calls(
         &mut self,
-        calls: &[ToolCall],
-        control: &[&str],
-        read_only_phase: bool,
-        mut answer: impl FnMut(&ControlCall) -> Result<String, String>,
+        turn: Turn<'_>,
+        answer: impl FnOnce(&[ControlCall], Option<&FailedCall>) -> Answers,
     ) -> Result<Vec<ControlCall>, Stop> {
         type Indexed<'c> = Vec<(usize, &'c ToolCall)>;
+        let calls = turn.calls;
         let (controls, regular): (Indexed, Indexed) = calls
             .iter()
             .enumerate()
@@ -43,38 +85,48 @@ impl Session<'_> {
             .map_err(Stop::Budget)?;
 
         let mut texts: Vec<Option<String>> = vec![None; calls.len()];
-        let phase = Phase {
-            control,
-            read_only: read_only_phase,
-        };
-        let applied = answer_controls(
-            &controls,
-            &phase,
-            &mut answer,
-            &mut texts,
-            (&mut self.state.guard, &self.bus),
-        );
-        let ran = self.run_batch(&regular_calls, read_only_phase).await;
+        let ran = self.run_batch(&regular_calls, turn.read_only).await;
         self.state
             .budget
             .record_tool_calls(regular_calls.len() as u32);
         self.state.work.record(&ran, regular_calls.len());
-        let results = ran.results;
-        for ((index, _), result) in regular.iter().zip(results) {
+        let mut failed = None;
+        for ((index, call), result) in regular.iter().zip(ran.results) {
+            if !result.ok && failed.is_none() {
+                failed = Some(FailedCall {
+                    position: index + 1,
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                });
+            }
             // The model provider is a third party: it never sees a secret a tool printed.
             texts[*index] = Some(self.bus.redact(&result.model_text()));
         }
+        let phase = Phase {
+            control: turn.control,
+            read_only: turn.read_only,
+        };
+        let (applied, note) = answer_controls(
+            &controls,
+            &phase,
+            |taken| answer(taken, failed.as_ref()),
+            &mut texts,
+            (&mut self.state.guard, &self.bus),
+        );
 
         let last = calls.len().saturating_sub(1);
         for (index, (call, text)) in calls.iter().zip(texts).enumerate() {
             let mut content = text.unwrap_or_default();
             // In the tool result itself: both APIs accept no other message
             // between a turn's results and the next model turn.
-            if index == last
-                && let Some(reminder) = &self.rules_reminder
-            {
-                content.push_str("\n\n");
-                content.push_str(reminder);
+            if index == last {
+                for extra in [note.as_ref(), self.rules_reminder.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    content.push_str("\n\n");
+                    content.push_str(extra);
+                }
             }
             self.state.conversation.push(Message::Tool {
                 tool_call_id: call.id.clone(),
@@ -83,7 +135,9 @@ impl Session<'_> {
         }
         // A step that repeats itself ends there (the step reads the guard);
         // while planning there is no step to end, so the run does.
-        if read_only_phase && let Some(reason) = self.state.guard.stuck() {
+        if turn.read_only
+            && let Some(reason) = self.state.guard.stuck()
+        {
             return Err(Stop::Failed(format!(
                 "the model kept {reason} while planning"
             )));
@@ -138,40 +192,51 @@ struct Phase<'p> {
     read_only: bool,
 }
 
-/// Answer the turn's control calls through `answer`, each in its place in
-/// `texts`; a control tool the phase does not take gets an error result
-/// that says when it is taken. Refused calls count for the loop guard.
-/// Returns the calls the phase applied.
+/// Answer the turn's control calls, each in its place in `texts`: a
+/// control tool the phase does not take gets an error result that says
+/// when it is taken; the others go to `answer` together. Refused calls
+/// count for the loop guard. Returns the calls the phase applied and the
+/// note for the turn's last result.
 fn answer_controls(
     controls: &[(usize, &ToolCall)],
     phase: &Phase<'_>,
-    answer: &mut impl FnMut(&ControlCall) -> Result<String, String>,
+    answer: impl FnOnce(&[ControlCall]) -> Answers,
     texts: &mut [Option<String>],
     (guard, bus): (&mut LoopGuard, &EventBus),
-) -> Vec<ControlCall> {
-    let mut applied = Vec::new();
+) -> (Vec<ControlCall>, Option<String>) {
+    let mut taken = Vec::new();
+    let mut taken_at = Vec::new();
     for &(index, call) in controls {
-        let refusal = if !phase.control.contains(&call.name.as_str()) {
-            protocol::out_of_phase(&call.name, phase.read_only)
-                .unwrap_or_else(|| format!("`{}` cannot be called now", call.name))
-        } else {
-            let control_call = ControlCall {
+        if phase.control.contains(&call.name.as_str()) {
+            taken.push(ControlCall {
+                id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: serde_json::from_str(&call.arguments)
                     .map_err(|e| format!("arguments are not valid JSON: {e}")),
-            };
-            match answer(&control_call) {
-                Ok(text) => {
-                    texts[index] = Some(text);
-                    applied.push(control_call);
-                    continue;
-                }
-                Err(message) => message,
-            }
-        };
+            });
+            taken_at.push((index, call));
+            continue;
+        }
+        let refusal = protocol::out_of_phase(&call.name, phase.read_only)
+            .unwrap_or_else(|| format!("`{}` cannot be called now", call.name));
         texts[index] = Some(refused(call, refusal, guard, bus).model_text());
     }
-    applied
+    if taken.is_empty() {
+        return (Vec::new(), None);
+    }
+    let Answers { answers, note } = answer(&taken);
+    let mut applied = Vec::new();
+    for (((index, call), control_call), said) in taken_at.into_iter().zip(taken).zip(answers) {
+        texts[index] = Some(match said {
+            Answer::Applied(text) => {
+                applied.push(control_call);
+                text
+            }
+            Answer::Declined(text) => text,
+            Answer::Refused(refusal) => refused(call, refusal, guard, bus).model_text(),
+        });
+    }
+    (applied, note)
 }
 
 /// The result of a refused control call. The loop guard counts it like any

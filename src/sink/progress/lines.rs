@@ -57,6 +57,12 @@ impl LogLines {
             | EventKind::PlanUpdated { .. }
             | EventKind::StepStarted { .. }
             | EventKind::StepCompleted { .. } => lines.extend(self.plan_event_lines(&event.kind)),
+            EventKind::StepDoneDeclined {
+                index, failed_tool, ..
+            } => lines.push(format!(
+                "step {}: step_done not applied, `{failed_tool}` failed; the step goes on",
+                index + 1
+            )),
             // The calls' own lines say what ran; the grouping is for the trace.
             EventKind::ModelRequest(_)
             | EventKind::ModelResponse(_)

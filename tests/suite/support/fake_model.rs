@@ -760,6 +760,8 @@ fn anthropic_events(
 pub struct CapturedRequest {
     /// The JSON body; a string holding the raw text when it was not JSON.
     pub body: Value,
+    /// The body's size as sent, in bytes.
+    pub body_bytes: usize,
     pub authorization: Option<String>,
     /// The request path, e.g. `/v1/messages`.
     pub path: String,
@@ -798,6 +800,20 @@ pub struct FakeModel {
 }
 
 impl FakeModel {
+    /// [`FakeModel::start`] with a model that takes `latency` to answer
+    /// each call (a reply with its own delay keeps it): round trips cost
+    /// what they cost with a real model (the benches measure them).
+    pub fn start_with_latency(replies: Vec<Reply>, latency: Duration) -> FakeModel {
+        let replies = replies
+            .into_iter()
+            .map(|reply| Reply {
+                delay: reply.delay.or(Some(latency)),
+                ..reply
+            })
+            .collect();
+        FakeModel::start(replies)
+    }
+
     pub fn start(replies: Vec<Reply>) -> FakeModel {
         let script = prepare(replies);
         let shared = Arc::new(Mutex::new(Shared {
@@ -990,6 +1006,7 @@ async fn answer(
             .flatten();
         shared.captured.push(CapturedRequest {
             body,
+            body_bytes: raw.len(),
             authorization: header("authorization"),
             path: uri.path().to_string(),
             api_key: header("x-api-key"),
