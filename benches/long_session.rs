@@ -12,8 +12,11 @@
 //! against 1,000 says whether anything grows with the turns after that.
 //! Run with `cargo bench --bench long_session`; `AGENTCI_BENCH_WINDOW=N`
 //! sets the job's `model.context_window` (a large one: no compaction, the
-//! conversation grows with the turns). Prints figures; asserts nothing
-//! about them.
+//! conversation grows with the turns); `AGENTCI_BENCH_OTLP=1` replays each
+//! time twice, once exporting spans and metrics to an OTLP/HTTP collector
+//! on loopback and once without, and prints the cost of telemetry (target:
+//! within 5% of the wall time and +5 MB of peak RSS). Prints figures;
+//! asserts nothing about them.
 #![expect(
     clippy::expect_used,
     clippy::print_stdout,
@@ -137,7 +140,11 @@ struct Sampled {
 }
 
 fn replay_phase(root: &Path) {
-    let mut runs: Vec<Sampled> = (0..REPLAYS).map(|_| replay(root)).collect();
+    if std::env::var_os("AGENTCI_BENCH_OTLP").is_some() {
+        telemetry_cost(root);
+        return;
+    }
+    let mut runs: Vec<Sampled> = (0..REPLAYS).map(|_| replay(root, None)).collect();
     runs.sort_by_key(|r| r.wall);
     let median = &runs[REPLAYS / 2];
     let peak = runs.iter().map(|r| r.peak_kb).max().unwrap_or(0);
@@ -169,8 +176,112 @@ fn replay_phase(root: &Path) {
     }
 }
 
-/// Replay the session once, sampling the process while it runs.
-fn replay(root: &Path) -> Sampled {
+/// Replays with export off and on, interleaved so both see the same
+/// machine, and prints medians and the ratio.
+fn telemetry_cost(root: &Path) {
+    let collector = collector::start();
+    let endpoint = format!("http://{}", collector.addr);
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for _ in 0..REPLAYS {
+        off.push(replay(root, None));
+        on.push(replay(root, Some(&endpoint)));
+    }
+    let median = |runs: &mut Vec<Sampled>| {
+        runs.sort_by_key(|r| r.wall);
+        let peak = runs.iter().map(|r| r.peak_kb).max().unwrap_or(0);
+        (runs[REPLAYS / 2].wall, peak as f64 / 1024.0)
+    };
+    let ((wall_off, rss_off), (wall_on, rss_on)) = (median(&mut off), median(&mut on));
+    println!(
+        "telemetry on a replay of {TURNS} turns, median of {REPLAYS}: {:.0} ms with export against \
+         {:.0} ms without ({:.3}x, target: within 5%); peak RSS {rss_on:.1} MB against \
+         {rss_off:.1} MB ({:+.1} MB, target: +5 MB); the collector took {} requests, {:.1} KB",
+        ms(wall_on),
+        ms(wall_off),
+        wall_on.as_secs_f64() / wall_off.as_secs_f64(),
+        rss_on - rss_off,
+        collector.requests(),
+        collector.bytes() as f64 / 1e3,
+    );
+}
+
+/// A collector that takes every OTLP/HTTP export on loopback and answers
+/// 200 with an empty body (a valid empty `Export…ServiceResponse`).
+mod collector {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{SocketAddr, TcpListener};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    pub struct Collector {
+        pub addr: SocketAddr,
+        requests: Arc<AtomicU64>,
+        bytes: Arc<AtomicU64>,
+    }
+
+    impl Collector {
+        pub fn requests(&self) -> u64 {
+            self.requests.load(Ordering::Relaxed)
+        }
+        pub fn bytes(&self) -> u64 {
+            self.bytes.load(Ordering::Relaxed)
+        }
+    }
+
+    pub fn start() -> Collector {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the collector");
+        let addr = listener.local_addr().expect("collector address");
+        let (requests, bytes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (r, b) = (Arc::clone(&requests), Arc::clone(&bytes));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (r, b) = (Arc::clone(&r), Arc::clone(&b));
+                std::thread::spawn(move || {
+                    let mut writer = stream.try_clone().expect("clone the connection");
+                    let mut reader = BufReader::new(stream);
+                    loop {
+                        let mut length = 0usize;
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if let Some((name, value)) = line.split_once(':')
+                                && name.eq_ignore_ascii_case("content-length")
+                            {
+                                length = value.trim().parse().unwrap_or(0);
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        r.fetch_add(1, Ordering::Relaxed);
+                        b.fetch_add(length as u64, Ordering::Relaxed);
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\n\
+                                      content-length: 0\r\n\r\n";
+                        if writer.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Collector {
+            addr,
+            requests,
+            bytes,
+        }
+    }
+}
+
+/// Replay the session once, sampling the process while it runs; with
+/// `otlp`, exporting to that collector.
+fn replay(root: &Path, otlp: Option<&str>) -> Sampled {
     let trace = root.join("out/replay-trace.jsonl");
     let _ = std::fs::remove_file(&trace);
     let started = Instant::now();
@@ -178,16 +289,20 @@ fn replay(root: &Path) -> Sampled {
         clippy::zombie_processes,
         reason = "reaped by wait4 below, which also gives the rusage"
     )]
-    let child = Command::new(env!("CARGO_BIN_EXE_agentci"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentci"));
+    command
         .args(["run", "job.yaml", "--progress", "none", "--out", "out"])
         .args(["--replay", "cassette.jsonl", "--trace"])
         .arg(&trace)
         .current_dir(root)
         .env_remove("OPENAI_API_KEY")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn agentci");
+        .stderr(Stdio::null());
+    if let Some(endpoint) = otlp {
+        command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+    }
+    let child = command.spawn().expect("spawn agentci");
     let pid = child.id() as i32;
     let mut turns = TraceTurns::default();
     let (mut early_kb, mut middle_kb, mut late_kb) = (0, 0, 0);
