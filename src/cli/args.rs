@@ -259,9 +259,11 @@ pub struct EvalArgs {
 /// Comparing with an earlier `results.json`.
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
-    /// Compare with this earlier results.json; exit 1 on a regression.
-    #[arg(long, value_name = "FILE")]
-    pub baseline: Option<PathBuf>,
+    /// Compare with this earlier results.json, or with `github:BRANCH`: the
+    /// merged results of this workflow's latest successful run on BRANCH
+    /// (GitHub Actions); exit 1 on a regression.
+    #[arg(long, value_name = "FILE|github:BRANCH")]
+    pub baseline: Option<super::baseline::BaselineSource>,
     /// A suite pass rate lower by more than this (0 to 1) is a regression.
     #[arg(long, value_name = "RATE", default_value_t = 0.05)]
     pub max_pass_rate_drop: f64,
@@ -312,6 +314,10 @@ pub struct MergeArgs {
     /// Where the merged files go.
     #[arg(long, value_name = "DIR", default_value = ".agentci/eval-merged")]
     pub out: PathBuf,
+    /// Also write the merged HTML report (DIR/index.html), with the
+    /// transcripts read from each results folder's traces.
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub baseline: BaselineArgs,
 }

@@ -21,6 +21,7 @@ use crate::eval::{
 use crate::spec::load::{check_base_url, parse_model_flag};
 
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
+use super::baseline::read_baseline;
 use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
 use super::signals;
 use super::{CliError, Exit};
@@ -31,7 +32,7 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     let (trigger, cancel) = cancel_pair();
     options.settings.cancel = cancel.clone();
     let thresholds = thresholds(&args.baseline)?;
-    let baseline = read_baseline(&args.baseline, &cwd)?;
+    let baseline = read_baseline(args.baseline.baseline.as_ref(), &cwd, &options.out_dir)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
     check_selection(&suites, &options, args.filter.as_deref())?;
 
@@ -212,18 +213,6 @@ pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>>
         duration_increase: args.max_duration_increase,
         confidence,
     })
-}
-
-pub(super) fn read_baseline(
-    args: &BaselineArgs,
-    cwd: &Path,
-) -> Result<Option<Results>, Vec<String>> {
-    args.baseline
-        .as_ref()
-        .map(|path| {
-            Results::read(&cwd.join(path)).map_err(|e| vec![format!("error: --baseline: {e}")])
-        })
-        .transpose()
 }
 
 fn load_suites(paths: &[PathBuf], cwd: &Path, record: bool) -> Result<Vec<SuiteSpec>, Vec<String>> {

@@ -3,6 +3,7 @@
 //! the terminal.
 
 pub mod args;
+mod baseline;
 mod color;
 pub mod doctor;
 mod doctor_setup;
