@@ -292,6 +292,22 @@ pub enum ReportCommand {
     Merge(MergeArgs),
     /// Write the HTML report of earlier results (several: merged, like shards).
     Html(HtmlArgs),
+    /// Post (or update in place) the pull request comment comparing results with the baseline.
+    Comment(CommentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CommentArgs {
+    /// The results to describe (results.json or its folder), e.g. the merged shards.
+    pub results: PathBuf,
+    /// The pull request to comment on (GitHub Actions); without it the comment is printed.
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// A link to the HTML report (the workflow run's artifacts) for the comment.
+    #[arg(long, value_name = "URL")]
+    pub report_url: Option<String>,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 #[derive(Debug, Args)]

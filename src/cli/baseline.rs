@@ -66,7 +66,13 @@ struct GithubSettings {
     workflow: String,
 }
 
-fn github_settings(flag: &str) -> Result<GithubSettings, Vec<String>> {
+/// The REST API client for the repository the runner names, for `what` (a
+/// flag or command, for messages); `workflow` also needs
+/// `GITHUB_WORKFLOW_REF`, whose workflow file it returns.
+pub(super) fn github_from_env(
+    what: &str,
+    workflow: bool,
+) -> Result<(GithubApi, Option<String>), Vec<String>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut missing = Vec::new();
     let token = var("GITHUB_TOKEN");
@@ -77,22 +83,35 @@ fn github_settings(flag: &str) -> Result<GithubSettings, Vec<String>> {
     if repository.is_none() {
         missing.push("GITHUB_REPOSITORY (set by the runner: OWNER/NAME)");
     }
-    let workflow = var("GITHUB_WORKFLOW_REF").and_then(|r| workflow_file(&r));
-    if workflow.is_none() {
+    let file = var("GITHUB_WORKFLOW_REF").and_then(|r| workflow_file(&r));
+    if workflow && file.is_none() {
         missing
             .push("GITHUB_WORKFLOW_REF (set by the runner: OWNER/NAME/.github/workflows/FILE@REF)");
     }
-    let (Some(token), Some(repository), Some(workflow)) = (token, repository, workflow) else {
+    let (Some(token), Some(repository), true) = (token, repository, missing.is_empty()) else {
         return Err(vec![format!(
-            "error: --baseline {flag}: needs {}; it runs inside GitHub Actions, elsewhere give \
-             --baseline FILE",
+            "error: {what}: needs {}; it runs inside GitHub Actions",
             missing.join(", ")
         )]);
     };
     let api_url = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".to_string());
     let api = GithubApi::new(&api_url, &repository, Token::new(token))
-        .map_err(|e| vec![format!("error: --baseline {flag}: {e}")])?;
-    Ok(GithubSettings { api, workflow })
+        .map_err(|e| vec![format!("error: {what}: {e}")])?;
+    Ok((api, file))
+}
+
+fn github_settings(flag: &str) -> Result<GithubSettings, Vec<String>> {
+    let what = format!("--baseline {flag}");
+    match github_from_env(&what, true) {
+        Ok((api, Some(workflow))) => Ok(GithubSettings { api, workflow }),
+        Ok((_, None)) => Err(vec![format!("error: {what}: needs GITHUB_WORKFLOW_REF")]),
+        Err(mut problems) => {
+            for p in &mut problems {
+                p.push_str("; elsewhere give --baseline FILE");
+            }
+            Err(problems)
+        }
+    }
 }
 
 /// The baseline results, if any: a file is read (and must be valid); a

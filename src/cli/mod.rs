@@ -5,6 +5,7 @@
 pub mod args;
 mod baseline;
 mod color;
+mod comment;
 pub mod doctor;
 mod doctor_setup;
 pub mod eval;

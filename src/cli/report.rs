@@ -6,6 +6,9 @@
 //! `agentci report html RESULTS... --out DIR`: the HTML report of earlier
 //! results (several are merged as shards are), with the transcripts read
 //! from each results folder's traces.
+//!
+//! `agentci report comment RESULTS --pr N`: the pull request comment, see
+//! [`super::comment`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,11 +24,12 @@ pub fn report(args: ReportArgs) -> Result<Exit, CliError> {
     match args.command {
         ReportCommand::Merge(args) => merge(args),
         ReportCommand::Html(args) => html(args),
+        ReportCommand::Comment(args) => super::comment::comment(args),
     }
 }
 
 /// `DIR/results.json`, or the file itself.
-fn results_file(path: &Path) -> PathBuf {
+pub(super) fn results_file(path: &Path) -> PathBuf {
     if path.is_file() {
         path.to_path_buf()
     } else {
@@ -36,7 +40,7 @@ fn results_file(path: &Path) -> PathBuf {
 /// What `report html` and `report merge` both start from: the current
 /// directory, the regression thresholds and the baseline, if one was given
 /// (one from GitHub is kept in `out`).
-fn baseline_inputs(
+pub(super) fn baseline_inputs(
     args: &BaselineArgs,
     out: &Path,
 ) -> Result<(PathBuf, Thresholds, Option<Results>), Vec<String>> {

@@ -258,3 +258,132 @@ fn github_baseline_outside_actions_says_what_is_missing() {
         stderr(&out)
     );
 }
+
+/// A baseline where `passes` passed and a run where it fails, in `base/`
+/// and `now/`.
+fn regressed_results(sb: &Sandbox) {
+    let base = eval_passes(sb, "base", &[], &[]);
+    assert_eq!(base.status.code(), Some(0), "{}", stderr(&base));
+    let suite = sb.read("suite.yaml");
+    sb.write(
+        "suite.yaml",
+        &suite.replacen("cassettes/good.jsonl", "cassettes/bad.jsonl", 1),
+    );
+    let now = eval_passes(sb, "now", &[], &[]);
+    assert_eq!(now.status.code(), Some(0), "{}", stderr(&now));
+}
+
+const REPORT_URL: &str = "https://github.com/octo/skills/actions/runs/9#artifacts";
+
+#[test]
+fn the_pull_request_comment_is_updated_in_place() {
+    let sb = notes_sandbox();
+    regressed_results(&sb);
+    let github = FakeGithub::start();
+    let other = github.add_comment(7, "Looks good to me!");
+    let ours = github.add_comment(7, "<!-- agentci-eval-comment -->\nan older run's table");
+    let comment = |pr: &str| {
+        agentci_env(
+            &sb,
+            &[
+                "report",
+                "comment",
+                "now",
+                "--baseline",
+                "base/results.json",
+                "--pr",
+                pr,
+                "--report-url",
+                REPORT_URL,
+            ],
+            &github.env(WORKFLOW),
+        )
+    };
+    let out = comment("7");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "agentci: updated the comment on #7: https://github.com/octo/skills/pull/7#issuecomment-{ours}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let comments = github.comments(7);
+    assert_eq!(comments.len(), 2, "no second comment: {comments:?}");
+    assert_eq!(comments[0], (other, "Looks good to me!".to_string()));
+    assert_eq!(comments[1].0, ours);
+    let body = comments[1].1.clone();
+    assert!(
+        body.starts_with("<!-- agentci-eval-comment -->\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("| notes | 100% [21–100%] → 0% [0–79%] | 2 | – | 480 → 480 (+0%) |"),
+        "the pass rate before → after and the regression count: {body}"
+    );
+    assert!(
+        body.contains(&format!("[HTML report]({REPORT_URL})")),
+        "{body}"
+    );
+    // What the comment says is what `report comment` prints without --pr.
+    let printed = agentci_env(
+        &sb,
+        &[
+            "report",
+            "comment",
+            "now",
+            "--baseline",
+            "base/results.json",
+            "--report-url",
+            REPORT_URL,
+        ],
+        &[],
+    );
+    assert_eq!(stdout(&printed), body);
+    insta::assert_snapshot!("eval_workflow_pr_comment", body);
+
+    // A pull request without our comment gets one, and then keeps it.
+    for _ in 0..2 {
+        let out = comment("8");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert_eq!(github.comments(8).len(), 1, "{:?}", github.comments(8));
+    let methods: Vec<String> = github
+        .seen()
+        .iter()
+        .filter(|s| s.method != "GET")
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            format!("PATCH /repos/octo/skills/issues/comments/{ours}"),
+            "POST /repos/octo/skills/issues/8/comments".to_string(),
+            format!(
+                "PATCH /repos/octo/skills/issues/comments/{}",
+                github.comments(8)[0].0
+            ),
+        ]
+    );
+    assert_token_stayed_home(&github, &out);
+}
+
+#[test]
+fn a_comment_that_cannot_be_posted_is_one_error_line() {
+    let sb = notes_sandbox();
+    regressed_results(&sb);
+    let github = FakeGithub::start();
+    let mut env = github.env(WORKFLOW);
+    // A token GitHub does not take.
+    env.retain(|(k, _)| k != "GITHUB_TOKEN");
+    env.push(("GITHUB_TOKEN".into(), "ghs_wrong".into()));
+    let out = agentci_env(&sb, &["report", "comment", "now", "--pr", "7"], &env);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("agentci: error: report comment: list the comments of pull request #7: GitHub answered 401"),
+        "{err}"
+    );
+    assert!(!err.contains("ghs_wrong"), "{err}");
+}

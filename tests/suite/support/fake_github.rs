@@ -130,6 +130,28 @@ impl FakeGithub {
         self.shared.lock().unwrap().runs.push(run);
     }
 
+    pub fn add_comment(&self, issue: u64, body: &str) -> u64 {
+        let mut shared = self.shared.lock().unwrap();
+        shared.next_comment += 1;
+        let id = shared.next_comment;
+        shared
+            .comments
+            .entry(issue)
+            .or_default()
+            .push((id, body.to_string()));
+        id
+    }
+
+    pub fn comments(&self, issue: u64) -> Vec<(u64, String)> {
+        self.shared
+            .lock()
+            .unwrap()
+            .comments
+            .get(&issue)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     pub fn fail_downloads(&self) {
         self.shared.lock().unwrap().storage_fails = true;
     }
