@@ -242,6 +242,11 @@ pub struct EvalArgs {
     /// The share of cases that must pass (0 to 1), for every suite.
     #[arg(long, value_name = "RATE")]
     pub min_pass_rate: Option<f64>,
+    /// What this evaluation may spend, in USD: refused before the run when
+    /// the estimate (baseline cost, else the cassettes' usage) is over it,
+    /// stopped during the run when finished attempts reach it.
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
     #[command(flatten)]
     pub baseline: BaselineArgs,
     /// Extra folder to look for skills in (repeatable).

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::agent::cancel_pair;
 use crate::eval::attempt::record_cassette;
+use crate::eval::cost_guard::{CostGuard, estimate};
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
     compare, load_suite, run_eval, select_cases,
@@ -36,13 +37,25 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     let suites = load_suites(&args.suites, &cwd, args.record)?;
     check_selection(&suites, &options, args.filter.as_deref())?;
 
-    let observer: Arc<dyn EvalObserver> = match args.progress {
+    if let Some(limit) = args.max_cost_usd
+        && let Some(refused) = cost_estimate_over(&suites, &options, baseline.as_ref(), limit)
+    {
+        let _ = writeln!(std::io::stderr(), "{refused}");
+        return Ok(Exit::BudgetExceeded);
+    }
+
+    let mut observer: Arc<dyn EvalObserver> = match args.progress {
         ProgressMode::Auto if std::io::stderr().is_terminal() => {
             Arc::new(SuiteBar::new(super::color::stderr_palette()))
         }
         ProgressMode::Auto | ProgressMode::Plain => Arc::new(PlainProgress),
         ProgressMode::None => Arc::new(NoProgress),
     };
+    let guard = args.max_cost_usd.map(|limit| {
+        let guard = Arc::new(CostGuard::new(observer.clone(), limit, trigger.clone()));
+        observer = guard.clone();
+        guard
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -72,6 +85,29 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
         &cwd,
         html.as_deref(),
     );
+    if let Some(guard) = guard.filter(|g| g.reached())
+        && received.signal().is_none()
+    {
+        // Stopped by the cost limit, not a signal: a budget ran out.
+        if let Err(e) = &exit {
+            super::exit::print(e);
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: {}",
+            interrupted
+                .as_deref()
+                .unwrap_or("stopped by --max-cost-usd")
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: the evaluation cost ${:.4}, reaching --max-cost-usd {}; the results of \
+             what finished are kept",
+            guard.spent(),
+            args.max_cost_usd.unwrap_or_default()
+        );
+        return Ok(Exit::BudgetExceeded);
+    }
     match &interrupted {
         Some(note) => {
             // The run was stopped: its exit code says so, whatever else went wrong.
@@ -92,6 +128,13 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
     }
     if args.jobs == Some(0) {
         problems.push("error: --jobs: must be at least 1".to_string());
+    }
+    if let Some(usd) = args.max_cost_usd
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        problems.push(format!(
+            "error: --max-cost-usd: {usd} is not an amount above 0, e.g. 2.50"
+        ));
     }
     if let Some(rate) = args.min_pass_rate
         && !(0.0..=1.0).contains(&rate)
@@ -162,6 +205,35 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
         min_pass_rate: args.min_pass_rate,
         models: args.model.clone(),
     })
+}
+
+/// The refusal to start, when the estimated cost of the selected cases is
+/// over `--max-cost-usd`.
+fn cost_estimate_over(
+    suites: &[SuiteSpec],
+    options: &EvalOptions,
+    baseline: Option<&Results>,
+    limit: f64,
+) -> Option<String> {
+    let selected = select_cases(suites, options.filter.as_ref(), options.shard);
+    let estimate = estimate(suites, &selected, options.repeat, &options.models, baseline);
+    if estimate.usd <= limit {
+        return None;
+    }
+    let unknown = if estimate.unknown > 0 {
+        format!(", and {} more without an estimate", estimate.unknown)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "agentci: error: --max-cost-usd {limit}: this evaluation is estimated at ${:.4} \
+         ({} case runs × {} attempts, from the baseline's cost per attempt or the cassettes' \
+         recorded usage at list price{unknown}); nothing was run. Raise the limit, or run fewer \
+         cases (--filter, --shard, a lower --repeat)",
+        estimate.usd,
+        estimate.estimated,
+        options.repeat.max(1),
+    ))
 }
 
 /// What is wrong with the `--model` flags: each checked by the same rules as

@@ -387,3 +387,132 @@ fn a_comment_that_cannot_be_posted_is_one_error_line() {
     );
     assert!(!err.contains("ghs_wrong"), "{err}");
 }
+
+/// The notes suite with a price for its model: $0.001 a token.
+fn priced_sandbox() -> Sandbox {
+    let sb = notes_sandbox();
+    let job = sb.read("job.yaml").replace(
+        "model: {provider: openai, name: scripted}",
+        "model: {provider: openai, name: scripted, price: {input_per_mtok: 1000, output_per_mtok: 1000}}",
+    );
+    sb.write("job.yaml", &job);
+    sb
+}
+
+#[test]
+fn max_cost_usd_refuses_an_estimate_over_it_before_running() {
+    let sb = priced_sandbox();
+    let base = eval_passes(&sb, "base", &[], &[]);
+    assert_eq!(base.status.code(), Some(0), "{}", stderr(&base));
+    let base_results: serde_json::Value =
+        serde_json::from_str(&sb.read("base/results.json")).unwrap();
+    let per_attempt = base_results["suites"][0]["cases"][0]["cost_usd"]
+        .as_f64()
+        .expect("the priced run has a cost");
+    assert!(per_attempt > 0.1, "{per_attempt}");
+    // Three attempts at the baseline's cost per attempt are over the limit.
+    let limit = format!("{:.4}", per_attempt * 2.5);
+    let out = eval_passes(
+        &sb,
+        "now",
+        &[
+            "--repeat",
+            "3",
+            "--max-cost-usd",
+            &limit,
+            "--baseline",
+            "base/results.json",
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "agentci: error: --max-cost-usd {}: this evaluation is estimated at ${:.4} (1 case runs × 3 attempts",
+            limit.trim_end_matches('0'),
+            per_attempt * 3.0
+        )),
+        "{err}"
+    );
+    assert!(err.contains("nothing was run"), "{err}");
+    assert!(!sb.path().join("now/results.json").exists());
+    // Under the limit it runs.
+    let out = eval_passes(
+        &sb,
+        "now",
+        &["--max-cost-usd", &limit, "--baseline", "base/results.json"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Without a baseline, the cassettes' recorded usage at the model's list
+    // price: refused before any request goes out to the (absent) live model.
+    let out = eval_passes(
+        &sb,
+        "live",
+        &[
+            "--model",
+            "openai:gpt-4.1-mini",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--max-cost-usd",
+            "0.0000001",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("this evaluation is estimated at $0.0003 (1 case runs × 1 attempts"),
+        "{}",
+        stderr(&out)
+    );
+    let out = eval_passes(&sb, "bad", &["--max-cost-usd", "0"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error: --max-cost-usd: 0 is not an amount above 0"));
+}
+
+#[test]
+fn max_cost_usd_stops_the_run_that_reaches_it_and_keeps_what_finished() {
+    let sb = priced_sandbox();
+    let out = agentci_env(
+        &sb,
+        &[
+            "eval",
+            "suite.yaml",
+            "--out",
+            "now",
+            "--jobs",
+            "1",
+            "--min-pass-rate",
+            "0",
+            "--max-cost-usd",
+            "0.5",
+            "--progress",
+            "plain",
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("reaching --max-cost-usd 0.5; the results of what finished are kept"),
+        "{err}"
+    );
+    let results: serde_json::Value = serde_json::from_str(&sb.read("now/results.json")).unwrap();
+    let note = results["interrupted"].as_str().unwrap();
+    assert!(
+        note.starts_with("stopped by --max-cost-usd 0.5: finished attempts cost $"),
+        "{note}"
+    );
+    let attempts: usize = results["suites"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["attempts"].as_array().unwrap().len())
+        .sum();
+    assert!(
+        (1..6).contains(&attempts),
+        "some attempts finished and were kept, not all six: {attempts}\n{err}"
+    );
+}
