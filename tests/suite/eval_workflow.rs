@@ -516,3 +516,431 @@ fn max_cost_usd_stops_the_run_that_reaches_it_and_keeps_what_finished() {
         "some attempts finished and were kept, not all six: {attempts}\n{err}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// The reusable workflow `.github/workflows/agentci-eval.yml`, its scripts run
+// as written: the plan job's, the action's eval step for each shard, the merge
+// job's and the comment job's, with the fake GitHub API.
+
+fn repo() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn yaml(path: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(repo().join(path)).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML: {e}"))
+}
+
+/// What a step's `${{ … }}` expressions stand for in one simulated run; an
+/// expression the test does not know fails it, so the YAML cannot grow a
+/// value the test never sets.
+struct Context {
+    values: std::collections::BTreeMap<&'static str, String>,
+}
+
+impl Context {
+    fn evaluate(&self, text: &str) -> String {
+        let re = regex::Regex::new(r"\$\{\{\s*(.*?)\s*\}\}").unwrap();
+        re.replace_all(text, |c: &regex::Captures| {
+            self.values
+                .get(&c[1])
+                .cloned()
+                .unwrap_or_else(|| panic!("the test does not know `{}`", &c[1]))
+        })
+        .into_owned()
+    }
+}
+
+/// `name=value` lines and `name<<DELIM` blocks of a `$GITHUB_OUTPUT` file.
+fn outputs(path: &Path) -> std::collections::BTreeMap<String, String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut found = std::collections::BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delimiter)) = line.split_once("<<") {
+            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delimiter).collect();
+            found.insert(name.to_string(), value.join("\n"));
+        } else if let Some((name, value)) = line.split_once('=') {
+            found.insert(name.to_string(), value.to_string());
+        }
+    }
+    found
+}
+
+/// Run one step's `run:` script with its `env:` evaluated, in `dir`, as
+/// the runner would (bash, `GITHUB_OUTPUT` fresh for the step).
+fn run_step(
+    step: &serde_json::Value,
+    context: &Context,
+    dir: &Path,
+    runner_env: &[(String, String)],
+) -> (Output, std::collections::BTreeMap<String, String>) {
+    let script = step["run"].as_str().expect("a run step");
+    let output = dir.join(format!("github-output-{}", uuid_like()));
+    let mut command = std::process::Command::new("bash");
+    super::support::harness::outside_github(&mut command);
+    command
+        .arg("-e")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env_remove("OPENAI_API_KEY")
+        .env("GITHUB_OUTPUT", &output);
+    if let Some(env) = step["env"].as_object() {
+        for (name, value) in env {
+            command.env(name, context.evaluate(value.as_str().unwrap()));
+        }
+    }
+    for (name, value) in runner_env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    let found = outputs(&output);
+    (out, found)
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    NEXT.fetch_add(1, Ordering::SeqCst).to_string()
+}
+
+fn step_with<'a>(job: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no step `{id}`"))
+}
+
+/// One whole run of the workflow for `event` (`push` or `pull_request`):
+/// returns the merge job's folder, its step outputs and the verdict step's
+/// exit code.
+struct WorkflowRun {
+    dir: std::path::PathBuf,
+    merge: Output,
+    verdict: Option<i32>,
+    summary: String,
+}
+
+fn run_workflow(sb: &Sandbox, github: &FakeGithub, event: &str, name: &str) -> WorkflowRun {
+    let workflow = yaml(".github/workflows/agentci-eval.yml");
+    let action = yaml(".github/actions/agentci/action.yml");
+    let jobs = &workflow["jobs"];
+    let bin = env!("CARGO_BIN_EXE_agentci").to_string();
+    let values = |extra: &[(&'static str, String)]| {
+        let mut values = std::collections::BTreeMap::from([
+            ("inputs.shards", "3".to_string()),
+            ("inputs.repeat", "1".to_string()),
+            ("inputs.min-pass-rate", "0".to_string()),
+            ("inputs.max-cost-usd", "30".to_string()),
+            ("github.event_name", event.to_string()),
+            ("github.base_ref", "main".to_string()),
+            ("github.token", TOKEN.to_string()),
+            ("steps.agentci.outputs.bin", bin.clone()),
+            ("steps.install.outputs.bin", bin.clone()),
+            ("github.event.pull_request.number", "7".to_string()),
+            (
+                "needs.merge.outputs.report-url",
+                "https://github.com/octo/skills/actions/runs/99/artifacts/5".to_string(),
+            ),
+        ]);
+        values.extend(extra.iter().cloned());
+        Context { values }
+    };
+    let run_dir = sb.path().join(name);
+    std::fs::create_dir_all(&run_dir).unwrap();
+
+    // The plan job: the matrix and the shards' arguments.
+    let (out, plan) = run_step(
+        step_with(&jobs["plan"], "plan"),
+        &values(&[]),
+        &run_dir,
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(plan["shards"], "[1,2,3]");
+    assert!(
+        plan["args"].contains("--max-cost-usd 10.000000"),
+        "the cost limit is split: {}",
+        plan["args"]
+    );
+
+    // Each shard: the shard job's action step, through the action's eval
+    // script, in the caller's checkout (the sandbox).
+    let shard_step = jobs["shard"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/.github/actions/agentci@main"))
+        })
+        .unwrap();
+    let eval_step = action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "eval")
+        .unwrap();
+    for shard in 1..=3 {
+        let shard_values = values(&[
+            ("matrix.shard", shard.to_string()),
+            ("needs.plan.outputs.args", plan["args"].clone()),
+            ("inputs.suites", "suite.yaml".to_string()),
+            ("inputs.skills-path", String::new()),
+            ("inputs.model", String::new()),
+            ("inputs.base-url", String::new()),
+            ("inputs.agentci-version", String::new()),
+        ]);
+        // The action's inputs, from the shard step's `with:`.
+        let mut with = std::collections::BTreeMap::new();
+        for (k, v) in shard_step["with"].as_object().unwrap() {
+            let value = match v {
+                serde_json::Value::String(s) => shard_values.evaluate(s),
+                other => other.to_string(),
+            };
+            assert!(
+                action["inputs"][k].is_object(),
+                "the action has no input `{k}`"
+            );
+            with.insert(k.clone(), value);
+        }
+        let mut action_values = std::collections::BTreeMap::new();
+        for (k, input) in action["inputs"].as_object().unwrap() {
+            let key: &'static str = Box::leak(format!("inputs.{k}").into_boxed_str());
+            let value = with
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| input["default"].as_str().unwrap_or_default().to_string());
+            action_values.insert(key, value);
+        }
+        action_values.insert("steps.install.outputs.bin", bin.clone());
+        let action_context = Context {
+            values: action_values,
+        };
+        let (out, _) = run_step(eval_step, &action_context, sb.path(), &[]);
+        assert!(
+            [Some(0), Some(1)].contains(&out.status.code()),
+            "shard {shard}: {}",
+            stderr(&out)
+        );
+        // actions/upload-artifact, then download-artifact into shards/NAME/.
+        let artifact = run_dir.join("shards").join(&with["artifact-name"]);
+        std::fs::create_dir_all(artifact.parent().unwrap()).unwrap();
+        std::fs::rename(sb.path().join(".agentci/eval"), &artifact).unwrap();
+    }
+
+    // The merge job, its steps as written.
+    let merge_job = &jobs["merge"];
+    let summary = run_dir.join("step-summary.md");
+    let mut runner = github.env(WORKFLOW);
+    runner.retain(|(k, _)| k != "GITHUB_TOKEN");
+    runner.push(("GITHUB_ACTIONS".into(), "true".into()));
+    runner.push(("GITHUB_STEP_SUMMARY".into(), summary.display().to_string()));
+    let (merge, merge_outputs) = run_step(
+        step_with(merge_job, "merge"),
+        &values(&[]),
+        &run_dir,
+        &runner,
+    );
+    let verdict_step = merge_job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "The merged verdict")
+        .unwrap();
+    let verdict_values = values(&[(
+        "steps.merge.outputs.verdict",
+        merge_outputs.get("verdict").cloned().unwrap_or_default(),
+    )]);
+    let (verdict, _) = run_step(verdict_step, &verdict_values, &run_dir, &[]);
+    WorkflowRun {
+        summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+        dir: run_dir,
+        merge,
+        verdict: verdict.status.code(),
+    }
+}
+
+/// The comment job's script, in the merge job's folder (the report artifact
+/// it downloads holds the same `merged/`).
+fn run_comment(run: &WorkflowRun, github: &FakeGithub) -> Output {
+    let workflow = yaml(".github/workflows/agentci-eval.yml");
+    let job = &workflow["jobs"]["comment"];
+    let step = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["run"].is_string())
+        .unwrap();
+    let context = Context {
+        values: std::collections::BTreeMap::from([
+            (
+                "steps.agentci.outputs.bin",
+                env!("CARGO_BIN_EXE_agentci").to_string(),
+            ),
+            ("github.token", TOKEN.to_string()),
+            ("github.event.pull_request.number", "7".to_string()),
+            (
+                "needs.merge.outputs.report-url",
+                "https://github.com/octo/skills/actions/runs/99/artifacts/5".to_string(),
+            ),
+        ]),
+    };
+    let mut runner = github.env(WORKFLOW);
+    runner.retain(|(k, _)| k != "GITHUB_TOKEN");
+    runner.push(("GITHUB_ACTIONS".into(), "true".into()));
+    runner.push(("GITHUB_BASE_REF".into(), "main".into()));
+    run_step(step, &context, &run.dir, &runner).0
+}
+
+#[test]
+fn the_eval_workflow_declares_its_interface_and_least_permissions() {
+    let workflow = yaml(".github/workflows/agentci-eval.yml");
+    let call = &workflow["on"]["workflow_call"];
+    for input in [
+        "suites",
+        "shards",
+        "model",
+        "base-url",
+        "repeat",
+        "min-pass-rate",
+        "agentci-version",
+        "comment",
+        "max-cost-usd",
+    ] {
+        assert!(call["inputs"][input].is_object(), "input `{input}` missing");
+    }
+    assert_eq!(call["inputs"]["shards"]["default"], 1);
+    assert_eq!(call["inputs"]["comment"]["default"], false);
+    assert!(call["secrets"]["OPENAI_API_KEY"].is_object());
+    assert_eq!(workflow["permissions"], serde_json::json!({}));
+    let jobs = &workflow["jobs"];
+    assert_eq!(jobs["plan"]["permissions"], serde_json::json!({}));
+    assert_eq!(
+        jobs["shard"]["permissions"],
+        serde_json::json!({"contents": "read"})
+    );
+    assert_eq!(
+        jobs["merge"]["permissions"],
+        serde_json::json!({"contents": "read", "actions": "read"})
+    );
+    assert_eq!(
+        jobs["comment"]["permissions"],
+        serde_json::json!({"pull-requests": "write"})
+    );
+    // The baseline artifact is the name `--baseline github:BRANCH` looks for,
+    // kept on pushes to the default branch only.
+    let keep = jobs["merge"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["with"]["name"] == "agentci-eval-baseline")
+        .expect("a step keeping the baseline artifact");
+    assert_eq!(keep["with"]["path"], "merged/results.json");
+    let condition = keep["if"].as_str().unwrap();
+    assert!(
+        condition.contains("github.event_name == 'push'")
+            && condition.contains("github.event.repository.default_branch"),
+        "{condition}"
+    );
+    assert!(
+        jobs["comment"]["if"]
+            .as_str()
+            .unwrap()
+            .contains("inputs.comment")
+    );
+}
+
+#[test]
+fn the_eval_workflow_scripts_shard_merge_compare_and_comment() {
+    let sb = notes_sandbox();
+    let github = FakeGithub::start();
+
+    // A pull request before main has a baseline: compared with nothing, a notice.
+    let first = run_workflow(&sb, &github, "pull_request", "pr-first");
+    let err = stderr(&first.merge);
+    assert!(
+        err.contains("agentci: notice: no baseline yet: first run on main, nothing compared"),
+        "{err}"
+    );
+    assert_eq!(first.verdict, Some(0), "{err}");
+    assert!(first.dir.join("merged/html/index.html").is_file());
+
+    // A push to main: no comparison; its merged results become the artifact
+    // later pull requests compare with (upload-artifact of merged/results.json).
+    let push = run_workflow(&sb, &github, "push", "push-main");
+    assert_eq!(push.verdict, Some(0), "{}", stderr(&push.merge));
+    assert!(
+        !stderr(&push.merge).contains("baseline"),
+        "{}",
+        stderr(&push.merge)
+    );
+    let merged = std::fs::read(push.dir.join("merged/results.json")).unwrap();
+    github.add_run(FakeRun {
+        id: 300,
+        workflow: WORKFLOW.into(),
+        branch: "main".into(),
+        artifacts: vec![(3000, "agentci-eval-baseline".into(), results_zip(&merged))],
+    });
+
+    // A pull request that breaks a case: the merged verdict fails on the
+    // regression, in the step summary and annotations too.
+    let suite = sb.read("suite.yaml");
+    sb.write(
+        "suite.yaml",
+        &suite.replacen("cassettes/good.jsonl", "cassettes/bad.jsonl", 1),
+    );
+    let pr = run_workflow(&sb, &github, "pull_request", "pr-regressed");
+    let err = stderr(&pr.merge);
+    assert_eq!(pr.verdict, Some(1), "{err}");
+    assert!(
+        err.contains("regression: notes/passes: passed in the baseline, failed now"),
+        "{err}"
+    );
+    assert!(pr.summary.contains("Regressions"), "{}", pr.summary);
+    assert!(
+        stdout(&pr.merge).contains("::error"),
+        "{}",
+        stdout(&pr.merge)
+    );
+    assert!(pr.dir.join("merged/baseline.json").is_file());
+    assert!(pr.dir.join("merged/html/index.html").is_file());
+
+    // The comment job: an older comment of ours is updated, not a second one added.
+    let ours = github.add_comment(7, "<!-- agentci-eval-comment -->\nold");
+    let out = run_comment(&pr, &github);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let comments = github.comments(7);
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(comments[0].0, ours);
+    assert!(
+        comments[0].1.contains("**❌ regressed** against `main`"),
+        "{}",
+        comments[0].1
+    );
+    assert!(
+        comments[0]
+            .1
+            .contains("notes/passes: passed in the baseline, failed now"),
+        "{}",
+        comments[0].1
+    );
+    assert_token_stayed_home(&github, &out);
+    assert_token_stayed_home(&github, &pr.merge);
+
+    // A failed download: one error line, the merged verdict is the
+    // evaluation's own (it regressed nothing it could see: the gate is 0).
+    github.fail_downloads();
+    let broken = run_workflow(&sb, &github, "pull_request", "pr-broken");
+    let err = stderr(&broken.merge);
+    assert_eq!(broken.verdict, Some(0), "{err}");
+    assert!(
+        err.contains("agentci: error: --baseline github:main: cannot read the baseline: download the artifact 3000"),
+        "{err}"
+    );
+    assert!(broken.dir.join("merged/results.json").is_file());
+}
