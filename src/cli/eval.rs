@@ -217,14 +217,21 @@ fn cost_estimate_over(
 ) -> Option<String> {
     let selected = select_cases(suites, options.filter.as_ref(), options.shard);
     let estimate = estimate(suites, &selected, options.repeat, &options.models, baseline);
-    if estimate.usd <= limit {
-        return None;
-    }
     let unknown = if estimate.unknown > 0 {
         format!(", and {} more without an estimate", estimate.unknown)
     } else {
         String::new()
     };
+    if estimate.usd <= limit {
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: estimated cost ${:.4} for {} case runs{unknown}, within --max-cost-usd \
+             {limit}; finished attempts are counted against it as they end",
+            estimate.usd,
+            estimate.estimated,
+        );
+        return None;
+    }
     Some(format!(
         "agentci: error: --max-cost-usd {limit}: this evaluation is estimated at ${:.4} \
          ({} case runs × {} attempts, from the baseline's cost per attempt or the cassettes' \

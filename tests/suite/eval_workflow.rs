@@ -437,7 +437,7 @@ fn max_cost_usd_refuses_an_estimate_over_it_before_running() {
     );
     assert!(err.contains("nothing was run"), "{err}");
     assert!(!sb.path().join("now/results.json").exists());
-    // Under the limit it runs.
+    // Under the limit it runs, and says what it expects to spend.
     let out = eval_passes(
         &sb,
         "now",
@@ -445,6 +445,13 @@ fn max_cost_usd_refuses_an_estimate_over_it_before_running() {
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "agentci: estimated cost ${per_attempt:.4} for 1 case runs, within --max-cost-usd"
+        )),
+        "{}",
+        stderr(&out)
+    );
 
     // Without a baseline, the cassettes' recorded usage at the model's list
     // price: refused before any request goes out to the (absent) live model.
@@ -943,4 +950,109 @@ fn the_eval_workflow_scripts_shard_merge_compare_and_comment() {
         "{err}"
     );
     assert!(broken.dir.join("merged/results.json").is_file());
+}
+
+/// `results.json` without what differs between two runs of the same
+/// attempts: times, durations and where the run folder was.
+fn comparable(results: &mut serde_json::Value) {
+    const VARYING: &[&str] = &[
+        "duration_ms",
+        "run_ms",
+        "setup_ms",
+        "started_at",
+        "mean_duration_ms",
+        "shard",
+        "reuse",
+    ];
+    match results {
+        serde_json::Value::Object(map) => {
+            for key in VARYING {
+                map.remove(*key);
+            }
+            for value in map.values_mut() {
+                comparable(value);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(comparable),
+        _ => {}
+    }
+}
+
+/// The sharded path end to end on this machine: the shipped suites in three
+/// shards, each its own process running at the same time, merged, equal to
+/// one unsharded run.
+#[test]
+fn three_shards_of_the_shipped_suites_merge_into_the_unsharded_run() {
+    let out = tempfile::tempdir().unwrap();
+    let suites = [
+        "fixtures/fix-failing-test/suite.yaml",
+        "fixtures/write-changelog/suite.yaml",
+    ];
+    let eval = |dir: &str, shard: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentci"));
+        super::support::harness::outside_github(&mut command);
+        command
+            .arg("eval")
+            .args(suites)
+            .args(["--progress", "none", "--jobs", "1", "--out"])
+            .arg(out.path().join(dir))
+            .current_dir(repo())
+            .env_remove("OPENAI_API_KEY")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if let Some(shard) = shard {
+            command.args(["--shard", shard]);
+        }
+        command.spawn().unwrap()
+    };
+    let shards: Vec<_> = (1..=3)
+        .map(|i| eval(&format!("shard{i}"), Some(&format!("{i}/3"))))
+        .collect();
+    for (i, shard) in shards.into_iter().enumerate() {
+        let done = shard.wait_with_output().unwrap();
+        assert_eq!(
+            done.status.code(),
+            Some(0),
+            "shard {}: {}",
+            i + 1,
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    let whole = eval("whole", None).wait_with_output().unwrap();
+    assert_eq!(
+        whole.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let merge = agentci_in(
+        out.path(),
+        &[
+            "report", "merge", "shard1", "shard2", "shard3", "--out", "merged",
+        ],
+        &[],
+    );
+    assert_eq!(merge.status.code(), Some(0), "{}", stderr(&merge));
+    let read = |dir: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(out.path().join(dir).join("results.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    // Each shard ran a part, and together every case once.
+    let cases = |v: &serde_json::Value| -> usize {
+        v["suites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["cases"].as_array().unwrap().len())
+            .sum()
+    };
+    let parts: Vec<usize> = (1..=3)
+        .map(|i| cases(&read(&format!("shard{i}"))))
+        .collect();
+    assert_eq!(parts.iter().sum::<usize>(), 9, "{parts:?}");
+    assert!(parts.iter().all(|n| *n > 0 && *n < 9), "{parts:?}");
+    let (mut merged, mut unsharded) = (read("merged"), read("whole"));
+    comparable(&mut merged);
+    comparable(&mut unsharded);
+    assert_eq!(merged, unsharded);
 }
