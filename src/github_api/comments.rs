@@ -28,8 +28,9 @@ pub enum Posted {
 }
 
 impl GithubApi {
-    /// Edit the comment on pull request `number` whose body holds `marker`,
-    /// or create one; `body` must hold `marker` for the next update to find it.
+    /// Edit the comment on pull request `number` whose body starts with
+    /// `marker`, or create one; `body` must start with `marker` for the next
+    /// update to find it.
     pub async fn upsert_comment(
         &self,
         number: u64,
@@ -69,7 +70,9 @@ impl GithubApi {
             let comments: Vec<Comment> = self.get_json(&step, &url).await?;
             if let Some(found) = comments
                 .iter()
-                .find(|c| c.body.as_deref().is_some_and(|b| b.contains(marker)))
+                // The marker opens the comment: a comment quoting it further
+                // down (someone discussing the bot's table) is not ours.
+                .find(|c| c.body.as_deref().is_some_and(|b| b.starts_with(marker)))
             {
                 return Ok(Some(found.id));
             }
