@@ -126,7 +126,8 @@ fn merge(args: MergeArgs) -> Result<Exit, CliError> {
         }
     }
     let merged = Results::merge(parts).map_err(CliError::input)?;
-    let exit = finish(
+    let incomplete = merged.interrupted.clone();
+    let mut exit = finish(
         merged,
         &cwd.join(&args.out),
         baseline.as_ref(),
@@ -141,6 +142,18 @@ fn merge(args: MergeArgs) -> Result<Exit, CliError> {
             .map(|dir| read_with_traces(&cwd.join(dir)))
             .collect::<Result<Vec<_>, _>>()?;
         write_html(parts, baseline.as_ref(), &thresholds, &cwd, &cwd.join(out))?;
+    }
+    // A shard that was stopped (a signal, --max-cost-usd) left cases out:
+    // the merged verdict cannot pass on what did not run.
+    if let Some(note) = incomplete {
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: incomplete: {}; the merged results leave out what did not run",
+            crate::inert::line(&note)
+        );
+        if exit == Exit::Success {
+            exit = Exit::Failed;
+        }
     }
     Ok(exit)
 }

@@ -526,6 +526,14 @@ fn max_cost_usd_stops_the_run_that_reaches_it_and_keeps_what_finished() {
         (1..6).contains(&attempts),
         "some attempts finished and were kept, not all six: {attempts}\n{err}"
     );
+    // Merged (as the workflow's merge job does), the stopped run fails the verdict.
+    let merge = agentci_env(&sb, &["report", "merge", "now", "--out", "merged"], &[]);
+    assert_eq!(merge.status.code(), Some(1), "{}", stderr(&merge));
+    assert!(
+        stderr(&merge).contains("agentci: incomplete: stopped by --max-cost-usd 0.5"),
+        "{}",
+        stderr(&merge)
+    );
 }
 
 // ---------------------------------------------------------------------------
