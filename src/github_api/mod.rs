@@ -252,3 +252,31 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_never_shows_in_debug_and_bad_settings_are_named() {
+        let api = GithubApi::new(
+            "https://api.github.com",
+            "octo/app",
+            Token::new("ghs_secret123".into()),
+        )
+        .unwrap();
+        let shown = format!("{api:?}");
+        assert!(!shown.contains("ghs_secret123"), "{shown}");
+        assert!(shown.contains("Token(<redacted>)"), "{shown}");
+        let err = GithubApi::new("not a url", "octo/app", Token::new("t".into())).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("GITHUB_API_URL `not a url` is not a URL")
+        );
+        let err = GithubApi::new("https://x", "octo", Token::new("t".into())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "GITHUB_REPOSITORY `octo` is not OWNER/NAME"
+        );
+    }
+}
