@@ -285,10 +285,6 @@ fn replay(root: &Path, otlp: Option<&str>) -> Sampled {
     let trace = root.join("out/replay-trace.jsonl");
     let _ = std::fs::remove_file(&trace);
     let started = Instant::now();
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by wait4 below, which also gives the rusage"
-    )]
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentci"));
     command
         .args(["run", "job.yaml", "--progress", "none", "--out", "out"])
@@ -302,6 +298,10 @@ fn replay(root: &Path, otlp: Option<&str>) -> Sampled {
     if let Some(endpoint) = otlp {
         command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
     }
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also gives the rusage"
+    )]
     let child = command.spawn().expect("spawn agentci");
     let pid = child.id() as i32;
     let mut turns = TraceTurns::default();

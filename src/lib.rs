@@ -16,7 +16,8 @@
 //! 1. leaves, using no other module: [`safe_file`], [`redact`], [`inert`]
 //!    (text from the run made safe to show), [`netproxy`] (the allowlist
 //!    proxy of `sandbox.network`, and the address checks `web_fetch` shares);
-//!    [`git`] uses only `safe_file`.
+//!    [`git`] uses only `safe_file`; [`github_api`] (the REST calls of the
+//!    eval workflow) uses only `inert`.
 //! 2. [`provider`]: model clients and the provider-neutral types (messages,
 //!    [`provider::Usage`], [`provider::ModelInfo`]).
 //! 3. [`event`]: the contract, data only; it carries the provider's types.
@@ -35,6 +36,7 @@ pub mod cli;
 pub mod eval;
 pub mod event;
 pub mod git;
+pub mod github_api;
 pub mod inert;
 pub mod mcp;
 pub mod netproxy;

@@ -7,8 +7,9 @@
 
 use tokio::sync::watch;
 
-/// Fires [`CancelSignal`]s with a reason, such as "interrupted by SIGTERM".
-#[derive(Debug)]
+/// Fires [`CancelSignal`]s with a reason, such as "interrupted by SIGTERM";
+/// clones fire the same signals (a signal handler and a cost limit).
+#[derive(Clone, Debug)]
 pub struct CancelTrigger(watch::Sender<Option<String>>);
 
 /// What a run watches; the default never fires.

@@ -242,6 +242,11 @@ pub struct EvalArgs {
     /// The share of cases that must pass (0 to 1), for every suite.
     #[arg(long, value_name = "RATE")]
     pub min_pass_rate: Option<f64>,
+    /// What this evaluation may spend, in USD: refused before the run when
+    /// the estimate (baseline cost, else the cassettes' usage) is over it,
+    /// stopped during the run when finished attempts reach it.
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
     #[command(flatten)]
     pub baseline: BaselineArgs,
     /// Extra folder to look for skills in (repeatable).
@@ -259,9 +264,11 @@ pub struct EvalArgs {
 /// Comparing with an earlier `results.json`.
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
-    /// Compare with this earlier results.json; exit 1 on a regression.
-    #[arg(long, value_name = "FILE")]
-    pub baseline: Option<PathBuf>,
+    /// Compare with this earlier results.json, or with `github:BRANCH`: the
+    /// merged results of this workflow's latest successful run on BRANCH
+    /// (GitHub Actions); exit 1 on a regression.
+    #[arg(long, value_name = "FILE|github:BRANCH")]
+    pub baseline: Option<super::baseline::BaselineSource>,
     /// A suite pass rate lower by more than this (0 to 1) is a regression.
     #[arg(long, value_name = "RATE", default_value_t = 0.05)]
     pub max_pass_rate_drop: f64,
@@ -290,6 +297,22 @@ pub enum ReportCommand {
     Merge(MergeArgs),
     /// Write the HTML report of earlier results (several: merged, like shards).
     Html(HtmlArgs),
+    /// Post (or update in place) the pull request comment comparing results with the baseline.
+    Comment(CommentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CommentArgs {
+    /// The results to describe (results.json or its folder), e.g. the merged shards.
+    pub results: PathBuf,
+    /// The pull request to comment on (GitHub Actions); without it the comment is printed.
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// A link to the HTML report (the workflow run's artifacts) for the comment.
+    #[arg(long, value_name = "URL")]
+    pub report_url: Option<String>,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -312,6 +335,10 @@ pub struct MergeArgs {
     /// Where the merged files go.
     #[arg(long, value_name = "DIR", default_value = ".agentci/eval-merged")]
     pub out: PathBuf,
+    /// Also write the merged HTML report (DIR/index.html), with the
+    /// transcripts read from each results folder's traces.
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub baseline: BaselineArgs,
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::agent::cancel_pair;
 use crate::eval::attempt::record_cassette;
+use crate::eval::cost_guard::{CostGuard, estimate};
 use crate::eval::spans::EvalSpans;
 use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
@@ -24,6 +25,7 @@ use crate::spec::load::{check_base_url, parse_model_flag};
 use crate::telemetry::{OtlpTarget, TraceParent};
 
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
+use super::baseline::read_baseline;
 use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
 use super::signals;
 use super::{CliError, Exit};
@@ -34,18 +36,30 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     let (trigger, cancel) = cancel_pair();
     options.settings.cancel = cancel.clone();
     let thresholds = thresholds(&args.baseline)?;
-    let baseline = read_baseline(&args.baseline, &cwd)?;
+    let baseline = read_baseline(args.baseline.baseline.as_ref(), &cwd, &options.out_dir)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
     check_selection(&suites, &options, args.filter.as_deref())?;
     options.spans = eval_spans(&args);
 
-    let observer: Arc<dyn EvalObserver> = match args.progress {
+    if let Some(limit) = args.max_cost_usd
+        && let Some(refused) = cost_estimate_over(&suites, &options, baseline.as_ref(), limit)
+    {
+        let _ = writeln!(std::io::stderr(), "{refused}");
+        return Ok(Exit::BudgetExceeded);
+    }
+
+    let mut observer: Arc<dyn EvalObserver> = match args.progress {
         ProgressMode::Auto if std::io::stderr().is_terminal() => {
             Arc::new(SuiteBar::new(super::color::stderr_palette()))
         }
         ProgressMode::Auto | ProgressMode::Plain => Arc::new(PlainProgress),
         ProgressMode::None => Arc::new(NoProgress),
     };
+    let guard = args.max_cost_usd.map(|limit| {
+        let guard = Arc::new(CostGuard::new(observer.clone(), limit, trigger.clone()));
+        observer = guard.clone();
+        guard
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -86,6 +100,29 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
         &cwd,
         html.as_deref(),
     );
+    if let Some(guard) = guard.filter(|g| g.reached())
+        && received.signal().is_none()
+    {
+        // Stopped by the cost limit, not a signal: a budget ran out.
+        if let Err(e) = &exit {
+            super::exit::print(e);
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: {}",
+            interrupted
+                .as_deref()
+                .unwrap_or("stopped by --max-cost-usd")
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: the evaluation cost ${:.4}, reaching --max-cost-usd {}; the results of \
+             what finished are kept",
+            guard.spent(),
+            args.max_cost_usd.unwrap_or_default()
+        );
+        return Ok(Exit::BudgetExceeded);
+    }
     match &interrupted {
         Some(note) => {
             // The run was stopped: its exit code says so, whatever else went wrong.
@@ -135,6 +172,13 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
     }
     if args.jobs == Some(0) {
         problems.push("error: --jobs: must be at least 1".to_string());
+    }
+    if let Some(usd) = args.max_cost_usd
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        problems.push(format!(
+            "error: --max-cost-usd: {usd} is not an amount above 0, e.g. 2.50"
+        ));
     }
     if let Some(rate) = args.min_pass_rate
         && !(0.0..=1.0).contains(&rate)
@@ -208,6 +252,42 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
     })
 }
 
+/// The refusal to start, when the estimated cost of the selected cases is
+/// over `--max-cost-usd`.
+fn cost_estimate_over(
+    suites: &[SuiteSpec],
+    options: &EvalOptions,
+    baseline: Option<&Results>,
+    limit: f64,
+) -> Option<String> {
+    let selected = select_cases(suites, options.filter.as_ref(), options.shard);
+    let estimate = estimate(suites, &selected, options.repeat, &options.models, baseline);
+    let unknown = if estimate.unknown > 0 {
+        format!(", and {} more without an estimate", estimate.unknown)
+    } else {
+        String::new()
+    };
+    if estimate.usd <= limit {
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentci: estimated cost ${:.4} for {} case runs{unknown}, within --max-cost-usd \
+             {limit}; finished attempts are counted against it as they end",
+            estimate.usd,
+            estimate.estimated,
+        );
+        return None;
+    }
+    Some(format!(
+        "agentci: error: --max-cost-usd {limit}: this evaluation is estimated at ${:.4} \
+         ({} case runs × {} attempts, from the baseline's cost per attempt or the cassettes' \
+         recorded usage at list price{unknown}); nothing was run. Raise the limit, or run fewer \
+         cases (--filter, --shard, a lower --repeat)",
+        estimate.usd,
+        estimate.estimated,
+        options.repeat.max(1),
+    ))
+}
+
 /// What is wrong with the `--model` flags: each checked by the same rules as
 /// `agentci run --model`, before any case runs; none twice; one with `--record`.
 fn model_problems(args: &EvalArgs, problems: &mut Vec<String>) {
@@ -257,18 +337,6 @@ pub(super) fn thresholds(args: &BaselineArgs) -> Result<Thresholds, Vec<String>>
         duration_increase: args.max_duration_increase,
         confidence,
     })
-}
-
-pub(super) fn read_baseline(
-    args: &BaselineArgs,
-    cwd: &Path,
-) -> Result<Option<Results>, Vec<String>> {
-    args.baseline
-        .as_ref()
-        .map(|path| {
-            Results::read(&cwd.join(path)).map_err(|e| vec![format!("error: --baseline: {e}")])
-        })
-        .transpose()
 }
 
 fn load_suites(paths: &[PathBuf], cwd: &Path, record: bool) -> Result<Vec<SuiteSpec>, Vec<String>> {

@@ -3,7 +3,9 @@
 //! the terminal.
 
 pub mod args;
+mod baseline;
 mod color;
+mod comment;
 pub mod doctor;
 mod doctor_setup;
 pub mod eval;

@@ -17,6 +17,11 @@ use crate::agent::CancelTrigger;
 pub struct Received(Arc<AtomicI32>);
 
 impl Received {
+    /// The signal received, if one was.
+    pub fn signal(&self) -> Option<i32> {
+        Some(self.0.load(Ordering::SeqCst)).filter(|n| *n != 0)
+    }
+
     /// How an interrupted run ends: by the signal received, if one was.
     pub fn exit(&self) -> Exit {
         match self.0.load(Ordering::SeqCst) {

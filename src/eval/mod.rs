@@ -13,6 +13,7 @@ pub mod assertions;
 pub mod attempt;
 mod attempt_patch;
 pub mod baseline;
+pub mod cost_guard;
 pub mod engine;
 pub mod fingerprint;
 pub mod fixture;

@@ -530,9 +530,15 @@ fn the_eval_mode_runs_real_eval_flags_and_uploads_the_reports() {
     let action = action();
     let steps = action["runs"]["steps"].as_array().unwrap();
     let eval = steps.iter().find(|s| s["id"] == "eval").unwrap();
-    assert_eq!(eval["if"], "inputs.suite != ''");
+    assert_eq!(
+        eval["if"],
+        "inputs.suite != '' && inputs.install-only != 'true'"
+    );
     let run = steps.iter().find(|s| s["id"] == "run").unwrap();
-    assert_eq!(run["if"], "inputs.suite == ''");
+    assert_eq!(
+        run["if"],
+        "inputs.suite == '' && inputs.install-only != 'true'"
+    );
     let script = eval["run"].as_str().unwrap();
     let help = Command::new(env!("CARGO_BIN_EXE_agentci"))
         .args(["eval", "--help"])
@@ -561,7 +567,10 @@ fn the_eval_mode_runs_real_eval_flags_and_uploads_the_reports() {
                 .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
         })
         .expect("an upload-artifact step");
-    assert_eq!(upload["if"], "always() && inputs.suite != ''");
+    assert_eq!(
+        upload["if"],
+        "always() && inputs.suite != '' && inputs.install-only != 'true'"
+    );
     assert!(
         upload["with"]["path"]
             .as_str()

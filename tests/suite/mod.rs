@@ -27,6 +27,7 @@ mod eval_result_schema;
 mod eval_signals;
 mod eval_significance;
 mod eval_transcript;
+mod eval_workflow;
 mod examples;
 mod exit_codes;
 mod git_exclusions;

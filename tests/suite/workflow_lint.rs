@@ -58,6 +58,11 @@ fn our_workflows_and_the_readme_examples_pass_actionlint() {
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
         .collect();
+    // The reusable eval workflow callers run on their pull requests.
+    assert!(
+        files.iter().any(|f| f.ends_with("agentci-eval.yml")),
+        "{files:?}"
+    );
     files.push(Path::new(ROOT).join("tests/data/valid/.github/workflows/ci.yml"));
     let examples = readme_workflows();
     assert!(
@@ -78,6 +83,29 @@ fn our_workflows_and_the_readme_examples_pass_actionlint() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The reusable eval workflow's own mistakes are found too: a reusable
+/// workflow's input read under a name it does not declare.
+#[test]
+fn actionlint_reports_an_undeclared_input_in_the_eval_workflow() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("agentci-eval.yml");
+    let text = std::fs::read_to_string(Path::new(ROOT).join(".github/workflows/agentci-eval.yml"))
+        .expect("the eval workflow");
+    let broken = text.replacen(
+        "SHARDS: ${{ inputs.shards }}",
+        "SHARDS: ${{ inputs.shard-count }}",
+        1,
+    );
+    assert_ne!(broken, text, "the plan step reads inputs.shards");
+    std::fs::write(&path, broken).expect("write");
+    let Some(out) = actionlint(&[path]) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("shard-count"), "{text}");
 }
 
 /// The linter is alive: a workflow with a misspelled context and a bad

@@ -1,9 +1,10 @@
 //! Writing an evaluation's results for people and CI: JUnit XML
 //! ([`junit`]), a Markdown summary ([`markdown`]) and, when asked, an HTML
-//! report ([`html`]), an aligned table for a terminal ([`table`]), and GitHub annotations and step outputs ([`github`]). `results.json` is
+//! report ([`html`]), an aligned table for a terminal ([`table`]), GitHub annotations and step outputs ([`github`]), and the pull request comment ([`comment`]). `results.json` is
 //! [`super::results`]'s own. These writers only format what the results
 //! say; they decide nothing.
 
+pub mod comment;
 pub mod github;
 pub mod html;
 pub mod junit;

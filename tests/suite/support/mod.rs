@@ -1,6 +1,7 @@
 //! Shared test helpers: the fake model server, workspaces, running the binary.
 
 pub mod docs;
+pub mod fake_github;
 pub mod fake_model;
 pub mod harness;
 pub mod junit_schema;
