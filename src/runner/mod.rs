@@ -184,9 +184,15 @@ fn with_telemetry(
             }),
     };
     let temporality = env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE");
+    let identity = crate::telemetry::RunIdentity {
+        job_name: job.name.clone(),
+        provider: job.model.provider.as_str().to_string(),
+        model: job.model.name.clone(),
+    };
     match crate::telemetry::start_run_export(
         &target,
         parent.or(from_env.as_ref()),
+        identity,
         temporality.as_deref(),
     ) {
         Ok(export) => {

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 pub use export::export_trace;
 pub use opentelemetry::KeyValue;
 pub use parent::TraceParent;
-pub use spans::OtlpSink;
+pub use spans::{OtlpSink, RunIdentity};
 pub use tree::{OpenSpan, SpanTree};
 
 use crate::sink::bus::{CompletionHook, EventSink};
@@ -42,9 +42,10 @@ pub struct RunExport {
 pub fn start_run_export(
     target: &OtlpTarget,
     parent: Option<&TraceParent>,
+    identity: RunIdentity,
     temporality: Option<&str>,
 ) -> Result<RunExport, String> {
-    let (spans, flush) = OtlpSink::start(target, parent)?;
+    let (spans, flush) = OtlpSink::start(target, parent, Some(identity))?;
     let failure = spans.failure_slot();
     let mut sinks: Vec<Box<dyn EventSink>> = vec![Box::new(spans)];
     if let Some(url) = &target.metrics_url {

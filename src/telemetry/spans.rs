@@ -18,6 +18,14 @@ use super::{OtlpTarget, TraceParent};
 use crate::event::{Decision, Event, EventKind, RunStatus};
 use crate::sink::bus::{CompletionHook, EventSink, SinkError};
 
+/// What names a run's spans when it did not start in this process.
+#[derive(Clone, Debug, Default)]
+pub struct RunIdentity {
+    pub job_name: String,
+    pub provider: String,
+    pub model: String,
+}
+
 /// The OTLP sink of one run.
 pub struct OtlpSink {
     provider: SdkTracerProvider,
@@ -27,6 +35,9 @@ pub struct OtlpSink {
     provider_name: String,
     /// What the run's span nests under: an eval attempt's span, the CI job's.
     parent: Option<Context>,
+    /// The job's name, provider and model, for a resumed run (its
+    /// `run.started` is in the trace already, not in this process).
+    identity: Option<RunIdentity>,
     run: Option<Context>,
     steps: HashMap<usize, Context>,
     open_step: Option<usize>,
@@ -46,6 +57,7 @@ impl OtlpSink {
     pub fn start(
         target: &OtlpTarget,
         parent: Option<&TraceParent>,
+        identity: Option<RunIdentity>,
     ) -> Result<(OtlpSink, CompletionHook), String> {
         let (provider, failure) = tracer_provider(target)?;
         let tracer = provider.tracer("agentci");
@@ -72,6 +84,7 @@ impl OtlpSink {
             model: String::new(),
             provider_name: String::new(),
             parent: parent.map(TraceParent::context),
+            identity,
             run: None,
             steps: HashMap::new(),
             open_step: None,
@@ -165,6 +178,53 @@ impl OtlpSink {
     }
 }
 
+impl OtlpSink {
+    fn run_attributes(&self, job_name: &str, event: &Event) -> Vec<KeyValue> {
+        vec![
+            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::new("gen_ai.agent.name", job_name.to_string()),
+            KeyValue::new("gen_ai.provider.name", self.provider_name.clone()),
+            KeyValue::new("gen_ai.request.model", self.model.clone()),
+            KeyValue::new("agentci.run.id", event.run_id.clone()),
+        ]
+    }
+
+    /// A resumed run in a process of its own: its span (marked resumed,
+    /// in the same place an eval or `TRACEPARENT` puts it) and the span of
+    /// the step it goes on in, which has no `step.started` of its own here.
+    fn begin_resumed(
+        &mut self,
+        event: &Event,
+        at: SystemTime,
+        from_step: Option<usize>,
+        marks: Vec<KeyValue>,
+    ) {
+        let identity = self.identity.clone().unwrap_or_default();
+        self.model = identity.model;
+        self.provider_name = identity.provider;
+        let mut attributes = self.run_attributes(&identity.job_name, event);
+        attributes.push(KeyValue::new("agentci.run.resumed", true));
+        attributes.extend(marks);
+        let run = self.begin(
+            format!("invoke_agent {}", identity.job_name),
+            at,
+            self.parent.as_ref(),
+            attributes,
+        );
+        if let Some(index) = from_step {
+            let step = self.begin(
+                format!("step {}", index + 1),
+                at,
+                Some(&run),
+                vec![int("agentci.step.index", index as u64)],
+            );
+            self.steps.insert(index, step);
+            self.open_step = Some(index);
+        }
+        self.run = Some(run);
+    }
+}
+
 /// What a `git.*` event says, as attributes of the git step's span;
 /// `None` for every other event.
 fn git_attributes(kind: &EventKind) -> Option<Vec<KeyValue>> {
@@ -243,20 +303,25 @@ impl EventSink for OtlpSink {
             EventKind::RunStarted(started) => {
                 self.model = started.model.name.clone();
                 self.provider_name = started.model.provider.clone();
-                let run = self.begin(
+                let mut attributes = self.run_attributes(&started.job_name, event);
+                attributes.push(KeyValue::new("agentci.skill", started.skill.clone()));
+                self.run = Some(self.begin(
                     format!("invoke_agent {}", started.job_name),
                     at,
                     self.parent.as_ref(),
-                    vec![
-                        KeyValue::new("gen_ai.operation.name", "invoke_agent"),
-                        KeyValue::new("gen_ai.agent.name", started.job_name.clone()),
-                        KeyValue::new("gen_ai.provider.name", self.provider_name.clone()),
-                        KeyValue::new("gen_ai.request.model", self.model.clone()),
-                        KeyValue::new("agentci.run.id", event.run_id.clone()),
-                        KeyValue::new("agentci.skill", started.skill.clone()),
-                    ],
-                );
-                self.run = Some(run);
+                    attributes,
+                ));
+            }
+            EventKind::RunResumed(resumed) => {
+                let marks = vec![
+                    int("agentci.resume.from_turn", u64::from(resumed.from_turn)),
+                    int("agentci.resume.round", u64::from(resumed.round)),
+                ];
+                match &self.run {
+                    // A trace read back: the run's span is open since `run.started`.
+                    Some(run) => run.span().add_event_with_timestamp("resumed", at, marks),
+                    None => self.begin_resumed(event, at, resumed.from_step, marks),
+                }
             }
             EventKind::StepStarted { index, title } if event.agent.is_none() => {
                 let step = self.begin(

@@ -944,3 +944,67 @@ fn an_unreachable_grpc_collector_is_one_warning_and_changes_nothing() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
+
+#[test]
+fn a_resumed_run_is_a_span_of_its_own_with_its_step_and_calls_beneath_it() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("write a", "a.txt exists"), ("write b", "b.txt exists")]),
+        Reply::tool_call("write", json!({"path": "a.txt", "content": "one\n"})),
+        Reply::step_done("wrote a"),
+        Reply::tool_call("write", json!({"path": "b.txt", "content": "two\n"})),
+        Reply::step_done("wrote b"),
+        Reply::text("Both files are written."),
+    ]);
+    let sb = Sandbox::new();
+    sb.skill("writer", None);
+    sb.write(
+        "job.yaml",
+        "name: two-files\nskill: writer\ngoal: Write a.txt and b.txt.\nworkspace: ws\n\
+         skills_path: [skills]\nmodel: {provider: openai, name: fake-model}\n\
+         tools: [read, write]\npermissions: {default: allow}\nbudget: {max_turns: 3}\n\
+         checks:\n  - {name: both written, run: 'test -f a.txt && test -f b.txt'}\n",
+    );
+    let url = model.base_url();
+    let endpoint = receiver.base_url();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
+    let mut args = vec!["run", "job.yaml", "--base-url", &url, "--progress", "none"];
+    args.extend(["--out", "out/run"]);
+    let out = agentci_in(sb.path(), &args, &env);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    args.extend(["--resume", "out/run", "--max-turns", "10"]);
+    let out = agentci_in(sb.path(), &args, &env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let received = receiver.received.lock().unwrap();
+    let spans = &received.spans;
+    let runs: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent two-files")
+        .collect();
+    assert_eq!(runs.len(), 2, "the stopped run and the resumed one");
+    let resumed = runs
+        .iter()
+        .find(|s| attribute(s, "agentci.run.resumed").as_deref() == Some("true"))
+        .expect("the resumed run's span");
+    assert_eq!(
+        attribute(resumed, "gen_ai.request.model").as_deref(),
+        Some("fake-model")
+    );
+    assert_eq!(
+        attribute(resumed, "agentci.run.status").as_deref(),
+        Some("passed")
+    );
+    // Nothing of the resumed run is left without its run above it.
+    let ids: std::collections::HashSet<&[u8]> =
+        spans.iter().map(|s| s.span_id.as_slice()).collect();
+    for span in spans.iter().filter(|s| !s.name.starts_with("invoke_agent")) {
+        assert!(
+            ids.contains(span.parent_span_id.as_slice()),
+            "{} has no parent",
+            span.name
+        );
+    }
+    insta::assert_snapshot!(tree(spans, |s| s.trace_id == resumed.trace_id
+        && !s.name.starts_with("execute_tool")));
+}
