@@ -58,6 +58,29 @@ struct Run {
     id: u64,
     #[serde(default)]
     html_url: String,
+    /// `push` for the default branch's own runs; a fork's pull request
+    /// whose branch is also named `main` is `pull_request`.
+    #[serde(default)]
+    event: String,
+    head_repository: Option<HeadRepository>,
+}
+
+#[derive(Deserialize)]
+struct HeadRepository {
+    full_name: String,
+}
+
+impl Run {
+    /// Only a push to this repository can have kept a baseline: a pull
+    /// request's run, a fork's above all, runs workflow files its author
+    /// wrote and could upload any "baseline" under any branch name.
+    fn pushed_to(&self, repository: &str) -> bool {
+        self.event == "push"
+            && self
+                .head_repository
+                .as_ref()
+                .is_some_and(|r| r.full_name.eq_ignore_ascii_case(repository))
+    }
 }
 
 #[derive(Deserialize)]
@@ -91,6 +114,7 @@ impl GithubApi {
         url.query_pairs_mut()
             .append_pair("branch", &query.branch)
             .append_pair("status", "success")
+            .append_pair("event", "push")
             .append_pair("per_page", &RUNS_LOOKED_AT.to_string());
         let step = format!(
             "list the successful runs of {} on {}",
@@ -108,7 +132,11 @@ impl GithubApi {
             }
             Err(e) => return Err(e),
         };
-        for run in runs.workflow_runs.iter().take(RUNS_LOOKED_AT) {
+        let pushed = runs
+            .workflow_runs
+            .iter()
+            .filter(|run| run.pushed_to(self.repository()));
+        for run in pushed.take(RUNS_LOOKED_AT) {
             let mut url =
                 reqwest::Url::parse(&self.url(&format!("actions/runs/{}/artifacts", run.id)))
                     .map_err(|e| {

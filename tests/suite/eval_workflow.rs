@@ -51,6 +51,7 @@ fn baseline_run(sb: &Sandbox, github: &FakeGithub, id: u64) {
         id,
         workflow: WORKFLOW.into(),
         branch: "main".into(),
+        fork: false,
         artifacts: vec![
             (id * 10, "agentci-eval-shard-1".into(), results_zip(b"{}")),
             (
@@ -85,6 +86,7 @@ fn no_baseline_yet_is_a_notice_and_the_run_is_judged_on_its_own() {
         id: 5,
         workflow: WORKFLOW.into(),
         branch: "feature".into(),
+        fork: false,
         artifacts: vec![],
     });
     let out = eval_passes(
@@ -131,6 +133,7 @@ fn a_baseline_from_the_base_branch_finds_the_regression() {
         id: 42,
         workflow: WORKFLOW.into(),
         branch: "main".into(),
+        fork: false,
         artifacts: vec![(420, "agentci-eval-shard-1".into(), results_zip(b"{}"))],
     });
     // The case now replays the bad session.
@@ -183,6 +186,47 @@ fn a_baseline_from_the_base_branch_finds_the_regression() {
         "the zip comes from the second host: {targets:?}"
     );
     assert_token_stayed_home(&github, &out);
+}
+
+#[test]
+fn a_forks_pull_request_on_a_branch_named_main_never_becomes_the_baseline() {
+    let sb = notes_sandbox();
+    let github = FakeGithub::start();
+    baseline_run(&sb, &github, 41);
+    // The case now replays the bad session; a stranger's pull request from
+    // a fork whose branch is called `main` uploaded this bad run as the
+    // "baseline", newer than the real one, to hide the regression.
+    let suite = sb.read("suite.yaml");
+    sb.write(
+        "suite.yaml",
+        &suite.replacen("cassettes/good.jsonl", "cassettes/bad.jsonl", 1),
+    );
+    let poison = eval_passes(&sb, "poison", &[], &[]);
+    assert_eq!(poison.status.code(), Some(0), "{}", stderr(&poison));
+    let poisoned = std::fs::read(sb.path().join("poison/results.json")).unwrap();
+    github.add_run(FakeRun {
+        id: 43,
+        workflow: WORKFLOW.into(),
+        branch: "main".into(),
+        fork: true,
+        artifacts: vec![(431, "agentci-eval-baseline".into(), results_zip(&poisoned))],
+    });
+    let out = eval_passes(
+        &sb,
+        "now",
+        &["--baseline", "github:main"],
+        &github.env(WORKFLOW),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "the regression is found: {err}");
+    assert!(
+        err.contains("actions/runs/41 (skills-eval.yml on main)"),
+        "{err}"
+    );
+    assert!(
+        !github.seen().iter().any(|s| s.target.contains("runs/43")),
+        "the fork's run was looked at"
+    );
 }
 
 #[test]
@@ -903,6 +947,7 @@ fn the_eval_workflow_scripts_shard_merge_compare_and_comment() {
         id: 300,
         workflow: WORKFLOW.into(),
         branch: "main".into(),
+        fork: false,
         artifacts: vec![(3000, "agentci-eval-baseline".into(), results_zip(&merged))],
     });
 

@@ -56,6 +56,9 @@ pub struct FakeRun {
     pub id: u64,
     pub workflow: String,
     pub branch: String,
+    /// A fork's pull request (event `pull_request`, the fork as head
+    /// repository) rather than a push to this repository.
+    pub fork: bool,
     /// `(artifact id, name, zip bytes)`.
     pub artifacts: Vec<(u64, String, Vec<u8>)>,
 }
@@ -283,9 +286,22 @@ async fn api_handler(
                 .iter()
                 .rev()
                 .filter(|r| r.workflow == *file && r.branch == branch)
+                // GitHub filters by the run's `event` when asked to.
+                .filter(|r| match q.get("event").map(String::as_str) {
+                    Some("push") => !r.fork,
+                    Some("pull_request") => r.fork,
+                    Some(_) => false,
+                    None => true,
+                })
                 .map(|r| {
+                    let (event, head) = match r.fork {
+                        true => ("pull_request", "stranger/skills"),
+                        false => ("push", REPO),
+                    };
                     json!({
                         "id": r.id,
+                        "event": event,
+                        "head_repository": {"full_name": head},
                         "head_branch": r.branch,
                         "status": "completed",
                         "conclusion": "success",
