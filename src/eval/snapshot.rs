@@ -13,6 +13,24 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::walk::{EntryKind, walk};
+use crate::tools::beneath::Beneath;
+
+/// What stands for a FIFO, socket or device: never opened for its content.
+const SPECIAL_FILE: &[u8] = b"(not a regular file)";
+
+/// A file's bytes, opened by descriptor beneath the workspace: what the run
+/// left (a folder swapped for a symlink since the walk, a FIFO that would
+/// block the read) cannot lead the read elsewhere or hold it.
+fn read_beneath(beneath: &Beneath, relative: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = beneath.open_file(relative)?;
+    if !file.metadata()?.is_file() {
+        return Ok(SPECIAL_FILE.to_vec());
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
 
 /// Files larger than this are not kept for the patch (they are named in it).
 const KEPT_FILE_BYTES: usize = 256 * 1024;
@@ -33,11 +51,13 @@ impl Snapshot {
     pub fn take(root: &Path) -> Result<Snapshot, String> {
         let mut snapshot = Snapshot::default();
         let mut kept_bytes = 0;
+        let beneath =
+            Beneath::open(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
         for entry in walk(root) {
             let entry = entry.map_err(|e| format!("cannot read {}: {e}", root.display()))?;
             let bytes = match entry.kind {
                 EntryKind::Dir => continue,
-                EntryKind::File => std::fs::read(&entry.path),
+                EntryKind::File => read_beneath(&beneath, &entry.relative),
                 EntryKind::Symlink => std::fs::read_link(&entry.path)
                     .map(|target| target.to_string_lossy().into_owned().into_bytes()),
             }
@@ -122,5 +142,21 @@ mod tests {
         let after = Snapshot::take(root).unwrap();
         assert_eq!(before.changed(&after), vec!["a.txt", "b.txt", "c.txt"]);
         assert!(after.changed(&after).is_empty());
+    }
+
+    #[test]
+    fn a_fifo_the_run_left_is_named_not_read_and_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(Snapshot::take(&root)));
+        let snapshot = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the snapshot blocked on the FIFO")
+            .unwrap();
+        assert_eq!(snapshot.content("pipe"), Some(SPECIAL_FILE));
+        assert_eq!(snapshot.content("a.txt"), Some(&b"a"[..]));
     }
 }
