@@ -35,6 +35,20 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` cut to at most `max` bytes at a character boundary, followed by a
+/// `[truncated N bytes]` line when something was cut: a long value handed
+/// on whole (to a judge model, to a collector) that must stay bounded.
+pub fn cut_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n[truncated {} bytes]", &text[..end], text.len() - end)
+}
+
 /// `text` for a terminal or a log, line breaks kept (`\r\n` read as `\n`).
 pub fn terminal(text: &str) -> String {
     shown(text, Breaks::Keep)

@@ -13,16 +13,9 @@ use crate::provider::Message;
 /// Longest value of a content attribute, in bytes.
 pub(super) const MAX_CONTENT: usize = 16 * 1024;
 
-/// `text` cut to [`MAX_CONTENT`] at a character boundary, saying so.
+/// `text` cut to [`MAX_CONTENT`], saying how much went.
 pub(super) fn capped(text: &str) -> String {
-    if text.len() <= MAX_CONTENT {
-        return text.to_string();
-    }
-    let mut end = MAX_CONTENT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…[truncated {} bytes]", &text[..end], text.len() - end)
+    crate::inert::cut_bytes(text, MAX_CONTENT)
 }
 
 /// The system prompt and the messages a request added to the
@@ -97,7 +90,7 @@ mod tests {
         let text = "é".repeat(MAX_CONTENT);
         let cut = capped(&text);
         assert!(cut.len() < text.len());
-        assert!(cut.ends_with(&format!("…[truncated {MAX_CONTENT} bytes]")));
+        assert!(cut.ends_with(&format!("\n[truncated {MAX_CONTENT} bytes]")));
         assert_eq!(capped("short"), "short");
     }
 }

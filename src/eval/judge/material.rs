@@ -150,14 +150,7 @@ impl Material<'_> {
 /// `text` cut to [`PART_BYTES`] at a character boundary, with a visible
 /// `[truncated N bytes]` marker when it was longer.
 pub fn cap(text: &str) -> String {
-    if text.len() <= PART_BYTES {
-        return text.to_string();
-    }
-    let mut end = PART_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n[truncated {} bytes]", &text[..end], text.len() - end)
+    crate::inert::cut_bytes(text, PART_BYTES)
 }
 
 #[cfg(test)]
