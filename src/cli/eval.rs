@@ -146,6 +146,9 @@ fn eval_spans(args: &EvalArgs) -> Option<Arc<EvalSpans>> {
     let warn = |problem: String| {
         let _ = writeln!(std::io::stderr(), "agentci: warning: {problem}");
     };
+    if let Some(problem) = &target.warning {
+        warn(problem.clone());
+    }
     let parent = env("TRACEPARENT").and_then(|text| {
         TraceParent::parse(&text)
             .map_err(|problem| {

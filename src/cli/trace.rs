@@ -101,6 +101,9 @@ fn summary(args: &SummaryArgs) -> Result<Exit, CliError> {
 fn export(args: &ExportArgs) -> Result<Exit, CliError> {
     let mut target = export_target(args.otlp.as_deref())?;
     target.content |= args.content;
+    if let Some(problem) = &target.warning {
+        let _ = writeln!(std::io::stderr(), "agentci: warning: {problem}");
+    }
     let trace = read(&args.trace)?;
     if let Err(problem) = crate::telemetry::export_trace(&target, trace.events()) {
         let _ = writeln!(

@@ -168,7 +168,7 @@ fn with_telemetry(
     let Some(target) = crate::telemetry::OtlpTarget::resolve(&job.telemetry, env) else {
         return (sinks, None, Vec::new());
     };
-    let mut problems = Vec::new();
+    let mut problems: Vec<String> = target.warning.iter().cloned().collect();
     let from_env = match parent {
         Some(_) => None,
         None => env("TRACEPARENT")

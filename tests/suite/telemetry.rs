@@ -1008,3 +1008,26 @@ fn a_resumed_run_is_a_span_of_its_own_with_its_step_and_calls_beneath_it() {
     insta::assert_snapshot!(tree(spans, |s| s.trace_id == resumed.trace_id
         && !s.name.starts_with("execute_tool")));
 }
+
+#[test]
+fn an_otlp_protocol_variable_not_taken_is_a_warning_and_http_protobuf_is_sent() {
+    let receiver = Receiver::start();
+    let model = FakeModel::start(script());
+    let sb = sandbox(&model.base_url(), "");
+    let (out, trace) = run(
+        &sb,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let warned = events(&trace, "warning").into_iter().any(|w| {
+        w["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("OTEL_EXPORTER_OTLP_PROTOCOL is `http/json`")
+    });
+    assert!(warned, "{trace:?}");
+    assert!(!receiver.received.lock().unwrap().spans.is_empty());
+}
