@@ -15,6 +15,7 @@ use crate::provider::azure::{self, AzureConfig};
 use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::openai_responses::{ResponsesConfig, ResponsesProvider};
+use crate::provider::pricing::{Price, builtin_price};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
@@ -187,4 +188,17 @@ impl ModelProvider for BrokenProvider {
             });
         Box::pin(async move { Err(error) })
     }
+}
+
+/// `spec.price`, else the built-in list price of `model` (the name the
+/// server answers to): what a run's or a judge's calls cost.
+pub fn model_price(spec: &crate::spec::ModelSpec, model: &str) -> Option<Price> {
+    spec.price
+        .map(|p| Price {
+            input_per_mtok: p.input_per_mtok,
+            output_per_mtok: p.output_per_mtok,
+            cache_read_per_mtok: p.cache_read_per_mtok,
+            cache_write_per_mtok: p.cache_write_per_mtok,
+        })
+        .or_else(|| builtin_price(model))
 }

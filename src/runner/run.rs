@@ -110,7 +110,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
     let servers_time = mcp_start.as_ref().map_or(Duration::ZERO, |m| m.duration);
     started = started.checked_sub(servers_time).unwrap_or(started);
     let model = provider.model_info();
-    let price = start::model_price(job, &model.name);
+    let price = super::provider_setup::model_price(&job.model, &model.name);
     let (resumed, resume) = resume_start(resume, job, skill, &mut started);
     let mut agent = Agent::new(
         AgentInput {

@@ -8,7 +8,7 @@ use crate::agent::budget::Exceeded;
 use crate::agent::{Agent, sent};
 use crate::event::{EventKind, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded};
 use crate::provider::ModelInfo;
-use crate::provider::pricing::{Price, builtin_price};
+use crate::provider::pricing::Price;
 use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
@@ -135,19 +135,6 @@ pub(super) fn warn_unpriced(job: &JobSpec, model: &str, price: Option<Price>, bu
             ),
         });
     }
-}
-
-/// The job's `model.price`, else the built-in list price of `model`.
-pub(super) fn model_price(job: &JobSpec, model: &str) -> Option<Price> {
-    job.model
-        .price
-        .map(|p| Price {
-            input_per_mtok: p.input_per_mtok,
-            output_per_mtok: p.output_per_mtok,
-            cache_read_per_mtok: p.cache_read_per_mtok,
-            cache_write_per_mtok: p.cache_write_per_mtok,
-        })
-        .or_else(|| builtin_price(model))
 }
 
 /// The run's timeout ran out while its MCP servers started.

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::provider::cassette::CassetteHeader;
-use crate::provider::pricing::{Price, builtin_price};
+use crate::provider::pricing::Price;
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::{ModelProvider, ProviderError, ReasoningSettings};
-use crate::runner::provider_setup::served_provider;
+use crate::runner::provider_setup::{model_price, served_provider};
 use crate::spec::ModelSpec;
 use crate::spec::load::parse_model_flag;
 
@@ -67,15 +67,7 @@ impl Bench {
             (_, Some(written)) => written.to_string(),
             _ => format!("{}:{}", spec.provider.as_str(), spec.name),
         };
-        let price = spec
-            .price
-            .map(|p| Price {
-                input_per_mtok: p.input_per_mtok,
-                output_per_mtok: p.output_per_mtok,
-                cache_read_per_mtok: p.cache_read_per_mtok,
-                cache_write_per_mtok: p.cache_write_per_mtok,
-            })
-            .or_else(|| builtin_price(&spec.name));
+        let price = model_price(&spec, &spec.name);
         let provider: Box<dyn ModelProvider> = match &self.source {
             Source::Replay(cassette) => Box::new(Shared(self.replay(cassette)?)),
             Source::Live => served_provider(&spec).map_err(|e| describe(&e))?,
