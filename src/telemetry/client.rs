@@ -9,15 +9,20 @@ use bytes::Bytes;
 use http::{Request, Response};
 use opentelemetry_http::{HttpClient, HttpError};
 
+use super::runtime::OwnRuntime;
+
 /// Longest a single export may take; the end-of-run flush waits no longer.
 pub(super) const EXPORT_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// The first export failure, one line, for the run's `warning`.
 pub(super) type FirstFailure = Arc<Mutex<Option<String>>>;
 
+/// Cheap to clone: a run's spans and metrics share one client, one
+/// connection pool and one runtime.
+#[derive(Clone)]
 pub(super) struct ExportClient {
     client: reqwest::Client,
-    runtime: tokio::runtime::Runtime,
+    runtime: Arc<OwnRuntime>,
     failure: FirstFailure,
 }
 
@@ -29,9 +34,7 @@ impl std::fmt::Debug for ExportClient {
 
 impl ExportClient {
     pub(super) fn new(failure: FirstFailure) -> std::io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = OwnRuntime::current_thread()?;
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
@@ -61,12 +64,14 @@ impl HttpClient for ExportClient {
         for (name, value) in &parts.headers {
             builder = builder.header(name, value);
         }
-        let sent = self.runtime.block_on(async {
+        let Some(sent) = self.runtime.block_on(async {
             let response = builder.send().await?;
             let status = response.status();
             let body = response.bytes().await?;
             Ok::<_, reqwest::Error>((status, body))
-        });
+        }) else {
+            return Err("the telemetry exporter has stopped".into());
+        };
         match sent {
             Ok((status, body)) => {
                 if !status.is_success() {

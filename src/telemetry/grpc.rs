@@ -17,41 +17,10 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
-use tokio::runtime::{Handle, Runtime};
+use tokio::runtime::Handle;
 
 use super::client::FirstFailure;
-
-/// The exporter's runtime: one worker thread, stopped without waiting when
-/// the last exporter goes (a collector that hangs must not hold the run).
-pub(super) struct GrpcRuntime(Option<Runtime>);
-
-impl GrpcRuntime {
-    pub(super) fn start() -> std::io::Result<Arc<GrpcRuntime>> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("agentci-otlp-grpc")
-            .enable_all()
-            .build()?;
-        Ok(Arc::new(GrpcRuntime(Some(runtime))))
-    }
-
-    /// Makes the runtime current while the guard lives (to build an exporter in it).
-    pub(super) fn enter(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
-        self.0.as_ref().map(Runtime::enter)
-    }
-
-    pub(super) fn handle(&self) -> Option<Handle> {
-        self.0.as_ref().map(|r| r.handle().clone())
-    }
-}
-
-impl Drop for GrpcRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
+use super::runtime::OwnRuntime;
 
 /// A future polled inside the exporter's runtime.
 struct InRuntime<'a, T> {
@@ -71,21 +40,15 @@ impl<T> Future for InRuntime<'_, T> {
 #[derive(Debug)]
 pub(super) struct OnOwnRuntime<E> {
     inner: E,
-    runtime: Arc<GrpcRuntime>,
+    runtime: Arc<OwnRuntime>,
     failure: FirstFailure,
     url: String,
-}
-
-impl std::fmt::Debug for GrpcRuntime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("GrpcRuntime")
-    }
 }
 
 impl<E> OnOwnRuntime<E> {
     pub(super) fn new(
         inner: E,
-        runtime: Arc<GrpcRuntime>,
+        runtime: Arc<OwnRuntime>,
         failure: FirstFailure,
         url: &str,
     ) -> Self {

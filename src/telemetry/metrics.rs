@@ -18,8 +18,9 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
-use super::grpc::{GrpcRuntime, OnOwnRuntime};
+use super::grpc::OnOwnRuntime;
 use super::pipeline::grpc_metadata;
+use super::runtime::OwnRuntime;
 use super::spans::time_of;
 use crate::event::{Event, EventKind, RunStatus};
 use crate::sink::bus::{EventSink, SinkError};
@@ -92,13 +93,15 @@ pub fn temporality(preference: Option<&str>) -> Temporality {
 
 impl MetricsSink {
     /// A sink sending to `url`; export failures go to `failure`, the same
-    /// first-failure slot as the spans', so one warning covers both.
+    /// first-failure slot as the spans', so one warning covers both; over
+    /// http/protobuf through the spans' client `http` when given.
     pub(super) fn start(
         url: &str,
         headers: &std::collections::BTreeMap<String, String>,
         protocol: OtlpProtocol,
         temporality: Temporality,
         failure: FirstFailure,
+        http: Option<ExportClient>,
     ) -> Result<MetricsSink, String> {
         let cannot_build =
             |e: ExporterBuildError| format!("metrics export to {url} cannot start ({e})");
@@ -106,8 +109,11 @@ impl MetricsSink {
             .with_resource(Resource::builder().with_service_name("agentci").build());
         let builder = match protocol {
             OtlpProtocol::HttpProtobuf => {
-                let client = ExportClient::new(failure)
-                    .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+                let client = match http {
+                    Some(shared) => shared,
+                    None => ExportClient::new(failure)
+                        .map_err(|e| format!("telemetry export cannot start: {e}"))?,
+                };
                 let exporter = opentelemetry_otlp::MetricExporter::builder()
                     .with_http()
                     .with_protocol(Protocol::HttpBinary)
@@ -121,7 +127,7 @@ impl MetricsSink {
                 builder.with_reader(once_at_the_end(exporter))
             }
             OtlpProtocol::Grpc => {
-                let runtime = GrpcRuntime::start()
+                let runtime = OwnRuntime::one_worker("agentci-otlp-grpc")
                     .map_err(|e| format!("telemetry export cannot start: {e}"))?;
                 let exporter = {
                     let _entered = runtime.enter();

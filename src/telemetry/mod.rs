@@ -15,6 +15,7 @@ mod grpc;
 mod metrics;
 mod parent;
 mod pipeline;
+mod runtime;
 mod spans;
 mod tree;
 
@@ -46,7 +47,7 @@ pub fn start_run_export(
     temporality: Option<&str>,
 ) -> Result<RunExport, String> {
     let (spans, flush) = OtlpSink::start(target, parent, Some(identity))?;
-    let failure = spans.failure_slot();
+    let (failure, http) = (spans.failure_slot(), spans.http_client());
     let mut sinks: Vec<Box<dyn EventSink>> = vec![Box::new(spans)];
     if let Some(url) = &target.metrics_url {
         let kind = metrics::temporality(temporality);
@@ -56,6 +57,7 @@ pub fn start_run_export(
             target.protocol,
             kind,
             failure,
+            http,
         )?));
     }
     Ok(RunExport { sinks, flush })

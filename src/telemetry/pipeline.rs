@@ -14,17 +14,19 @@ use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer
 
 use super::OtlpTarget;
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
-use super::grpc::{GrpcRuntime, OnOwnRuntime};
+use super::grpc::OnOwnRuntime;
+use super::runtime::OwnRuntime;
 use crate::spec::OtlpProtocol;
 
 /// Spans waiting for export; past this they are dropped, never waited for.
 const MAX_QUEUE: usize = 4096;
 
-/// A tracer provider exporting to `target`, and where its first export
-/// failure is kept; `Err` with one line when the exporter cannot be built.
+/// A tracer provider exporting to `target`, where its first export
+/// failure is kept, and its HTTP client (for the metrics to share);
+/// `Err` with one line when the exporter cannot be built.
 pub(super) fn tracer_provider(
     target: &OtlpTarget,
-) -> Result<(SdkTracerProvider, FirstFailure), String> {
+) -> Result<(SdkTracerProvider, FirstFailure, Option<ExportClient>), String> {
     let failure = FirstFailure::default();
     let cannot_build = |e: ExporterBuildError| {
         format!(
@@ -35,10 +37,12 @@ pub(super) fn tracer_provider(
     };
     let builder = SdkTracerProvider::builder()
         .with_resource(Resource::builder().with_service_name("agentci").build());
+    let mut shared = None;
     let builder = match target.protocol {
         OtlpProtocol::HttpProtobuf => {
             let client = ExportClient::new(failure.clone())
                 .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+            shared = Some(client.clone());
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)
@@ -51,8 +55,8 @@ pub(super) fn tracer_provider(
             builder.with_span_processor(batched(exporter))
         }
         OtlpProtocol::Grpc => {
-            let runtime =
-                GrpcRuntime::start().map_err(|e| format!("telemetry export cannot start: {e}"))?;
+            let runtime = OwnRuntime::one_worker("agentci-otlp-grpc")
+                .map_err(|e| format!("telemetry export cannot start: {e}"))?;
             let exporter = {
                 // tonic opens its connection on the runtime it is built in.
                 let _entered = runtime.enter();
@@ -70,7 +74,7 @@ pub(super) fn tracer_provider(
             builder.with_span_processor(batched(exporter))
         }
     };
-    Ok((builder.build(), failure))
+    Ok((builder.build(), failure, shared))
 }
 
 fn batched<E: opentelemetry_sdk::trace::SpanExporter + 'static>(exporter: E) -> BatchSpanProcessor {

@@ -11,7 +11,7 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProv
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
-use super::client::{EXPORT_TIMEOUT, FirstFailure};
+use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
 use super::content;
 use super::pipeline::tracer_provider;
 use super::{OtlpTarget, TraceParent};
@@ -31,6 +31,8 @@ pub struct OtlpSink {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
     failure: FirstFailure,
+    /// The spans' HTTP client, which the run's metrics share.
+    http: Option<ExportClient>,
     model: String,
     provider_name: String,
     /// What the run's span nests under: an eval attempt's span, the CI job's.
@@ -59,7 +61,7 @@ impl OtlpSink {
         parent: Option<&TraceParent>,
         identity: Option<RunIdentity>,
     ) -> Result<(OtlpSink, CompletionHook), String> {
-        let (provider, failure) = tracer_provider(target)?;
+        let (provider, failure, http) = tracer_provider(target)?;
         let tracer = provider.tracer("agentci");
         let hook_provider = provider.clone();
         let hook_failure = failure.clone();
@@ -81,6 +83,7 @@ impl OtlpSink {
             provider,
             tracer,
             failure,
+            http,
             model: String::new(),
             provider_name: String::new(),
             parent: parent.map(TraceParent::context),
@@ -152,6 +155,11 @@ impl OtlpSink {
     /// Where export failures are kept, for the metrics sent with the spans.
     pub(super) fn failure_slot(&self) -> FirstFailure {
         self.failure.clone()
+    }
+
+    /// The spans' HTTP client (http/protobuf), for the metrics to share.
+    pub(super) fn http_client(&self) -> Option<ExportClient> {
+        self.http.clone()
     }
 
     /// What went wrong first while exporting (the collector could not be

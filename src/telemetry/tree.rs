@@ -31,7 +31,7 @@ pub struct OpenSpan(Context);
 
 impl SpanTree {
     pub fn start(target: &OtlpTarget) -> Result<SpanTree, String> {
-        let (provider, failure) = tracer_provider(target)?;
+        let (provider, failure, _) = tracer_provider(target)?;
         let tracer = provider.tracer("agentci");
         Ok(SpanTree {
             provider,
