@@ -134,3 +134,29 @@ fn actionlint_reports_a_broken_workflow() {
         "names the misspelled property: {text}"
     );
 }
+
+/// The steps of every job of `.github/workflows/ci.yml`, as `(job, step)`.
+fn ci_steps() -> Vec<(String, serde_json::Value)> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(".github/workflows/ci.yml"))
+        .expect("the CI workflow");
+    let ci: serde_json::Value = serde_saphyr::from_str(&text).expect("ci.yml is YAML");
+    let jobs = ci["jobs"].as_object().expect("ci.yml has jobs");
+    jobs.iter()
+        .flat_map(|(name, job)| {
+            let steps = job["steps"].as_array().cloned().unwrap_or_default();
+            steps.into_iter().map(move |step| (name.clone(), step))
+        })
+        .collect()
+}
+
+/// CI builds the API docs with warnings denied, so a rustdoc warning or a
+/// broken intra-doc link fails the pull request that brings it.
+#[test]
+fn ci_builds_the_api_docs_with_warnings_denied() {
+    let command = r#"RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked"#;
+    let steps = ci_steps();
+    assert!(
+        steps.iter().any(|(_, step)| step["run"] == command),
+        "no step of ci.yml runs `{command}`"
+    );
+}
