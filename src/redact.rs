@@ -15,7 +15,7 @@
 //! would garble every line without protecting anything.
 //!
 //! Besides the value itself, its base64, base64url and hex encodings are
-//! masked, at every alignment and across line breaks ([`encoded`]): a
+//! masked, at every alignment and across line breaks (`encoded`): a
 //! command that prints `base64 .env` must not hand the key over either.
 
 use std::borrow::Cow;

@@ -3,7 +3,7 @@
 //!
 //! It returns how the conversation ended ([`AgentOutcome`]); what comes
 //! around it (the start events, the checks, rounds, the git outputs,
-//! `run.completed`) is [`crate::run`]'s. Everything it does is reported as
+//! `run.completed`) is [`crate::runner::run`]'s. Everything it does is reported as
 //! events on the [`EventBus`]; its state is one [`LoopState`] value. It
 //! knows nothing about files it writes (sinks do that) or the terminal.
 

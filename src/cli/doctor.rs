@@ -2,7 +2,7 @@
 //! (Landlock, namespaces, capabilities, seccomp), and so which protections a job's
 //! `sandbox:` gets here, what commands can still reach without the missing
 //! ones, and how to get the full sandbox. Given a job file it also checks
-//! this machine's set-up for the job ([`super::doctor_setup`]). The sandbox
+//! this machine's set-up for the job (`super::doctor_setup`). The sandbox
 //! part only informs (exit 0); a set-up check that fails is exit 1, a job
 //! file that does not load exit 2.
 

@@ -6,7 +6,7 @@
 //! Exit codes: 0 when everything worked, 1 when the tool answered with an
 //! error, 2 for bad input (flags, job file, JSON arguments), 4 when a server
 //! could not be reached or went down. Output: text for people, or one JSON
-//! document with `--json` (see [`super::mcp_print`]).
+//! document with `--json` (see `super::mcp_print`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! from each results folder's traces.
 //!
 //! `agentci report comment RESULTS --pr N`: the pull request comment, see
-//! [`super::comment`].
+//! `super::comment`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! `agentci run [JOB.yaml] [--goal …]`: load the job (or make it from flags), pick the progress display, run it
-//! through the [`runner`](crate::runner), and turn the outcome into an exit
+//! through the [`runner`], and turn the outcome into an exit
 //! code. Problems before the run starts are printed here; everything after
 //! is in the trace and the JUnit file. SIGINT and SIGTERM end the run as
 //! `interrupted` (see [`super::signals`]).

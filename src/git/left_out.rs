@@ -3,7 +3,7 @@
 //! them). A model that writes a build folder, a core dump or a 2 MB blob
 //! must not turn a one-line fix into a commit nobody can review.
 //!
-//! It only finds the files; [`GitWorkspace::in_scope`] then skips them and
+//! It only finds the files; `GitWorkspace::in_scope` then skips them and
 //! the runner reports them. Files deleted by the agent are never left out.
 
 use super::{GitError, GitWorkspace};

@@ -20,10 +20,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 /// GitHub documents this version header for every REST call
-/// (https://docs.github.com/en/rest/about-the-rest-api/api-versions).
+/// (<https://docs.github.com/en/rest/about-the-rest-api/api-versions>).
 pub const API_VERSION: &str = "2022-11-28";
 /// The media type GitHub recommends
-/// (https://docs.github.com/en/rest/using-the-rest-api/getting-started-with-the-rest-api#media-types).
+/// (<https://docs.github.com/en/rest/using-the-rest-api/getting-started-with-the-rest-api#media-types>).
 pub const ACCEPT: &str = "application/vnd.github+json";
 /// The most of an API answer (JSON) read; the lists asked for are a page of
 /// a few entries.

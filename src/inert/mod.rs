@@ -4,7 +4,7 @@
 //! workflow commands, the step summary, `agentci trace`, the eval's
 //! summary and annotations.
 //!
-//! For a terminal or a log ([`terminal`], [`line`]): escape sequences (CSI,
+//! For a terminal or a log ([`terminal`], [`line()`]): escape sequences (CSI,
 //! OSC, DCS, SOS, PM, APC and the short ESC forms, in their 7-bit and C1
 //! spellings) are removed, since a terminal would act on them (clear the
 //! screen, set the title, write the clipboard); every other control

@@ -24,7 +24,7 @@ pub struct ServerRequestRecord {
     pub outcome: &'static str,
     /// What was answered, or why it was declined.
     pub detail: String,
-    /// The request's `params` as compact JSON, cut at [`MAX_PARAMS_CHARS`]
+    /// The request's `params` as compact JSON, cut at `MAX_PARAMS_CHARS`
     /// (a sampling request can carry a whole conversation).
     pub params: String,
 }

@@ -1,6 +1,6 @@
 //! Reading an `exec` command line the way bash will run it.
 //!
-//! `exec` runs its command with [`SHELL`] (bash), so the line is parsed with
+//! `exec` runs its command with [`SHELL`](crate::process::SHELL) (bash), so the line is parsed with
 //! a bash grammar (`brush-parser`), not split by hand: a hand-written
 //! splitter disagrees with the shell about comments, escapes and
 //! redirections, and every disagreement is a way to run a command no rule

@@ -5,7 +5,7 @@
 //!
 //! The proxy starts with the process runner, before anything can run, but
 //! the run's event bus exists only later: records made before someone
-//! observes them are kept and handed over when [`NetworkBridge::observe`]
+//! observes them are kept and handed over when `NetworkBridge::observe`
 //! is called, so no connection goes unreported.
 
 use std::net::IpAddr;

@@ -8,7 +8,7 @@
 //! server-sent events whose text deltas go to the observer as they arrive
 //! and whose `input_json_delta` pieces are assembled into tool-call
 //! arguments. With `model.reasoning`, the model thinks (manual, adaptive or
-//! interleaved; see [`thinking`]) and its thinking blocks come back in
+//! interleaved; see `thinking`) and its thinking blocks come back in
 //! order with their signatures, to be sent back verbatim in the assistant
 //! turn they led. Authentication is `x-api-key` plus an `anthropic-version`
 //! header. It does not retry (see [`super::retry`]) and never lets the key

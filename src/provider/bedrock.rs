@@ -2,7 +2,7 @@
 //! with `anthropic_version: bedrock-2023-05-31`) posted to
 //! `/model/{modelId}/invoke-with-response-stream` (or `/invoke` with
 //! `stream: false`) of the region's `bedrock-runtime` endpoint, signed with
-//! SigV4 ([`signing`]) or sent with a Bedrock API key ([`credentials`]);
+//! SigV4 (`signing`) or sent with a Bedrock API key (`credentials`);
 //! the streamed answer comes in AWS event stream frames ([`event_stream`])
 //! that carry Anthropic's stream events.
 //!
@@ -31,7 +31,7 @@ use event_stream::EventStreamFailure;
 
 const PROVIDER: &str = "bedrock";
 /// The Messages version Bedrock reads from the body
-/// (https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html).
+/// (<https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html>).
 pub const ANTHROPIC_VERSION: &str = "bedrock-2023-05-31";
 const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 

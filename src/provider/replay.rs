@@ -7,7 +7,7 @@
 //! network. A recorded answer's text is handed to the observer in pieces
 //! first, as a live stream would, so a display behaves the same in replay.
 //! Reading the file and comparing live in [`super::cassette`]; what is kept
-//! between two requests to compare them in [`super::replay_state`].
+//! between two requests to compare them in `super::replay_state`.
 //!
 //! In `sequence` mode ([`ReplayMatch::Sequence`]) the recorded answers are
 //! served in order whatever the requests, and each request that differs

@@ -2,8 +2,8 @@
 //! `model`, with `anthropic_version: vertex-2023-10-16`) posted to
 //! `…/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:streamRawPredict`
 //! (`:rawPredict` with `stream: false`) with an OAuth bearer token
-//! ([`credentials`]); the answer is Anthropic's own, SSE or JSON
-//! (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/use-claude).
+//! (`credentials`); the answer is Anthropic's own, SSE or JSON
+//! (<https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/use-claude>).
 //!
 //! The Messages format itself is [`super::anthropic`]'s; this module adds
 //! the URL and the token. It does not retry (see [`super::retry`]).

@@ -1,6 +1,6 @@
 //! Which values of a run are secrets: the job's API key, its `secrets:`, the
 //! push token and well-known token variables, looked up in the environment.
-//! The runner builds the run's [`Redactor`](crate::redact::Redactor) from
+//! The runner builds the run's [`Redactor`] from
 //! them; masking itself is [`crate::redact`]'s job.
 
 use crate::redact::{Redactor, WELL_KNOWN_SECRETS};

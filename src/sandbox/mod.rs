@@ -1,7 +1,7 @@
 //! The kernel sandbox around every process a run starts (`exec` calls,
 //! checks, eval `run:` assertions, MCP servers): what the job's `sandbox:`
 //! asks for, what this machine can enforce of it ([`probe`]), and the setup
-//! installed in each child before it runs ([`child`]).
+//! installed in each child before it runs (`child`).
 //!
 //! Under `workspace-write` a child:
 //! - writes only in the workspace, the run's private temporary folder, the
@@ -31,10 +31,10 @@
 //!   namespaces, every mount but the writable roots read-only (Landlock
 //!   does not govern mode, owner, extended attributes or times), no new
 //!   privileges, an empty capability bounding set and only the capabilities
-//!   that write a workspace another user owns ([`kept_capabilities`]), and
-//!   a seccomp filter ([`seccomp`]).
+//!   that write a workspace another user owns (`kept_capabilities`), and
+//!   a seccomp filter (`seccomp`).
 //!
-//! Every child joins the run's user namespace ([`run_namespaces`]), root
+//! Every child joins the run's user namespace (`run_namespaces`), root
 //! included: there its capabilities reach only what the namespace owns, and
 //! it can give files only to the users mapped (itself and the workspace's
 //! owner); a seccomp rule keeps it from making set-user-ID or set-group-ID

@@ -9,7 +9,7 @@
 //! `run.completed` still gets a valid report whose agent testcase is an error.
 //! It does not decide pass or fail itself: statuses come from the events;
 //! what the agent got done (for the agent testcase) is read from them by
-//! [`agent`].
+//! `agent`.
 //!
 //! Every `<failure>` and `<error>` has a non-empty `message` and text, and
 //! the `file` attribute is relative to the checkout when the job file is in

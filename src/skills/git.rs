@@ -203,11 +203,11 @@ fn resolve(repo: &Repository, source: &GitSkillRef, home: &Path) -> Result<Oid, 
 
 /// Held while fetching into the cached clone, released when dropped. Two
 /// runs fetching into one clone at once fail on libgit2's ref lock files,
-/// so fetches take turns (an advisory `flock` on `<home>/fetch.lock`).
+/// so fetches take turns (an advisory exclusive lock on `<home>/fetch.lock`,
+/// std's [`File::lock`](std::fs::File::lock), which is `flock` on Unix).
 struct FetchLock(#[expect(dead_code, reason = "held for its file descriptor")] std::fs::File);
 
 fn lock_fetches(home: &Path) -> Result<FetchLock, GitSkillError> {
-    use std::os::fd::AsRawFd;
     let path = home.join("fetch.lock");
     let failed = |e: std::io::Error| GitSkillError::Lock {
         path: path.clone(),
@@ -220,13 +220,11 @@ fn lock_fetches(home: &Path) -> Result<FetchLock, GitSkillError> {
         .open(&path)
         .map_err(failed)?;
     loop {
-        // SAFETY: flock only takes a lock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(FetchLock(file));
-        }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(failed(error));
+        match file.lock() {
+            Ok(()) => return Ok(FetchLock(file)),
+            // A signal handled while waiting: wait again, as before.
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(failed(error)),
         }
     }
 }
@@ -388,5 +386,21 @@ mod tests {
     fn cache_keys_differ_by_url() {
         assert_ne!(short_hash("/a.git"), short_hash("/b.git"));
         assert_eq!(short_hash("/a.git").len(), 16);
+    }
+
+    /// While one fetch holds the lock, another descriptor of `fetch.lock`
+    /// cannot take it (flock locks belong to the open file, so this holds
+    /// within one process as between runs); once dropped, it can.
+    #[test]
+    fn a_fetch_lock_excludes_others_until_dropped() {
+        let home = tempfile::tempdir().unwrap();
+        let held = lock_fetches(home.path()).unwrap();
+        let other = std::fs::File::open(home.path().join("fetch.lock")).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        drop(held);
+        other.try_lock().unwrap();
     }
 }

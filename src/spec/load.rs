@@ -2,10 +2,10 @@
 //! command-line overrides, and validate everything into a [`JobSpec`].
 //!
 //! An unknown key or a wrong-typed value is reported and its entry set
-//! aside ([`super::recover`]), and the semantic checks run on the rest, so
+//! aside (`super::recover`), and the semantic checks run on the rest, so
 //! one run of `agentci validate` shows every problem; only broken YAML
 //! syntax stops the parse, with what it usually means
-//! ([`super::yaml_syntax`]). This module does not look for the skill; see
+//! (`super::yaml_syntax`). This module does not look for the skill; see
 //! [`crate::skills::discover`].
 
 use std::collections::BTreeMap;

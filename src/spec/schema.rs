@@ -1,9 +1,9 @@
 //! The JSON Schema of the job file, generated from the raw structs the
-//! loader parses ([`super::raw`]), so the schema editors use for completion
+//! loader parses (`super::raw`), so the schema editors use for completion
 //! and the loader cannot disagree about which keys exist and where.
 //!
 //! The raw structs read numbers, flags and durations as a loose
-//! [`Scalar`] so that a wrong value is reported with the other problems;
+//! `Scalar` so that a wrong value is reported with the other problems;
 //! the schema says what the checks accept instead (the `with = …` types
 //! below), so an editor flags `max_turns: ten` as you type. The hand-written
 //! impls are for the raw types serde reads with a visitor (a value that may

@@ -4,7 +4,7 @@
 //!
 //! Where the spans go is the job's `telemetry.otlp` or the standard
 //! `OTEL_EXPORTER_OTLP_*` variables ([`OtlpTarget::resolve`]); turning
-//! events into spans is [`spans`]'s, sending them [`client`]'s. Export never
+//! events into spans is `spans`'s, sending them `client`'s. Export never
 //! changes a run: spans are batched in a bounded queue, the last ones get a
 //! short flush, and a collector that cannot be reached is one `warning`.
 

@@ -1,13 +1,13 @@
 //! The `find` tool: files and directories whose path matches a glob, and
 //! the two things `grep` and `ls` share with it: how the workspace is walked
-//! ([`walker`]) and how a glob is matched against a path ([`PathGlob`]).
+//! (`walker`) and how a glob is matched against a path (`PathGlob`).
 //!
 //! Walks honour `.gitignore` (also outside a git repository), `.ignore` and
 //! git's exclude file, show hidden files but never descend into `.git`, and
 //! never follow symlinks, so a link cannot lead a walk out of the workspace.
 //! The walk reads folders by path, so a folder swapped for a symlink while
 //! it runs could still make it read a folder outside: a listing
-//! ([`Walk::Listing`]) therefore keeps only entries that exist at the same
+//! (`Walk::Listing`) therefore keeps only entries that exist at the same
 //! path beneath the workspace's descriptor, and `grep` opens every file it
 //! searches by descriptor beneath it. agentci's own outputs are left out.
 //! Results are in a stable order (sorted by name) so the same call gives

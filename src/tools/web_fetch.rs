@@ -9,7 +9,7 @@
 //! is cut to `max_chars`. The overall time limit is the batch's tool timeout.
 //!
 //! The fetch runs in agentci's process, outside the sandbox, so every hop
-//! also passes [`address`]: a loopback, private, link-local or metadata
+//! also passes `address`: a loopback, private, link-local or metadata
 //! address is reached only when an allow rule names its host, and the
 //! request connects to exactly the address that was checked. When the job
 //! lists the hosts the run may reach (`sandbox.network: [hosts]`), the

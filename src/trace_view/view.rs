@@ -43,7 +43,7 @@ pub struct RunView {
     /// From `run.completed`, or added up from the turns when the trace was cut.
     pub totals: Totals,
     /// Wall time spent in each phase, in milliseconds, from the events'
-    /// times; the MCP servers' start-up ([`MCP_STARTUP_PHASE`]), before
+    /// times; the MCP servers' start-up (`MCP_STARTUP_PHASE`), before
     /// `run.started`, from its event.
     pub phases_ms: BTreeMap<String, u64>,
     pub summary: Option<String>,

@@ -3,7 +3,7 @@
 //! and, under GitHub Actions, the free text of the event that started the
 //! run (pull request title and body, issue, comment and review bodies).
 //!
-//! Such text reaches the model cleaned ([`clean`]: what a reviewer would
+//! Such text reaches the model cleaned ([`clean()`]: what a reviewer would
 //! not see is removed) and fenced ([`fence`]: a delimiter the content
 //! cannot close), with a note in the system prompt that it is data. This
 //! module also says whether the event came from a pull request, which

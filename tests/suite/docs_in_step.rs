@@ -218,3 +218,48 @@ fn every_key_of_a_job_file_and_a_suite_is_documented() {
         );
     }
 }
+
+/// `docs/ARCHITECTURE.md` stays true to `src/`: its module map has one row
+/// for each top-level module (a module added, removed or renamed without a
+/// word there fails here naming it), and the layering rule it quotes is
+/// the one `tests/suite/module_graph.rs` states.
+#[test]
+fn the_architecture_page_names_every_module_and_quotes_the_layering_rule() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let mut modules = BTreeSet::new();
+    for entry in std::fs::read_dir(root.join("src")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        // A folder with a `mod.rs` is written `name/`; `name.rs` (with or
+        // without a folder of submodules beside it) is written `name`.
+        if path.join("mod.rs").is_file() {
+            modules.insert(format!("{name}/"));
+        } else if path.extension().is_some_and(|e| e == "rs") && name != "lib" && name != "main" {
+            modules.insert(name);
+        }
+    }
+    assert!(modules.len() > 20, "{modules:?}");
+    let row = regex::Regex::new(r"(?m)^\| `([a-z_]+/?)` \|").unwrap();
+    let mapped: BTreeSet<String> = row.captures_iter(&page).map(|c| c[1].to_string()).collect();
+    assert_eq!(
+        mapped, modules,
+        "docs/ARCHITECTURE.md's module map (left) and the modules of src/ (right) differ"
+    );
+
+    let rule: String = std::fs::read_to_string(root.join("tests/suite/module_graph.rs"))
+        .unwrap()
+        .lines()
+        .map_while(|l| l.strip_prefix("//! "))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let quoted: String = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("> "))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(
+        quoted, rule,
+        "docs/ARCHITECTURE.md quotes the layering rule"
+    );
+}

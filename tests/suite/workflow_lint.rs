@@ -134,3 +134,82 @@ fn actionlint_reports_a_broken_workflow() {
         "names the misspelled property: {text}"
     );
 }
+
+/// The steps of every job of `.github/workflows/ci.yml`, as `(job, step)`.
+fn ci_steps() -> Vec<(String, serde_json::Value)> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(".github/workflows/ci.yml"))
+        .expect("the CI workflow");
+    let ci: serde_json::Value = serde_saphyr::from_str(&text).expect("ci.yml is YAML");
+    let jobs = ci["jobs"].as_object().expect("ci.yml has jobs");
+    jobs.iter()
+        .flat_map(|(name, job)| {
+            let steps = job["steps"].as_array().cloned().unwrap_or_default();
+            steps.into_iter().map(move |step| (name.clone(), step))
+        })
+        .collect()
+}
+
+/// CI builds the API docs with warnings denied, so a rustdoc warning or a
+/// broken intra-doc link fails the pull request that brings it.
+#[test]
+fn ci_builds_the_api_docs_with_warnings_denied() {
+    let command = r#"RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked"#;
+    let steps = ci_steps();
+    assert!(
+        steps.iter().any(|(_, step)| step["run"] == command),
+        "no step of ci.yml runs `{command}`"
+    );
+}
+
+/// CI builds every target on the minimum Rust version, and the version it
+/// installs is the one Cargo.toml declares: the step that reads it is run
+/// here as GitHub runs it (bash, `$GITHUB_OUTPUT`), against our Cargo.toml.
+#[test]
+fn ci_builds_on_the_rust_version_cargo_toml_declares() {
+    let manifest = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).unwrap();
+    let declared = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .expect("Cargo.toml declares a rust-version")
+        .trim_matches('"');
+    let steps: Vec<serde_json::Value> = ci_steps()
+        .into_iter()
+        .filter(|(job, _)| job == "msrv")
+        .map(|(_, step)| step)
+        .collect();
+    let read = steps
+        .iter()
+        .find(|s| s["id"] == "msrv")
+        .expect("the msrv job has a step with id msrv");
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("github_output");
+    let out = Command::new("bash")
+        .args(["-e", "-c", read["run"].as_str().unwrap()])
+        .current_dir(ROOT)
+        .env("GITHUB_OUTPUT", &output)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        format!("version={declared}\n")
+    );
+    let toolchain = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("dtolnay/rust-toolchain@"))
+        })
+        .expect("the msrv job installs its toolchain with dtolnay/rust-toolchain");
+    assert_eq!(
+        toolchain["with"]["toolchain"],
+        "${{ steps.msrv.outputs.version }}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["run"] == "cargo build --locked --all-targets"),
+        "{steps:?}"
+    );
+}

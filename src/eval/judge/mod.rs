@@ -9,7 +9,7 @@
 //! disagreement is shown). A judge that errors (an HTTP error after the
 //! usual retries, no tool call, arguments that do not match) makes the
 //! assertion an `error`, never a pass. Where the model comes from (live,
-//! recorded into the attempt's cassette, replayed) is [`bench`]'s.
+//! recorded into the attempt's cassette, replayed) is [`mod@bench`]'s.
 
 pub mod answer;
 pub mod bench;

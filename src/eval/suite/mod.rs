@@ -1,6 +1,6 @@
 //! Suite files: a base job and a list of cases, each a fixture, overrides,
 //! cassettes and assertions. Parsed from YAML into private raw structs
-//! ([`raw`]), then validated ([`check`]) into a [`SuiteSpec`] that the rest
+//! (`raw`), then validated (`check`) into a [`SuiteSpec`] that the rest
 //! of the evaluation trusts.
 //!
 //! Errors are [`Diagnostic`]s naming the file, line and column, like job

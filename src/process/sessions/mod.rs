@@ -13,7 +13,7 @@
 //!
 //! This module is the registry (ids, limits, views, writing to stdin,
 //! ending sessions); starting one session and paging its log are
-//! [`session`]'s. What a session may run is [`crate::policy`]'s decision,
+//! `session`'s. What a session may run is [`crate::policy`]'s decision,
 //! made before it starts; what the model reads of it is the `process` tool's.
 
 mod session;
@@ -150,7 +150,7 @@ pub enum SessionError {
     Io(String),
 }
 
-/// The run's background sessions; one registry per [`ProcessRunner`].
+/// The run's background sessions; one registry per [`ProcessRunner`](crate::process::ProcessRunner).
 #[derive(Debug, Default)]
 pub struct Sessions {
     state: Mutex<State>,

@@ -5,7 +5,7 @@
 //! configuration.
 //!
 //! The rules are the API's
-//! (https://docs.claude.com/en/docs/build-with-claude/extended-thinking):
+//! (<https://docs.claude.com/en/docs/build-with-claude/extended-thinking>):
 //! `max_tokens` must exceed `budget_tokens` unless thinking is interleaved;
 //! with thinking on, the assistant turn being continued (the first assistant
 //! message after the last user message that is not only tool results) must

@@ -1,6 +1,6 @@
 //! Bedrock's streamed answer: the AWS event stream binary format
 //! (`application/vnd.amazon.eventstream`,
-//! https://docs.aws.amazon.com/transcribe/latest/dg/event-stream.html).
+//! <https://docs.aws.amazon.com/transcribe/latest/dg/event-stream.html>).
 //! Each message is a prelude (total length, headers length, CRC32 of the
 //! two), headers, a payload and a CRC32 of everything before it; both CRCs
 //! are checked, so a corrupted frame is a broken stream, not a wrong answer.
@@ -212,7 +212,7 @@ fn drain_ready<S: Stream + ?Sized>(mut body: std::pin::Pin<&mut S>) {
 }
 
 /// The HTTP status Bedrock gives each exception when it is not streamed
-/// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html).
+/// (<https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html>).
 pub fn exception_status(kind: &str) -> u16 {
     match kind
         .trim_end_matches("Exception")

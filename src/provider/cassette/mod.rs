@@ -8,9 +8,9 @@
 //! they changed. That keeps a long session's cassette (and a replay's memory)
 //! linear in its length instead of quadratic. This module owns
 //! the line types and reading a cassette back; the workspace-path
-//! normalization applied on both sides is [`paths`]'s, and what replay
+//! normalization applied on both sides is `paths`'s, and what replay
 //! compares of a request and the "first difference" report a diverged replay
-//! shows are [`compare`]'s. It does not decide when to record or how to
+//! shows are `compare`'s. It does not decide when to record or how to
 //! serve (see [`super::record`] and [`super::replay`]).
 
 mod compare;

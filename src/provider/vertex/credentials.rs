@@ -6,7 +6,7 @@
 //! `type: external_account`): the subject token (a file, or a URL such as
 //! GitHub's OIDC endpoint) is exchanged at Google's STS (RFC 8693), and the
 //! federated token for a service account's token when the file names one to
-//! impersonate (https://google.aip.dev/auth/4117). Tokens are cached until
+//! impersonate (<https://google.aip.dev/auth/4117>). Tokens are cached until
 //! shortly before they expire; none reaches an error or `Debug` output.
 
 use std::collections::BTreeMap;

@@ -17,7 +17,7 @@ use super::paint::{Palette, Tone};
 use crate::event::{Decision, Event, EventKind, RunCompleted};
 use crate::sink::bus::{EventSink, SinkError};
 
-/// The live view on stderr for a terminal: the run's state ([`LiveView`])
+/// The live view on stderr for a terminal: the run's state (`LiveView`)
 /// above a status line with a spinner, the elapsed time and the spend.
 pub struct ProgressBars {
     bar: ProgressBar,

@@ -23,7 +23,7 @@ pub(crate) enum Tone {
     Bold,
 }
 
-/// Paints text in a [`Tone`], or leaves it as it is when colour is off.
+/// Paints text in a `Tone`, or leaves it as it is when colour is off.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Palette {
     on: bool,

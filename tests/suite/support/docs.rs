@@ -5,9 +5,13 @@ use std::path::{Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The README and every `docs/*.md`, in a fixed order, with their paths.
+/// The README, CONTRIBUTING.md and every `docs/*.md`, in a fixed order,
+/// with their paths.
 pub fn pages() -> Vec<(PathBuf, String)> {
-    let mut paths = vec![Path::new(ROOT).join("README.md")];
+    let mut paths = vec![
+        Path::new(ROOT).join("README.md"),
+        Path::new(ROOT).join("CONTRIBUTING.md"),
+    ];
     let mut reference: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join("docs"))
         .expect("docs/")
         .map(|e| e.expect("entry").path())
