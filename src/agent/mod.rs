@@ -27,11 +27,11 @@ pub mod subagent;
 pub mod tokens;
 pub mod toolset;
 
+use crate::event::bus::EventBus;
 use crate::event::{EventKind, Phase, PlanStep, Totals};
 use crate::policy::{PermissionPolicy, SkillPrograms};
 use crate::provider::pricing::Price;
 use crate::provider::{Message, ModelProvider, ToolChoice};
-use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{FileAccess, ToolContext, ToolLimits, Workspace};

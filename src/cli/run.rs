@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::agent::{CancelTrigger, cancel_pair};
 use crate::event::RunStatus;
+use crate::event::bus::EventSink;
 use crate::runner::{self, RunOptions};
-use crate::sink::bus::EventSink;
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };

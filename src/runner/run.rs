@@ -22,12 +22,12 @@ use crate::agent::sent;
 use crate::agent::{
     Agent, AgentInput, AgentOutcome, CancelSignal, ResumeFrom, StateSaver, Stop, ToolSet,
 };
+use crate::event::bus::EventBus;
 use crate::event::{
     CheckCompleted, EventKind, OutputPaths, RunCompleted, RunResumed, RunStatus, Totals,
 };
 use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
-use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, Workspace};

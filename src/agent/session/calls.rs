@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use crate::event::EventKind;
+use crate::event::bus::EventBus;
 use crate::provider::{Message, ToolCall};
-use crate::sink::bus::EventBus;
 use crate::tools::{ToolErrorCode, ToolResult};
 
 use super::super::batch::{self, BatchEnv};
