@@ -270,6 +270,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal: None,
         }));
         bus.emit(EventKind::Warning {
             source: "late".into(),
@@ -308,6 +309,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal: None,
         }));
         bus.emit(EventKind::GitCommit {
             branch: "b".into(),

@@ -25,6 +25,7 @@ use crate::provider::{ModelInfo, Usage};
 
 pub mod bus;
 mod checks;
+mod exit;
 mod mcp;
 mod model;
 mod plan;
@@ -33,6 +34,7 @@ pub mod schema;
 mod tools;
 
 pub use checks::{CheckCompleted, CheckOutcome};
+pub use exit::{EXIT_BAD_INPUT, Exit};
 pub use mcp::{McpServerStartup, McpStartOutcome, McpStartup};
 pub use model::{
     ContextCompacted, ContextTrimmed, ModelRequest, ModelResponse, ModelRetry, SentDelta,

@@ -376,6 +376,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal: None,
         });
         let bytes = trace(vec![warning(1), warning(2), done]);
         let cut = cut_trace(&bytes, 2, "r1").unwrap();

@@ -155,6 +155,7 @@ fn run_completed(status: RunStatus, reason: &str, checks: (u32, u32)) -> EventKi
         checks_passed: checks.0,
         checks_failed: checks.1,
         result: None,
+        signal: None,
     })
 }
 
