@@ -155,8 +155,10 @@ impl<'a> Agent<'a> {
             ctx: ToolContext {
                 workspace,
                 limits,
+                // The run's secrets, as its processes mask them: also masked in
+                // what is sent to the model (tool results, answers to submissions).
+                secrets: processes.secrets().clone(),
                 processes,
-                secrets: bus.redactor(),
                 access: file_access(&policy, job),
                 fetch_policy: Some(std::sync::Arc::new(policy.clone())),
             },

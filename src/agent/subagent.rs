@@ -370,7 +370,7 @@ impl<'a> Subagents<'a> {
         for (call, result) in calls.iter().zip(results) {
             messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
-                content: bus.redact(&result.model_text()),
+                content: self.ctx.secrets.redact(&result.model_text()).into_owned(),
             });
         }
     }

@@ -100,7 +100,7 @@ impl Session<'_> {
                 });
             }
             // The model provider is a third party: it never sees a secret a tool printed.
-            texts[*index] = Some(self.bus.redact(&result.model_text()));
+            texts[*index] = Some(self.ctx.secrets.redact(&result.model_text()).into_owned());
         }
         let phase = Phase {
             control: turn.control,
