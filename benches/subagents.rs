@@ -19,12 +19,12 @@ use agentci::agent::budget::BudgetTracker;
 use agentci::agent::loop_guard::LoopGuard;
 use agentci::agent::subagent::{SubagentConfig, Subagents};
 use agentci::agent::toolset::ToolSet;
+use agentci::event::bus::EventBus;
 use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
 };
 use agentci::provider::{ModelInfo, Usage};
-use agentci::sink::bus::EventBus;
 use agentci::spec::{BudgetSpec, ToolLoopSpec};
 use agentci::tools::BoxFuture;
 use agentci::tools::{ToolContext, ToolLimits, Workspace};

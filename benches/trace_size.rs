@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentci::event::bus::EventSink;
 use agentci::event::{Event, EventKind};
-use agentci::sink::bus::EventSink;
 use agentci::sink::{TraceWriter, read_trace};
 use fake_model::{FakeModel, Reply};
 use serde_json::json;

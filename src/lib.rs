@@ -20,14 +20,16 @@
 //!    eval workflow) uses only `inert`.
 //! 2. [`provider`]: model clients and the provider-neutral types (messages,
 //!    [`provider::Usage`], [`provider::ModelInfo`]).
-//! 3. [`event`]: the contract, data only; it carries the provider's types.
+//! 3. [`event`]: the contract (data; it carries the provider's types) and
+//!    the bus that stamps, masks and delivers it ([`event::bus`], which uses
+//!    `redact`), so the agent emits without knowing any sink.
 //! 4. [`sandbox`], then [`process`] (starting commands), then [`tools`]
 //!    (the builtin tools and their catalog), then [`untrusted`].
 //! 5. [`policy`]: decides calls by its own [`policy::PermissionRules`].
 //! 6. [`spec`]: the validated job; it converts into the configuration types
 //!    the modules below own (permission rules, sandbox, replay mode).
 //! 7. [`mcp`], [`skills`]: servers and skills a job names.
-//! 8. [`sink`] (the event bus and what observes it), [`trace_view`].
+//! 8. [`sink`] (what observes the events), [`trace_view`].
 //! 9. [`agent`] (the loop, emitting through the bus), [`runner`] (wiring a
 //!    run), [`eval`] (many runs), and [`cli`] on top.
 

@@ -1,7 +1,7 @@
 //! Masking secrets: every known secret value is replaced by `***` before it
 //! can leave the process.
 //!
-//! Masking happens once, in the event stream: the [`EventBus`](crate::sink::bus::EventBus)
+//! Masking happens once, in the event stream: the [`EventBus`](crate::event::bus::EventBus)
 //! passes every event through a [`Redactor`] before any sink sees it, so the
 //! trace, the JUnit file, the logs and the GitHub summary can never disagree
 //! about what is hidden, and a new sink is covered without doing anything.

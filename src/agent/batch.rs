@@ -16,12 +16,12 @@ use futures_util::future::join_all;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::event::bus::EventBus;
 use crate::event::{
     Decision, EventKind, RuleSource, ToolBatchCompleted, ToolBatchStarted, ToolResultEvent,
 };
 use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
-use crate::sink::bus::EventBus;
 use crate::spec::ToolLoopSpec;
 use crate::tools::{RuleArgument, ToolContext, ToolErrorCode, ToolResult, ToolSpec, schema};
 

@@ -11,9 +11,9 @@
 
 use std::time::Instant;
 
+use crate::event::bus::EventBus;
 use crate::event::{ContextCompacted, EventKind, ModelRequest, ModelResponse, Phase};
 use crate::provider::{ChatRequest, Message, ModelProvider, ToolDefinition, Usage};
-use crate::sink::bus::EventBus;
 use crate::spec::{CompactWith, ContextSpec};
 
 use super::compaction::{self, Method, SUMMARY_TOKENS};

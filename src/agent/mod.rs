@@ -27,11 +27,11 @@ pub mod subagent;
 pub mod tokens;
 pub mod toolset;
 
+use crate::event::bus::EventBus;
 use crate::event::{EventKind, Phase, PlanStep, Totals};
 use crate::policy::{PermissionPolicy, SkillPrograms};
 use crate::provider::pricing::Price;
 use crate::provider::{Message, ModelProvider, ToolChoice};
-use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{FileAccess, ToolContext, ToolLimits, Workspace};
@@ -155,8 +155,10 @@ impl<'a> Agent<'a> {
             ctx: ToolContext {
                 workspace,
                 limits,
+                // The run's secrets, as its processes mask them: also masked in
+                // what is sent to the model (tool results, answers to submissions).
+                secrets: processes.secrets().clone(),
                 processes,
-                secrets: bus.redactor(),
                 access: file_access(&policy, job),
                 fetch_policy: Some(std::sync::Arc::new(policy.clone())),
             },

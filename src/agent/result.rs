@@ -259,7 +259,7 @@ fn answer_calls(
             }
         };
         // The model provider is a third party: the errors quote what was submitted.
-        let answer = session.bus().redact(&answer);
+        let answer = session.tool_context().secrets.redact(&answer).into_owned();
         session.answer_call(&call.id, answer);
     }
     accepted.ok_or(problem)

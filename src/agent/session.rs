@@ -11,10 +11,10 @@ pub(super) use model_call::{CallObserver, response_event};
 
 use serde_json::Value;
 
+use crate::event::bus::EventBus;
 use crate::event::{EventKind, PlanStep, StepStatus};
 use crate::policy::PermissionPolicy;
 use crate::provider::{Message, ModelProvider, ProviderError, ToolDefinition};
-use crate::sink::bus::EventBus;
 use crate::spec::ToolLoopSpec;
 use crate::tools::ToolContext;
 

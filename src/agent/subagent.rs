@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use crate::event::bus::EventBus;
 use crate::event::{
     AgentTag, ContextTrimmed, EventKind, ModelRequest, Phase, SubagentCompleted, SubagentStarted,
 };
@@ -35,7 +36,6 @@ use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolChoice,
     ToolDefinition,
 };
-use crate::sink::bus::EventBus;
 use crate::spec::{ContextSpec, ToolLoopSpec};
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
 use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult};
@@ -370,7 +370,7 @@ impl<'a> Subagents<'a> {
         for (call, result) in calls.iter().zip(results) {
             messages.push(Message::Tool {
                 tool_call_id: call.id.clone(),
-                content: bus.redact(&result.model_text()),
+                content: self.ctx.secrets.redact(&result.model_text()).into_owned(),
             });
         }
     }

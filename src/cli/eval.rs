@@ -67,10 +67,19 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
     let (results, received) = runtime
         .block_on(async {
             let received = signals::install(trigger)?;
-            let results = run_eval(Arc::new(suites), &options, observer).await;
+            let eval = run_eval(Arc::new(suites), &options, observer);
+            let results = received.unless_signalled_again(eval).await;
             Ok::<_, std::io::Error>((results, received))
         })
         .map_err(CliError::Signals)?;
+    let results = match results {
+        Ok(results) => results,
+        Err(exit) => {
+            // A second signal: the evaluation was dropped; nothing more is waited for.
+            runtime.shutdown_background();
+            return Ok(exit);
+        }
+    };
     if cancel.reason().is_some() {
         // Interrupted attempts removed their workspaces already; give the
         // background removals of finished ones a moment, not forever.

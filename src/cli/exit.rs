@@ -1,68 +1,13 @@
-//! How a command ended, and the one place where that becomes the documented
-//! exit code (docs/commands.md, "Exit codes"): every command returns
-//! `Result<Exit, CliError>` and [`exit_code`] prints the error, if any, and
-//! picks the number. Commands decide what happened; they never pick numbers.
-//!
-//! A run's status has its own number in the trace contract
-//! ([`RunStatus::exit_code`], which the GitHub outputs and `trace show`
-//! report); [`Exit::from`] maps statuses so the two agree, and a test holds
-//! them together.
+//! How a command ended, and where that becomes the process's exit code:
+//! every command returns `Result<Exit, CliError>` and [`exit_code`] prints
+//! the error, if any, and picks the number. Commands decide what happened;
+//! they never pick numbers. The table itself is [`Exit::code`], with the
+//! events (`crate::event::Exit`), so that a run's `run.completed`, the
+//! GitHub outputs and `trace show` give the number the process exits with.
 
 use std::io::Write;
 
-use crate::event::RunStatus;
-
-/// How a command that got to do its work ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// `0`: checks passed, every file was valid, the tool answered, the gates held.
-    Success,
-    /// `1`: the work ran and failed: a check, a suite below its gate or with
-    /// a regression, a tool that answered with an error.
-    Failed,
-    /// `2`: the run ended with status `error` (input the user must fix,
-    /// found once the run was under way, or results that could not be written).
-    Error,
-    /// `3`: a budget ran out (turns, tool calls, tokens, cost, timeout).
-    BudgetExceeded,
-    /// `4`: the model provider or an MCP server could not be used.
-    Unavailable,
-    /// `128 + signal`: stopped by SIGINT (130) or SIGTERM (143); `None`
-    /// when the signal is not known, counted as SIGINT.
-    Interrupted(Option<i32>),
-}
-
-impl Exit {
-    /// The documented exit code.
-    pub fn code(self) -> u8 {
-        match self {
-            Exit::Success => 0,
-            Exit::Failed => 1,
-            Exit::Error => EXIT_BAD_INPUT,
-            Exit::BudgetExceeded => 3,
-            Exit::Unavailable => 4,
-            Exit::Interrupted(signal) => signal
-                .and_then(|s| u8::try_from(128 + s).ok())
-                .unwrap_or(130),
-        }
-    }
-}
-
-impl From<RunStatus> for Exit {
-    fn from(status: RunStatus) -> Self {
-        match status {
-            RunStatus::Passed => Exit::Success,
-            RunStatus::Failed => Exit::Failed,
-            RunStatus::Error => Exit::Error,
-            RunStatus::BudgetExceeded => Exit::BudgetExceeded,
-            RunStatus::ProviderUnavailable => Exit::Unavailable,
-            RunStatus::Interrupted => Exit::Interrupted(None),
-        }
-    }
-}
-
-/// Exit code for bad input: a job, skill or flag the user must fix.
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub use crate::event::{EXIT_BAD_INPUT, Exit};
 
 /// Why a command could not do its work: input the user must fix, or what
 /// it needs from the machine. Every one exits 2.
@@ -138,29 +83,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_run_exits_with_the_code_its_trace_reports() {
-        use RunStatus::*;
-        for status in [
-            Passed,
-            Failed,
-            Error,
-            BudgetExceeded,
-            ProviderUnavailable,
-            Interrupted,
-        ] {
-            assert_eq!(Exit::from(status).code(), status.exit_code(), "{status:?}");
-        }
-    }
-
-    #[test]
-    fn the_documented_codes() {
-        assert_eq!(Exit::Success.code(), 0);
-        assert_eq!(Exit::Failed.code(), 1);
+    fn an_error_exits_as_bad_input() {
         assert_eq!(exit_code(Err(CliError::Reported)), 2);
-        assert_eq!(Exit::BudgetExceeded.code(), 3);
-        assert_eq!(Exit::Unavailable.code(), 4);
-        assert_eq!(Exit::Interrupted(Some(libc::SIGINT)).code(), 130);
-        assert_eq!(Exit::Interrupted(Some(libc::SIGTERM)).code(), 143);
-        assert_eq!(Exit::Interrupted(None).code(), 130);
+        assert_eq!(exit_code(Ok(Exit::Interrupted(Some(libc::SIGTERM)))), 143);
     }
 }

@@ -10,7 +10,7 @@ use std::io::Write;
 use serde_json::json;
 
 use crate::event::Event;
-use crate::sink::bus::{EventSink, SinkError};
+use crate::event::bus::{EventSink, SinkError};
 use crate::spec::Diagnostic;
 
 /// Writes every event to stdout as a JSON line.

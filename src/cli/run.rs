@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::agent::{CancelTrigger, cancel_pair};
 use crate::event::RunStatus;
+use crate::event::bus::EventSink;
 use crate::runner::{self, RunOptions};
-use crate::sink::bus::EventSink;
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };
@@ -102,38 +102,41 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         caller_outputs: caller_outputs(&args, &cwd),
         trace_parent: None,
     };
-    let (report, received) = match execute(&prepared, run_options, trigger)? {
-        (Ok(report), received) => (report, received),
-        (Err(e), _) => {
+    let report = match execute(&prepared, run_options, trigger)? {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => {
             return did_not_start(&[Diagnostic::unplaced(e.to_string())], &args, &cwd);
         }
+        // A second signal: the run was dropped without finishing.
+        Err(exit) => return Ok(exit),
     };
-    Ok(finish(&args, &cwd, &report, &received, trace_to_stdout))
+    Ok(finish(&args, &cwd, &report, trace_to_stdout))
 }
 
 /// Runs the prepared job on its own runtime, SIGINT and SIGTERM cancelling
-/// it; which signal came, if one did, decides an interrupted run's exit code.
+/// it (the run records which signal came, and its exit code follows). A
+/// second signal drops the run unfinished: `Err` with the exit it ends by.
 fn execute(
     prepared: &runner::Prepared,
     options: RunOptions,
     trigger: CancelTrigger,
-) -> Result<
-    (
-        Result<runner::RunReport, runner::StartError>,
-        signals::Received,
-    ),
-    CliError,
-> {
+) -> Result<Result<Result<runner::RunReport, runner::StartError>, Exit>, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?;
     let outcome = runtime.block_on(async {
         let received = signals::install(trigger)?;
-        Ok::<_, std::io::Error>((runner::run_prepared(prepared, options).await, received))
+        let run = runner::run_prepared(prepared, options);
+        Ok::<_, std::io::Error>(received.unless_signalled_again(run).await)
     });
-    // Tasks left behind by a cancelled run must not hold up the exit.
-    runtime.shutdown_timeout(Duration::from_millis(500));
+    if matches!(outcome, Ok(Err(_))) {
+        // Asked twice: nothing more is waited for.
+        runtime.shutdown_background();
+    } else {
+        // Tasks left behind by a cancelled run must not hold up the exit.
+        runtime.shutdown_timeout(Duration::from_millis(500));
+    }
     outcome.map_err(CliError::Signals)
 }
 
@@ -212,13 +215,7 @@ fn load_options(args: &RunArgs, cwd: &Path, job_flags: JobFlags) -> LoadOptions 
 /// After the run: the errors of sinks that could not write, the agent's
 /// summary (on stdout unless stdout holds the event stream), the
 /// `--output-last-message` file, the status line, and the exit code.
-fn finish(
-    args: &RunArgs,
-    cwd: &Path,
-    report: &runner::RunReport,
-    received: &signals::Received,
-    trace_to_stdout: bool,
-) -> Exit {
+fn finish(args: &RunArgs, cwd: &Path, report: &runner::RunReport, trace_to_stdout: bool) -> Exit {
     let mut stderr = std::io::stderr();
     for e in &report.sink_errors {
         let _ = writeln!(stderr, "error: failed to write {e}");
@@ -254,10 +251,7 @@ fn finish(
         // A passing run whose results could not be written is not a pass CI can trust.
         return Exit::Error;
     }
-    if completed.status == RunStatus::Interrupted {
-        return received.exit();
-    }
-    Exit::from(completed.status)
+    completed.exit()
 }
 
 /// The job-shaping flags, with `--goal -` read from stdin.

@@ -259,6 +259,7 @@ mod tests {
             },
             checks_passed: 1,
             checks_failed: 0,
+            signal: None,
             result: None,
         };
         let events = vec![call("edit")];

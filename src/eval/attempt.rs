@@ -23,6 +23,7 @@ use super::results::{AttemptResult, Outcome};
 use super::snapshot::Snapshot;
 use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
@@ -30,7 +31,6 @@ use crate::redact::Redactor;
 use crate::runner::secrets::{run_redactor, secret_values};
 use crate::runner::{self, Prepared, RunOptions, RunReport};
 use crate::sink::FileBase;
-use crate::sink::bus::{EventSink, SinkError};
 use crate::spec::{JobFlags, LoadOptions, ProviderKind};
 
 /// Settings shared by every attempt of an evaluation.
@@ -134,7 +134,7 @@ pub async fn run_attempt(
     plan: &AttemptPlan,
     settings: &AttemptSettings,
 ) -> AttemptResult {
-    let started_at = crate::sink::bus::now_rfc3339();
+    let started_at = crate::event::bus::now_rfc3339();
     let clock = Instant::now();
     let mut result = AttemptResult::errored(plan, String::new(), started_at);
     if let Err(reason) = run_into(&mut result, suite, case, plan, settings).await {

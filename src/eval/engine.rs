@@ -408,6 +408,6 @@ fn crashed(plan: &AttemptPlan, why: &str) -> AttemptResult {
     AttemptResult::errored(
         plan,
         format!("the attempt crashed: {why}"),
-        crate::sink::bus::now_rfc3339(),
+        crate::event::bus::now_rfc3339(),
     )
 }

@@ -1,8 +1,9 @@
 //! The events of a run: the single contract between the agent and everything
 //! that observes it.
 //!
-//! Data only: the agent emits [`EventKind`]s through the
-//! [`EventBus`](crate::sink::bus::EventBus), which stamps each with a gapless
+//! The agent emits [`EventKind`]s through the [`EventBus`](bus::EventBus)
+//! (in [`bus`], next to the events, so the agent names no sink), which
+//! stamps each with a gapless
 //! `seq`, an RFC 3339 `ts` and the `run_id`, and hands the finished [`Event`]
 //! to every sink in order. What a model call cost and which model answered
 //! are the provider's words ([`Usage`], [`ModelInfo`]), carried as they are.
@@ -22,7 +23,9 @@ use crate::provider::replay_drift::ReplayDrift;
 #[cfg(doc)]
 use crate::provider::{ModelInfo, Usage};
 
+pub mod bus;
 mod checks;
+mod exit;
 mod mcp;
 mod model;
 mod plan;
@@ -31,6 +34,7 @@ pub mod schema;
 mod tools;
 
 pub use checks::{CheckCompleted, CheckOutcome};
+pub use exit::{EXIT_BAD_INPUT, Exit};
 pub use mcp::{McpServerStartup, McpStartOutcome, McpStartup};
 pub use model::{
     ContextCompacted, ContextTrimmed, ModelRequest, ModelResponse, ModelRetry, SentDelta,

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Exit;
 use crate::provider::ModelInfo;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -190,18 +191,6 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    /// The documented exit code of a run that ended this way.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            RunStatus::Passed => 0,
-            RunStatus::Failed => 1,
-            RunStatus::Error => 2,
-            RunStatus::BudgetExceeded => 3,
-            RunStatus::ProviderUnavailable => 4,
-            RunStatus::Interrupted => 130,
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Passed => "passed",
@@ -249,16 +238,23 @@ pub struct RunCompleted {
     /// `result_schema`; absent without a schema or a valid result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<serde_json::Value>,
+    /// The signal that stopped an `interrupted` run (2 for SIGINT, 15 for
+    /// SIGTERM); absent when no signal did (and in traces from before it
+    /// was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
 }
 
 impl RunCompleted {
-    /// The exit code of a run that ended this way: the status's, except that
-    /// a run interrupted by SIGTERM exits 143 rather than SIGINT's 130.
+    /// How a run that ended this way exits: by its status and, when a
+    /// signal stopped it, by that signal (SIGTERM 143 rather than SIGINT's 130).
+    pub fn exit(&self) -> Exit {
+        Exit::of_run(self.status, self.signal)
+    }
+
+    /// The documented exit code of [`RunCompleted::exit`].
     pub fn exit_code(&self) -> u8 {
-        match self.status {
-            RunStatus::Interrupted if self.reason.contains("SIGTERM") => 143,
-            status => status.exit_code(),
-        }
+        self.exit().code()
     }
 }
 
@@ -267,8 +263,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interrupted_by_sigterm_exits_143() {
-        let done = |status, reason: &str| RunCompleted {
+    fn the_signal_not_the_reason_decides_an_interrupted_exit() {
+        let done = |status, reason: &str, signal| RunCompleted {
             status,
             reason: reason.into(),
             summary: None,
@@ -276,15 +272,44 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal,
         };
+        let sigterm = Some(libc::SIGTERM);
         assert_eq!(
-            done(RunStatus::Interrupted, "interrupted by SIGTERM").exit_code(),
+            done(RunStatus::Interrupted, "stopped", sigterm).exit_code(),
             143
         );
         assert_eq!(
-            done(RunStatus::Interrupted, "interrupted by SIGINT").exit_code(),
+            done(
+                RunStatus::Interrupted,
+                "interrupted by SIGINT",
+                Some(libc::SIGINT)
+            )
+            .exit_code(),
             130
         );
-        assert_eq!(done(RunStatus::BudgetExceeded, "x").exit_code(), 3);
+        // The words in the reason are text, not data.
+        assert_eq!(
+            done(RunStatus::Interrupted, "interrupted by SIGTERM", None).exit_code(),
+            130
+        );
+        assert_eq!(done(RunStatus::BudgetExceeded, "x", None).exit_code(), 3);
+    }
+
+    #[test]
+    fn the_signal_is_optional_in_the_trace() {
+        let old = serde_json::json!({
+            "status": "interrupted", "reason": "interrupted by SIGTERM", "summary": null,
+            "totals": Totals::default(), "checks_passed": 0, "checks_failed": 0,
+        });
+        let done: RunCompleted = serde_json::from_value(old).unwrap();
+        assert_eq!(done.signal, None);
+        let line = serde_json::to_value(&done).unwrap();
+        assert!(line.get("signal").is_none(), "{line}");
+        let stopped = RunCompleted {
+            signal: Some(libc::SIGTERM),
+            ..done
+        };
+        assert_eq!(serde_json::to_value(&stopped).unwrap()["signal"], 15);
     }
 }

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::agent::CancelSignal;
+use crate::event::bus::EventBus;
 use crate::event::{CheckCompleted, CheckOutcome, EventKind};
 use crate::process::ProcessRunner;
-use crate::sink::bus::EventBus;
 use crate::spec::CheckSpec;
 
 /// Characters of check output kept in the trace and JUnit: the end, where failures are.

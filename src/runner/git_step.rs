@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::CancelSignal;
+use crate::event::bus::EventBus;
 use crate::event::{EventKind, GitPatch, RunStatus};
 use crate::git::left_out::human_size;
 use crate::git::{
@@ -22,7 +23,6 @@ use crate::git::{
     status::first_few,
 };
 use crate::provider::ModelInfo;
-use crate::sink::bus::EventBus;
 use crate::spec::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
 
 /// Why the job's git side refused to start the run, or stopped after the checks.

@@ -19,13 +19,13 @@ use std::time::Duration;
 
 use super::run::McpStart;
 use crate::agent::toolset::{LiveTools, LiveUpdate};
+use crate::event::bus::EventBus;
 use crate::event::{EventKind, McpServerStartup, McpStartOutcome, McpStartup};
 use crate::mcp::tool::{resource_tools, server_tools};
 use crate::mcp::{
     McpSet, RunDeadline, Sampler, ServerDown, ServerStartup, StartContext, model_tool_name,
 };
 use crate::process::ProcessRunner;
-use crate::sink::bus::EventBus;
 use crate::spec::{JobSpec, McpTransport};
 use crate::tools::{BoxFuture, Tool};
 

@@ -41,12 +41,12 @@ use futures_util::FutureExt;
 
 use crate::agent::{CancelSignal, ToolSet};
 use crate::event::RunCompleted;
+use crate::event::bus::{EventBus, EventSink, SinkError};
 use crate::mcp::RunDeadline;
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::ModelInfo;
 use crate::redact::Redactor;
 use crate::sink::FileBase;
-use crate::sink::bus::{EventBus, EventSink, SinkError};
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, catalog};
@@ -161,7 +161,7 @@ fn with_telemetry(
     mut sinks: Vec<Box<dyn EventSink>>,
 ) -> (
     Vec<Box<dyn EventSink>>,
-    Option<crate::sink::bus::CompletionHook>,
+    Option<crate::event::bus::CompletionHook>,
     Vec<String>,
 ) {
     let env = |name: &str| std::env::var(name).ok();

@@ -323,15 +323,15 @@ fn cut_trace(bytes: &[u8], next_seq: u64, run_id: &str) -> Result<Cut, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::bus::EventBus;
     use crate::event::{RunCompleted, Totals};
-    use crate::sink::bus::EventBus;
 
     /// A trace of `kinds` as the bus writes it, in memory.
     fn trace(kinds: Vec<EventKind>) -> Vec<u8> {
         let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl crate::sink::bus::EventSink for Lines {
-            fn on_event(&mut self, event: &Event) -> Result<(), crate::sink::bus::SinkError> {
+        impl crate::event::bus::EventSink for Lines {
+            fn on_event(&mut self, event: &Event) -> Result<(), crate::event::bus::SinkError> {
                 let mut lines = self.0.lock().unwrap();
                 serde_json::to_writer(&mut *lines, event).unwrap();
                 lines.push(b'\n');
@@ -376,6 +376,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal: None,
         });
         let bytes = trace(vec![warning(1), warning(2), done]);
         let cut = cut_trace(&bytes, 2, "r1").unwrap();

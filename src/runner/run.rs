@@ -22,12 +22,12 @@ use crate::agent::sent;
 use crate::agent::{
     Agent, AgentInput, AgentOutcome, CancelSignal, ResumeFrom, StateSaver, Stop, ToolSet,
 };
+use crate::event::bus::EventBus;
 use crate::event::{
     CheckCompleted, EventKind, OutputPaths, RunCompleted, RunResumed, RunStatus, Totals,
 };
 use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
-use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, Workspace};
@@ -221,6 +221,10 @@ async fn conclude(
         checks_passed,
         checks_failed,
         result: agent.result().cloned(),
+        // The data an interrupted run's exit code is taken from.
+        signal: (status == RunStatus::Interrupted)
+            .then(|| cancel.signal())
+            .flatten(),
     }
 }
 
@@ -259,6 +263,7 @@ fn refused(job: &JobSpec, reason: String, started: Instant, bus: &EventBus) -> R
         checks_passed: 0,
         checks_failed: 0,
         result: None,
+        signal: None,
     }
 }
 

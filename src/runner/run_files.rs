@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::StateSaver;
 use crate::event::OutputPaths;
-use crate::sink::bus::{EventBus, EventSink};
+use crate::event::bus::{EventBus, EventSink};
 use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::skills::Skill;
 use crate::spec::JobSpec;

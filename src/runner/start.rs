@@ -6,10 +6,10 @@
 use super::run::McpStart;
 use crate::agent::budget::Exceeded;
 use crate::agent::{Agent, sent};
+use crate::event::bus::EventBus;
 use crate::event::{EventKind, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded};
 use crate::provider::ModelInfo;
 use crate::provider::pricing::Price;
-use crate::sink::bus::EventBus;
 use crate::skills::Skill;
 use crate::spec::JobSpec;
 

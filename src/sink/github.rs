@@ -25,11 +25,11 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::progress::{LogLines, PREFIX, one_line, push_log_line};
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, Phase, PlanStep, RunCompleted, RunResumed,
     RunStarted, RunStatus, StepStatus,
 };
-use crate::sink::bus::{EventSink, SinkError};
 
 /// Where a run under GitHub Actions writes; built by the CLI from the environment.
 pub struct GithubConfig {

@@ -26,10 +26,10 @@ use std::time::Duration;
 use chrono::{DateTime, FixedOffset};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, RunCompleted, RunStarted, RunStatus,
 };
-use crate::sink::bus::{EventSink, SinkError};
 use agent::{AgentProgress, or_default};
 
 /// Collects a run's events and writes JUnit XML when the run finishes.

@@ -2,17 +2,16 @@
 //! taking part in it.
 //!
 //! Each sink is configured when it is built and then only consumes
-//! [`Event`](crate::event::Event)s through [`EventSink`](crate::sink::bus::EventSink):
+//! [`Event`](crate::event::Event)s through [`EventSink`](crate::event::bus::EventSink):
 //! the JSONL trace ([`TraceWriter`]), the JUnit XML ([`JunitWriter`]) and the
 //! terminal display ([`PlainLog`] for logs, [`ProgressBars`] for a terminal)
 //! and, under GitHub Actions, grouped logs, annotations, the step summary
 //! and step outputs ([`GithubActions`]); with a result schema, the result
 //! file ([`ResultWriter`]).
 //! Sinks never call back into the run, and a sink that fails to write does
-//! not stop it: the [`EventBus`](crate::sink::bus::EventBus) collects the error.
+//! not stop it: the [`EventBus`](crate::event::bus::EventBus) collects the error.
 //! Choosing which sinks a run gets (terminal or not, `--out`) is the CLI's job.
 
-pub mod bus;
 mod described;
 mod github;
 pub mod junit;

@@ -20,8 +20,8 @@ mod text;
 
 use std::io::Write;
 
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
-use crate::sink::bus::{EventSink, SinkError};
 
 pub use bars::ProgressBars;
 pub(super) use lines::LogLines;

@@ -9,8 +9,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
-use crate::sink::bus::{EventSink, SinkError};
 
 /// Writes the result of `run.completed` to one path.
 pub struct ResultWriter {

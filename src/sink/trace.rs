@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::event::Event;
+use crate::event::bus::{EventSink, SinkError};
 use crate::safe_file::{self, FileIdentity};
-use crate::sink::bus::{EventSink, SinkError};
 
 /// Streams every event to a JSONL file.
 pub struct TraceWriter {

@@ -4,8 +4,8 @@
 
 use super::OtlpTarget;
 use super::spans::{OtlpSink, time_of};
+use crate::event::bus::EventSink;
 use crate::event::{Event, EventKind};
-use crate::sink::bus::EventSink;
 
 /// Sends the spans of `events` (one run's, in trace order) to `target` and
 /// waits for them to be taken. `Err` with one line when the collector did

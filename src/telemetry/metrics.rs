@@ -22,8 +22,8 @@ use super::grpc::OnOwnRuntime;
 use super::pipeline::grpc_metadata;
 use super::runtime::OwnRuntime;
 use super::spans::time_of;
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind, RunStatus};
-use crate::sink::bus::{EventSink, SinkError};
 use crate::spec::OtlpProtocol;
 
 /// Bucket boundaries the GenAI conventions give for token counts.

@@ -27,7 +27,7 @@ pub use parent::TraceParent;
 pub use spans::{OtlpSink, RunIdentity};
 pub use tree::{OpenSpan, SpanTree};
 
-use crate::sink::bus::{CompletionHook, EventSink};
+use crate::event::bus::{CompletionHook, EventSink};
 use crate::spec::{OtlpProtocol, TelemetrySpec};
 
 /// What exports one run: the span sink (and the metrics sink when a

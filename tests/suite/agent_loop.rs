@@ -482,7 +482,7 @@ proptest::proptest! {
         use agentci::agent::batch::{BatchEnv, run_batch};
         use agentci::agent::loop_guard::LoopGuard;
         use agentci::agent::toolset::ToolSet;
-        use agentci::sink::bus::EventBus;
+        use agentci::event::bus::EventBus;
         use agentci::policy::PermissionPolicy;
         use agentci::provider::ToolCall;
         use agentci::policy::{DefaultDecision, PermissionRules};

@@ -30,6 +30,59 @@ fn top_level_modules_form_no_cycle() {
     );
 }
 
+/// Steps that make no circle today but would bind a layer to one above or
+/// beside it, each with why it is refused.
+const FORBIDDEN: &[(&str, &str, &str)] = &[
+    (
+        "agent",
+        "sink",
+        "the agent emits through crate::event::bus and must not know what observes it",
+    ),
+    (
+        "event",
+        "sink",
+        "the events and their bus are the contract the sinks read, not the other way round",
+    ),
+];
+
+#[test]
+fn forbidden_steps_are_not_taken() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = module_graph(&src);
+    let taken = forbidden_taken(&graph);
+    assert!(taken.is_empty(), "{}", taken.join("\n"));
+}
+
+/// A forbidden step is named with its files and the reason.
+#[test]
+fn a_forbidden_step_is_named_with_its_files() {
+    let mut graph = Graph::new();
+    graph
+        .entry("agent".to_string())
+        .or_default()
+        .entry("sink".to_string())
+        .or_default()
+        .insert("agent/mod.rs".to_string());
+    assert_eq!(
+        forbidden_taken(&graph),
+        [
+            "agent -> sink (agent/mod.rs): the agent emits through crate::event::bus and must \
+          not know what observes it"
+        ]
+    );
+}
+
+fn forbidden_taken(graph: &Graph) -> Vec<String> {
+    let mut taken = Vec::new();
+    for (from, to, why) in FORBIDDEN {
+        if let Some(files) = graph.get(*from).and_then(|steps| steps.get(*to)) {
+            let files: Vec<&str> = files.iter().map(String::as_str).collect();
+            taken.push(format!("{from} -> {to} ({}): {why}", files.join(", ")));
+        }
+    }
+    taken
+}
+
 /// The parser sees grouped, nested and inline paths, and skips comments and tests.
 #[test]
 fn the_scan_reads_grouped_paths_and_skips_tests() {

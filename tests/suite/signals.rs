@@ -110,6 +110,13 @@ fn assert_interrupted(sb: &Sandbox, by: &str) {
     assert_eq!(last["type"], "run.completed");
     assert_eq!(last["status"], "interrupted");
     assert_eq!(last["reason"], format!("interrupted by {by}"));
+    // The signal is data in the trace, not only words in the reason.
+    let number = if by == "SIGTERM" {
+        libc::SIGTERM
+    } else {
+        libc::SIGINT
+    };
+    assert_eq!(last["signal"], number, "{last}");
     let checks = events(&trace, "check.completed");
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0]["outcome"], "skipped");
@@ -259,6 +266,7 @@ fn sigterm_during_a_hung_push_still_ends_the_trace_and_exits_143() {
     let last = trace.last().unwrap();
     assert_eq!(last["type"], "run.completed");
     assert_eq!(last["status"], "interrupted");
+    assert_eq!(last["signal"], libc::SIGTERM, "{last}");
     assert_eq!(events(&trace, "git.commit").len(), 1);
     assert!(events(&trace, "git.push").is_empty());
     let junit = std::fs::read_to_string(sb.path().join("out/junit.xml")).unwrap();

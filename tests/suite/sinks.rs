@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use agentci::event::bus::{EventBus, EventSink};
 use agentci::event::{
     BudgetLimit, CheckCompleted, CheckOutcome, ContextCompacted, ContextTrimmed, Decision, Event,
     EventKind, GitPatch, McpServerStartup, McpStartOutcome, McpStartup, ModelRequest,
@@ -14,7 +15,6 @@ use agentci::event::{
     ToolResultEvent, Totals,
 };
 use agentci::provider::{ModelInfo, Usage};
-use agentci::sink::bus::{EventBus, EventSink};
 use agentci::sink::{
     JunitWriter, PlainLog, ProgressBars, TraceWriter, read_trace, read_trace_partial,
 };
@@ -155,6 +155,7 @@ fn run_completed(status: RunStatus, reason: &str, checks: (u32, u32)) -> EventKi
         checks_passed: checks.0,
         checks_failed: checks.1,
         result: None,
+        signal: None,
     })
 }
 

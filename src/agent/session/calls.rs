@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use crate::event::EventKind;
+use crate::event::bus::EventBus;
 use crate::provider::{Message, ToolCall};
-use crate::sink::bus::EventBus;
 use crate::tools::{ToolErrorCode, ToolResult};
 
 use super::super::batch::{self, BatchEnv};
@@ -100,7 +100,7 @@ impl Session<'_> {
                 });
             }
             // The model provider is a third party: it never sees a secret a tool printed.
-            texts[*index] = Some(self.bus.redact(&result.model_text()));
+            texts[*index] = Some(self.ctx.secrets.redact(&result.model_text()).into_owned());
         }
         let phase = Phase {
             control: turn.control,

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use crate::event::bus::EventBus;
 use crate::event::{
     ContextTrimmed, EventKind, ModelRequest, ModelResponse, ModelRetry, Phase, ToolCallRef,
 };
@@ -13,7 +14,6 @@ use crate::provider::{
     ChatRequest, ChatResponse, Message, ProviderError, ProviderObserver, RetryNotice, ToolChoice,
     ToolDefinition,
 };
-use crate::sink::bus::EventBus;
 
 use super::super::context;
 use super::super::protocol;

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::RunReport;
-use crate::event::{RunCompleted, RunStatus};
+use crate::event::{Exit, RunCompleted, RunStatus};
 
 /// The step outputs: `name=value` lines, or `name<<DELIM` blocks for values
 /// with a line break.
@@ -36,7 +36,7 @@ pub(super) fn outputs_text(report: &RunReport, delimiter: &str) -> String {
             report
                 .completed
                 .as_ref()
-                .map_or(status.exit_code(), RunCompleted::exit_code)
+                .map_or(Exit::of_run(status, None).code(), RunCompleted::exit_code)
                 .to_string(),
         ),
         ("trace", path("trace")),
@@ -89,6 +89,7 @@ mod tests {
                 checks_passed: 0,
                 checks_failed: 1,
                 result: None,
+                signal: None,
             }),
             ..RunReport::default()
         };

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use super::{GithubConfig, RunReport, annotation, append, outputs_text, relative_to};
-use crate::sink::bus::SinkError;
+use crate::event::bus::SinkError;
 use crate::spec::Diagnostic;
 
 /// Write `problems` (a job file's, a skill's, a flag's) the GitHub way:

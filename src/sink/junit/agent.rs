@@ -133,6 +133,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: failed,
             result: None,
+            signal: None,
         }
     }
 

@@ -14,8 +14,8 @@ use super::PREFIX;
 use super::lines::{CallBook, compacted_line, git_line, retry_line, todo_line, trim_line};
 use super::live::LiveView;
 use super::paint::{Palette, Tone};
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Decision, Event, EventKind, RunCompleted};
-use crate::sink::bus::{EventSink, SinkError};
 
 /// The live view on stderr for a terminal: the run's state (`LiveView`)
 /// above a status line with a spinner, the elapsed time and the spend.

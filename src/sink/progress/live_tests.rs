@@ -102,6 +102,7 @@ fn the_final_picture_has_the_plan_then_the_checks_with_a_failed_checks_output() 
         checks_passed: 0,
         checks_failed: 1,
         result: None,
+        signal: None,
     };
     assert_eq!(
         view.final_lines(&done, Palette::new(false)),

@@ -5,8 +5,10 @@
 //! [`EventKind`] and delivers the finished [`Event`] to every sink in order.
 //! Masking happens here, once, with a [`Redactor`] the runner built from the
 //! run's secret values, so no sink can see a secret or disagree about what is
-//! hidden. The event types themselves are [`crate::event`]'s; this module
-//! does not define any.
+//! hidden. What leaves the run another way (tool results sent to the model)
+//! the agent masks itself, with the run's secrets its tool context holds.
+//! The event types themselves are [`crate::event`]'s; this module does not
+//! define any.
 
 use std::sync::{Arc, Mutex};
 
@@ -100,17 +102,6 @@ impl EventBus {
             inner: Arc::clone(&self.inner),
             agent: Some(agent),
         }
-    }
-
-    /// `text` with the bus's secrets masked, for what leaves the run another
-    /// way than as an event (tool results sent to the model).
-    pub fn redact(&self, text: &str) -> String {
-        self.lock().redactor.redact(text).into_owned()
-    }
-
-    /// The bus's secrets, for output that must be masked before it is cut.
-    pub fn redactor(&self) -> Redactor {
-        self.lock().redactor.clone()
     }
 
     pub fn run_id(&self) -> String {
@@ -270,6 +261,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal: None,
         }));
         bus.emit(EventKind::Warning {
             source: "late".into(),
@@ -308,6 +300,7 @@ mod tests {
             checks_passed: 0,
             checks_failed: 0,
             result: None,
+            signal: None,
         }));
         bus.emit(EventKind::GitCommit {
             branch: "b".into(),
