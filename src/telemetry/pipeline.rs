@@ -21,6 +21,10 @@ use crate::spec::OtlpProtocol;
 /// Spans waiting for export; past this they are dropped, never waited for.
 const MAX_QUEUE: usize = 4096;
 
+/// How often what ended is sent: often enough that a long run's spans do
+/// not pile up in memory until its end (the SDK's default is 5 s).
+const SEND_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A tracer provider exporting to `target`, where its first export
 /// failure is kept, and its HTTP client (for the metrics to share);
 /// `Err` with one line when the exporter cannot be built.
@@ -80,6 +84,7 @@ pub(super) fn tracer_provider(
 fn batched<E: opentelemetry_sdk::trace::SpanExporter + 'static>(exporter: E) -> BatchSpanProcessor {
     let batch = BatchConfigBuilder::default()
         .with_max_queue_size(MAX_QUEUE)
+        .with_scheduled_delay(SEND_EVERY)
         .build();
     BatchSpanProcessor::builder(exporter)
         .with_batch_config(batch)
