@@ -409,6 +409,14 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
 
 /// A server on this machine (`localhost`, 127.0.0.0/8, `::1`), which may
 /// run without a key.
+/// The API key in the variable `named` (or `default` when the job names
+/// none); an empty one counts as none, as a server on loopback may need none.
+pub(super) fn api_key_from_env(named: Option<&str>, default: &str) -> Option<String> {
+    std::env::var(named.unwrap_or(default))
+        .ok()
+        .filter(|key| !key.is_empty())
+}
+
 pub fn is_loopback(url: &reqwest::Url) -> bool {
     match url.host_str() {
         Some(host) if host.eq_ignore_ascii_case("localhost") => true,

@@ -94,11 +94,7 @@ impl OpenAiProvider {
     /// A server on the loopback interface may run without a key, since local
     /// servers (llama.cpp, Ollama, vLLM) usually do not check one.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let env = config
-            .api_key_env
-            .clone()
-            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
-        let key = std::env::var(&env).ok().filter(|key| !key.is_empty());
+        let key = super::http::api_key_from_env(config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
         Self::with_api_key(config, key)
     }
 

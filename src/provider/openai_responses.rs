@@ -82,11 +82,7 @@ pub struct ResponsesProvider {
 impl ResponsesProvider {
     /// Builds the provider, reading the key from `config.api_key_env`.
     pub fn new(config: ResponsesConfig) -> Result<Self, ProviderError> {
-        let env = config
-            .api_key_env
-            .clone()
-            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
-        let key = std::env::var(&env).ok().filter(|key| !key.is_empty());
+        let key = super::http::api_key_from_env(config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
         Self::with_api_key(config, key)
     }
 
