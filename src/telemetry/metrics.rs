@@ -23,7 +23,7 @@ use super::pipeline::grpc_metadata;
 use super::runtime::OwnRuntime;
 use super::spans::time_of;
 use crate::event::bus::{EventSink, SinkError};
-use crate::event::{Event, EventKind, RunStatus};
+use crate::event::{Event, EventKind};
 use crate::spec::OtlpProtocol;
 
 /// Bucket boundaries the GenAI conventions give for token counts.
@@ -207,13 +207,6 @@ fn seconds_between(from: SystemTime, to: SystemTime) -> f64 {
     to.duration_since(from).unwrap_or_default().as_secs_f64()
 }
 
-fn status_name(status: RunStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 impl EventSink for MetricsSink {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         let at = time_of(event);
@@ -258,7 +251,7 @@ impl EventSink for MetricsSink {
                 let attributes = vec![
                     KeyValue::new("agentci.job", self.job.clone()),
                     KeyValue::new("gen_ai.request.model", self.model.clone()),
-                    KeyValue::new("agentci.run.status", status_name(completed.status)),
+                    KeyValue::new("agentci.run.status", completed.status.as_str()),
                 ];
                 self.instruments.runs.add(1, &attributes);
                 if let Some(started) = self.started {

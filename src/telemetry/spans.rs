@@ -290,13 +290,6 @@ fn int(key: &'static str, n: u64) -> KeyValue {
     KeyValue::new(key, i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-fn status_name(status: RunStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 impl EventSink for OtlpSink {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         let at = time_of(event);
@@ -540,8 +533,8 @@ impl EventSink for OtlpSink {
                 if let Some(run) = self.run.take() {
                     let span = run.span();
                     let totals = &completed.totals;
-                    let status = status_name(completed.status);
-                    span.set_attribute(KeyValue::new("agentci.run.status", status.clone()));
+                    let status = completed.status.as_str();
+                    span.set_attribute(KeyValue::new("agentci.run.status", status));
                     span.set_attribute(int("gen_ai.usage.input_tokens", totals.input_tokens));
                     span.set_attribute(int("gen_ai.usage.output_tokens", totals.output_tokens));
                     span.set_attribute(int("agentci.turns", u64::from(totals.turns)));
