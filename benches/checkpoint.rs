@@ -20,11 +20,11 @@ use agentci::agent::budget::BudgetTracker;
 use agentci::agent::loop_guard::LoopGuard;
 use agentci::agent::{LoopState, StateSaver};
 use agentci::event::PlanStep;
+use agentci::job::BudgetSpec;
 use agentci::provider::Usage;
 use agentci::provider::{Message, ToolCall};
 use agentci::runner::CheckpointKey;
 use agentci::runner::checkpoint::{CheckpointWriter, Origin, load};
-use agentci::spec::BudgetSpec;
 
 const TURNS: usize = 200;
 const RESULT_BYTES: usize = 4_096;

@@ -17,9 +17,9 @@ use agentci::agent::LoopState;
 use agentci::agent::budget::BudgetTracker;
 use agentci::agent::loop_guard::LoopGuard;
 use agentci::event::PlanStep;
+use agentci::job::BudgetSpec;
 use agentci::provider::Usage;
 use agentci::provider::{Message, ToolCall};
-use agentci::spec::BudgetSpec;
 
 const RESULT_BYTES: usize = 4_096;
 const REPEATS: usize = 30;

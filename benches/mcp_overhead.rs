@@ -23,10 +23,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentci::job::{McpServerSpec, McpTransport};
 use agentci::mcp::{McpServer, McpSet, StartContext};
 use agentci::process::{ProcessRunner, RunnerConfig};
 use agentci::sandbox::{SandboxProfile, SandboxSpec};
-use agentci::spec::{McpServerSpec, McpTransport};
 use serde_json::json;
 
 const SERVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp-servers");

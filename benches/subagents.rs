@@ -20,12 +20,12 @@ use agentci::agent::loop_guard::LoopGuard;
 use agentci::agent::subagent::{SubagentConfig, Subagents};
 use agentci::agent::toolset::ToolSet;
 use agentci::event::bus::EventBus;
+use agentci::job::{BudgetSpec, ToolLoopSpec};
 use agentci::policy::{DefaultDecision, PermissionRules};
 use agentci::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ProviderObserver, ToolCall,
 };
 use agentci::provider::{ModelInfo, Usage};
-use agentci::spec::{BudgetSpec, ToolLoopSpec};
 use agentci::tools::BoxFuture;
 use agentci::tools::{ToolContext, ToolLimits, Workspace};
 

@@ -1,6 +1,6 @@
 //! agentci: run LLM coding agents unattended in CI.
 //!
-//! Data flows one way: a job file is validated into a [`spec::JobSpec`], the
+//! Data flows one way: a job file is validated into a [`job::JobSpec`], the
 //! [`runner`] runs it: the [`agent`] works with [`tools`] under a [`policy`], talking to a model
 //! through a [`provider`], and everything that happens is an [`event::Event`]
 //! that the [`sink`]s (trace, JUnit, progress, exit status) observe. The
@@ -26,7 +26,7 @@
 //! 4. [`sandbox`], then [`process`] (starting commands), then [`tools`]
 //!    (the builtin tools and their catalog), then [`untrusted`].
 //! 5. [`policy`]: decides calls by its own [`policy::PermissionRules`].
-//! 6. [`spec`]: the validated job; it converts into the configuration types
+//! 6. [`job`]: the job file, validated; it converts into the configuration types
 //!    the modules below own (permission rules, sandbox, replay mode).
 //! 7. [`mcp`], [`skills`]: servers and skills a job names.
 //! 8. [`sink`] (what observes the events), [`trace_view`].
@@ -40,6 +40,7 @@ pub mod event;
 pub mod git;
 pub mod github_api;
 pub mod inert;
+pub mod job;
 pub mod mcp;
 pub mod netproxy;
 pub mod policy;
@@ -51,7 +52,6 @@ pub mod safe_file;
 pub mod sandbox;
 pub mod sink;
 pub mod skills;
-pub mod spec;
 pub mod telemetry;
 pub mod tools;
 pub mod trace_view;

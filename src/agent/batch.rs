@@ -20,9 +20,9 @@ use crate::event::bus::EventBus;
 use crate::event::{
     Decision, EventKind, RuleSource, ToolBatchCompleted, ToolBatchStarted, ToolResultEvent,
 };
+use crate::job::ToolLoopSpec;
 use crate::policy::{PermissionPolicy, ToolAllowance, Verdict};
 use crate::provider::ToolCall;
-use crate::spec::ToolLoopSpec;
 use crate::tools::{RuleArgument, ToolContext, ToolErrorCode, ToolResult, ToolSpec, schema};
 
 use super::loop_guard::{Judgement, LoopGuard};
@@ -222,7 +222,7 @@ fn timed_out_result(tool: &str, limit: Duration) -> ToolResult {
         format!(
             "`{tool}` did not finish within {} (the job's tool timeout) and was stopped; the \
              other calls of the turn carried on. Try a smaller request.",
-            crate::spec::duration::format_duration(limit)
+            crate::job::duration::format_duration(limit)
         ),
     )
     .with_data(serde_json::json!({ "timeout_ms": limit.as_millis() as u64 }))

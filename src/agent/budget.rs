@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::event::{BudgetInEffect, BudgetLimit};
+use crate::job::BudgetSpec;
 use crate::provider::Usage;
 use crate::provider::pricing::Price;
-use crate::spec::BudgetSpec;
 
 /// Turns allowed when neither the job nor the skill sets `max_turns`:
 /// nobody is watching, so a run never goes on without a limit.

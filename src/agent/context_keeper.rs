@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use crate::event::bus::EventBus;
 use crate::event::{ContextCompacted, EventKind, ModelRequest, ModelResponse, Phase};
+use crate::job::{CompactWith, ContextSpec};
 use crate::provider::{ChatRequest, Message, ModelProvider, ToolDefinition, Usage};
-use crate::spec::{CompactWith, ContextSpec};
 
 use super::compaction::{self, Method, SUMMARY_TOKENS};
 use super::session::CallObserver;

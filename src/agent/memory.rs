@@ -7,7 +7,7 @@
 //! it is trusted. How it reads in the prompt is [`super::protocol`]'s job;
 //! whether the path exists was checked when the job loaded.
 
-use crate::spec::MemorySpec;
+use crate::job::MemorySpec;
 use crate::tools::Workspace;
 
 /// The file `memory: auto` uses, at the workspace root.

@@ -29,11 +29,11 @@ pub mod toolset;
 
 use crate::event::bus::EventBus;
 use crate::event::{EventKind, Phase, PlanStep, Totals};
+use crate::job::JobSpec;
 use crate::policy::{PermissionPolicy, SkillPrograms};
 use crate::provider::pricing::Price;
 use crate::provider::{Message, ModelProvider, ToolChoice};
 use crate::skills::Skill;
-use crate::spec::JobSpec;
 use crate::tools::{FileAccess, ToolContext, ToolLimits, Workspace};
 use crate::untrusted::UntrustedText;
 

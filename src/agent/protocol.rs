@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use super::memory::Memory;
 use super::result::SUBMIT_RESULT;
 use crate::event::{PlanStep, StepStatus};
+use crate::job::CheckSpec;
 use crate::policy::ToolAllowance;
 use crate::provider::ToolDefinition;
 use crate::skills::Skill;
-use crate::spec::CheckSpec;
 use crate::untrusted::UntrustedText;
 
 pub const SUBMIT_PLAN: &str = "submit_plan";

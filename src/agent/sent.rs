@@ -10,9 +10,9 @@
 //! [`crate::trace_view::rebuild`]'s.
 
 use crate::event::{BudgetInEffect, PermissionsInEffect, SentDelta};
+use crate::job::{BudgetSpec, PermissionsSpec};
 use crate::policy::DefaultDecision;
 use crate::provider::{Message, ToolDefinition};
-use crate::spec::{BudgetSpec, PermissionsSpec};
 
 use super::budget::DEFAULT_MAX_TURNS;
 

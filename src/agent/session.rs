@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use crate::event::bus::EventBus;
 use crate::event::{EventKind, PlanStep, StepStatus};
+use crate::job::ToolLoopSpec;
 use crate::policy::PermissionPolicy;
 use crate::provider::{Message, ModelProvider, ProviderError, ToolDefinition};
-use crate::spec::ToolLoopSpec;
 use crate::tools::ToolContext;
 
 use super::budget::Exceeded;

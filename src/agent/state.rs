@@ -135,9 +135,9 @@ impl LoopState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::BudgetSpec;
     use crate::provider::ToolCall;
     use crate::provider::Usage;
-    use crate::spec::BudgetSpec;
     use serde_json::json;
 
     #[test]

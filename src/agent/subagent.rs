@@ -30,13 +30,13 @@ use crate::event::bus::EventBus;
 use crate::event::{
     AgentTag, ContextTrimmed, EventKind, ModelRequest, Phase, SubagentCompleted, SubagentStarted,
 };
+use crate::job::{ContextSpec, ToolLoopSpec};
 use crate::policy::{PermissionPolicy, ToolPattern};
 use crate::provider::Usage;
 use crate::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolChoice,
     ToolDefinition,
 };
-use crate::spec::{ContextSpec, ToolLoopSpec};
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
 use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult};
 

@@ -1,5 +1,5 @@
 //! Command-line flags, parsed by clap. Validation that needs the job file
-//! happens later, in [`crate::spec`].
+//! happens later, in [`crate::job`].
 
 use std::path::PathBuf;
 

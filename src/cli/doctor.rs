@@ -14,8 +14,8 @@ use serde_json::json;
 use super::args::DoctorArgs;
 use super::doctor_setup::{Outcome, SetupCheck, setup_checks};
 use super::{CliError, Exit};
+use crate::job::LoadOptions;
 use crate::sandbox::{Exposure, FULL_SANDBOX, Support, still_exposed, support};
-use crate::spec::LoadOptions;
 
 pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
     let setup = match &args.job {
@@ -25,7 +25,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
                 cwd,
                 ..LoadOptions::default()
             };
-            match crate::spec::load_job(job_file, &options) {
+            match crate::job::load_job(job_file, &options) {
                 Ok((job, _)) => {
                     let env = |name: &str| std::env::var(name).ok();
                     Some(setup_checks(&job, args.offline, &env))

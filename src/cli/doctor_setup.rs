@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::spec::{JobSpec, McpTransport, ProviderKind};
+use crate::job::{JobSpec, McpTransport, ProviderKind};
 
 /// How long the model's server may take to answer the models list.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -214,7 +214,7 @@ fn ask_models(
 /// resource and credentials a run would use are there, read as the run
 /// reads them (nothing is fetched or signed; the cloud is not asked: its
 /// model lists do not say whether a deployment or model is enabled).
-fn cloud_check(model: &crate::spec::ModelSpec, env: &dyn Fn(&str) -> Option<String>) -> SetupCheck {
+fn cloud_check(model: &crate::job::ModelSpec, env: &dyn Fn(&str) -> Option<String>) -> SetupCheck {
     use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
     use crate::provider::vertex::{VertexConfig, VertexProvider};
     let endpoint = match model.provider {

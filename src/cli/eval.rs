@@ -20,8 +20,8 @@ use crate::eval::{
     AttemptSettings, EvalObserver, EvalOptions, Results, SuiteLoadOptions, SuiteSpec, Thresholds,
     compare, load_suite, run_eval, select_cases,
 };
-use crate::spec::TelemetrySpec;
-use crate::spec::load::{check_base_url, parse_model_flag};
+use crate::job::TelemetrySpec;
+use crate::job::load::{check_base_url, parse_model_flag};
 use crate::telemetry::{OtlpTarget, TraceParent};
 
 use super::args::{BaselineArgs, EvalArgs, ProgressMode};
@@ -210,7 +210,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
     if let Some(problem) = args
         .result_schema
         .as_ref()
-        .and_then(|file| crate::spec::schema_file_problem(&cwd.join(file)))
+        .and_then(|file| crate::job::schema_file_problem(&cwd.join(file)))
     {
         problems.push(format!("error: --result-schema: {problem}"));
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::event::Event;
 use crate::event::bus::{EventSink, SinkError};
-use crate::spec::Diagnostic;
+use crate::job::Diagnostic;
 
 /// Writes every event to stdout as a JSON line.
 pub struct JsonStdout;

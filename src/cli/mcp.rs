@@ -18,12 +18,12 @@ use serde_json::Value;
 
 use super::mcp_print::{self, CallReport, ServerReport};
 use super::{CliError, Exit};
+use crate::job::duration::parse_duration;
+use crate::job::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
+use crate::job::{EnvTemplate, LoadOptions, McpServerSpec, McpTransport, load_job};
 use crate::mcp::{McpSet, StartContext};
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::redact::Redactor;
-use crate::spec::duration::parse_duration;
-use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
-use crate::spec::{EnvTemplate, LoadOptions, McpServerSpec, McpTransport, load_job};
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -391,7 +391,7 @@ fn job_servers(source: &SourceArgs, cwd: &Path, job_file: &str) -> Result<Select
 /// The process runner a run of `job` would have: its sandbox profile, its
 /// `env:`. What the sandbox cannot enforce here is said on stderr, as a
 /// run says it at start; a job that requires the full sandbox stops.
-fn job_runner(job: &crate::spec::JobSpec) -> Result<ProcessRunner, String> {
+fn job_runner(job: &crate::job::JobSpec) -> Result<ProcessRunner, String> {
     let lookup = |name: &str| std::env::var(name).ok();
     let (env, _missing) = job.resolve_env(lookup);
     let runner = ProcessRunner::new(RunnerConfig {
@@ -446,7 +446,7 @@ fn name_for_command(program: &str) -> String {
                 '-'
             }
         })
-        .take(crate::spec::mcp::MAX_SERVER_NAME)
+        .take(crate::job::mcp::MAX_SERVER_NAME)
         .collect();
     name = name.trim_matches('-').to_string();
     if check_server_name(&name).is_ok() {

@@ -10,11 +10,11 @@
 
 use std::path::Path;
 
+use crate::job::{COMMAND_LINE_JOB, Diagnostic, ProviderKind};
 use crate::runner::resume::{self, Given, Resumption};
 use crate::runner::{
     CheckpointKey, JobFingerprint, Prepared, RunFolder, sha256_hex, skill_fingerprint,
 };
-use crate::spec::{COMMAND_LINE_JOB, Diagnostic, ProviderKind};
 
 use super::args::RunArgs;
 

@@ -11,11 +11,11 @@ use std::time::Duration;
 use crate::agent::{CancelTrigger, cancel_pair};
 use crate::event::RunStatus;
 use crate::event::bus::EventSink;
+use crate::job::{self, COMMAND_LINE_JOB, Diagnostic, JobFlags, LoadOptions};
 use crate::runner::{self, RunOptions};
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
 };
-use crate::spec::{self, COMMAND_LINE_JOB, Diagnostic, JobFlags, LoadOptions};
 use crate::untrusted::GithubEvent;
 
 use super::args::{JobFlagArgs, ProgressMode, RunArgs};
@@ -293,7 +293,7 @@ fn print_job(
     args: &RunArgs,
     cwd: &Path,
 ) -> Result<Exit, CliError> {
-    match spec::load_job(job_file, options) {
+    match job::load_job(job_file, options) {
         Ok((mut job, warnings)) => {
             // `--skills-path` is not part of a job; the saved job must find its skill without it.
             for dir in &options.skills_path {
@@ -306,7 +306,7 @@ fn print_job(
             for warning in warnings {
                 let _ = writeln!(stderr, "{}", warning.with_severity());
             }
-            match spec::print::job_yaml(&job) {
+            match job::print::job_yaml(&job) {
                 Ok(yaml) => {
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
                     Ok(Exit::Success)

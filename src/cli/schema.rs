@@ -29,7 +29,7 @@ pub enum SchemaKind {
 /// The schema's text, as printed and as shipped in docs/schemas/.
 pub fn schema_text(kind: SchemaKind) -> Result<String, CliError> {
     let value = match kind {
-        SchemaKind::Job => crate::spec::schema::job_schema(),
+        SchemaKind::Job => crate::job::schema::job_schema(),
         SchemaKind::Suite => crate::eval::suite::suite_schema(),
         SchemaKind::Trace => crate::event::schema::trace_schema(),
     };

@@ -125,16 +125,16 @@ fn export(args: &ExportArgs) -> Result<Exit, CliError> {
 
 /// `--otlp URL`, else the `OTEL_EXPORTER_OTLP_*` variables.
 fn export_target(flag: Option<&str>) -> Result<crate::telemetry::OtlpTarget, CliError> {
-    let spec = crate::spec::TelemetrySpec {
+    let spec = crate::job::TelemetrySpec {
         content: false,
-        otlp: flag.map(|url| crate::spec::OtlpSpec {
+        otlp: flag.map(|url| crate::job::OtlpSpec {
             endpoint: Some(url.to_string()),
             headers: Default::default(),
-            protocol: crate::spec::OtlpProtocol::HttpProtobuf,
+            protocol: crate::job::OtlpProtocol::HttpProtobuf,
         }),
     };
     if let Some(url) = flag
-        && let Err(problem) = crate::spec::load::check_base_url(url)
+        && let Err(problem) = crate::job::load::check_base_url(url)
     {
         return Err(CliError::input(format!("--otlp: {problem}")));
     }

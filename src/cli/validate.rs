@@ -23,11 +23,11 @@ use ignore::WalkBuilder;
 use super::args::ValidateArgs;
 use super::{CliError, Exit};
 use crate::eval::suite::{SuiteLoadOptions, load_suite};
+use crate::job::{Diagnostic, JobSpec, LoadOptions, Severity, SkillRef, load_job_with_problems};
 use crate::skills::discover::misnamed_skill_file;
 use crate::skills::git::{GitSkillError, default_cache_dir, fetch_skill};
 use crate::skills::tools_left::{no_tools_warning, nothing_allowed_warning, tools_left};
 use crate::skills::{Skill, SkillError, find_skill_dir, read_skill_dir, skill_search_paths};
-use crate::spec::{Diagnostic, JobSpec, LoadOptions, Severity, SkillRef, load_job_with_problems};
 
 /// Warnings about a job whose runs cannot show much: one without checks
 /// (only what the agent did decides it), one whose rules deny every call.
@@ -287,7 +287,7 @@ impl<W: Write> Validation<W> {
             Err(e) => {
                 let hint = match &e {
                     SkillError::NotFound { name, searched } => {
-                        crate::spec::suggest::similar_skill(name, searched)
+                        crate::job::suggest::similar_skill(name, searched)
                     }
                     _ => String::new(),
                 };

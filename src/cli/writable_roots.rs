@@ -8,10 +8,10 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::job::{Diagnostic, JobSpec};
 use crate::process::is_inherited;
 use crate::sandbox::SandboxProfile;
 use crate::sandbox::writable::{self, Env, Problem, WritableError, WritablePath};
-use crate::spec::{Diagnostic, JobSpec};
 
 /// The lines `validate` prints under a valid job (`writable: FOLDER
 /// (ENTRY)`), and a warning for each entry that would stop a run here.

@@ -25,13 +25,13 @@ use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
+use crate::job::{JobFlags, LoadOptions, ProviderKind};
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
 use crate::redact::Redactor;
 use crate::runner::secrets::{run_redactor, secret_values};
 use crate::runner::{self, Prepared, RunOptions, RunReport};
 use crate::sink::FileBase;
-use crate::spec::{JobFlags, LoadOptions, ProviderKind};
 
 /// Settings shared by every attempt of an evaluation.
 #[derive(Debug, Clone, Default)]

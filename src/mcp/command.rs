@@ -13,8 +13,8 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
+use crate::job::EnvTemplate;
 use crate::process::ProcessRunner;
-use crate::spec::EnvTemplate;
 
 /// What starting a stdio server needs, with references already resolved.
 #[derive(Clone, Debug)]

@@ -20,7 +20,7 @@ use super::result::{McpResource, McpTool, ToolOutput};
 use super::server::{McpServer, SHUTDOWN_GRACE, ServerDown, StartContext};
 use super::start_limit::{RunDeadline, StartLimit};
 use super::state::ServerRequestRecord;
-use crate::spec::McpServerSpec;
+use crate::job::McpServerSpec;
 
 /// A job's servers. Cheap to share: handles are `Arc<McpServer>`, whose
 /// methods take `&self`, so calls to one server may run concurrently.

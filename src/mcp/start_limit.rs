@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::spec::McpServerSpec;
+use crate::job::McpServerSpec;
 
 /// The run's `budget.timeout` and the moment it runs out.
 #[derive(Clone, Copy, Debug)]
@@ -90,7 +90,7 @@ mod tests {
     fn spec(startup_timeout: Duration) -> McpServerSpec {
         McpServerSpec {
             name: "slow".into(),
-            transport: crate::spec::McpTransport::Stdio {
+            transport: crate::job::McpTransport::Stdio {
                 command: "true".into(),
                 args: Vec::new(),
                 env: Vec::new(),

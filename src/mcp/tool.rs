@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{McpSet, McpTool, ServerDown, ToolOutput, model_tool_name};
-use crate::spec::mcp::{LIST_RESOURCES, READ_RESOURCE};
+use crate::job::mcp::{LIST_RESOURCES, READ_RESOURCE};
 use crate::tools::support::{cut_chars, str_arg};
 use crate::tools::{
     BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,

@@ -483,7 +483,7 @@ mod tests {
     use super::*;
     use crate::agent::budget::BudgetTracker;
     use crate::agent::loop_guard::LoopGuard;
-    use crate::spec::BudgetSpec;
+    use crate::job::BudgetSpec;
 
     fn user(text: &str) -> Message {
         Message::User {

@@ -8,8 +8,8 @@ use std::time::Instant;
 use crate::agent::CancelSignal;
 use crate::event::bus::EventBus;
 use crate::event::{CheckCompleted, CheckOutcome, EventKind};
+use crate::job::CheckSpec;
 use crate::process::ProcessRunner;
-use crate::spec::CheckSpec;
 
 /// Characters of check output kept in the trace and JUnit: the end, where failures are.
 const CHECK_OUTPUT_CHARS: usize = 20_000;

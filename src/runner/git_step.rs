@@ -22,8 +22,8 @@ use crate::git::{
     CommitRequest, FileLimits, GitError, GitWorkspace, LeftOut, LeftOutReason, PinnedRemote,
     status::first_few,
 };
+use crate::job::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
 use crate::provider::ModelInfo;
-use crate::spec::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
 
 /// Why the job's git side refused to start the run, or stopped after the checks.
 #[derive(Debug, thiserror::Error)]

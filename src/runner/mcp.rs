@@ -21,12 +21,12 @@ use super::run::McpStart;
 use crate::agent::toolset::{LiveTools, LiveUpdate};
 use crate::event::bus::EventBus;
 use crate::event::{EventKind, McpServerStartup, McpStartOutcome, McpStartup};
+use crate::job::{JobSpec, McpTransport};
 use crate::mcp::tool::{resource_tools, server_tools};
 use crate::mcp::{
     McpSet, RunDeadline, Sampler, ServerDown, ServerStartup, StartContext, model_tool_name,
 };
 use crate::process::ProcessRunner;
-use crate::spec::{JobSpec, McpTransport};
 use crate::tools::{BoxFuture, Tool};
 
 /// The servers of one run.

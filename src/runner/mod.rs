@@ -42,13 +42,13 @@ use futures_util::FutureExt;
 use crate::agent::{CancelSignal, ToolSet};
 use crate::event::RunCompleted;
 use crate::event::bus::{EventBus, EventSink, SinkError};
+use crate::job::JobSpec;
 use crate::mcp::RunDeadline;
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::ModelInfo;
 use crate::redact::Redactor;
 use crate::sink::FileBase;
 use crate::skills::Skill;
-use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, catalog};
 use run_files::{RunPaths, checkpoint_saver, open_bus};
 

@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use crate::agent::memory::{Memory, load_memory};
+use crate::job::{self, Diagnostic, JobSpec, LoadOptions, SkillRef};
 use crate::skills::{self, Skill, SkillError};
-use crate::spec::{self, Diagnostic, JobSpec, LoadOptions, SkillRef};
 use crate::tools::Workspace;
 use crate::untrusted::{GithubEvent, UntrustedText, read_untrusted_files};
 
@@ -93,7 +93,7 @@ pub fn prepare_for_event(
     options: &LoadOptions,
     event: Option<&GithubEvent>,
 ) -> Result<Prepared, PrepareError> {
-    let loaded = spec::load_job_detailed(job_file, options).map_err(PrepareError::Job)?;
+    let loaded = job::load_job_detailed(job_file, options).map_err(PrepareError::Job)?;
     let (line, column) = loaded.skill_position;
     let skill_file = loaded.skill_file;
     let (job, load_warnings) = (loaded.job, loaded.warnings);
@@ -184,7 +184,7 @@ fn find_skill(
     .map_err(|e| {
         let hint = match &e {
             skills::SkillError::NotFound { name, searched } => {
-                spec::suggest::similar_skill(name, searched)
+                job::suggest::similar_skill(name, searched)
             }
             _ => String::new(),
         };
@@ -242,7 +242,7 @@ fn untrusted_because(job: &JobSpec, event: Option<&GithubEvent>) -> Option<Strin
 /// A further skill that cannot be loaded, placed at its entry in the job.
 fn further_skill_problems(
     job: &JobSpec,
-    entry: &spec::FurtherSkill,
+    entry: &job::FurtherSkill,
     error: &SkillError,
 ) -> Vec<Diagnostic> {
     error.diagnostics(&job.path, entry.line, entry.column)

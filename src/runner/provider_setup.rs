@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::job::{JobSpec, ModelSpec, ProviderKind, RetrySpec};
 use crate::provider::ModelInfo;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::azure::{self, AzureConfig};
@@ -21,7 +22,6 @@ use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
 use crate::provider::vertex::{VertexConfig, VertexProvider};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
-use crate::spec::{JobSpec, ModelSpec, ProviderKind, RetrySpec};
 use crate::tools::BoxFuture;
 
 /// `skill_folders` (each skill's name and folder) are normalized in
@@ -192,7 +192,7 @@ impl ModelProvider for BrokenProvider {
 
 /// `spec.price`, else the built-in list price of `model` (the name the
 /// server answers to): what a run's or a judge's calls cost.
-pub fn model_price(spec: &crate::spec::ModelSpec, model: &str) -> Option<Price> {
+pub fn model_price(spec: &crate::job::ModelSpec, model: &str) -> Option<Price> {
     spec.price
         .map(|p| Price {
             input_per_mtok: p.input_per_mtok,

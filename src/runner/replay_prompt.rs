@@ -12,8 +12,8 @@
 //! `prepare`'s, and holds whatever the prompt says.
 
 use crate::agent::memory::Memory;
+use crate::job::ProviderKind;
 use crate::provider::cassette::CassetteHeader;
-use crate::spec::ProviderKind;
 use crate::untrusted::UntrustedText;
 
 use super::Prepared;

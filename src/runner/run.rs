@@ -26,10 +26,10 @@ use crate::event::bus::EventBus;
 use crate::event::{
     CheckCompleted, EventKind, OutputPaths, RunCompleted, RunResumed, RunStatus, Totals,
 };
+use crate::job::JobSpec;
 use crate::process::ProcessRunner;
 use crate::provider::{ModelProvider, ProviderError};
 use crate::skills::Skill;
-use crate::spec::JobSpec;
 use crate::tools::{ToolLimits, Workspace};
 use crate::untrusted::UntrustedText;
 

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use crate::agent::StateSaver;
 use crate::event::OutputPaths;
 use crate::event::bus::{EventBus, EventSink};
+use crate::job::JobSpec;
 use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::skills::Skill;
-use crate::spec::JobSpec;
 
 use super::resume::Resumption;
 use super::skill_fingerprint;

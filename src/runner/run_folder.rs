@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::spec::OutputsSpec;
+use crate::job::OutputsSpec;
 
 /// A run id that sorts by start time and is unique across parallel runs.
 pub fn new_run_id() -> String {

@@ -3,8 +3,8 @@
 //! The runner builds the run's [`Redactor`] from
 //! them; masking itself is [`crate::redact`]'s job.
 
+use crate::job::JobSpec;
 use crate::redact::{Redactor, WELL_KNOWN_SECRETS};
-use crate::spec::JobSpec;
 
 /// The redactor of a run of `job`: [`secret_values`] and the values its MCP
 /// servers' environments take from secrets. The event bus masks every event
@@ -46,11 +46,11 @@ mod tests {
         let yaml = "name: j\nskill: s\ngoal: g\nmodel: {provider: openai, name: m, api_key_env: LLM_KEY}\n\
                     secrets: [REG_TOKEN]\noutputs:\n  commit: {branch: b}\n  push: {remote: origin, token_env: PUSH_TOKEN}\n";
         std::fs::write(&path, yaml).unwrap();
-        let options = crate::spec::LoadOptions {
+        let options = crate::job::LoadOptions {
             cwd: dir.path().to_path_buf(),
             ..Default::default()
         };
-        let (job, _) = crate::spec::load_job(&path, &options).unwrap();
+        let (job, _) = crate::job::load_job(&path, &options).unwrap();
         let env = |name: &str| Some(format!("value-of-{name}"));
         let values = secret_values(&job, env);
         for name in ["LLM_KEY", "REG_TOKEN", "PUSH_TOKEN", "GITHUB_TOKEN"] {

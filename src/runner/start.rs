@@ -8,10 +8,10 @@ use crate::agent::budget::Exceeded;
 use crate::agent::{Agent, sent};
 use crate::event::bus::EventBus;
 use crate::event::{EventKind, OutputPaths, RunStarted, SCHEMA_VERSION, SkillLoaded};
+use crate::job::JobSpec;
 use crate::provider::ModelInfo;
 use crate::provider::pricing::Price;
 use crate::skills::Skill;
-use crate::spec::JobSpec;
 
 /// What the run announces about itself before anything happens.
 pub(super) struct Announcement<'a> {

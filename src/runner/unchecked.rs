@@ -111,7 +111,7 @@ mod tests {
     use crate::agent::loop_guard::LoopGuard;
     use crate::agent::state::{StepRecord, WorkTally};
     use crate::event::PlanStep;
-    use crate::spec::BudgetSpec;
+    use crate::job::BudgetSpec;
 
     fn state(work: WorkTally, steps: &[(&str, StepStatus, &str)]) -> LoopState {
         let mut state = LoopState::new(

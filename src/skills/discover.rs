@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use super::Skill;
 use super::frontmatter::{check_skill_name, parse_skill};
-use crate::spec::load::read_source;
-use crate::spec::{Diagnostic, JobSpec};
+use crate::job::load::read_source;
+use crate::job::{Diagnostic, JobSpec};
 
 /// Why a skill could not be loaded.
 #[derive(Debug, Clone)]

@@ -22,8 +22,8 @@ use super::Skill;
 use super::placeholders::expand_folder_placeholders;
 use super::tool_names::{missing_tool, split_allowed_tools, to_canonical};
 use super::tools_left::no_tools_warning;
-use crate::spec::diagnostic::{Diagnostic, Reporter};
-use crate::spec::raw::Scalar;
+use crate::job::diagnostic::{Diagnostic, Reporter};
+use crate::job::raw::Scalar;
 
 const MAX_NAME_CHARS: usize = 64;
 const MAX_DESCRIPTION_CHARS: usize = 1024;

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::Skill;
 use super::discover::{SkillError, load_skill_dir};
 use crate::event::SkillSource;
-use crate::spec::GitSkillRef;
+use crate::job::GitSkillRef;
 
 /// Why a skill from git could not be fetched; each names the repository,
 /// revision or cache folder, and what to change.

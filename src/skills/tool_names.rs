@@ -52,8 +52,8 @@ pub fn to_canonical(written: &str) -> Result<ToolPattern, UnknownTool> {
     };
     let mcp = name.starts_with("mcp__")
         || [
-            crate::spec::mcp::LIST_RESOURCES,
-            crate::spec::mcp::READ_RESOURCE,
+            crate::job::mcp::LIST_RESOURCES,
+            crate::job::mcp::READ_RESOURCE,
         ]
         .contains(&name);
     let canonical = if catalog::is_builtin(name) || mcp {

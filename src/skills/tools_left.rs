@@ -8,8 +8,8 @@
 //! whose permission rules allow none of the tools it gets.
 
 use super::Skill;
+use crate::job::JobSpec;
 use crate::policy::{PermissionPolicy, ToolAllowance};
-use crate::spec::JobSpec;
 use crate::tools::catalog;
 
 /// The builtin tools a run of `skill` gets under the job's `tools`
@@ -103,8 +103,8 @@ fn names_mcp_tools(skill: &Skill) -> bool {
         patterns.iter().any(|p| {
             let name = p.tool_name().unwrap_or(p.as_str());
             name.starts_with("mcp__")
-                || name == crate::spec::mcp::LIST_RESOURCES
-                || name == crate::spec::mcp::READ_RESOURCE
+                || name == crate::job::mcp::LIST_RESOURCES
+                || name == crate::job::mcp::READ_RESOURCE
         })
     })
 }

@@ -24,7 +24,7 @@ use super::runtime::OwnRuntime;
 use super::spans::time_of;
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
-use crate::spec::OtlpProtocol;
+use crate::job::OtlpProtocol;
 
 /// Bucket boundaries the GenAI conventions give for token counts.
 const TOKEN_BUCKETS: [f64; 14] = [

@@ -28,7 +28,7 @@ pub use spans::{OtlpSink, RunIdentity};
 pub use tree::{OpenSpan, SpanTree};
 
 use crate::event::bus::{CompletionHook, EventSink};
-use crate::spec::{OtlpProtocol, TelemetrySpec};
+use crate::job::{OtlpProtocol, TelemetrySpec};
 
 /// What exports one run: the span sink (and the metrics sink when a
 /// metrics URL is known), and the flush that runs before `run.completed`.
@@ -170,7 +170,7 @@ fn with_path(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::OtlpSpec;
+    use crate::job::OtlpSpec;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let pairs: Vec<(String, String)> = pairs

@@ -16,7 +16,7 @@ use super::OtlpTarget;
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
 use super::grpc::OnOwnRuntime;
 use super::runtime::OwnRuntime;
-use crate::spec::OtlpProtocol;
+use crate::job::OtlpProtocol;
 
 /// Spans waiting for export; past this they are dropped, never waited for.
 const MAX_QUEUE: usize = 4096;

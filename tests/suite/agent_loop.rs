@@ -486,7 +486,7 @@ proptest::proptest! {
         use agentci::policy::PermissionPolicy;
         use agentci::provider::ToolCall;
         use agentci::policy::{DefaultDecision, PermissionRules};
-        use agentci::spec::ToolLoopSpec;
+        use agentci::job::ToolLoopSpec;
         use agentci::tools::{ToolContext, ToolLimits, Workspace};
 
         let dir = tempfile::tempdir().unwrap();

@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use agentci::job::{McpServerSpec, McpTransport};
 use agentci::mcp::{McpSet, StartContext};
 use agentci::process::{ProcessRunner, RunnerConfig};
 use agentci::sandbox::{SandboxProfile, SandboxSpec};
-use agentci::spec::{McpServerSpec, McpTransport};
 use serde_json::json;
 
 use super::mcp::test_server;

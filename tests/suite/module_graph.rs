@@ -108,15 +108,13 @@ fn a_circle_is_named_with_its_files() {
             .or_default()
             .insert(file.to_string());
     };
-    step("spec", "policy", "spec/mod.rs");
-    step("policy", "spec", "policy/mod.rs");
+    step("job", "policy", "job/mod.rs");
+    step("policy", "job", "policy/mod.rs");
     step("event", "provider", "event.rs");
     let found = cycles(&graph);
     assert_eq!(
         found,
-        [
-            "policy -> spec -> policy:\n  policy -> spec (policy/mod.rs)\n  spec -> policy (spec/mod.rs)"
-        ]
+        ["job -> policy -> job:\n  job -> policy (job/mod.rs)\n  policy -> job (policy/mod.rs)"]
     );
 }
 

@@ -9,7 +9,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output};
 
-use agentci::spec::{LoadOptions, ProviderKind, load_job};
+use agentci::job::{LoadOptions, ProviderKind, load_job};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 

@@ -7,14 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::job::ModelSpec;
+use crate::job::load::parse_model_flag;
 use crate::provider::cassette::CassetteHeader;
 use crate::provider::pricing::Price;
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::{ModelProvider, ProviderError, ReasoningSettings};
 use crate::runner::provider_setup::{model_price, served_provider};
-use crate::spec::ModelSpec;
-use crate::spec::load::parse_model_flag;
 
 /// How the attempt's judges reach a model.
 #[derive(Debug, Clone, PartialEq)]

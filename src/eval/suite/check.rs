@@ -15,11 +15,11 @@ use serde_saphyr::Spanned;
 
 use super::raw::{RawAssertion, RawCase, RawFixture, RawSuite};
 use super::{Assertion, CaseSpec, ExpectedStatus, Fixture, SuiteSpec, is_valid_case_name};
-use crate::spec::diagnostic::{Pos, Reporter};
-use crate::spec::load::parse_model_flag;
-use crate::spec::raw::Scalar;
-use crate::spec::vars::is_valid_name;
-use crate::spec::{Diagnostic, LoadOptions};
+use crate::job::diagnostic::{Pos, Reporter};
+use crate::job::load::parse_model_flag;
+use crate::job::raw::Scalar;
+use crate::job::vars::is_valid_name;
+use crate::job::{Diagnostic, LoadOptions};
 use crate::tools::workspace::normalize;
 
 /// How long a `run:` assertion may take.
@@ -129,7 +129,7 @@ impl SuiteChecker<'_> {
             workspace: Some(self.dir.to_path_buf()),
             ..LoadOptions::default()
         };
-        if let Err(problems) = crate::spec::load_job(&job, &options) {
+        if let Err(problems) = crate::job::load_job(&job, &options) {
             self.r.diagnostics.extend(problems);
             return None;
         }
@@ -518,7 +518,7 @@ impl SuiteChecker<'_> {
             format!(
                 "`{key}`: no tool is called `{tool}`{}; name a builtin ({}), an MCP tool as \
                  `mcp__SERVER__TOOL`, or one of {}",
-                crate::spec::suggest::unknown_tool_hint(tool),
+                crate::job::suggest::unknown_tool_hint(tool),
                 crate::tools::catalog::names().join(", "),
                 own.join(", ")
             ),

@@ -10,9 +10,9 @@ use serde_saphyr::Spanned;
 use super::check::SuiteChecker;
 use super::raw::RawJudge;
 use super::{JudgeSees, JudgeSpec};
-use crate::spec::diagnostic::Pos;
-use crate::spec::load::{check_base_url, parse_model_flag};
-use crate::spec::raw::Scalar;
+use crate::job::diagnostic::Pos;
+use crate::job::load::{check_base_url, parse_model_flag};
+use crate::job::raw::Scalar;
 
 /// The default `pass_score`.
 const PASS_SCORE: f64 = 0.7;

@@ -13,10 +13,10 @@ use std::time::Duration;
 use globset::GlobSet;
 use regex::Regex;
 
-use crate::spec::diagnostic::{Reporter, has_errors};
-use crate::spec::load::read_source;
-use crate::spec::recover;
-use crate::spec::{BudgetSpec, Diagnostic};
+use crate::job::diagnostic::{Reporter, has_errors};
+use crate::job::load::read_source;
+use crate::job::recover;
+use crate::job::{BudgetSpec, Diagnostic};
 
 mod check;
 mod check_judge;
@@ -211,7 +211,7 @@ impl Assertion {
             Assertion::MaxDuration(d) => {
                 format!(
                     "max_duration: {}",
-                    crate::spec::duration::format_duration(*d)
+                    crate::job::duration::format_duration(*d)
                 )
             }
             Assertion::Status(s) => format!("status: {}", s.as_str()),

@@ -8,8 +8,8 @@ use serde_saphyr::Spanned;
 
 use super::check::SuiteChecker;
 use super::raw::RawBudget;
-use crate::spec::BudgetSpec;
-use crate::spec::raw::Scalar;
+use crate::job::BudgetSpec;
+use crate::job::raw::Scalar;
 
 impl SuiteChecker<'_> {
     /// A share from 0 to 1 (`0.8`), for `min_pass_rate`.

@@ -1,6 +1,6 @@
 //! The suite file as written: private structs that serde fills from YAML.
 //!
-//! Like [`crate::spec`]'s raw job, they fix only the shape; values that need
+//! Like [`crate::job`]'s raw job, they fix only the shape; values that need
 //! a semantic check are `Spanned` so the checker can point at them, and
 //! numbers arrive as [`Scalar`]s. Unknown keys stop the parse.
 
@@ -12,14 +12,14 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
-use crate::spec::raw::Scalar;
+use crate::job::raw::Scalar;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Suite")]
 pub(super) struct RawSuite {
     /// The suite file format's version; only `1` exists.
-    #[schemars(with = "Option<crate::spec::schema::Version>")]
+    #[schemars(with = "Option<crate::job::schema::Version>")]
     pub version: Option<Spanned<Scalar>>,
     /// The suite's name, shown in reports.
     #[schemars(with = "Option<String>")]
@@ -28,7 +28,7 @@ pub(super) struct RawSuite {
     #[schemars(with = "Option<String>")]
     pub job: Option<Spanned<String>>,
     /// The share of runs (0 to 1) that must pass, or the build fails.
-    #[schemars(with = "Option<crate::spec::schema::Number>")]
+    #[schemars(with = "Option<crate::job::schema::Number>")]
     pub min_pass_rate: Option<Spanned<Scalar>>,
     /// The cases: each a fixture repository, a goal or vars, and assertions.
     #[schemars(with = "Option<Vec<RawCase>>")]
@@ -65,7 +65,7 @@ pub(super) struct RawCase {
     #[schemars(with = "Option<Vec<String>>")]
     pub cassettes: Option<Spanned<Vec<Spanned<String>>>>,
     /// This case's pass rate threshold.
-    #[schemars(with = "Option<crate::spec::schema::Number>")]
+    #[schemars(with = "Option<crate::job::schema::Number>")]
     pub min_pass_rate: Option<Spanned<Scalar>>,
     /// What must hold after the run, each a one-key mapping such as `run: cargo test` or `file_contains: {path, pattern}`.
     #[serde(default, rename = "assert")]
@@ -78,19 +78,19 @@ pub(super) struct RawCase {
 #[schemars(rename = "Budget")]
 pub(super) struct RawBudget {
     /// Model turns the run may take.
-    #[schemars(with = "Option<crate::spec::schema::Whole>")]
+    #[schemars(with = "Option<crate::job::schema::Whole>")]
     pub max_turns: Option<Spanned<Scalar>>,
     /// Tool calls the run may make.
-    #[schemars(with = "Option<crate::spec::schema::Whole>")]
+    #[schemars(with = "Option<crate::job::schema::Whole>")]
     pub max_tool_calls: Option<Spanned<Scalar>>,
     /// Tokens (input and output) the run may use.
-    #[schemars(with = "Option<crate::spec::schema::Whole>")]
+    #[schemars(with = "Option<crate::job::schema::Whole>")]
     pub max_tokens: Option<Spanned<Scalar>>,
     /// US dollars the run may cost (needs prices for the model).
-    #[schemars(with = "Option<crate::spec::schema::Number>")]
+    #[schemars(with = "Option<crate::job::schema::Number>")]
     pub max_cost_usd: Option<Spanned<Scalar>>,
     /// Wall-clock time the run may take, e.g. `15m`.
-    #[schemars(with = "Option<crate::spec::schema::DurationText>")]
+    #[schemars(with = "Option<crate::job::schema::DurationText>")]
     pub timeout: Option<Spanned<Scalar>>,
 }
 
@@ -106,9 +106,9 @@ pub(super) enum RawAssertion {
     DiffTouchesOnly(Vec<String>),
     ToolCalled(String),
     ToolNotCalled(String),
-    MaxTurns(#[schemars(with = "crate::spec::schema::Whole")] Scalar),
-    MaxCostUsd(#[schemars(with = "crate::spec::schema::Number")] Scalar),
-    MaxDuration(#[schemars(with = "crate::spec::schema::DurationText")] Scalar),
+    MaxTurns(#[schemars(with = "crate::job::schema::Whole")] Scalar),
+    MaxCostUsd(#[schemars(with = "crate::job::schema::Number")] Scalar),
+    MaxDuration(#[schemars(with = "crate::job::schema::DurationText")] Scalar),
     Status(String),
     FinalTextMatches(String),
     /// A model grades the run against a rubric (see docs/eval.md, "Graded assertions").
@@ -130,10 +130,10 @@ pub(super) struct RawJudge {
     #[schemars(with = "Option<String>")]
     pub base_url: Option<Spanned<String>>,
     /// The median score (0 to 1) at or above which the assertion passes (default 0.7).
-    #[schemars(with = "Option<crate::spec::schema::Number>")]
+    #[schemars(with = "Option<crate::job::schema::Number>")]
     pub pass_score: Option<Spanned<Scalar>>,
     /// How many times the judge is asked; the median score decides (default 1).
-    #[schemars(with = "Option<crate::spec::schema::Whole>")]
+    #[schemars(with = "Option<crate::job::schema::Whole>")]
     pub judges: Option<Spanned<Scalar>>,
     /// What the judge is shown: `final_text`, `diff`, `result`,
     /// `trace_summary`, `{files: [GLOB, …]}` (default `[final_text, diff]`).

@@ -1,7 +1,7 @@
 //! The JSON Schema of an eval suite file, generated from the raw structs
 //! the suite loader parses ([`super::raw`]), so the schema editors use and
 //! the loader cannot disagree. Shared value types (durations, flags) come
-//! from [`crate::spec::schema`]; this module describes, it validates nothing.
+//! from [`crate::job::schema`]; this module describes, it validates nothing.
 
 use std::borrow::Cow;
 

@@ -17,13 +17,13 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use super::{EXIT_WAIT, StartContext};
 use crate::inert::clip;
+use crate::job::{EnvTemplate, McpServerSpec, McpTransport};
 use crate::mcp::command::StdioLaunch;
 use crate::mcp::handler::AgentciClient;
 use crate::mcp::state::ServerState;
 use crate::mcp::stdio::{self, StdioChild};
 use crate::process::ProcessRunner;
 use crate::redact::Redactor;
-use crate::spec::{EnvTemplate, McpServerSpec, McpTransport};
 
 type Service = RunningService<RoleClient, AgentciClient>;
 

@@ -32,8 +32,8 @@ use super::sampling::Sampler;
 use super::start_limit::{StartLimit, human};
 use super::state::{ServerRequestRecord, ServerState};
 use super::stdio::StdioChild;
+use crate::job::McpServerSpec;
 use crate::process::ProcessRunner;
-use crate::spec::McpServerSpec;
 use connect::connect;
 
 /// How long a server may take to exit after its stdin is closed before it is killed.

@@ -11,9 +11,9 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::job::{ModelSpec, ProviderKind};
 use crate::mcp::{Sampler, SamplingAnswer, SamplingRequest};
 use crate::provider::{ChatRequest, Message, ModelProvider, ToolChoice};
-use crate::spec::{ModelSpec, ProviderKind};
 use crate::tools::BoxFuture;
 
 use super::super::provider_setup::served_provider;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::{GithubConfig, RunReport, annotation, append, outputs_text, relative_to};
 use crate::event::bus::SinkError;
-use crate::spec::Diagnostic;
+use crate::job::Diagnostic;
 
 /// Write `problems` (a job file's, a skill's, a flag's) the GitHub way:
 /// annotations to the log, the summary and the outputs.

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
-use crate::spec::raw::Scalar;
+use crate::job::raw::Scalar;
 
 /// The keys the frontmatter is read for; every other key is a warning.
 pub(super) const KNOWN_KEYS: &[&str] = &[

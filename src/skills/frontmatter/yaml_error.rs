@@ -1,11 +1,11 @@
 //! What a YAML syntax or type error in a SKILL.md frontmatter tells the
 //! person who wrote it: the key a type error is about, and for syntax
-//! errors what job files get too ([`crate::spec::yaml_syntax`]). It rewords the library's
+//! errors what job files get too ([`crate::job::yaml_syntax`]). It rewords the library's
 //! diagnostic in place; parsing and validating the frontmatter is
 //! [`super`]'s job.
 
-use crate::spec::diagnostic::Diagnostic;
-use crate::spec::yaml_syntax::explain_syntax_error;
+use crate::job::diagnostic::Diagnostic;
+use crate::job::yaml_syntax::explain_syntax_error;
 
 /// Makes a YAML library error point a person the right way: a type error
 /// names its key, and a syntax error on a `key: value` line whose value

@@ -14,8 +14,8 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::Diagnostic;
-use crate::spec::load::pos_of;
+use crate::job::Diagnostic;
+use crate::job::load::pos_of;
 use crate::tools::workspace::normalize;
 
 /// Schema files larger than this are refused: a schema is a page, not data.

@@ -3,9 +3,9 @@
 //! the agent's business ([`crate::agent::batch`], [`crate::agent::loop_guard`]).
 
 use super::Checker;
-use crate::spec::ToolLoopSpec;
-use crate::spec::load::pos_of;
-use crate::spec::raw::RawJob;
+use crate::job::ToolLoopSpec;
+use crate::job::load::pos_of;
+use crate::job::raw::RawJob;
 use crate::tools::catalog;
 
 /// More parallel calls than this gain nothing on a CI runner and only hide a runaway model.

@@ -8,9 +8,9 @@ use std::path::{Component, Path};
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::pos_of;
-use crate::spec::raw::RawJob;
-use crate::spec::{GuidanceSpec, MemorySpec};
+use crate::job::load::pos_of;
+use crate::job::raw::RawJob;
+use crate::job::{GuidanceSpec, MemorySpec};
 
 /// More rules than this is a document, which belongs in the memory file.
 const MAX_RULES: usize = 50;

@@ -10,12 +10,12 @@ use serde_saphyr::Spanned;
 
 use super::Checker;
 use super::writable::Places;
+use crate::job::diagnostic::Pos;
+use crate::job::load::pos_of;
+use crate::job::raw::{RawLimits, RawNetwork, RawSandbox, Scalar};
+use crate::job::size::parse_size;
 use crate::netproxy::NetworkAllowlist;
 use crate::sandbox::{HostList, ResourceLimits, SandboxProfile, SandboxSpec};
-use crate::spec::diagnostic::Pos;
-use crate::spec::load::pos_of;
-use crate::spec::raw::{RawLimits, RawNetwork, RawSandbox, Scalar};
-use crate::spec::size::parse_size;
 
 impl Checker<'_> {
     pub(super) fn sandbox(
@@ -23,7 +23,7 @@ impl Checker<'_> {
         raw: &Spanned<RawSandbox>,
         vars: &BTreeMap<String, String>,
         workspace: Option<&std::path::Path>,
-        outputs: &crate::spec::OutputsSpec,
+        outputs: &crate::job::OutputsSpec,
     ) -> SandboxSpec {
         let pos = pos_of(&self.r, raw);
         let mut spec = SandboxSpec::default();

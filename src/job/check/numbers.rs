@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::BudgetSpec;
-use crate::spec::load::pos_of;
-use crate::spec::raw::{RawBudget, Scalar};
+use crate::job::BudgetSpec;
+use crate::job::load::pos_of;
+use crate::job::raw::{RawBudget, Scalar};
 
 impl Checker<'_> {
     pub(super) fn budget(&mut self, raw: &RawBudget) -> BudgetSpec {

@@ -5,9 +5,9 @@
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::pos_of;
-use crate::spec::raw::{RawModel, RawPrice, RawRetry, Scalar};
-use crate::spec::{CompactWith, ContextSpec, PriceSpec, RetrySpec};
+use crate::job::load::pos_of;
+use crate::job::raw::{RawModel, RawPrice, RawRetry, Scalar};
+use crate::job::{CompactWith, ContextSpec, PriceSpec, RetrySpec};
 
 /// Windows outside this range are typos (a window of 500 tokens cannot
 /// hold the system prompt; no model reads 100 million).

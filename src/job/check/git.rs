@@ -9,9 +9,9 @@ use std::path::Path;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::pos_of;
-use crate::spec::raw::{RawCommit, RawPush, RawSkill};
-use crate::spec::{CommitSpec, GitSkillRef, PushSpec, SkillRef};
+use crate::job::load::pos_of;
+use crate::job::raw::{RawCommit, RawPush, RawSkill};
+use crate::job::{CommitSpec, GitSkillRef, PushSpec, SkillRef};
 use crate::tools::workspace::normalize;
 
 pub(super) const DEFAULT_AUTHOR_NAME: &str = "agentci";
@@ -145,7 +145,7 @@ impl Checker<'_> {
     fn author_part(
         &mut self,
         value: Option<&Spanned<String>>,
-        at: crate::spec::diagnostic::Pos,
+        at: crate::job::diagnostic::Pos,
         key: &str,
     ) -> Option<String> {
         match value {
@@ -227,10 +227,10 @@ fn absolute_url(url: &str, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::absolute_url;
-    use crate::spec::{GitSkillRef, LoadOptions, SkillRef, load_job};
+    use crate::job::{GitSkillRef, LoadOptions, SkillRef, load_job};
     use std::path::Path;
 
-    fn load(yaml: &str) -> crate::spec::JobSpec {
+    fn load(yaml: &str) -> crate::job::JobSpec {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("job.yaml"), yaml).unwrap();
         let options = LoadOptions {

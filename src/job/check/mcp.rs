@@ -13,11 +13,11 @@ use std::path::Path;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::pos_of;
-use crate::spec::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
-use crate::spec::raw::Scalar;
-use crate::spec::raw_mcp::{RawMcp, RawMcpServer};
-use crate::spec::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
+use crate::job::load::pos_of;
+use crate::job::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
+use crate::job::raw::Scalar;
+use crate::job::raw_mcp::{RawMcp, RawMcpServer};
+use crate::job::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
 use crate::tools::workspace::normalize;
 
 impl Checker<'_> {

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::pos_of;
-use crate::spec::raw::Scalar;
-use crate::spec::{EnvValue, EnvVar};
+use crate::job::load::pos_of;
+use crate::job::raw::Scalar;
+use crate::job::{EnvValue, EnvVar};
 
 /// `NAME`, as POSIX shells accept it: a letter or `_`, then letters, digits or `_`.
 pub(crate) fn is_env_name(name: &str) -> bool {

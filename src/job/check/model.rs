@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use serde_saphyr::Spanned;
 
 use super::{Checker, DEFAULT_REQUEST_TIMEOUT};
+use crate::job::diagnostic::Pos;
+use crate::job::load::{Overrides, check_base_url, pos_of};
+use crate::job::raw::RawModel;
+use crate::job::{ModelSpec, ProviderKind};
 use crate::provider::replay::ReplayMatch;
-use crate::spec::diagnostic::Pos;
-use crate::spec::load::{Overrides, check_base_url, pos_of};
-use crate::spec::raw::RawModel;
-use crate::spec::{ModelSpec, ProviderKind};
 use crate::tools::workspace::normalize;
 
 impl Checker<'_> {

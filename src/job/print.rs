@@ -388,10 +388,9 @@ impl From<&ModelSpec> for Model {
                 clippy::float_cmp,
                 reason = "the default is a constant, never computed: only a value the job set differs"
             )]
-            compact_at: (model.context.high_water
-                != crate::spec::ContextSpec::default().high_water)
+            compact_at: (model.context.high_water != crate::job::ContextSpec::default().high_water)
                 .then(|| format!("{}%", (model.context.high_water * 100.0).round())),
-            compact_with: (model.context.method == crate::spec::CompactWith::Digest)
+            compact_with: (model.context.method == crate::job::CompactWith::Digest)
                 .then_some("digest"),
             reasoning: Reasoning::of(&model.reasoning),
         }

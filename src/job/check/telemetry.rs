@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::Checker;
-use crate::spec::load::{check_base_url, pos_of};
-use crate::spec::raw::RawTelemetry;
-use crate::spec::{OtlpProtocol, OtlpSpec, TelemetrySpec};
+use crate::job::load::{check_base_url, pos_of};
+use crate::job::raw::RawTelemetry;
+use crate::job::{OtlpProtocol, OtlpSpec, TelemetrySpec};
 
 impl Checker<'_> {
     pub(super) fn telemetry(

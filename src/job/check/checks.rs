@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::CheckSpec;
-use crate::spec::diagnostic::Pos;
-use crate::spec::load::pos_of;
-use crate::spec::raw::RawCheck;
+use crate::job::CheckSpec;
+use crate::job::diagnostic::Pos;
+use crate::job::load::pos_of;
+use crate::job::raw::RawCheck;
 
 const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 

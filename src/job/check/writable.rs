@@ -14,13 +14,13 @@ use std::path::{Component, Path, PathBuf};
 use serde_saphyr::Spanned;
 
 use super::Checker;
+use crate::job::OutputsSpec;
+use crate::job::load::pos_of;
+use crate::job::raw::Scalar;
 use crate::sandbox::SandboxProfile;
 use crate::sandbox::writable::{
     CachePreset, KeptPaths, Refusal, WritablePath, WritableRoot, normalize, system_folder,
 };
-use crate::spec::OutputsSpec;
-use crate::spec::load::pos_of;
-use crate::spec::raw::Scalar;
 
 /// What an entry is judged against: the workspace and the job's outputs,
 /// when the workspace is known.

@@ -8,10 +8,10 @@
 use serde_saphyr::Spanned;
 
 use super::Checker;
+use crate::job::PermissionsSpec;
+use crate::job::load::pos_of;
+use crate::job::raw::RawPermissions;
 use crate::policy::{DefaultDecision, ToolPattern};
-use crate::spec::PermissionsSpec;
-use crate::spec::load::pos_of;
-use crate::spec::raw::RawPermissions;
 use crate::tools::catalog;
 
 impl Checker<'_> {
@@ -21,7 +21,7 @@ impl Checker<'_> {
             let pos = pos_of(&self.r, tool);
             let name = tool.value.trim();
             if !catalog::is_builtin(name) {
-                let hint = crate::spec::suggest::unknown_tool_hint(name);
+                let hint = crate::job::suggest::unknown_tool_hint(name);
                 self.r.error(
                     pos,
                     format!(
@@ -103,8 +103,8 @@ fn is_known_tool(name: &str) -> bool {
     catalog::is_builtin(name)
         || name.starts_with("mcp__")
         || [
-            crate::spec::mcp::LIST_RESOURCES,
-            crate::spec::mcp::READ_RESOURCE,
+            crate::job::mcp::LIST_RESOURCES,
+            crate::job::mcp::READ_RESOURCE,
         ]
         .contains(&name)
 }

@@ -9,11 +9,11 @@
 use serde_saphyr::Spanned;
 
 use super::Checker;
+use crate::job::ProviderKind;
+use crate::job::diagnostic::{Diagnostic, Pos};
+use crate::job::load::{Overrides, pos_of};
+use crate::job::raw::{RawReasoning, Scalar};
 use crate::provider::reasoning::{Effort, ReasoningSettings, SummaryMode};
-use crate::spec::ProviderKind;
-use crate::spec::diagnostic::{Diagnostic, Pos};
-use crate::spec::load::{Overrides, pos_of};
-use crate::spec::raw::{RawReasoning, Scalar};
 
 /// The Messages API's floor for `budget_tokens`
 /// (https://docs.claude.com/en/docs/build-with-claude/extended-thinking).

@@ -38,11 +38,11 @@ pub(crate) use env::is_env_name;
 pub(crate) use result::schema_file_problem;
 pub(crate) use writable::kept_paths;
 
-use crate::spec::diagnostic::{Pos, Reporter};
-use crate::spec::load::{Overrides, existing_dir, pos_of};
-use crate::spec::raw::{RawJob, RawOutputs, RawSkill, Scalar};
-use crate::spec::vars::{is_valid_name, substitute};
-use crate::spec::{Diagnostic, FurtherSkill, JobSpec, OutputsSpec, SkillRef};
+use crate::job::diagnostic::{Pos, Reporter};
+use crate::job::load::{Overrides, existing_dir, pos_of};
+use crate::job::raw::{RawJob, RawOutputs, RawSkill, Scalar};
+use crate::job::vars::{is_valid_name, substitute};
+use crate::job::{Diagnostic, FurtherSkill, JobSpec, OutputsSpec, SkillRef};
 use crate::tools::workspace::normalize;
 
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);

@@ -9,7 +9,7 @@ use globset::GlobBuilder;
 use serde_saphyr::Spanned;
 
 use super::Checker;
-use crate::spec::load::pos_of;
+use crate::job::load::pos_of;
 
 impl Checker<'_> {
     /// Each entry must be a relative path or glob that stays inside the workspace.
