@@ -3,6 +3,7 @@ mod support;
 mod action_install;
 mod agent_loop;
 mod attacks_checkpoint;
+mod attacks_eval_snapshot;
 mod attacks_fetch;
 mod attacks_files;
 mod attacks_git;
