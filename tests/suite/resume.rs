@@ -17,6 +17,7 @@ use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{
     Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
 };
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 /// A job that writes two files, one per step; its check wants both. The
@@ -65,11 +66,11 @@ fn run_dir(sb: &Sandbox) -> PathBuf {
 /// `agentci run job.yaml --out out/run` with `flags`: a resume is given the
 /// flags the run started with, plus `--resume`.
 fn run(sb: &Sandbox, model: &FakeModel, flags: &[&str]) -> std::process::Output {
-    let url = model.base_url();
-    let mut args = vec!["run", "job.yaml", "--base-url", &url, "--progress", "none"];
-    args.extend_from_slice(flags);
-    args.extend(["--out", "out/run"]);
-    agentci_in(sb.path(), &args, &[])
+    JobRun::bare(sb)
+        .args(&["--base-url", &model.base_url(), "--progress", "none"])
+        .args(flags)
+        .args(&["--out", "out/run"])
+        .output()
 }
 
 fn resume(sb: &Sandbox, model: &FakeModel, flags: &[&str]) -> std::process::Output {
