@@ -22,25 +22,12 @@ const TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra";
 /// `model:`) as given.
 fn sandbox(base_url: Option<&str>, model_extra: &str) -> Sandbox {
     let base_url = base_url.map_or_else(String::new, |url| format!("  base_url: {url}\n"));
-    JobBuilder::new("azure-check", "reader", "")
-        .allowed_tools("Read LS")
-        .goal("Read greeting.txt.")
+    JobBuilder::reader("azure-check", "")
         .model_block(&format!(
             "  provider: azure-openai\n  name: gpt4o-prod\n{base_url}  request_timeout: 5s\n  \
              retry: {{initial_backoff: 10ms, max_backoff: 40ms}}\n"
         ))
         .model_extra(model_extra)
-        .file("ws/greeting.txt", "hello world\n")
-        .tools("[read, ls]")
-        .body(
-            r#"permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#,
-        )
         .write()
 }
 

@@ -48,25 +48,12 @@ const CLOUD_VARIABLES: &[&str] = &[
 /// A workspace with one file and a skill, and a job for `provider`;
 /// `model_extra` goes inside `model:` (indented two spaces).
 fn sandbox(provider: &str, name: &str, model_extra: &str) -> Sandbox {
-    JobBuilder::new("cloud-check", "reader", "")
-        .allowed_tools("Read LS")
-        .goal("Read greeting.txt.")
+    JobBuilder::reader("cloud-check", "")
         .model_block(&format!(
             "  provider: {provider}\n  name: \"{name}\"\n  request_timeout: 5s\n  \
              retry: {{initial_backoff: 10ms, max_backoff: 40ms}}\n"
         ))
         .model_extra(model_extra)
-        .file("ws/greeting.txt", "hello world\n")
-        .tools("[read, ls]")
-        .body(
-            r#"permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#,
-        )
         .write()
 }
 

@@ -27,23 +27,10 @@ const KEY: &str = "sk-responses-test-key";
 /// A workspace with one file and a job for `openai-responses` at `base_url`;
 /// `model_extra` goes inside `model:`.
 fn sandbox(base_url: &str, model_extra: &str) -> Sandbox {
-    JobBuilder::new("responses-check", "reader", base_url)
-        .allowed_tools("Read LS")
-        .goal("Read greeting.txt.")
+    JobBuilder::reader("responses-check", base_url)
         .model("openai-responses", "gpt-5", base_url)
         .model_extra("  request_timeout: 5s\n  retry: {initial_backoff: 10ms, max_backoff: 40ms}\n")
         .model_extra(model_extra)
-        .file("ws/greeting.txt", "hello world\n")
-        .tools("[read, ls]")
-        .body(
-            r#"permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#,
-        )
         .write()
 }
 

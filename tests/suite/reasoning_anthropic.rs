@@ -28,25 +28,13 @@ const MODEL: &str = "claude-sonnet-4-5";
 /// A workspace with a greeting, a skill that reads, and an Anthropic job
 /// whose `model.reasoning` is `reasoning` (YAML flow mapping).
 fn sandbox(base_url: &str, reasoning: &str, model_extra: &str, stream: bool) -> Sandbox {
-    JobBuilder::new("thinking-check", "reader", base_url)
-        .allowed_tools("Read LS")
+    JobBuilder::reader("thinking-check", base_url)
         .goal("Read greeting.txt and say what it says.")
         .model("anthropic", MODEL, base_url)
         .model_extra(&format!(
             "  request_timeout: 10s\n  stream: {stream}\n  reasoning: {reasoning}\n"
         ))
         .model_extra(model_extra)
-        .file("ws/greeting.txt", "hello world\n")
-        .tools("[read, ls]")
-        .body(
-            r#"permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#,
-        )
         .write()
 }
 

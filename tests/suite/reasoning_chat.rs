@@ -20,23 +20,10 @@ const THOUGHT_PLAN: &str = "The goal is to read one file; one step will do.";
 const THOUGHT_READ: &str = "I should read greeting.txt before I answer.";
 
 fn sandbox(name: &str, base_url: &str, model_extra: &str) -> Sandbox {
-    JobBuilder::new("reasoning-check", "reader", base_url)
-        .allowed_tools("Read LS")
-        .goal("Read greeting.txt.")
+    JobBuilder::reader("reasoning-check", base_url)
         .model("openai", name, base_url)
         .model_extra("  request_timeout: 5s\n")
         .model_extra(model_extra)
-        .file("ws/greeting.txt", "hello world\n")
-        .tools("[read, ls]")
-        .body(
-            r#"permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#,
-        )
         .write()
 }
 

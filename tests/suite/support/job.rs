@@ -50,6 +50,21 @@ impl JobBuilder {
         .model("openai", "fake-model", base_url)
     }
 
+    /// The provider tests' job: skill `reader` (allowed `Read LS`) reads
+    /// the greeting with `read` and `ls` only, and one check says the
+    /// greeting is intact.
+    pub fn reader(name: &str, base_url: &str) -> JobBuilder {
+        JobBuilder::new(name, "reader", base_url)
+            .allowed_tools("Read LS")
+            .goal("Read greeting.txt.")
+            .file("ws/greeting.txt", "hello world\n")
+            .tools("[read, ls]")
+            .body(
+                "permissions:\n  default: deny\n  allow: [read, ls]\n\
+                 checks:\n  - name: greeting intact\n    run: grep -q \"hello world\" greeting.txt\n",
+            )
+    }
+
     /// The skill's `allowed-tools` line.
     pub fn allowed_tools(mut self, line: &str) -> JobBuilder {
         self.allowed_tools = Some(line.to_string());
