@@ -14,7 +14,7 @@ use super::signals::{processes_with, signal_and_wait, wait_until};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr};
 use super::support::job::{JobBuilder, JobRun};
-use super::support::wait::{kill_all_with, pids_with, wait_for};
+use super::support::wait::{HANG, kill_all_with, pids_with, wait_for};
 
 fn job(sb: &Sandbox, base_url: &str, extra: &str) {
     JobBuilder::new("background", "runner", base_url)
@@ -524,13 +524,12 @@ fn sigterm_kills_the_sessions() {
         .spawn()
         .unwrap();
     assert!(
-        wait_until(Duration::from_secs(10), || processes_with("47.81") > 0),
+        wait_until(HANG, || processes_with("47.81") > 0),
         "the session never started"
     );
-    assert!(wait_until(Duration::from_secs(10), || model
-        .requests()
-        .len()
-        >= 3));
+    wait_for("the model server to hold the third request", || {
+        model.requests().len() >= 3
+    });
     let (code, _) = signal_and_wait(&mut child, libc::SIGTERM);
     assert_eq!(code, 143);
     assert!(

@@ -12,7 +12,7 @@ use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl};
 use super::support::job::{JobBuilder, JobRun};
 use super::support::trace_schema::assert_valid_trace;
-use super::support::wait::{HANG, file_has};
+use super::support::wait::{HANG, file_has, wait_for};
 
 fn sandbox(base_url: &str) -> Sandbox {
     JobBuilder::new("wait", "waiter", base_url)
@@ -100,7 +100,7 @@ fn sigterm_during_a_tool_call_kills_it_and_exits_143() {
     let sb = sandbox(&model.base_url());
     let mut child = spawn(&sb);
     assert!(
-        wait_until(Duration::from_secs(10), || processes_with(MARKER) > 0),
+        wait_until(HANG, || processes_with(MARKER) > 0),
         "the exec tool never started sleep"
     );
     let (code, _) = signal_and_wait(&mut child, libc::SIGTERM);
@@ -122,16 +122,13 @@ fn sigint_during_a_model_call_exits_130() {
     let trace_path = sb.path().join("out/trace.jsonl");
     let mut child = spawn(&sb);
     assert!(
-        wait_until(Duration::from_secs(10), || trace_has(
-            &trace_path,
-            "\"model.request\""
-        )),
+        wait_until(HANG, || trace_has(&trace_path, "\"model.request\"")),
         "the run never called the model"
     );
     // Let the request reach the server, which holds it for a minute.
-    assert!(wait_until(Duration::from_secs(5), || !model
-        .requests()
-        .is_empty()));
+    wait_for("the model server to hold the request", || {
+        !model.requests().is_empty()
+    });
     let (code, _) = signal_and_wait(&mut child, libc::SIGINT);
     assert_eq!(code, 130);
     assert_interrupted(&sb, "SIGINT");
@@ -153,7 +150,7 @@ fn sigterm_during_a_check_kills_it_and_skips_the_rest() {
     sb.write("job.yaml", &job);
     let mut child = spawn(&sb);
     assert!(
-        wait_until(Duration::from_secs(10), || processes_with(MARKER) > 0),
+        wait_until(HANG, || processes_with(MARKER) > 0),
         "the check never started"
     );
     let (code, _) = signal_and_wait(&mut child, libc::SIGTERM);
@@ -216,10 +213,7 @@ fn sigterm_during_a_hung_push_still_ends_the_trace_and_exits_143() {
     let trace_path = sb.path().join("out/trace.jsonl");
     let mut child = spawn(&sb);
     assert!(
-        wait_until(Duration::from_secs(10), || trace_has(
-            &trace_path,
-            "\"git.commit\""
-        )),
+        wait_until(HANG, || trace_has(&trace_path, "\"git.commit\"")),
         "the run never committed"
     );
     // The push is under way once the remote has its connection.
