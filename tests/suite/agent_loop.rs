@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, stderr};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobRun;
+use super::support::wait::assert_took_less;
 
 /// What the local web server does; every request is counted by path.
 #[derive(Clone)]
@@ -136,23 +137,7 @@ permissions:
 }
 
 fn run(sb: &Sandbox, env: &[(&str, &str)]) -> (std::process::Output, Vec<Value>) {
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--junit",
-            "out/junit.xml",
-            "--progress",
-            "plain",
-        ],
-        env,
-    );
-    let trace = sb.trace("out/trace.jsonl");
-    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
-    (out, trace)
+    JobRun::new(sb).junit().progress("plain").envs(env).traced()
 }
 
 /// The tool messages of the request that follows the turn with `first_id`, in order.
@@ -294,7 +279,11 @@ fn a_call_past_its_timeout_times_out_while_the_others_finish() {
     let started = Instant::now();
     let (out, trace) = run(&sb, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_took_less(
+        started.elapsed(),
+        Duration::from_secs(20),
+        "the run with a 1s web_fetch timeout",
+    );
     let results = tool_messages(&model.requests(), "slow");
     assert_eq!(results.len(), 2);
     assert!(

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::git_output::init_repo;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr, stdout};
+use super::support::job::JobRun;
 use super::support::users::RunAs;
 
 const SECRET: &str = "s3cr3t-token-value";
@@ -54,16 +55,7 @@ fn script_with(calls: Vec<Reply>) -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox) -> std::process::Output {
-    sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--junit",
-        "out/junit.xml",
-        "--progress",
-        "plain",
-    ])
+    JobRun::new(sb).junit().progress("plain").output()
 }
 
 /// The tool result the model got back for `call_id`.

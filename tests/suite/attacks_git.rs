@@ -20,7 +20,8 @@ use serde_json::json;
 use super::git_output::init_repo;
 use super::sandbox::enforced;
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, read_jsonl, stderr};
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobRun;
 use super::support::users::RunAs;
 
 const TOKEN: &str = "tok-4f1c9e-pinned-push-secret";
@@ -117,26 +118,12 @@ fn script(commands: &[String]) -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox, user: RunAs) -> (Output, Vec<serde_json::Value>) {
-    let out = sb.agentci_as(
-        user,
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--junit",
-            "out/junit.xml",
-            "--progress",
-            "plain",
-        ],
-        &[("GH_PUSH_TOKEN", TOKEN)],
-    );
-    let trace_path = sb.path().join("out/trace.jsonl");
-    let trace = match trace_path.exists() {
-        true => read_jsonl(&trace_path),
-        false => Vec::new(),
-    };
-    (out, trace)
+    JobRun::new(sb)
+        .junit()
+        .progress("plain")
+        .user(user)
+        .env("GH_PUSH_TOKEN", TOKEN)
+        .traced_if_any()
 }
 
 /// The exit codes of the run's `exec` calls, in order.

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, stderr, stdout};
+use super::support::job::JobBuilder;
 use super::support::users::RunAs;
 
 /// What a hostile model puts in a value to start a command of its own.
@@ -25,29 +26,23 @@ const TERMINAL_ESCAPES: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\u{1b}[H\u{1b}
 /// A sandbox with a skill and a job allowing `exec`, whose check prints
 /// `check_output` and fails.
 fn sandbox(base_url: &str, check_output: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/README.md", "# project\n");
-    sb.write("ws/check-output.txt", check_output);
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: hostile-output
-skill: fixer
-goal: Do what the model was scripted to do.
-model: {{provider: openai, name: fake-model, base_url: "{base_url}"}}
-tools: [read, exec]
-workspace: ws
-skills_path: [skills]
-permissions:
+    let sb = JobBuilder::new("hostile-output", "fixer", base_url)
+        .goal("Do what the model was scripted to do.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: \"{base_url}\"}}"
+        ))
+        .file("ws/README.md", "# project\n")
+        .file("ws/check-output.txt", check_output)
+        .tools("[read, exec]")
+        .body(
+            r#"permissions:
   default: allow
 checks:
   - name: prints hostile output
     run: cat check-output.txt; exit 1
-"#
-        ),
-    );
+"#,
+        )
+        .write();
     sb.write("gh/step_summary.md", "");
     sb.write("gh/output.txt", "");
     sb

@@ -6,7 +6,9 @@
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr};
+use super::support::harness::{Sandbox, events, read_jsonl, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 use super::support::users::RunAs;
 
@@ -14,37 +16,18 @@ const KEY: &str = "sk-test-0123456789-abcdefXYZ";
 
 /// A sandbox with a skill and a job at `base_url`; `extra` is appended to the job.
 fn sandbox(base_url: &str, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/README.md", "# project\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: untrusted
-skill: fixer
-goal: Summarize the issue.
-model: {{provider: openai, name: fake-model, base_url: "{base_url}"}}
-workspace: ws
-skills_path: [skills]
-{extra}"#
-        ),
-    );
-    sb
+    JobBuilder::new("untrusted", "fixer", base_url)
+        .goal("Summarize the issue.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: \"{base_url}\"}}"
+        ))
+        .file("ws/README.md", "# project\n")
+        .body(extra)
+        .write()
 }
 
 fn run(sb: &Sandbox, env: &[(&str, &str)]) -> std::process::Output {
-    let args = [
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--junit",
-        "out/junit.xml",
-        "--progress",
-        "none",
-    ];
-    agentci_in(sb.path(), &args, env)
+    JobRun::new(sb).junit().progress("none").envs(env).output()
 }
 
 /// Every message content the server received, joined.

@@ -5,46 +5,35 @@
 //! model's daemons that try to outlive the run.
 
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::signals::{processes_with, signal_and_wait, wait_until};
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, outside_github, read_jsonl, stderr};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::harness::{Sandbox, events, read_jsonl, stderr};
+use super::support::job::{JobBuilder, JobRun};
+use super::support::wait::{HANG, kill_all_with, pids_with, wait_for};
 
 fn job(sb: &Sandbox, base_url: &str, extra: &str) {
-    sb.skill("runner", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            "version: 1\nname: background\nskill: runner\ngoal: Use a background server.\n\
-             model: {{provider: openai, name: fake-model, base_url: {base_url}}}\n\
-             workspace: ws\nskills_path: [skills]\ntools: [read, exec, process]\n{extra}\n"
-        ),
-    );
+    JobBuilder::new("background", "runner", base_url)
+        .goal("Use a background server.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .tools("[read, exec, process]")
+        .body(&format!("{extra}\n"))
+        .write_in(sb);
 }
 
 const ALLOW_ALL: &str = "permissions: {default: allow}";
 
 fn run(sb: &Sandbox) -> (std::process::Output, Vec<Value>) {
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--progress",
-            "plain",
-        ],
-        &[("OPENAI_API_KEY", "sk-test")],
-    );
-    let trace_path = sb.path().join("out/trace.jsonl");
-    assert_valid_trace(&trace_path);
-    (out, read_jsonl(&trace_path))
+    JobRun::new(sb)
+        .progress("plain")
+        .env("OPENAI_API_KEY", "sk-test")
+        .traced()
 }
 
 /// The properties of `exec`'s schema as the first request offered it.
@@ -93,21 +82,6 @@ fn free_port() -> u16 {
 }
 
 /// Processes whose command line holds `marker`, whatever they run.
-fn pids_with(marker: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .replace('\0', " ")
-                .contains(marker)
-                .then_some(pid)
-        })
-        .collect()
-}
-
 fn alive_with(marker: &str) -> usize {
     pids_with(marker).len()
 }
@@ -230,7 +204,7 @@ fn a_background_server_is_queried_read_and_gone_after_the_run() {
     );
     let marker = format!("server.py {port}");
     assert!(
-        wait_until(Duration::from_secs(2), || alive_with(&marker) == 0),
+        wait_until(Duration::from_secs(10), || alive_with(&marker) == 0),
         "the server outlived the run"
     );
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
@@ -240,8 +214,14 @@ fn a_background_server_is_queried_read_and_gone_after_the_run() {
 /// next step and dies with the run.
 #[test]
 fn step_end_kills_sessions_unless_kept() {
-    let loop_to = |file: &str| format!("while :; do echo x >> {file}; sleep 0.05; done");
-    let measure = "a=$(wc -c < a.txt); b=$(wc -c < b.txt); sleep 0.5; \
+    let sb = Sandbox::new();
+    // Absolute paths: the test finds the loops by their command line.
+    let path = |file: &str| sb.workspace().join(file).display().to_string();
+    let loop_to = |file: &str| format!("while :; do echo x >> {}; sleep 0.05; done", path(file));
+    // Measured once the kept loop has written again: a loop still running
+    // would have written too.
+    let measure = "a=$(wc -c < a.txt); b=$(wc -c < b.txt); \
+                   while [ $(wc -c < b.txt) -le $b ]; do sleep 0.05; done; \
                    echo \"a $a $(wc -c < a.txt) b $b $(wc -c < b.txt)\"";
     let model = FakeModel::start(vec![
         Reply::plan(&[("Start", "started"), ("Look", "looked")]),
@@ -255,14 +235,17 @@ fn step_end_kills_sessions_unless_kept() {
             "exec",
             json!({"command": loop_to("b.txt"), "background": true, "keep": true}),
         ),
-        call("wait", "exec", json!({"command": "sleep 0.3"})),
+        call(
+            "wait",
+            "exec",
+            json!({"command": "until [ -s a.txt ] && [ -s b.txt ]; do sleep 0.05; done"}),
+        ),
         Reply::step_done("started"),
         call("list", "process", json!({"action": "list"})),
         call("measure", "exec", json!({ "command": measure })),
         Reply::step_done("looked"),
         Reply::text("done"),
     ]);
-    let sb = Sandbox::new();
     job(&sb, &model.base_url(), ALLOW_ALL);
     let (out, trace) = run(&sb);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -299,14 +282,11 @@ fn step_end_kills_sessions_unless_kept() {
     assert!(
         warnings[1].starts_with("background session 2 ") && warnings[1].contains("end of the run")
     );
-    let size = || {
-        std::fs::metadata(sb.workspace().join("b.txt"))
-            .unwrap()
-            .len()
-    };
-    let first = size();
-    std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(first, size(), "the kept session outlived the run");
+    // The loops never end by themselves: once none is left, the run ended them.
+    wait_for("the kept session's loop to end with the run", || {
+        pids_with(&path("b.txt")).is_empty()
+    });
+    assert!(pids_with(&path("a.txt")).is_empty());
 }
 
 /// A background command is judged by the same rules as any `exec`; a run
@@ -462,7 +442,12 @@ fn daemons_do_not_outlive_the_run(sandbox_line: &str) {
             "exec",
             json!({"command": format!("{} echo started", spawn_all("g")), "background": true}),
         ),
-        call("wait", "exec", json!({"command": "sleep 0.3"})),
+        // Until the kept session's daemons have written.
+        call(
+            "wait",
+            "exec",
+            json!({"command": "until [ -s ka.txt ] && [ -s kb.txt ] && [ -s kc.txt ] && [ -s kd.txt ]; do sleep 0.05; done"}),
+        ),
         Reply::step_done("escaped"),
         Reply::text("done"),
     ]);
@@ -497,26 +482,23 @@ fn daemons_do_not_outlive_the_run(sandbox_line: &str) {
     // The kept session's daemons ran; the other session's may have been
     // killed (with its process group) before they wrote.
     assert!(first[..4].iter().all(|&n| n > 0), "{files:?}: {first:?}");
-    std::thread::sleep(Duration::from_millis(500));
-    let after = sizes();
-    for (i, file) in files.iter().enumerate() {
+    for file in &files {
         // Without a PID namespace, only the process group is there to kill,
         // and `setsid` leaves it: the sandbox report says so.
         let escapes_group = file.ends_with("a.txt") || file.ends_with("b.txt");
         if pid_namespace || !escapes_group {
-            assert_eq!(
-                first[i], after[i],
-                "`{sandbox_line}`: {file} kept growing after the run"
+            // The daemons never end by themselves: once none writing `file`
+            // is left, the run ended them.
+            let path = sb.workspace().join(file).display().to_string();
+            wait_for(
+                &format!("`{sandbox_line}`: the daemons writing {file} to end with the run"),
+                || pids_with(&path).is_empty(),
             );
         }
     }
     assert_eq!(processes_with("47.71"), 0, "`{sandbox_line}`");
     // What escaped the group where nothing else could stop it: end it, by pid.
-    let workspace = sb.workspace().display().to_string();
-    for pid in pids_with(&workspace) {
-        // SAFETY: kill only sends a signal to a process this test's run started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    kill_all_with(&sb.workspace().display().to_string());
 }
 
 /// SIGTERM while a kept session runs: agentci exits 143 and the session is gone.
@@ -533,33 +515,25 @@ fn sigterm_kills_the_sessions() {
     ]);
     let sb = Sandbox::new();
     job(&sb, &model.base_url(), ALLOW_ALL);
-    let mut child = outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
-        .args([
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--progress",
-            "none",
-        ])
-        .current_dir(sb.path())
+    let mut child = JobRun::new(&sb)
+        .progress("none")
         .env("OPENAI_API_KEY", "sk-test")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     assert!(
-        wait_until(Duration::from_secs(10), || processes_with("47.81") > 0),
+        wait_until(HANG, || processes_with("47.81") > 0),
         "the session never started"
     );
-    assert!(wait_until(Duration::from_secs(10), || model
-        .requests()
-        .len()
-        >= 3));
+    wait_for("the model server to hold the third request", || {
+        model.requests().len() >= 3
+    });
     let (code, _) = signal_and_wait(&mut child, libc::SIGTERM);
     assert_eq!(code, 143);
     assert!(
-        wait_until(Duration::from_secs(1), || processes_with("47.81") == 0),
+        wait_until(Duration::from_secs(10), || processes_with("47.81") == 0),
         "the session outlived agentci"
     );
     let trace = read_jsonl(&sb.path().join("out/trace.jsonl"));

@@ -12,6 +12,7 @@ use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{
     Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
 };
+use super::support::prerequisites;
 
 const TYPO: &str = "hello wrold\n";
 const GOAL: &str = "Fix the typo in greeting.txt.";
@@ -583,8 +584,13 @@ fn sh_quote(text: &str) -> String {
 #[test]
 fn on_a_terminal_the_plan_outcomes_checks_and_totals_stay_on_screen() {
     // util-linux `script` gives the run a pseudo-terminal, so the bars are drawn.
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: `script` (util-linux) is not installed");
+    if prerequisites::program(
+        &["script"],
+        "the pseudo-terminal test of `agentci run`",
+        "it is in util-linux: `apt-get install util-linux`",
+    )
+    .is_none()
+    {
         return;
     }
     let model = FakeModel::start(fixing_script());

@@ -7,7 +7,9 @@
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, stderr};
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 /// Lines of a file the model reads: about 7,000 tokens, under `read`'s
@@ -19,41 +21,31 @@ fn big_file(tag: &str) -> String {
 }
 
 fn sandbox(base_url: &str, model_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    for tag in ["f1", "f2", "f3"] {
-        sb.write(&format!("ws/{tag}.txt"), &big_file(tag));
-    }
-    sb.skill("reader", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: long-read
-skill: reader
-goal: Read the three files and report what they hold.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-  context_window: 16000
-{model_extra}tools: [read, grep, exec]
-workspace: ws
-skills_path: [skills]
-permissions:
+    let mut job = JobBuilder::new("long-read", "reader", base_url)
+        .goal("Read the three files and report what they hold.")
+        .model_extra("  context_window: 16000\n")
+        .model_extra(model_extra)
+        .tools("[read, grep, exec]")
+        .body(
+            r#"permissions:
   default: deny
   allow: [read, grep, "exec(seq *)"]
 checks:
   - name: files still there
     run: test -f f3.txt
-"#
-        ),
-    );
-    sb
+"#,
+        );
+    for tag in ["f1", "f2", "f3"] {
+        job = job.file(&format!("ws/{tag}.txt"), &big_file(tag));
+    }
+    job.write()
 }
 
 fn run(sb: &Sandbox) -> Vec<Value> {
-    let args = ["run", "job.yaml", "--out", "run", "--progress", "plain"];
-    let out = agentci_in(sb.path(), &args, &[("ANTHROPIC_API_KEY", "sk-ant-fake")]);
+    let out = JobRun::bare(sb)
+        .args(&["--out", "run", "--progress", "plain"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+        .output();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_valid_trace(&sb.path().join("run/trace.jsonl"));
     sb.trace("run/trace.jsonl")

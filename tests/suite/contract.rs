@@ -10,32 +10,16 @@
 //! review it, then accept it with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test all suite::contract`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
 use super::examples::fix_failing_test_batched_script;
 use super::support::fake_model::FakeModel;
-use super::support::harness::{agentci_in, read_jsonl, stderr};
+use super::support::harness::{agentci_in, copy_tree, read_jsonl, stderr};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_name() == "target" {
-            continue;
-        }
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Everything one run of the example produced.
@@ -51,7 +35,7 @@ struct ExampleRun {
 
 fn run_example() -> ExampleRun {
     let ws = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("fixtures/calc"), ws.path());
+    copy_tree(&repo().join("fixtures/calc"), ws.path());
     let out = tempfile::tempdir().unwrap();
     let github = tempfile::tempdir().unwrap();
     let summary_path = github.path().join("step_summary.md");

@@ -8,19 +8,15 @@ use serde_json::Value;
 
 use super::support::fake_model::FakeModel;
 use super::support::harness::{Sandbox, agentci_in, stderr, stdout};
+use super::support::job::JobBuilder;
 
 fn sandbox(model: &str, mcp: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/notes.txt", "x\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            "version: 1\nname: fix\nskill: fixer\ngoal: Fix it.\nskills_path: [skills]\n\
-             workspace: ws\nmodel: {model}\n{mcp}"
-        ),
-    );
-    sb
+    JobBuilder::new("fix", "fixer", "")
+        .goal("Fix it.")
+        .model_inline(model)
+        .file("ws/notes.txt", "x\n")
+        .body(mcp)
+        .write()
 }
 
 /// The set-up part of `doctor --json`, and the exit code.

@@ -6,12 +6,12 @@
 //! server; `cargo test -- --ignored regenerate_example_cassettes` records them
 //! again after an intended change to what the model sees.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::harness::{agentci_in, copy_tree, events, read_jsonl, stderr, stdout};
 use super::support::trace_schema::assert_valid_trace;
 
 fn repo() -> PathBuf {
@@ -21,25 +21,8 @@ fn repo() -> PathBuf {
 /// A fresh copy of `fixtures/calc` in a temporary folder.
 fn calc_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("fixtures/calc"), dir.path());
+    copy_tree(&repo().join("fixtures/calc"), dir.path());
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        let target = to.join(&name);
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Run a workflow on a copy of the fixture with `model_args` (`--replay` or `--record`).

@@ -8,8 +8,9 @@ use serde_json::json;
 
 use super::git_output::init_repo;
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, read_jsonl, stderr};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 
 /// A model that fixes the source and also drops a large file and a small
 /// binary one (a NUL byte, as git tells binary files) into the workspace.
@@ -33,42 +34,28 @@ fn script() -> Vec<Reply> {
 fn sandbox(base_url: &str, extra: &str) -> (Sandbox, Repository) {
     let sb = Sandbox::new();
     let repo = init_repo(&sb.workspace(), &[("src.txt", "hello wrold\n")]);
-    sb.skill("fixer", Some("Read Edit Bash"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: exclusions
-skill: fixer
-goal: Fix the typo in src.txt.
-model: {{provider: openai, name: fake-model, base_url: {base_url}}}
-tools: [read, edit, exec]
-workspace: ws
-skills_path: [skills]
-permissions: {{default: allow}}
+    JobBuilder::new("exclusions", "fixer", base_url)
+        .allowed_tools("Read Edit Bash")
+        .goal("Fix the typo in src.txt.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .tools("[read, edit, exec]")
+        .body(&format!(
+            r#"permissions: {{default: allow}}
 checks:
   - {{name: fixed, run: grep -q "hello world" src.txt}}
 outputs:
   patch: out/changes.diff
   commit: {{branch: agentci/fix, message: Fix the typo}}
 {extra}"#
-        ),
-    );
+        ))
+        .write_in(&sb);
     (sb, repo)
 }
 
 fn run(sb: &Sandbox) -> (std::process::Output, Vec<serde_json::Value>) {
-    let out = sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "plain",
-    ]);
-    let path = sb.path().join("out/trace.jsonl");
-    assert_valid_trace(&path);
-    (out, read_jsonl(&path))
+    JobRun::new(sb).progress("plain").traced()
 }
 
 /// The paths the commit on `branch` changed against its parent.

@@ -8,8 +8,9 @@ use git2::{Repository, Signature};
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, events, read_jsonl, stderr};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 
 /// A repository in `dir` with `files` committed as its first commit.
 pub fn init_repo(dir: &Path, files: &[(&str, &str)]) -> Repository {
@@ -46,24 +47,20 @@ fn sandbox(base_url: &str, extra: &str) -> (Sandbox, Repository) {
         &sb.workspace(),
         &[("greeting.txt", "hello wrold\n"), ("README.md", "# demo\n")],
     );
-    sb.skill("fixer", Some("Read Edit Write"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt and add NOTES.md.
-model: {{provider: openai, name: fake-model, base_url: {base_url}}}
-tools: [read, edit, write]
-workspace: ws
-skills_path: [skills]
-permissions: {{default: allow}}
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .allowed_tools("Read Edit Write")
+        .goal("Fix the typo in greeting.txt and add NOTES.md.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .tools("[read, edit, write]")
+        .body(&format!(
+            r#"permissions: {{default: allow}}
 checks:
   - {{name: greeting fixed, run: grep -q "hello world" greeting.txt}}
 {extra}"#
-        ),
-    );
+        ))
+        .write_in(&sb);
     (sb, repo)
 }
 
@@ -98,24 +95,7 @@ fn failing_script() -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox) -> (std::process::Output, Vec<Value>) {
-    let out = sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--junit",
-        "out/junit.xml",
-        "--progress",
-        "plain",
-    ]);
-    let trace_path = sb.path().join("out/trace.jsonl");
-    let trace = if trace_path.exists() {
-        assert_valid_trace(&trace_path);
-        read_jsonl(&trace_path)
-    } else {
-        Vec::new()
-    };
-    (out, trace)
+    JobRun::new(sb).junit().progress("plain").traced_if_any()
 }
 
 fn run_status(trace: &[Value]) -> &str {

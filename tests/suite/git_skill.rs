@@ -9,9 +9,8 @@ use serde_json::Value;
 
 use super::git_output::{commit_all, init_repo};
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{
-    Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
-};
+use super::support::harness::{Sandbox, agentci_in, events, outside_github, stderr, stdout};
+use super::support::job::{JobRun, TRACE};
 use super::support::trace_schema::assert_valid_trace;
 
 const SKILL: &str = "---\nname: lint\ndescription: Fixes lint in small steps.\nallowed-tools: Read\n---\n\nRead the code, then report.\n";
@@ -57,24 +56,16 @@ fn script() -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox, cache: &Path) -> (std::process::Output, Vec<Value>) {
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--progress",
-            "none",
-        ],
-        &[("AGENTCI_CACHE", cache.to_str().unwrap())],
-    );
-    let path = sb.path().join("out/trace.jsonl");
+    let out = JobRun::new(sb)
+        .progress("none")
+        .env("AGENTCI_CACHE", cache.to_str().unwrap())
+        .output();
+    // A refused job (exit 2) writes no trace; an earlier run's may be there.
     let trace = if out.status.code() == Some(2) {
         Vec::new()
     } else {
-        assert_valid_trace(&path);
-        read_jsonl(&path)
+        assert_valid_trace(&sb.path().join(TRACE));
+        sb.trace(TRACE)
     };
     (out, trace)
 }

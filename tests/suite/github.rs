@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
 use super::support::trace_schema::assert_valid_trace;
 
 const SECRET: &str = "s3cr3t-value-8f2a";
@@ -27,30 +28,13 @@ fn repo() -> PathBuf {
 
 /// A sandbox with a greeting to fix, a skill and a job; `extra` is appended to the job.
 fn sandbox(base_url: &str, checks: &str, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-tools: [read, edit, ls, exec]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: allow
-checks:
-{checks}{extra}"#
-        ),
-    );
-    sb
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .file("ws/greeting.txt", "hello wrold\n")
+        .tools("[read, edit, ls, exec]")
+        .body(&format!(
+            "permissions:\n  default: allow\nchecks:\n{checks}{extra}"
+        ))
+        .write()
 }
 
 fn fixing_script() -> Vec<Reply> {

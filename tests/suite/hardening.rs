@@ -5,7 +5,9 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+
+use super::support::prerequisites;
+use super::support::wait::{children_of, wait_for};
 
 /// The unprivileged user both agentci and the reader run as.
 const NOBODY: &str = "65534";
@@ -14,8 +16,11 @@ const NOBODY: &str = "65534";
 fn a_process_of_the_same_user_cannot_read_agentcis_environment() {
     // SAFETY: geteuid only reads the calling process's effective user id.
     if unsafe { libc::geteuid() } != 0 {
-        println!("skipped: switching to an unprivileged user needs root (CI runs as root)");
-        return;
+        return prerequisites::lacking(
+            "the test that agentci's environment is closed to its user",
+            "root (to switch to an unprivileged user)",
+            "AGENTCI_REQUIRE_ROOT",
+        );
     }
     // A copy nobody can execute, in a folder nobody can enter.
     let dir = tempfile::tempdir().unwrap();
@@ -52,15 +57,14 @@ fn a_process_of_the_same_user_cannot_read_agentcis_environment() {
         .spawn()
         .expect("setpriv (util-linux) must be installed");
     let environ = format!("/proc/{}/environ", agentci.id());
-    // setpriv execs agentci in place; wait until the process is agentci.
-    let started = Instant::now();
-    while std::fs::read_link(format!("/proc/{}/exe", agentci.id()))
-        .is_ok_and(|exe| !exe.ends_with("agentci"))
-        && started.elapsed() < Duration::from_secs(5)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    // setpriv execs agentci in place; agentci hardens itself first thing,
+    // long before it starts the server: once the server is its child, it is
+    // past that point and still running.
+    wait_for("agentci to start the MCP server `/bin/sleep 20`", || {
+        std::fs::read_link(format!("/proc/{}/exe", agentci.id()))
+            .is_ok_and(|exe| exe.ends_with("agentci"))
+            && !children_of(agentci.id()).is_empty()
+    });
     let read = as_nobody("cat").arg(&environ).output().unwrap();
     let _ = agentci.kill();
     let _ = agentci.wait();

@@ -16,34 +16,27 @@ use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, stderr};
+use super::support::job::JobBuilder;
 use super::support::junit_schema::{ReadCase, assert_readable};
 
 /// A workspace with a typo, a job whose first check fails while the typo is
 /// there and whose second fails printing nothing.
 fn sandbox(base_url: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model: {{provider: openai, name: fake-model, base_url: {base_url}}}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-max_plan_turns: 2
-permissions: {{default: allow}}
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .file("ws/greeting.txt", "hello wrold\n")
+        .tools("[read, ls]")
+        .body(
+            r#"max_plan_turns: 2
+permissions: {default: allow}
 checks:
-  - {{name: greeting fixed, run: grep -q "hello world" greeting.txt}}
-  - {{name: silent, run: "false"}}
-"#
-        ),
-    );
-    sb
+  - {name: greeting fixed, run: grep -q "hello world" greeting.txt}
+  - {name: silent, run: "false"}
+"#,
+        )
+        .write()
 }
 
 /// Run the job (named by `job`) from `cwd` with `env`; the JUnit file, parsed.

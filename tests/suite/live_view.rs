@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, stderr};
+use super::support::job::JobBuilder;
 use super::support::tmux::{self, Pane};
 
 const ESC: char = '\u{1b}';
@@ -45,25 +46,12 @@ fn script(hold: Duration) -> Vec<Reply> {
 
 /// A workspace with the typo and a job whose second check fails with output.
 fn sandbox(base_url: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-  price: {{input_per_mtok: 1000, output_per_mtok: 1000}}
-tools: [read, edit, ls]
-workspace: ws
-skills_path: [skills]
-budget: {{max_turns: 20, max_tokens: 100000, max_cost_usd: 50, timeout: 10m}}
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .file("ws/greeting.txt", "hello wrold\n")
+        .model_extra("  price: {input_per_mtok: 1000, output_per_mtok: 1000}\n")
+        .tools("[read, edit, ls]")
+        .body(
+            r#"budget: {max_turns: 20, max_tokens: 100000, max_cost_usd: 50, timeout: 10m}
 permissions:
   default: allow
 checks:
@@ -71,10 +59,9 @@ checks:
     run: grep -q "hello world" greeting.txt
   - name: style
     run: "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22; do echo style report line $i; done; exit 3"
-"#
-        ),
-    );
-    sb
+"#,
+        )
+        .write()
 }
 
 fn run_argv() -> Vec<String> {
@@ -107,12 +94,13 @@ fn on_a_terminal_the_live_view_shows_the_plan_the_calls_and_the_spend_then_the_f
     let sb = sandbox(&model.base_url());
     let pane = Pane::start(sb.path(), &run_argv(), &[("NO_COLOR", "1")]);
 
-    // Step 2 has made its calls and waits for the model.
-    pane.wait_for("step 2's edit finished", |s| {
+    // Step 2 has made its calls and waits for the model: the sixth turn
+    // is in flight, with the spend of the five before it.
+    let during = pane.wait_for("step 2's edit finished and turn 6 asked", |s| {
         s.contains("edit greeting.txt ok")
+            && s.contains("turn 6 of 20")
+            && s.contains("1,560 of 100,000 tokens")
     });
-    std::thread::sleep(Duration::from_millis(500));
-    let during = pane.capture(false);
     let final_screen = pane.wait_for("the run's end", |s| s.contains("[exit "));
 
     redacted().bind(|| {

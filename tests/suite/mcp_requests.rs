@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::mcp::test_server;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr, stdout, types};
+use super::support::job::{JobRun, TRACE};
 
 /// A job whose one server `t` is the test server with `args`, and `extra`
 /// lines under it (`roots: true`, `sampling: true`).
@@ -31,16 +32,8 @@ fn job(sb: &Sandbox, base_url: &str, args: &[&str], extra: &str) {
 }
 
 fn run(sb: &Sandbox) -> (std::process::Output, Vec<Value>) {
-    let out = sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "none",
-    ]);
-    let trace = sb.trace("out/trace.jsonl");
-    (out, trace)
+    let out = JobRun::new(sb).progress("none").output();
+    (out, sb.trace(TRACE))
 }
 
 /// `(method, outcome, detail)` of every `mcp.server.request` of server `t`.

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::mcp::{npm_server, test_server};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr, types};
+use super::support::job::{JobRun, TRACE};
 
 /// `name: {command, args, extra...}` lines for `mcp.servers`.
 fn server(name: &str, command: &[String], extra: &str) -> String {
@@ -60,16 +61,8 @@ fn script(turns: Vec<Vec<(&str, Value)>>) -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox) -> (std::process::Output, Vec<Value>) {
-    let out = sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "none",
-    ]);
-    let trace = sb.trace("out/trace.jsonl");
-    (out, trace)
+    let out = JobRun::new(sb).progress("none").output();
+    (out, sb.trace(TRACE))
 }
 
 /// The `tool.result` of the call the model made as `tool` (the n-th such call).

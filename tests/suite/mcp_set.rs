@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::mcp::test_server;
 use super::support::harness::Sandbox;
+use super::support::wait::assert_took_less;
 
 fn spec(name: &str, args: &[&str]) -> McpServerSpec {
     let words = test_server(args);
@@ -218,7 +219,11 @@ fn shutdown_stops_every_server_at_once_even_those_ignoring_stdin() {
     rt.block_on(set.shutdown_all_within(Duration::from_millis(300)));
     // Not a timing assertion: a generous bound that fails only if the
     // servers were waited for one after the other forever.
-    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_took_less(
+        started.elapsed(),
+        Duration::from_secs(20),
+        "shutting down three servers",
+    );
     for name in ["a", "b", "c"] {
         let call = rt.block_on(set.call(name, "add", json!({"a": 1, "b": 1})));
         assert!(call.unwrap_err().reason.contains("shut down"));

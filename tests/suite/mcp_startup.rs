@@ -13,7 +13,9 @@ use serde_json::Value;
 use super::mcp::test_server;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
+use super::support::job::{JobRun, TRACE};
 use super::support::trace_schema::assert_valid_trace;
+use super::support::wait::assert_took_less;
 use super::trace_view::redact;
 
 /// A job with one stdio server `slow` that takes `init` seconds to answer
@@ -45,21 +47,10 @@ fn replies() -> Vec<Reply> {
 /// `agentci run` with the plain progress log; its output, wall time and trace.
 fn run(sb: &Sandbox) -> (std::process::Output, Duration, Vec<Value>) {
     let began = Instant::now();
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--progress",
-            "plain",
-        ],
-        &[],
-    );
+    let out = JobRun::new(sb).progress("plain").output();
     let took = began.elapsed();
-    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
-    (out, took, sb.trace("out/trace.jsonl"))
+    assert_valid_trace(&sb.path().join(TRACE));
+    (out, took, sb.trace(TRACE))
 }
 
 fn trace_show(sb: &Sandbox) -> String {
@@ -103,7 +94,11 @@ fn a_timeout_shorter_than_a_servers_start_up_ends_the_run_at_its_timeout() {
     let (out, took, trace) = run(&sb);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     // The run ended at its timeout, not when the server was ready.
-    assert!(took < Duration::from_secs(12), "{took:?}");
+    assert_took_less(
+        took,
+        Duration::from_secs(12),
+        "the run with a 2s start-up timeout",
+    );
     assert!(events(&trace, "model.request").is_empty());
 
     let startup = events(&trace, "mcp.startup");

@@ -7,7 +7,9 @@
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, stderr};
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 
 const RULES: &str = r#"rules:
   - Never edit files under vendor/.
@@ -16,37 +18,24 @@ const RULES: &str = r#"rules:
 
 /// A sandbox with a skill and a job at `base_url`; `extra` is appended to the job.
 fn sandbox(provider: &str, base_url: &str, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: guided
-skill: fixer
-goal: Read the greeting.
-model: {{provider: {provider}, name: fake-model, base_url: "{base_url}"}}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions: {{default: deny, allow: [read, ls]}}
-{extra}"#
-        ),
-    );
-    sb
+    JobBuilder::new("guided", "fixer", base_url)
+        .goal("Read the greeting.")
+        .model_inline(&format!(
+            "{{provider: {provider}, name: fake-model, base_url: \"{base_url}\"}}"
+        ))
+        .file("ws/greeting.txt", "hello world\n")
+        .tools("[read, ls]")
+        .body(&format!(
+            "permissions: {{default: deny, allow: [read, ls]}}\n{extra}"
+        ))
+        .write()
 }
 
 fn run(sb: &Sandbox) -> std::process::Output {
-    let args = [
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "none",
-    ];
-    agentci_in(sb.path(), &args, &[("ANTHROPIC_API_KEY", "test-key")])
+    JobRun::new(sb)
+        .progress("none")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .output()
 }
 
 fn script() -> Vec<Reply> {

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use super::examples::{fix_failing_test_batched_script, fix_failing_test_script, run_example};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 /// A request in the order a prompt cache reads it (tools, system, messages),
@@ -167,24 +169,13 @@ fn the_example_runs_over_the_messages_api_with_cache_breakpoints() {
 
 /// A workspace, a skill and a job with exec patterns and two checks.
 fn sandbox(base_url: &str, provider: &str, model: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/notes.txt", "todo\n");
-    sb.skill("helper", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: notes
-skill: helper
-goal: Tidy notes.txt.
-model:
-  provider: {provider}
-  name: {model}
-  base_url: {base_url}
-tools: [read, write, ls, exec]
-workspace: ws
-skills_path: [skills]
-permissions:
+    JobBuilder::new("notes", "helper", base_url)
+        .goal("Tidy notes.txt.")
+        .model(provider, model, base_url)
+        .file("ws/notes.txt", "todo\n")
+        .tools("[read, write, ls, exec]")
+        .body(
+            r#"permissions:
   default: deny
   allow: [read, ls, write, "exec(cat *)", "exec(wc -l *)"]
   deny: ["exec(rm *)"]
@@ -193,23 +184,13 @@ checks:
     run: test -f notes.txt
   - name: no todo left
     run: "! grep -q todo notes.txt"
-"#
-        ),
-    );
-    sb
+"#,
+        )
+        .write()
 }
 
 fn run(sb: &Sandbox, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "plain",
-    ];
-    args.extend_from_slice(extra);
-    sb.agentci(&args)
+    JobRun::new(sb).progress("plain").args(extra).output()
 }
 
 /// The tool result the model got back for `call_id`.

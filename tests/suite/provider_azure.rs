@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, outside_github, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 const KEY: &str = "azure-resource-key-123";
@@ -19,61 +21,25 @@ const TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra";
 /// A job for deployment `gpt4o-prod`; `base_url` and `model_extra` (inside
 /// `model:`) as given.
 fn sandbox(base_url: Option<&str>, model_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("reader", Some("Read LS"));
     let base_url = base_url.map_or_else(String::new, |url| format!("  base_url: {url}\n"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: azure-check
-skill: reader
-goal: Read greeting.txt.
-model:
-  provider: azure-openai
-  name: gpt4o-prod
-{base_url}  request_timeout: 5s
-  retry: {{initial_backoff: 10ms, max_backoff: 40ms}}
-{model_extra}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#
-        ),
-    );
-    sb
+    JobBuilder::reader("azure-check", "")
+        .model_block(&format!(
+            "  provider: azure-openai\n  name: gpt4o-prod\n{base_url}  request_timeout: 5s\n  \
+             retry: {{initial_backoff: 10ms, max_backoff: 40ms}}\n"
+        ))
+        .model_extra(model_extra)
+        .write()
 }
 
 /// Runs the binary with exactly the Azure variables given.
 fn run(sb: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
-    outside_github(&mut cmd);
-    for name in [
-        "AZURE_OPENAI_API_KEY",
-        "AZURE_OPENAI_AD_TOKEN",
-        "OPENAI_API_KEY",
-    ] {
-        cmd.env_remove(name);
-    }
-    cmd.args([
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "plain",
-    ])
-    .args(extra)
-    .envs(env.iter().copied())
-    .current_dir(sb.path());
-    cmd.output().unwrap()
+    JobRun::new(sb)
+        .progress("plain")
+        .args(extra)
+        .env_remove("AZURE_OPENAI_API_KEY")
+        .env_remove("AZURE_OPENAI_AD_TOKEN")
+        .envs(env)
+        .output()
 }
 
 fn session() -> Vec<Reply> {

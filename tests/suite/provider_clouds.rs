@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply, bedrock, vertex};
 use super::support::harness::{Sandbox, events, outside_github, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 const BEDROCK_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
@@ -46,60 +48,22 @@ const CLOUD_VARIABLES: &[&str] = &[
 /// A workspace with one file and a skill, and a job for `provider`;
 /// `model_extra` goes inside `model:` (indented two spaces).
 fn sandbox(provider: &str, name: &str, model_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("reader", Some("Read LS"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: cloud-check
-skill: reader
-goal: Read greeting.txt.
-model:
-  provider: {provider}
-  name: "{name}"
-  request_timeout: 5s
-  retry: {{initial_backoff: 10ms, max_backoff: 40ms}}
-{model_extra}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#
-        ),
-    );
-    sb
+    JobBuilder::reader("cloud-check", "")
+        .model_block(&format!(
+            "  provider: {provider}\n  name: \"{name}\"\n  request_timeout: 5s\n  \
+             retry: {{initial_backoff: 10ms, max_backoff: 40ms}}\n"
+        ))
+        .model_extra(model_extra)
+        .write()
 }
 
 /// Runs the binary with only the cloud variables in `env`.
 fn run(sb: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentci"));
-    outside_github(&mut cmd);
+    let mut run = JobRun::new(sb).junit().progress("plain").args(extra);
     for name in CLOUD_VARIABLES {
-        cmd.env_remove(name);
+        run = run.env_remove(name);
     }
-    cmd.args([
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--junit",
-        "out/junit.xml",
-        "--progress",
-        "plain",
-    ])
-    .args(extra)
-    .current_dir(sb.path());
-    for (name, value) in env {
-        cmd.env(name, value);
-    }
-    cmd.output().unwrap()
+    run.envs(env).output()
 }
 
 fn session() -> Vec<Reply> {

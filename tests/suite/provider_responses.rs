@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 const KEY: &str = "sk-responses-test-key";
@@ -25,49 +27,19 @@ const KEY: &str = "sk-responses-test-key";
 /// A workspace with one file and a job for `openai-responses` at `base_url`;
 /// `model_extra` goes inside `model:`.
 fn sandbox(base_url: &str, model_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("reader", Some("Read LS"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: responses-check
-skill: reader
-goal: Read greeting.txt.
-model:
-  provider: openai-responses
-  name: gpt-5
-  base_url: {base_url}
-  request_timeout: 5s
-  retry: {{initial_backoff: 10ms, max_backoff: 40ms}}
-{model_extra}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#
-        ),
-    );
-    sb
+    JobBuilder::reader("responses-check", base_url)
+        .model("openai-responses", "gpt-5", base_url)
+        .model_extra("  request_timeout: 5s\n  retry: {initial_backoff: 10ms, max_backoff: 40ms}\n")
+        .model_extra(model_extra)
+        .write()
 }
 
 fn run(sb: &Sandbox, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "plain",
-    ];
-    args.extend_from_slice(extra);
-    agentci_in(sb.path(), &args, &[("OPENAI_API_KEY", KEY)])
+    JobRun::new(sb)
+        .progress("plain")
+        .args(extra)
+        .env("OPENAI_API_KEY", KEY)
+        .output()
 }
 
 /// Plan, read the file (with commentary), step done, summary; the read

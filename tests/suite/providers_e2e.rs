@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::harness::{Sandbox, events, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 const ANTHROPIC_KEY: &str = "sk-ant-test-key-123";
@@ -45,52 +47,21 @@ const BOTH: [Api; 2] = [Api::OpenAi, Api::Anthropic];
 /// `model_extra` goes inside `model:` (indented two spaces), `job_extra` at
 /// the top level.
 fn sandbox(api: Api, name: &str, base_url: &str, model_extra: &str, job_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("reader", Some("Read LS"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: provider-check
-skill: reader
-goal: Read greeting.txt.
-model:
-  provider: {provider}
-  name: {name}
-  base_url: {base_url}
-  request_timeout: 5s
-  retry: {{initial_backoff: 10ms, max_backoff: 40ms}}
-{model_extra}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-{job_extra}"#,
-            provider = api.provider()
-        ),
-    );
-    sb
+    JobBuilder::reader("provider-check", base_url)
+        .model(api.provider(), name, base_url)
+        .model_extra("  request_timeout: 5s\n  retry: {initial_backoff: 10ms, max_backoff: 40ms}\n")
+        .model_extra(model_extra)
+        .body(job_extra)
+        .write()
 }
 
 fn run(sb: &Sandbox, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--junit",
-        "out/junit.xml",
-        "--progress",
-        "plain",
-    ];
-    args.extend_from_slice(extra);
-    agentci_in(sb.path(), &args, &[("ANTHROPIC_API_KEY", ANTHROPIC_KEY)])
+    JobRun::new(sb)
+        .junit()
+        .progress("plain")
+        .args(extra)
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+        .output()
 }
 
 /// A short successful session: plan, read the file, step done, summary.
@@ -245,7 +216,12 @@ fn rate_limit_429_waits_as_retry_after_says() {
     let sb = sandbox(Api::OpenAi, "gpt-4.1-mini", &model.base_url(), "", "");
     let started = Instant::now();
     let out = run(&sb, &[]);
-    assert!(started.elapsed() >= Duration::from_secs(1));
+    let took = started.elapsed();
+    eprintln!("the run with one 429 (Retry-After: 1) took {took:?}");
+    assert!(
+        took >= Duration::from_secs(1),
+        "the run did not wait: {took:?}"
+    );
     let (trace, _) = assert_passed(&out, &sb);
     let retries = retries(&trace);
     assert_eq!(retries.len(), 1, "{retries:?}");

@@ -18,6 +18,8 @@ use super::signals::wait_until;
 use super::support::fake_model::anthropic_thinking::{redacted_data, sign};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, outside_github, read_jsonl, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 const KEY: &str = "sk-ant-thinking-test";
@@ -26,42 +28,22 @@ const MODEL: &str = "claude-sonnet-4-5";
 /// A workspace with a greeting, a skill that reads, and an Anthropic job
 /// whose `model.reasoning` is `reasoning` (YAML flow mapping).
 fn sandbox(base_url: &str, reasoning: &str, model_extra: &str, stream: bool) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("reader", Some("Read LS"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: thinking-check
-skill: reader
-goal: Read greeting.txt and say what it says.
-model:
-  provider: anthropic
-  name: {MODEL}
-  base_url: {base_url}
-  request_timeout: 10s
-  stream: {stream}
-  reasoning: {reasoning}
-{model_extra}tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#
-        ),
-    );
-    sb
+    JobBuilder::reader("thinking-check", base_url)
+        .goal("Read greeting.txt and say what it says.")
+        .model("anthropic", MODEL, base_url)
+        .model_extra(&format!(
+            "  request_timeout: 10s\n  stream: {stream}\n  reasoning: {reasoning}\n"
+        ))
+        .model_extra(model_extra)
+        .write()
 }
 
 fn run(sb: &Sandbox, extra: &[&str]) -> Output {
-    let mut args = vec!["run", "job.yaml", "--out", "out", "--progress", "plain"];
-    args.extend_from_slice(extra);
-    agentci_in(sb.path(), &args, &[("ANTHROPIC_API_KEY", KEY)])
+    JobRun::bare(sb)
+        .args(&["--out", "out", "--progress", "plain"])
+        .args(extra)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
 }
 
 /// The trace of a run that passed, checked against the schema.

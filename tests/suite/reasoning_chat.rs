@@ -12,41 +12,19 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 const THOUGHT_PLAN: &str = "The goal is to read one file; one step will do.";
 const THOUGHT_READ: &str = "I should read greeting.txt before I answer.";
 
 fn sandbox(name: &str, base_url: &str, model_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello world\n");
-    sb.skill("reader", Some("Read LS"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: reasoning-check
-skill: reader
-goal: Read greeting.txt.
-model:
-  provider: openai
-  name: {name}
-  base_url: {base_url}
-  request_timeout: 5s
-{model_extra}
-tools: [read, ls]
-workspace: ws
-skills_path: [skills]
-permissions:
-  default: deny
-  allow: [read, ls]
-checks:
-  - name: greeting intact
-    run: grep -q "hello world" greeting.txt
-"#
-        ),
-    );
-    sb
+    JobBuilder::reader("reasoning-check", base_url)
+        .model("openai", name, base_url)
+        .model_extra("  request_timeout: 5s\n")
+        .model_extra(model_extra)
+        .write()
 }
 
 /// Plan, read, step done, summary; the first two answers come with reasoning.
@@ -62,26 +40,14 @@ fn session() -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--junit",
-        "out/junit.xml",
-        "--progress",
-        "plain",
-    ];
-    args.extend_from_slice(extra);
     let summary = sb.path().join("summary.md");
-    agentci_in(
-        sb.path(),
-        &args,
-        &[
-            ("GITHUB_ACTIONS", "true"),
-            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
-        ],
-    )
+    JobRun::new(sb)
+        .junit()
+        .progress("plain")
+        .args(extra)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())
+        .output()
 }
 
 /// The `reasoning_content` of each assistant message of a request, in order.

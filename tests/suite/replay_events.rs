@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use super::examples::run_example_with;
 use super::replay_sequence::{sandbox_with, script};
 use super::support::fake_model::FakeModel;
-use super::support::harness::{Sandbox, agentci_in, events, stderr};
+use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 /// A pull request event payload in `sb`, with `title`; returns its path.
@@ -42,17 +43,14 @@ fn sandbox(base_url: &str) -> Sandbox {
 /// `agentci run job.yaml` in `sb` with `args`, started by a pull request
 /// with this title when one is given.
 fn run(sb: &Sandbox, args: &[&str], pull_request: Option<&str>) -> std::process::Output {
-    let mut all = vec!["run", "job.yaml", "--trace", "out/trace.jsonl"];
-    all.extend_from_slice(args);
-    let event = pull_request.map(|title| pull_request_event(sb, title));
-    let env: Vec<(&str, &str)> = match &event {
-        Some(path) => vec![
-            ("GITHUB_EVENT_NAME", "pull_request"),
-            ("GITHUB_EVENT_PATH", path.as_str()),
-        ],
-        None => Vec::new(),
-    };
-    agentci_in(sb.path(), &all, &env)
+    let run = JobRun::new(sb).args(args);
+    match pull_request.map(|title| pull_request_event(sb, title)) {
+        Some(path) => run
+            .env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_EVENT_PATH", &path)
+            .output(),
+        None => run.output(),
+    }
 }
 
 /// A cassette recorded live (started by a pull request with this title,

@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 use super::eval::{eval, results};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr};
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 use super::support::trace_schema::assert_valid_trace;
 
 fn sandbox(base_url: &str) -> Sandbox {
@@ -17,33 +19,20 @@ fn sandbox(base_url: &str) -> Sandbox {
 
 /// The typo-fixing job, with `extra` lines added to the job file.
 pub(super) fn sandbox_with(base_url: &str, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
-    sb.skill("fixer", Some("Read Edit"));
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-tools: [read, edit]
-workspace: ws
-skills_path: [skills]
-permissions:
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .allowed_tools("Read Edit")
+        .file("ws/greeting.txt", "hello wrold\n")
+        .tools("[read, edit]")
+        .body(&format!(
+            r#"permissions:
   default: deny
   allow: [read, "edit(*.txt)"]
 checks:
   - name: greeting fixed
     run: grep -q "hello world" greeting.txt
 {extra}"#
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 pub(super) fn script() -> Vec<Reply> {
@@ -60,9 +49,7 @@ pub(super) fn script() -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    let mut all = vec!["run", "job.yaml", "--trace", "out/trace.jsonl"];
-    all.extend_from_slice(args);
-    sb.agentci(&all)
+    JobRun::new(sb).args(args).output()
 }
 
 /// A sandbox holding a cassette recorded live for the unedited job.

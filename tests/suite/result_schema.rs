@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr, stdout};
+use super::support::job::JobBuilder;
+use super::support::job::{JUNIT, JobRun, TRACE};
 use super::support::junit_schema::assert_readable;
 use super::support::trace_schema::assert_valid_trace;
 
@@ -28,29 +30,22 @@ const SCHEMA: &str = r#"{
 
 /// A job whose one check passes; `extra` adds keys (the schema).
 fn sandbox(base_url: &str, provider: &str, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/notes.txt", "notes\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: report-result
-skill: fixer
-goal: Look at the notes and report.
-model: {{provider: {provider}, name: fake-model, base_url: {base_url}}}
-tools: [read]
-workspace: ws
-skills_path: [skills]
-secrets: [RESULT_TOKEN]
+    JobBuilder::new("report-result", "fixer", base_url)
+        .goal("Look at the notes and report.")
+        .model_inline(&format!(
+            "{{provider: {provider}, name: fake-model, base_url: {base_url}}}"
+        ))
+        .file("ws/notes.txt", "notes\n")
+        .tools("[read]")
+        .body(&format!(
+            r#"secrets: [RESULT_TOKEN]
 permissions: {{default: allow}}
 checks:
   - name: notes kept
     run: test -f notes.txt
 {extra}"#
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 /// Plan one step and finish it: the final turn comes next.
@@ -68,18 +63,17 @@ struct Ran {
 }
 
 fn run(sb: &Sandbox, flags: &[&str], env: &[(&str, &str)]) -> Ran {
-    let mut args = vec!["run", "job.yaml", "--out", "out", "--progress", "none"];
-    args.extend_from_slice(flags);
-    let mut all_env = vec![
-        ("OPENAI_API_KEY", "sk-test"),
-        ("ANTHROPIC_API_KEY", "sk-ant-test"),
-        ("RESULT_TOKEN", TOKEN),
-    ];
-    all_env.extend_from_slice(env);
-    let out = agentci_in(sb.path(), &args, &all_env);
-    let trace_path = sb.path().join("out/trace.jsonl");
+    let out = JobRun::bare(sb)
+        .args(&["--out", "out", "--progress", "none"])
+        .args(flags)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("RESULT_TOKEN", TOKEN)
+        .envs(env)
+        .output();
+    let trace_path = sb.path().join(TRACE);
     assert_valid_trace(&trace_path);
-    assert_readable(&sb.path().join("out/junit.xml"));
+    assert_readable(&sb.path().join(JUNIT));
     Ran {
         code: out.status.code(),
         trace: read_jsonl(&trace_path),

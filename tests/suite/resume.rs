@@ -17,25 +17,23 @@ use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{
     Sandbox, agentci_in, events, outside_github, read_jsonl, stderr, stdout,
 };
+use super::support::job::{JobBuilder, JobRun};
 use super::support::trace_schema::assert_valid_trace;
 
 /// A job that writes two files, one per step; its check wants both. The
 /// model's address is given with `--base-url`, so a resumed run may reach
 /// the model elsewhere with the same job file.
 fn sandbox(job_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.skill("writer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            "name: two-files\nskill: writer\ngoal: Write a.txt and b.txt.\nworkspace: ws\n\
-             skills_path: [skills]\nmodel: {{provider: openai, name: fake-model}}\n\
-             tools: [read, write]\npermissions: {{default: allow}}\n\
+    JobBuilder::new("two-files", "writer", "")
+        .goal("Write a.txt and b.txt.")
+        .model_inline("{provider: openai, name: fake-model}")
+        .tools("[read, write]")
+        .body(&format!(
+            "permissions: {{default: allow}}\n\
              checks:\n  - {{name: both written, run: 'test -f a.txt && test -f b.txt'}}\n\
              {job_extra}"
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 fn plan() -> Reply {
@@ -65,11 +63,11 @@ fn run_dir(sb: &Sandbox) -> PathBuf {
 /// `agentci run job.yaml --out out/run` with `flags`: a resume is given the
 /// flags the run started with, plus `--resume`.
 fn run(sb: &Sandbox, model: &FakeModel, flags: &[&str]) -> std::process::Output {
-    let url = model.base_url();
-    let mut args = vec!["run", "job.yaml", "--base-url", &url, "--progress", "none"];
-    args.extend_from_slice(flags);
-    args.extend(["--out", "out/run"]);
-    agentci_in(sb.path(), &args, &[])
+    JobRun::bare(sb)
+        .args(&["--base-url", &model.base_url(), "--progress", "none"])
+        .args(flags)
+        .args(&["--out", "out/run"])
+        .output()
 }
 
 fn resume(sb: &Sandbox, model: &FakeModel, flags: &[&str]) -> std::process::Output {

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::job::JobBuilder;
+use super::support::job::JobRun;
 
 const REPORT: &str = "notes.txt says: ship on Friday. Checked: ls shows notes.txt and \
                       todo.txt; read notes.txt. Left: nothing.";
@@ -20,53 +21,34 @@ fn sandbox(base_url: &str, job_extra: &str) -> Sandbox {
 
 /// [`sandbox`] with the job's `tools:` list.
 fn sandbox_with_tools(base_url: &str, tools: &str, job_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/notes.txt", "ship on Friday\n");
-    sb.write("ws/todo.txt", "nothing\n");
-    sb.skill("reader", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: notes
-skill: reader
-goal: List the files, read notes.txt and say what it says.
-model: {{provider: openai, name: fake-model, base_url: {base_url}}}
-tools: [{tools}]
-workspace: ws
-skills_path: [skills]
-permissions:
+    JobBuilder::new("notes", "reader", base_url)
+        .goal("List the files, read notes.txt and say what it says.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .file("ws/notes.txt", "ship on Friday\n")
+        .file("ws/todo.txt", "nothing\n")
+        .tools(&format!("[{tools}]"))
+        .body(&format!(
+            r#"permissions:
   default: deny
   allow: [read, write, task, "exec(ls *)", "exec(ls)", "exec(false)"]
 checks:
   - name: notes kept
     run: test -f notes.txt
 {job_extra}"#
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 fn run(sb: &Sandbox) -> (Option<i32>, Vec<Value>) {
-    let out = sb.agentci(&[
-        "run",
-        "job.yaml",
-        "--trace",
-        "out/trace.jsonl",
-        "--progress",
-        "plain",
-    ]);
+    let (out, trace) = JobRun::new(sb).progress("plain").traced_if_any();
     let code = out.status.code();
-    assert!(
-        sb.path().join("out/trace.jsonl").exists(),
-        "no trace: {}",
-        stderr(&out)
-    );
-    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
+    assert!(!trace.is_empty(), "no trace: {}", stderr(&out));
     if code != Some(0) {
         eprintln!("{}", stderr(&out));
     }
-    (code, sb.trace("out/trace.jsonl"))
+    (code, trace)
 }
 
 fn plan_args(titles: &[&str]) -> Value {

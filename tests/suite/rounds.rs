@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr};
+use super::support::job::JobBuilder;
 use super::support::junit_schema::assert_readable;
 use super::support::trace_schema::assert_valid_trace;
 
@@ -20,21 +21,15 @@ const TOKEN: &str = "s3cr3t-round-token-42";
 /// A workspace with a typo and a job whose check fails while it is there.
 /// The check also prints a secret and a long log before failing.
 fn sandbox(base_url: &str, job_extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Make the greeting say hello world.
-model: {{provider: openai, name: fake-model, base_url: {base_url}}}
-tools: [read, write]
-workspace: ws
-skills_path: [skills]
-secrets: [ROUND_TOKEN]
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .goal("Make the greeting say hello world.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .file("ws/greeting.txt", "hello wrold\n")
+        .tools("[read, write]")
+        .body(&format!(
+            r#"secrets: [ROUND_TOKEN]
 env:
   ROUND_TOKEN: "${{{{ secrets.ROUND_TOKEN }}}}"
 permissions: {{default: allow}}
@@ -44,9 +39,8 @@ checks:
   - name: greeting fixed
     run: 'seq 1 20000; echo "token $ROUND_TOKEN"; grep -q "hello world" greeting.txt'
 {job_extra}"#
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 /// Run the job; exit code, trace, parsed JUnit and its XML.

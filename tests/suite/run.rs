@@ -5,33 +5,19 @@ use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr, stdout, types};
+use super::support::job::JobBuilder;
 use super::support::trace_schema::assert_valid_trace;
 
 const TYPO: &str = "hello wrold\n";
 
 /// A sandbox with a one-file workspace, a skill and a job pointing at `base_url`.
 fn sandbox(base_url: &str, extra: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", TYPO);
-    sb.skill(
-        "fixer",
-        Some("Read Grep LS Edit Bash(cat:*) Bash(rm:*) Bash(echo:*)"),
-    );
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-tools: [read, edit, grep, ls, exec]
-workspace: ws
-skills_path: [skills]
-permissions:
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .allowed_tools("Read Grep LS Edit Bash(cat:*) Bash(rm:*) Bash(echo:*)")
+        .file("ws/greeting.txt", TYPO)
+        .tools("[read, edit, grep, ls, exec]")
+        .body(&format!(
+            r#"permissions:
   default: deny
   allow: [read, grep, ls, "edit(*.txt)", "exec(cat *)"]
   deny: ["exec(rm *)"]
@@ -39,9 +25,8 @@ checks:
   - name: greeting fixed
     run: grep -q "hello world" greeting.txt
 {extra}"#
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 /// The script of a model that fixes the typo in two steps.

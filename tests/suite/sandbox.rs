@@ -6,28 +6,29 @@
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr};
+use super::support::job::{JobBuilder, JobRun, TRACE};
+use super::support::prerequisites;
+use super::support::wait::{kill_all_with, pids_with, wait_for};
 
 const KEY: &str = "sk-test-secret-4f1c9a7e2b";
 
 /// A job whose model runs each of `commands` with `exec`, one turn each,
 /// with every tool allowed: only the kernel stands in the way.
 fn job(sb: &Sandbox, base_url: &str, sandbox: &str, extra: &str) {
-    sb.skill("runner", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            "version: 1\nname: attack\nskill: runner\ngoal: Run the commands.\n\
-             model: {{provider: openai, name: fake-model, base_url: {base_url}}}\n\
-             workspace: ws\nskills_path: [skills]\npermissions: {{default: allow}}\n\
-             {sandbox}\n{extra}"
-        ),
-    );
+    JobBuilder::new("attack", "runner", base_url)
+        .goal("Run the commands.")
+        .model_inline(&format!(
+            "{{provider: openai, name: fake-model, base_url: {base_url}}}"
+        ))
+        .body(&format!(
+            "permissions: {{default: allow}}\n{sandbox}\n{extra}"
+        ))
+        .write_in(sb);
 }
 
 fn script(commands: &[&str]) -> Vec<Reply> {
@@ -46,24 +47,13 @@ fn script(commands: &[&str]) -> Vec<Reply> {
 
 /// Run the job with the key in agentci's environment; the trace.
 fn run(sb: &Sandbox, extra_env: &[(&str, &str)]) -> (std::process::Output, Vec<Value>) {
-    let mut env = vec![("OPENAI_API_KEY", KEY)];
-    env.extend_from_slice(extra_env);
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--junit",
-            "out/junit.xml",
-            "--progress",
-            "plain",
-        ],
-        &env,
-    );
-    let trace = read_jsonl(&sb.path().join("out/trace.jsonl"));
-    (out, trace)
+    let out = JobRun::new(sb)
+        .junit()
+        .progress("plain")
+        .env("OPENAI_API_KEY", KEY)
+        .envs(extra_env)
+        .output();
+    (out, sb.trace(TRACE))
 }
 
 /// What the model got back from `exec` call `i`.
@@ -184,15 +174,23 @@ fn the_api_key_in_agentcis_environment_is_out_of_reach() {
 /// double fork) keep writing after the call and the run.
 #[test]
 fn nothing_a_call_starts_outlives_it() {
-    let beat = |name: &str| format!("sh -c 'while :; do echo x >> {name}; sleep 0.05; done'");
+    let sb = Sandbox::new();
+    // Absolute paths: the test finds the daemons by their command line.
+    let path = |name: &str| sb.workspace().join(name).display().to_string();
+    let beat = |name: &str| {
+        format!(
+            "sh -c 'while :; do echo x >> {}; sleep 0.05; done'",
+            path(name)
+        )
+    };
     let command = format!(
-        "setsid {} & setsid -f {} ; ( ( {} & ) & ) ; sleep 0.3",
+        "setsid {} & setsid -f {} ; ( ( {} & ) & ) ; \
+         until [ -s a.txt ] && [ -s b.txt ] && [ -s c.txt ]; do sleep 0.05; done",
         beat("a.txt"),
         beat("b.txt"),
         beat("c.txt")
     );
     let model = FakeModel::start(script(&[&command, "sleep 0.3"]));
-    let sb = Sandbox::new();
     job(&sb, &model.base_url(), "", "");
     let (_, trace) = run(&sb, &[]);
     let sizes = || {
@@ -207,11 +205,18 @@ fn nothing_a_call_starts_outlives_it() {
         first.iter().all(|&n| n > 0),
         "the daemons never ran: {first:?}"
     );
-    std::thread::sleep(Duration::from_millis(500));
-    let after = sizes();
     if enforced(&trace, "processes") {
-        assert_eq!(first, after, "a daemon kept writing after the run");
+        // The daemons never end by themselves: once none is left, the run
+        // ended them.
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            wait_for(
+                &format!("the daemon writing {name} to end with the run"),
+                || pids_with(&path(name)).is_empty(),
+            );
+        }
     }
+    // What escaped where nothing could stop it (the report said so): end it.
+    kill_all_with(&sb.workspace().display().to_string());
 }
 
 /// A TCP connection to a port the test listens on, from `exec`, with and
@@ -502,8 +507,11 @@ fn an_eval_assertion_cannot_leak_the_key() {
 fn a_user_who_is_not_root_gets_the_namespaces_the_kernel_allows() {
     use super::support::users::{RunAs, is_root};
     if !is_root() {
-        eprintln!("skipped: switching to an unprivileged user needs root");
-        return;
+        return prerequisites::lacking(
+            "the test of an unprivileged user's namespaces",
+            "root (to switch to an unprivileged user)",
+            "AGENTCI_REQUIRE_ROOT",
+        );
     }
     let kernel_allows = std::process::Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
@@ -511,8 +519,11 @@ fn a_user_who_is_not_root_gets_the_namespaces_the_kernel_allows() {
         .status()
         .is_ok_and(|s| s.success());
     if !kernel_allows {
-        eprintln!("skipped: this kernel gives unprivileged users no namespaces");
-        return;
+        return prerequisites::lacking(
+            "the test of an unprivileged user's namespaces",
+            "a kernel that gives unprivileged users namespaces",
+            "AGENTCI_REQUIRE_NAMESPACES",
+        );
     }
     let sb = Sandbox::new();
     let out = sb.agentci_as(RunAs::Unprivileged, &["doctor", "--json"], &[]);

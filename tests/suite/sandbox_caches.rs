@@ -25,6 +25,7 @@ use super::sandbox::enforced;
 use super::sandbox_root::attack;
 use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
 use super::support::origin::Origin;
+use super::support::prerequisites;
 use super::support::users::RunAs;
 
 /// The crate the fixture depends on, its versions and what each prints.
@@ -376,8 +377,11 @@ fn bump(
 #[test]
 fn cargo_bumps_a_dependency_from_a_local_registry_only_with_the_preset() {
     let Some(toolchain) = toolchain() else {
-        eprintln!("skipped: no toolchain that every user can run could be made here");
-        return;
+        return prerequisites::lacking(
+            "the cargo preset tests",
+            "a Rust toolchain every user can run (none could be made here)",
+            "AGENTCI_REQUIRE_TOOLCHAIN",
+        );
     };
     eprintln!("cargo and rustc from {}", toolchain.bin.display());
     for user in RunAs::each() {
@@ -479,8 +483,11 @@ fn sparse_registry(dir: PathBuf) -> Origin {
 #[test]
 fn cargo_bumps_a_dependency_through_the_proxy_from_a_sparse_registry() {
     let Some(toolchain) = toolchain() else {
-        eprintln!("skipped: no toolchain that every user can run could be made here");
-        return;
+        return prerequisites::lacking(
+            "the cargo preset tests",
+            "a Rust toolchain every user can run (none could be made here)",
+            "AGENTCI_REQUIRE_TOOLCHAIN",
+        );
     };
     for user in RunAs::each() {
         for listed in [true, false] {

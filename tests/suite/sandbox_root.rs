@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use super::sandbox::enforced;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, read_jsonl, stderr};
+use super::support::prerequisites;
 use super::support::users::{RunAs, give_to_nobody, is_root};
 
 /// A job whose model runs each of `commands` with `exec`, every call
@@ -324,8 +325,11 @@ fn exec_cannot_read_read_denied_files() {
 #[test]
 fn root_still_writes_a_workspace_another_user_owns() {
     if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
+        return prerequisites::lacking(
+            "the test of a workspace another user owns",
+            "root",
+            "AGENTCI_REQUIRE_ROOT",
+        );
     }
     eprintln!("as root, the workspace owned by nobody:");
     let sb = Sandbox::new();

@@ -11,27 +11,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
+use super::support::harness::{Sandbox, agentci_in, copy_tree, events, stderr, stdout};
 use super::support::users::RunAs;
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-
-/// Copies `from` to `to`, keeping symlinks as symlinks.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), target).unwrap();
-        } else if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 /// A temporary folder holding a copy of the corpus (and the target of its symlink).
 fn corpus_copy() -> (tempfile::TempDir, PathBuf) {

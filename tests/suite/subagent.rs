@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::harness::{Sandbox, events, stderr, stdout};
+use super::support::job::JobRun;
 
 const LANE_A: &str = "[errand A]";
 const LANE_B: &str = "[errand B]";
@@ -26,20 +26,7 @@ fn job(sb: &Sandbox, model: &FakeModel, tools: &str, allowed_tools: Option<&str>
 }
 
 fn run(sb: &Sandbox) -> (std::process::Output, Vec<Value>) {
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--progress",
-            "plain",
-        ],
-        &[],
-    );
-    assert_valid_trace(&sb.path().join("out/trace.jsonl"));
-    (out, sb.trace("out/trace.jsonl"))
+    JobRun::new(sb).progress("plain").traced()
 }
 
 fn task(id: &str, args: Value) -> (&str, &'static str, Value) {

@@ -28,8 +28,9 @@ use prost::Message;
 use serde_json::{Value, json};
 
 use super::support::fake_model::{FakeModel, Reply};
-use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr};
-use super::support::trace_schema::assert_valid_trace;
+use super::support::harness::{Sandbox, agentci_in, events, stderr};
+use super::support::job::{JobBuilder, JobRun};
+use super::support::wait::assert_took_less;
 
 #[derive(Default)]
 struct Received {
@@ -119,26 +120,14 @@ async fn metrics(
 
 /// A workspace with a typo, a skill and a job whose model is `base_url`.
 fn sandbox(base_url: &str, telemetry: &str) -> Sandbox {
-    let sb = Sandbox::new();
-    sb.write("ws/greeting.txt", "hello wrold\n");
-    sb.skill("fixer", None);
-    sb.write(
-        "job.yaml",
-        &format!(
-            r#"version: 1
-name: fix-greeting
-skill: fixer
-goal: Fix the typo in greeting.txt.
-model:
-  provider: openai
-  name: fake-model
-  base_url: {base_url}
-  retry: {{initial_backoff: 1ms}}
-  price: {{input_per_mtok: 2, output_per_mtok: 8}}
-tools: [read, edit, exec, task]
-workspace: ws
-skills_path: [skills]
-permissions:
+    JobBuilder::new("fix-greeting", "fixer", base_url)
+        .model_extra(
+            "  retry: {initial_backoff: 1ms}\n  price: {input_per_mtok: 2, output_per_mtok: 8}\n",
+        )
+        .file("ws/greeting.txt", "hello wrold\n")
+        .tools("[read, edit, exec, task]")
+        .body(&format!(
+            r#"permissions:
   default: deny
   allow: [read, "edit(*.txt)", task]
 checks:
@@ -147,9 +136,8 @@ checks:
   - name: greeting shouted
     run: grep -q "HELLO" greeting.txt
 {telemetry}"#
-        ),
-    );
-    sb
+        ))
+        .write()
 }
 
 /// The sub-agent's conversation: its first message holds this.
@@ -186,21 +174,7 @@ fn script() -> Vec<Reply> {
 }
 
 fn run(sb: &Sandbox, env: &[(&str, &str)]) -> (std::process::Output, Vec<Value>) {
-    let out = agentci_in(
-        sb.path(),
-        &[
-            "run",
-            "job.yaml",
-            "--trace",
-            "out/trace.jsonl",
-            "--progress",
-            "plain",
-        ],
-        env,
-    );
-    let trace_path = sb.path().join("out/trace.jsonl");
-    assert_valid_trace(&trace_path);
-    (out, read_jsonl(&trace_path))
+    JobRun::new(sb).progress("plain").envs(env).traced()
 }
 
 fn text(value: &Any) -> String {
@@ -347,7 +321,11 @@ fn an_unreachable_collector_is_one_warning_and_changes_neither_result_nor_exit_c
     let message = warnings[0]["message"].as_str().unwrap();
     assert!(message.contains(&endpoint), "{message}");
     assert!(message.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{message}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_took_less(
+        started.elapsed(),
+        std::time::Duration::from_secs(20),
+        "the run with an unreachable collector",
+    );
 }
 
 #[test]
@@ -942,7 +920,11 @@ fn an_unreachable_grpc_collector_is_one_warning_and_changes_nothing() {
         warnings[0]["message"].as_str().unwrap().contains("gRPC"),
         "{warnings:?}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_took_less(
+        started.elapsed(),
+        std::time::Duration::from_secs(20),
+        "the run with an unreachable collector",
+    );
 }
 
 #[test]

