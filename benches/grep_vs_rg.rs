@@ -15,6 +15,12 @@
 //! a second time with two `read` deny rules, which it asks about every file,
 //! to show what obeying the job's rules costs.
 //!
+//! First, the per-call floor on a small tree (ten files of 200 lines, 40 KB,
+//! like the replay benches' workspace): the tool's time per call against a
+//! plain walk-and-regex loop on one thread (target: under 0.5 ms a call;
+//! a small tree is searched on the calling thread, without starting the
+//! parallel walker's threads).
+//!
 //! Usage: `cargo bench --bench grep_vs_rg [-- TREE]`; TREE defaults to
 //! `$AGENTCI_BENCH_TREE`, then `~/.cargo/registry/src`. `AGENTCI_BENCH_RUNS`
 //! sets the number of timed runs (default 5, after one warm-up run).
@@ -65,6 +71,7 @@ fn main() {
     };
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let tool = builtin("grep").expect("grep tool");
+    small_tree(&runtime, tool.as_ref());
     let mut tool_matches = 0;
     let tool_time = median(runs, || {
         let result = runtime.block_on(call_checked(
@@ -143,6 +150,61 @@ fn main() {
     println!(
         "ratio agentci/rg: {:.2}x",
         tool_time.as_secs_f64() / rg_time.as_secs_f64()
+    );
+}
+
+/// Calls on the small tree, timed together.
+const SMALL_CALLS: u32 = 500;
+
+/// The per-call floor: the tool on a 40 KB tree against a walk-and-regex loop.
+fn small_tree(runtime: &tokio::runtime::Runtime, tool: &dyn agentci::tools::Tool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..10 {
+        let text: String = (0..200)
+            .map(|l| format!("line {l} of file {i}\n"))
+            .collect();
+        std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+        std::fs::write(dir.path().join(format!("src/file{i}.txt")), text).expect("write");
+    }
+    let ctx = ToolContext {
+        workspace: Workspace::new(dir.path()).expect("workspace"),
+        limits: ToolLimits::default(),
+        processes: Default::default(),
+        secrets: Default::default(),
+        access: Default::default(),
+        fetch_policy: None,
+    };
+    let pattern = "^line 17 of file 3$|turn 5$";
+    let per_call = |total: Duration| total / SMALL_CALLS;
+    let tool_time = median(5, || {
+        for _ in 0..SMALL_CALLS {
+            let result = runtime.block_on(call_checked(tool, json!({"pattern": pattern}), &ctx));
+            assert!(
+                result.ok && result.data["matches"] == 1,
+                "{}",
+                result.summary
+            );
+        }
+    });
+    let regex = regex::Regex::new(pattern).expect("regex");
+    let loop_time = median(5, || {
+        for _ in 0..SMALL_CALLS {
+            let mut found = 0;
+            for entry in ignore::WalkBuilder::new(dir.path()).build().flatten() {
+                if entry.file_type().is_some_and(|t| t.is_file()) {
+                    let text = std::fs::read_to_string(entry.path()).expect("read");
+                    found += text.lines().filter(|l| regex.is_match(l)).count();
+                }
+            }
+            assert_eq!(found, 1);
+        }
+    });
+    println!(
+        "small tree (10 files, 40 KB): agentci grep {:.3} ms a call (target: < 0.5 ms), \
+         a walk-and-regex loop {:.3} ms a call ({:.1}x)",
+        ms(per_call(tool_time)),
+        ms(per_call(loop_time)),
+        tool_time.as_secs_f64() / loop_time.as_secs_f64()
     );
 }
 

@@ -33,7 +33,8 @@ const SHORTENED_CHARS: [usize; 4] = [8_000, 2_000, 500, 100];
 pub const NOTE_MARK: &str = "[agentci] Earlier turns were compacted";
 
 /// How the removed turns were replaced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Method {
     Summary,
     Digest,
@@ -41,10 +42,7 @@ pub enum Method {
 
 impl Method {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Summary => "summary",
-            Method::Digest => "digest",
-        }
+        self.into()
     }
 }
 

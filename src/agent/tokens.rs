@@ -1,17 +1,26 @@
 //! How big a request is in tokens, before it is sent, and how big the
 //! model's context window is.
 //!
-//! The count comes from a real tokenizer, offline (`tiktoken-rs`: `o200k`
-//! for the newer OpenAI models, `cl100k` for the rest, Claude included,
-//! whose tokenizer is not public), scaled by a running ratio learnt from the
-//! `usage.input_tokens` the server reported for earlier requests; characters
-//! divided by four only when no tokenizer loads. Loading a tokenizer takes
-//! a moment and some 20 MB (its table of 100,000 to 200,000 tokens), so a
-//! request whose size in bytes already proves it is far below the mark (no
-//! token is shorter than a byte) is not tokenized at all: a short run never
-//! loads it. Once a request's size in bytes passes [`PREFETCH_SHARE`] of
-//! the mark, the tokenizer loads on a background thread, so the turn that
-//! first needs a count does not wait for it.
+//! Once the server has reported what the last request cost
+//! (`usage.input_tokens`), the next request is estimated from its size in
+//! bytes at that request's ratio of tokens to bytes: the server counted
+//! everything sent before, so only what the turn added is estimated, and
+//! no tokenizer is needed, however long the run (a tokenizer's table holds
+//! 100,000 to 200,000 tokens and takes 24 to 45 MB once loaded). A report
+//! too far from the request's size to be a count of it (a proxy or a fake
+//! that reports a constant) is no ratio.
+//!
+//! Without a ratio, the count comes from a real tokenizer, offline
+//! (`tiktoken-rs`: `o200k` for the newer OpenAI models, `cl100k` for the
+//! rest, Claude included, whose tokenizer is not public), loaded lazily,
+//! once, and only the one the model needs; scaled by a running ratio
+//! learnt from the counts the server reported for earlier requests;
+//! characters divided by four only when no tokenizer loads. A request whose
+//! size in bytes already proves it is far below the mark (no token is
+//! shorter than a byte) is not tokenized at all: a short run never loads
+//! it. Once a request's size in bytes passes [`PREFETCH_SHARE`] of the
+//! mark, the tokenizer loads on a background thread, so the turn that first
+//! needs a count does not wait for it.
 //! Per-message counts are kept, so each message is tokenized once while the
 //! conversation only grows; whoever rewrites it says so ([`TokenEstimator::forget_counts`]).
 //! Deciding what to do with the estimate is [`super::compaction`]'s job.
@@ -32,6 +41,11 @@ pub const DEFAULT_WINDOW: u64 = 32_000;
 /// server (or a proxy, or a fake) does not count the request it got.
 const MIN_RATIO: f64 = 0.5;
 const MAX_RATIO: f64 = 2.0;
+/// Tokens per byte a server's count may come to and still be a count of
+/// the request: text runs three to five bytes a token, dense data (hex,
+/// CJK) near one; ten bytes a token on average is a constant, not a count.
+const MIN_TOKENS_PER_BYTE: f64 = 0.1;
+const MAX_TOKENS_PER_BYTE: f64 = 1.5;
 /// The share of the mark, in bytes, at which the tokenizer starts loading
 /// in the background. A conversation grows by a few hundred to a few
 /// thousand bytes a turn and the load takes about a tenth of a second, so
@@ -146,14 +160,41 @@ pub struct TokenEstimator {
     estimated: u64,
     /// The raw count of the last tokenized request, until its usage arrives.
     pending: Option<u64>,
+    /// The size in bytes of the last estimated request, until its usage arrives.
+    pending_bytes: Option<u64>,
+    /// Tokens per byte of the last request the server counted plausibly;
+    /// `None`: no count yet, or the last one was no count of the request.
+    per_byte: Option<f64>,
+    /// How the last estimate was made: per message, its size in bytes
+    /// (with the overhead); and the tool definitions' size in bytes.
+    sized: Vec<u64>,
+    tool_bytes: Option<u64>,
+    /// Whether the last estimate came from the sizes in bytes at `per_byte`.
+    by_bytes: bool,
+    /// This estimator's handle on its encoding's table, taken the first
+    /// time it tokenizes (the table itself is loaded once per process).
+    bpe: Table,
+}
+
+/// An estimator's handle on its encoding's table; its `Debug` says whether
+/// it was taken, not the 100,000 tokens.
+#[derive(Default)]
+struct Table(OnceLock<Option<&'static CoreBPE>>);
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let taken = self.0.get().is_some();
+        f.debug_struct("Table").field("taken", &taken).finish()
+    }
 }
 
 /// What an estimate found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Estimate {
-    /// Calibrated tokens (an upper bound when `counted` is false).
+    /// Calibrated tokens (from the size in bytes when `counted` is false:
+    /// at the server's ratio when it reported one, else an upper bound).
     pub tokens: u64,
-    /// Whether the tokenizer counted (false: the byte size proved it small).
+    /// Whether the tokenizer counted (false: estimated from the size in bytes).
     pub counted: bool,
 }
 
@@ -166,6 +207,31 @@ impl TokenEstimator {
             reported: 0,
             estimated: 0,
             pending: None,
+            pending_bytes: None,
+            per_byte: None,
+            sized: Vec::new(),
+            tool_bytes: None,
+            by_bytes: false,
+            bpe: Table::default(),
+        }
+    }
+
+    /// Tokens per byte at which requests are estimated, once the server
+    /// has reported a plausible count of the last one.
+    pub fn tokens_per_byte(&self) -> Option<f64> {
+        self.per_byte
+    }
+
+    /// Whether this estimator has used a tokenizer (and so loaded its table).
+    pub fn has_tokenized(&self) -> bool {
+        self.bpe.0.get().is_some()
+    }
+
+    /// `bytes` in tokens at the server's ratio, when the last estimate was made that way.
+    fn at_byte_ratio(&self, bytes: u64) -> Option<u64> {
+        match (self.by_bytes, self.per_byte) {
+            (true, Some(ratio)) => Some((bytes as f64 * ratio).ceil() as u64),
+            _ => None,
         }
     }
 
@@ -184,7 +250,7 @@ impl TokenEstimator {
 
     /// Tokens of `text` by the tokenizer, or characters / 4 when none loads.
     pub fn count_text(&self, text: &str) -> u64 {
-        match self.encoding.bpe() {
+        match self.bpe.0.get_or_init(|| self.encoding.bpe()) {
             Some(bpe) => bpe.encode_ordinary(text).len() as u64,
             None => text.chars().count().div_ceil(4) as u64,
         }
@@ -224,19 +290,30 @@ impl TokenEstimator {
         tools: &[ToolDefinition],
         skip_below: u64,
     ) -> Estimate {
-        let tool_bytes = || {
+        let tool_bytes = *self.tool_bytes.get_or_insert_with(|| {
             tools
                 .iter()
                 .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
                 .sum::<usize>() as u64
-        };
-        let bound = messages
-            .iter()
-            .map(|m| bytes(m) as u64 + MESSAGE_OVERHEAD * (1 + calls(m)))
-            .sum::<u64>()
-            + self.tools.unwrap_or_else(tool_bytes);
+        });
+        self.sized.clear();
+        self.sized.extend(
+            messages
+                .iter()
+                .map(|m| bytes(m) as u64 + MESSAGE_OVERHEAD * (1 + calls(m))),
+        );
+        let size = self.sized.iter().sum::<u64>() + tool_bytes;
+        self.pending_bytes = Some(size);
+        self.by_bytes = self.per_byte.is_some();
+        if let Some(tokens) = self.at_byte_ratio(size) {
+            self.pending = None;
+            return Estimate {
+                tokens,
+                counted: false,
+            };
+        }
         // No token is shorter than a byte, so this is an upper bound.
-        let bound = (bound as f64 * self.ratio().max(1.0)).ceil() as u64;
+        let bound = (size as f64 * self.ratio().max(1.0)).ceil() as u64;
         if bound < skip_below {
             if near_mark(bound, skip_below) {
                 self.encoding.prefetch();
@@ -287,16 +364,29 @@ impl TokenEstimator {
 
     /// The calibrated tokens of each message of the last counted estimate.
     pub fn weights(&self) -> Vec<u64> {
+        if self.at_byte_ratio(0).is_some() {
+            return self
+                .sized
+                .iter()
+                .filter_map(|n| self.at_byte_ratio(*n))
+                .collect();
+        }
         self.counted.iter().map(|(_, n)| self.scaled(*n)).collect()
     }
 
     /// The calibrated tokens of the tool definitions (0 before the first count).
     pub fn tools_tokens(&self) -> u64 {
+        if let Some(tokens) = self.at_byte_ratio(self.tool_bytes.unwrap_or(0)) {
+            return tokens;
+        }
         self.scaled(self.tools.unwrap_or(0))
     }
 
     /// The calibrated tokens of `text`.
     pub fn text_tokens(&self, text: &str) -> u64 {
+        if let Some(tokens) = self.at_byte_ratio(text.len() as u64) {
+            return tokens;
+        }
         self.scaled(self.count_text(text))
     }
 
@@ -306,11 +396,21 @@ impl TokenEstimator {
     pub fn forget_counts(&mut self) {
         self.counted.clear();
         self.pending = None;
+        self.pending_bytes = None;
     }
 
     /// The server's count for the request last estimated: it calibrates
-    /// later estimates, unless it is too far off to be a count of that request.
+    /// later estimates, unless it is too far off to be a count of that
+    /// request. Its ratio to the request's size in bytes is the one the
+    /// next requests are estimated at; a count that is no count of the
+    /// request (or none) puts the tokenizer back in charge.
     pub fn calibrate(&mut self, reported_input_tokens: u64) {
+        if let Some(size) = self.pending_bytes.take() {
+            let per_byte = reported_input_tokens as f64 / size.max(1) as f64;
+            self.per_byte = (MIN_TOKENS_PER_BYTE..=MAX_TOKENS_PER_BYTE)
+                .contains(&per_byte)
+                .then_some(per_byte);
+        }
         let Some(raw) = self.pending.take() else {
             return;
         };
@@ -444,5 +544,96 @@ mod tests {
         assert!(after > before + 50, "{before} {after}");
         messages.truncate(1);
         assert!(e.estimate(&messages, &[], 0).tokens < before);
+    }
+
+    /// Sizes in bytes the way the estimator measures them, for the tests.
+    fn size_of(messages: &[Message]) -> u64 {
+        messages
+            .iter()
+            .map(|m| bytes(m) as u64 + MESSAGE_OVERHEAD * (1 + calls(m)))
+            .sum()
+    }
+
+    #[test]
+    fn the_estimate_follows_the_servers_tokens_per_byte() {
+        let mut e = TokenEstimator::new("claude-ratio-test");
+        let mut messages = vec![user(&"some words of text ".repeat(100))];
+        let first = size_of(&messages);
+        assert!(!e.estimate(&messages, &[], u64::MAX).counted);
+        assert_eq!(e.tokens_per_byte(), None);
+        // The server counted the request at a third of a token a byte.
+        e.calibrate(first / 3);
+        let ratio = (first / 3) as f64 / first as f64;
+        assert_eq!(e.tokens_per_byte(), Some(ratio));
+        messages.push(user(&"more text ".repeat(300)));
+        let size = size_of(&messages);
+        // Even a request that must be counted exactly (skip_below 0) is
+        // estimated at that ratio, and no tokenizer is taken.
+        let estimate = e.estimate(&messages, &[], 0);
+        assert_eq!(
+            estimate,
+            Estimate {
+                tokens: (size as f64 * ratio).ceil() as u64,
+                counted: false
+            }
+        );
+        let weights = e.weights();
+        assert_eq!(weights.len(), 2);
+        assert!(weights.iter().sum::<u64>().abs_diff(estimate.tokens) <= 2);
+        assert_eq!(e.text_tokens("abcdefghi"), 3);
+        assert!(!e.has_tokenized(), "{e:?}");
+        // The next report sets the ratio again: the last one counts.
+        e.calibrate(size / 4);
+        assert_eq!(
+            e.estimate(&messages, &[], 0).tokens,
+            (size as f64 * ((size / 4) as f64 / size as f64)).ceil() as u64
+        );
+    }
+
+    #[test]
+    fn a_count_that_is_no_count_of_the_request_puts_the_tokenizer_back() {
+        let mut e = TokenEstimator::new("claude-constant-test");
+        let messages = vec![user(&"word ".repeat(2_000))];
+        e.estimate(&messages, &[], 0);
+        // A fake or a proxy that reports 100 tokens for anything.
+        e.calibrate(100);
+        assert_eq!(e.tokens_per_byte(), None);
+        let counted = e.estimate(&messages, &[], 0);
+        assert!(counted.counted && e.has_tokenized(), "{counted:?}");
+        // A plausible count after a ratio, then a constant: the ratio goes.
+        e.calibrate(2_500);
+        assert!(e.tokens_per_byte().is_some());
+        e.estimate(&messages, &[], 0);
+        e.calibrate(10);
+        assert_eq!(e.tokens_per_byte(), None);
+    }
+
+    #[test]
+    fn a_session_whose_server_counts_never_loads_the_table() {
+        // Short, with a server that reports nothing plausible: far below the mark.
+        let mut short = TokenEstimator::new("claude-short-test");
+        let mut messages = vec![user("Read every file.")];
+        for turn in 0..5 {
+            short.estimate(&messages, &[], 25_600);
+            short.calibrate(100);
+            messages.push(user(&format!("line {turn} of a file\n").repeat(20)));
+        }
+        assert!(!short.has_tokenized(), "{short:?}");
+        // Long, past the mark many times, with a server that counts: every
+        // estimate (compaction's included) comes from the sizes in bytes.
+        let mut long = TokenEstimator::new("gpt-4o-long-test");
+        let mut messages = vec![user("Read every file.")];
+        for turn in 0..1_000 {
+            let estimate = long.estimate(&messages, &[], 2_000);
+            if estimate.tokens >= 2_000 {
+                messages.drain(1..messages.len() / 2);
+                long.forget_counts();
+                assert!(long.estimate(&messages, &[], 0).tokens < 2_000);
+                assert!(!long.weights().is_empty());
+            }
+            long.calibrate(size_of(&messages) / 4);
+            messages.push(user(&format!("line {turn} of a file\n").repeat(10)));
+        }
+        assert!(!long.has_tokenized(), "{long:?}");
     }
 }

@@ -28,21 +28,19 @@ pub struct SetupCheck {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Ok,
+    #[strum(serialize = "FAILED")]
     Failed,
     Skipped,
 }
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Failed => "FAILED",
-            Outcome::Skipped => "skipped",
-        }
+        self.into()
     }
 }
 

@@ -63,7 +63,8 @@ pub enum ResultsError {
 /// An attempt's result: `error` is an infrastructure failure (the provider
 /// was down, a cassette diverged, the workspace could not be made), not a
 /// missed assertion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Passed,
@@ -73,11 +74,7 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Passed => "passed",
-            Outcome::Failed => "failed",
-            Outcome::Error => "error",
-        }
+        self.into()
     }
 }
 
@@ -248,7 +245,8 @@ fn total_drift(attempts: &[AttemptResult]) -> Option<ReplayDrift> {
 }
 
 /// A case over all its attempts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum CaseStatus {
     Passed,
@@ -258,11 +256,7 @@ pub enum CaseStatus {
 
 impl CaseStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CaseStatus::Passed => "passed",
-            CaseStatus::Failed => "failed",
-            CaseStatus::Error => "error",
-        }
+        self.into()
     }
 }
 

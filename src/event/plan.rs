@@ -7,8 +7,18 @@ use serde::{Deserialize, Serialize};
 
 /// How a step ended, as the model reported it with `step_done`.
 #[derive(
-    Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    Serialize,
+    Deserialize,
+    PartialEq,
+    Eq,
+    schemars::JsonSchema,
+    strum::IntoStaticStr,
 )]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     /// The expected outcome was reached.
@@ -22,11 +32,7 @@ pub enum StepStatus {
 
 impl StepStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            StepStatus::Done => "done",
-            StepStatus::Failed => "failed",
-            StepStatus::Blocked => "blocked",
-        }
+        self.into()
     }
 }
 

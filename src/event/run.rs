@@ -179,7 +179,18 @@ impl BudgetLimit {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Serialize,
+    Deserialize,
+    PartialEq,
+    Eq,
+    schemars::JsonSchema,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Passed,
@@ -192,14 +203,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Passed => "passed",
-            RunStatus::Failed => "failed",
-            RunStatus::BudgetExceeded => "budget_exceeded",
-            RunStatus::ProviderUnavailable => "provider_unavailable",
-            RunStatus::Error => "error",
-            RunStatus::Interrupted => "interrupted",
-        }
+        self.into()
     }
 }
 

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use serde_saphyr::{Location, MessageFormatter, UserMessageFormatter};
 
 /// How bad a problem is: errors stop a run, warnings are reported and the run goes on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Severity {
     Error,
     Warning,
@@ -20,10 +21,7 @@ pub enum Severity {
 
 impl Severity {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
+        self.into()
     }
 }
 

@@ -274,13 +274,17 @@ pub struct GitSkillRef {
     pub path: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ProviderKind {
     /// Chat Completions, from OpenAI or any compatible server.
+    #[strum(serialize = "openai")]
     OpenAi,
     /// OpenAI's Responses API.
+    #[strum(serialize = "openai-responses")]
     OpenAiResponses,
     /// Azure OpenAI deployments.
+    #[strum(serialize = "azure-openai")]
     AzureOpenAi,
     Anthropic,
     /// Anthropic models on Amazon Bedrock.
@@ -303,15 +307,7 @@ impl ProviderKind {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::OpenAiResponses => "openai-responses",
-            ProviderKind::AzureOpenAi => "azure-openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Bedrock => "bedrock",
-            ProviderKind::Vertex => "vertex",
-            ProviderKind::Replay => "replay",
-        }
+        self.into()
     }
 
     /// The provider a job or flag names, by its name.

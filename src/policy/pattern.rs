@@ -104,7 +104,7 @@ impl ToolPattern {
                     .compile_matcher();
                 // A rule for `web_fetch` must read as a URL rule: said at load time.
                 let url = if name == "web_fetch" {
-                    Some(UrlGlob::parse(raw).map_err(|reason| err(&reason))?)
+                    Some(UrlGlob::parse(raw).map_err(|bad| err(&bad.reason))?)
                 } else {
                     UrlGlob::parse(raw).ok()
                 };

@@ -134,10 +134,18 @@ pub struct Redirect {
     pub raw: String,
 }
 
+/// Why a line was not judged: it is not valid bash, or it goes where the
+/// reading stops (too deep, a construct it does not follow).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct UnreadableLine {
+    pub reason: String,
+}
+
 /// Parse `line` as bash would; `Err` says why it is not valid bash.
-pub fn parse(line: &str) -> Result<ShellLine, String> {
+pub fn parse(line: &str) -> Result<ShellLine, UnreadableLine> {
     let mut out = ShellLine::default();
-    parse_into(line, &mut out, 0)?;
+    parse_into(line, &mut out, 0).map_err(|reason| UnreadableLine { reason })?;
     out.hazards.dedup();
     Ok(out)
 }

@@ -27,6 +27,13 @@ pub struct UrlGlob {
     path: Vec<String>,
 }
 
+/// A URL rule that does not read as one; the message says what was expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct BadUrlRule {
+    pub reason: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum PortGlob {
     /// The scheme's default port.
@@ -37,11 +44,15 @@ enum PortGlob {
 
 impl UrlGlob {
     /// Parse a URL rule; `Err` says what was expected.
-    pub fn parse(raw: &str) -> Result<UrlGlob, String> {
+    pub fn parse(raw: &str) -> Result<UrlGlob, BadUrlRule> {
         // Claude Code's `WebFetch(domain:docs.rs)`: any page of that host.
         if let Some(host) = raw.strip_prefix("domain:") {
             return UrlGlob::parse(&format!("*://{}/**", host.trim()));
         }
+        UrlGlob::parse_url(raw).map_err(|reason| BadUrlRule { reason })
+    }
+
+    fn parse_url(raw: &str) -> Result<UrlGlob, String> {
         let expected = "a URL rule is written `scheme://host/path`, for example \
                         `https://docs.rs/**` or `https://*.example.com/api/*`";
         let (scheme, rest) = raw
@@ -317,7 +328,7 @@ mod tests {
             "https://[::1/",
         ] {
             let e = UrlGlob::parse(bad).unwrap_err();
-            assert!(!e.is_empty(), "{bad}");
+            assert!(!e.reason.is_empty(), "{bad}");
         }
     }
 }

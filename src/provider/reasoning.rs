@@ -70,7 +70,18 @@ pub fn readable(reasoning: &[Reasoning]) -> Option<String> {
 }
 
 /// How hard the model should think, in the words every API maps from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "lowercase")]
 #[serde(rename_all = "snake_case")]
 pub enum Effort {
     Minimal,
@@ -91,12 +102,7 @@ impl Effort {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Effort::Minimal => "minimal",
-            Effort::Low => "low",
-            Effort::Medium => "medium",
-            Effort::High => "high",
-        }
+        self.into()
     }
 }
 

@@ -29,7 +29,8 @@ use crate::provider::replay_drift::ReplayDrift;
 use futures_util::future::BoxFuture;
 
 /// How a replay matches the run's requests to the recording (`model.replay.match`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum ReplayMatch {
     /// Every request must equal the recorded one; the first difference stops the run.
     #[default]
@@ -51,10 +52,7 @@ impl ReplayMatch {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            ReplayMatch::Strict => "strict",
-            ReplayMatch::Sequence => "sequence",
-        }
+        self.into()
     }
 }
 

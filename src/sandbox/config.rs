@@ -7,7 +7,8 @@ use super::writable::WritableRoot;
 use crate::netproxy::NetworkAllowlist;
 
 /// What a process the run starts may do, enforced by the kernel (`sandbox:`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum SandboxProfile {
     /// Write only in the workspace and a private temporary folder.
     #[default]
@@ -22,11 +23,7 @@ impl SandboxProfile {
     pub const NAMES: &[&str] = &["workspace-write", "read-only", "off"];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            SandboxProfile::WorkspaceWrite => "workspace-write",
-            SandboxProfile::ReadOnly => "read-only",
-            SandboxProfile::Off => "off",
-        }
+        self.into()
     }
 
     pub fn parse(name: &str) -> Option<SandboxProfile> {

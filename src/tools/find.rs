@@ -55,6 +55,14 @@ pub(crate) fn walker(workspace: &Workspace, root: &Path, walk: Walk) -> WalkBuil
     builder
 }
 
+/// A `glob` argument that is not a valid glob.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("`{pattern}` is not a valid glob: {kind}")]
+pub(crate) struct InvalidGlob {
+    pattern: String,
+    kind: globset::ErrorKind,
+}
+
 /// A glob as the tools understand it: without `/` it matches a file name at
 /// any depth (`*.rs`); with `/` it matches the path relative to the
 /// workspace root or to the searched directory (`src/**/*.rs`). `*` stays
@@ -65,12 +73,15 @@ pub(crate) struct PathGlob {
 }
 
 impl PathGlob {
-    pub(crate) fn new(pattern: &str) -> Result<Self, String> {
+    pub(crate) fn new(pattern: &str) -> Result<Self, InvalidGlob> {
         let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
         let glob = GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
-            .map_err(|e| format!("`{pattern}` is not a valid glob: {}", e.kind()))?;
+            .map_err(|e| InvalidGlob {
+                pattern: pattern.to_string(),
+                kind: e.kind().clone(),
+            })?;
         Ok(PathGlob {
             matcher: glob.compile_matcher(),
             name_only: !pattern.contains('/'),
@@ -146,7 +157,9 @@ impl Tool for FindTool {
             let pattern = str_arg(&args, "pattern").unwrap_or_default().to_string();
             let glob = match PathGlob::new(&pattern) {
                 Ok(g) => g,
-                Err(e) => return ToolResult::failure(ToolErrorCode::InvalidArgument, e),
+                Err(e) => {
+                    return ToolResult::failure(ToolErrorCode::InvalidArgument, e.to_string());
+                }
             };
             let base = match ctx
                 .workspace

@@ -1,9 +1,11 @@
 //! The `grep` tool: a regex search over the workspace's files, printed the
 //! way ripgrep prints it (`path:line:text`, `path-line-text` for context).
 //!
-//! Files are searched in parallel with ripgrep's own crates (`ignore` for the
-//! walk, `grep-searcher` and `grep-regex` for the search), so `.gitignore` is
-//! honoured and binary files are skipped. Every file is searched even when
+//! Files are searched with ripgrep's own crates (`ignore` for the walk,
+//! `grep-searcher` and `grep-regex` for the search), so `.gitignore` is
+//! honoured and binary files are skipped: on the calling thread while the
+//! tree is small (starting the parallel walker's threads costs more than
+//! searching a few hundred small files), in parallel once it proves large. Every file is searched even when
 //! only `max_results` matches are shown, so the summary can say how many
 //! there are in total; the shown matches are the first ones in path order,
 //! never whichever thread finished first, so the same call always gives the
@@ -19,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
@@ -141,13 +143,15 @@ impl GrepQuery {
                     .with_output(detail),
                 )
             })?;
-        let glob =
-            match str_arg(args, "glob") {
-                Some(g) => Some(PathGlob::new(g).map_err(|e| {
-                    Box::new(ToolResult::failure(ToolErrorCode::InvalidArgument, e))
-                })?),
-                None => None,
-            };
+        let glob = match str_arg(args, "glob") {
+            Some(g) => Some(PathGlob::new(g).map_err(|e| {
+                Box::new(ToolResult::failure(
+                    ToolErrorCode::InvalidArgument,
+                    e.to_string(),
+                ))
+            })?),
+            None => None,
+        };
         let base = ctx
             .workspace
             .resolve_for_reading(str_arg(args, "path").unwrap_or("."))
@@ -319,72 +323,134 @@ fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> Tool
     }
     // No more lines per file than could ever be shown.
     let per_file_cap = query.max_results.min(query.max_chars);
-    let collected = Arc::new(Mutex::new(Collected {
+    let collected = Mutex::new(Collected {
         cap: query.max_results,
         ..Collected::default()
-    }));
+    });
     let searcher = SearcherBuilder::new()
         .line_number(true)
         .before_context(query.context)
         .after_context(query.context)
         .binary_detection(BinaryDetection::quit(0))
         .build();
+    let visit = Visit {
+        workspace,
+        access,
+        query,
+        per_file_cap,
+        collected: &collected,
+    };
 
-    let walk = walker(workspace, &query.base, Walk::Opening).build_parallel();
-    walk.run(|| {
-        let collected = Arc::clone(&collected);
-        let mut searcher = searcher.clone();
-        Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                lock(&collected).unreadable += 1;
-                return WalkState::Continue;
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
-            if entry.depth() > 0
-                && let Some(glob) = &query.glob
-                && !glob.is_match(workspace, &query.base, entry.path())
-            {
-                return WalkState::Continue;
-            }
-            if let Some(rule) = access.read_denied(&workspace.relative(entry.path())) {
-                let mut all = lock(&collected);
-                all.denied_skipped += 1;
-                all.denying_rules.insert(rule);
-                return WalkState::Continue;
-            }
-            let file = match open_to_search(workspace, entry.path(), access) {
-                Ok(file) => file,
-                Err(skip) => {
-                    let mut all = lock(&collected);
-                    match skip {
-                        Skip::HardLinks => all.hard_links_skipped += 1,
-                        Skip::Unreadable => all.unreadable += 1,
+    // A small tree is searched on this thread: starting the parallel
+    // walker's threads costs more than searching it. Once the walk proves
+    // the tree large, the parallel walker searches what is left.
+    let mut searched = BTreeSet::new();
+    let mut walk_errors = 0;
+    let (mut files, mut bytes) = (0usize, 0u64);
+    let mut large = false;
+    let mut sequential = searcher.clone();
+    for entry in walker(workspace, &query.base, Walk::Opening).build() {
+        let Ok(entry) = entry else {
+            walk_errors += 1;
+            continue;
+        };
+        if files >= SEQUENTIAL_FILES || bytes >= SEQUENTIAL_BYTES {
+            large = true;
+            break;
+        }
+        if let Some(size) = visit.entry(&mut sequential, &entry) {
+            files += 1;
+            bytes += size;
+            searched.insert(entry.into_path());
+        }
+    }
+    if large {
+        // The parallel walk meets the walk's errors again: they count once.
+        let walk = walker(workspace, &query.base, Walk::Opening).build_parallel();
+        walk.run(|| {
+            let mut searcher = searcher.clone();
+            let (visit, searched) = (&visit, &searched);
+            Box::new(move |entry| {
+                match entry {
+                    Ok(entry) if !searched.contains(entry.path()) => {
+                        visit.entry(&mut searcher, &entry);
                     }
-                    return WalkState::Continue;
+                    Ok(_) => {}
+                    Err(_) => lock(visit.collected).unreadable += 1,
                 }
-            };
-            let mut sink = FileSink {
-                file: FileHits::default(),
-                cap: per_file_cap,
-                binary: false,
-            };
-            let outcome = searcher.search_file(&query.matcher, &file, &mut sink);
-            let mut all = lock(&collected);
-            if outcome.is_err() {
-                all.unreadable += 1;
-            } else if sink.binary {
-                all.binary_skipped += 1;
-            } else if sink.file.matches > 0 {
-                all.add(entry.into_path(), sink.file);
-            }
-            WalkState::Continue
-        })
-    });
+                WalkState::Continue
+            })
+        });
+    } else {
+        lock(&collected).unreadable += walk_errors;
+    }
 
     let collected = std::mem::take(&mut *lock(&collected));
     render(workspace, query, &shown_base, collected)
+}
+
+/// Files, and bytes of them, searched on the calling thread before the
+/// tree counts as large and the parallel walker takes over: a walk and
+/// search of this much costs about what starting the walker's threads does.
+const SEQUENTIAL_FILES: usize = 200;
+const SEQUENTIAL_BYTES: u64 = 2 << 20;
+
+/// What searching one entry of the walk needs.
+struct Visit<'a> {
+    workspace: &'a Workspace,
+    access: &'a FileAccess,
+    query: &'a GrepQuery,
+    per_file_cap: usize,
+    collected: &'a Mutex<Collected>,
+}
+
+impl Visit<'_> {
+    /// Search the entry if it is a file the query covers; its size in bytes
+    /// if it was a file the walk handed over (searched or skipped).
+    fn entry(&self, searcher: &mut Searcher, entry: &ignore::DirEntry) -> Option<u64> {
+        let (workspace, query, access) = (self.workspace, self.query, self.access);
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return None;
+        }
+        if entry.depth() > 0
+            && let Some(glob) = &query.glob
+            && !glob.is_match(workspace, &query.base, entry.path())
+        {
+            return Some(0);
+        }
+        if let Some(rule) = access.read_denied(&workspace.relative(entry.path())) {
+            let mut all = lock(self.collected);
+            all.denied_skipped += 1;
+            all.denying_rules.insert(rule);
+            return Some(0);
+        }
+        let (file, size) = match open_to_search(workspace, entry.path(), access) {
+            Ok(opened) => opened,
+            Err(skip) => {
+                let mut all = lock(self.collected);
+                match skip {
+                    Skip::HardLinks => all.hard_links_skipped += 1,
+                    Skip::Unreadable => all.unreadable += 1,
+                }
+                return Some(0);
+            }
+        };
+        let mut sink = FileSink {
+            file: FileHits::default(),
+            cap: self.per_file_cap,
+            binary: false,
+        };
+        let outcome = searcher.search_file(&query.matcher, &file, &mut sink);
+        let mut all = lock(self.collected);
+        if outcome.is_err() {
+            all.unreadable += 1;
+        } else if sink.binary {
+            all.binary_skipped += 1;
+        } else if sink.file.matches > 0 {
+            all.add(entry.path().to_path_buf(), sink.file);
+        }
+        Some(size)
+    }
 }
 
 /// Why a file found by the walk is not searched.
@@ -398,7 +464,11 @@ enum Skip {
 /// since the walk saw the file, on the file or on a folder above it), and
 /// not when it has other hard links, which may lie outside the workspace,
 /// unless the job allows them.
-fn open_to_search(workspace: &Workspace, path: &Path, access: &FileAccess) -> Result<File, Skip> {
+fn open_to_search(
+    workspace: &Workspace,
+    path: &Path,
+    access: &FileAccess,
+) -> Result<(File, u64), Skip> {
     let (beneath, relative) = workspace.locate(path).map_err(|_| Skip::Unreadable)?;
     let file = beneath.open_file(&relative).map_err(|_| Skip::Unreadable)?;
     let meta = file.metadata().map_err(|_| Skip::Unreadable)?;
@@ -408,7 +478,7 @@ fn open_to_search(workspace: &Workspace, path: &Path, access: &FileAccess) -> Re
     if meta.nlink() > 1 && !access.allow_hard_links {
         return Err(Skip::HardLinks);
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 fn lock(collected: &Mutex<Collected>) -> std::sync::MutexGuard<'_, Collected> {

@@ -71,7 +71,8 @@ pub enum RuleArgument {
 
 /// Machine-readable kinds of tool failure. The model sees the code and the
 /// message and can try again; none of these stops the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum ToolErrorCode {
     InvalidArgument,
     NotFound,
@@ -80,6 +81,7 @@ pub enum ToolErrorCode {
     NoMatch,
     AmbiguousMatch,
     Timeout,
+    #[strum(serialize = "IO_ERROR")]
     Io,
     UnknownTool,
     LoopDetected,
@@ -96,22 +98,7 @@ pub enum ToolErrorCode {
 
 impl ToolErrorCode {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ToolErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-            ToolErrorCode::NotFound => "NOT_FOUND",
-            ToolErrorCode::PermissionDenied => "PERMISSION_DENIED",
-            ToolErrorCode::OutsideWorkspace => "OUTSIDE_WORKSPACE",
-            ToolErrorCode::NoMatch => "NO_MATCH",
-            ToolErrorCode::AmbiguousMatch => "AMBIGUOUS_MATCH",
-            ToolErrorCode::Timeout => "TIMEOUT",
-            ToolErrorCode::Io => "IO_ERROR",
-            ToolErrorCode::UnknownTool => "UNKNOWN_TOOL",
-            ToolErrorCode::LoopDetected => "LOOP_DETECTED",
-            ToolErrorCode::ToolError => "TOOL_ERROR",
-            ToolErrorCode::ServerDown => "SERVER_DOWN",
-            ToolErrorCode::SubagentFailed => "SUBAGENT_FAILED",
-            ToolErrorCode::ResourceLimit => "RESOURCE_LIMIT",
-        }
+        self.into()
     }
 }
 
@@ -516,6 +503,36 @@ pub(crate) mod support {
         match text.char_indices().nth(max_chars) {
             Some((at, _)) => (&text[..at], text[at..].chars().count()),
             None => (text, 0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ToolErrorCode::*;
+
+    /// The codes are part of what the model reads and of the trace: the
+    /// derived names must stay the ones documented.
+    #[test]
+    fn error_codes_read_as_documented() {
+        let codes = [
+            (InvalidArgument, "INVALID_ARGUMENT"),
+            (NotFound, "NOT_FOUND"),
+            (PermissionDenied, "PERMISSION_DENIED"),
+            (OutsideWorkspace, "OUTSIDE_WORKSPACE"),
+            (NoMatch, "NO_MATCH"),
+            (AmbiguousMatch, "AMBIGUOUS_MATCH"),
+            (Timeout, "TIMEOUT"),
+            (Io, "IO_ERROR"),
+            (UnknownTool, "UNKNOWN_TOOL"),
+            (LoopDetected, "LOOP_DETECTED"),
+            (ToolError, "TOOL_ERROR"),
+            (ServerDown, "SERVER_DOWN"),
+            (SubagentFailed, "SUBAGENT_FAILED"),
+            (ResourceLimit, "RESOURCE_LIMIT"),
+        ];
+        for (code, name) in codes {
+            assert_eq!(code.as_str(), name);
         }
     }
 }

@@ -15,8 +15,18 @@ use serde_json::Value;
 /// Messages reported at most per call; the first few are enough to fix it.
 const MAX_MESSAGES: usize = 3;
 
+/// Why arguments were refused: what is wrong with them (the first few
+/// things, each naming its argument), or a schema that does not compile.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentsError {
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+    #[error("the tool's own argument schema is invalid: {0}")]
+    BadSchema(String),
+}
+
 /// `Err` with a message naming the offending argument when `args` does not fit `schema`.
-pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
+pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentsError> {
     let validator = compiled(schema)?;
     let mut messages: Vec<String> = Vec::new();
     for error in validator.iter_errors(args) {
@@ -31,12 +41,12 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), String> {
     if messages.is_empty() {
         Ok(())
     } else {
-        Err(messages.join("; "))
+        Err(ArgumentsError::Invalid(messages))
     }
 }
 
 /// The validator for `schema`, compiled once and then shared.
-fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
+fn compiled(schema: &Value) -> Result<Arc<Validator>, ArgumentsError> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Validator>>>> = OnceLock::new();
     let key = schema.to_string();
     let cache = CACHE.get_or_init(Default::default);
@@ -45,8 +55,7 @@ fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
         return Ok(Arc::clone(found));
     }
     let validator = Arc::new(
-        jsonschema::validator_for(schema)
-            .map_err(|e| format!("the tool's own argument schema is invalid: {e}"))?,
+        jsonschema::validator_for(schema).map_err(|e| ArgumentsError::BadSchema(e.to_string()))?,
     );
     cache
         .lock()
@@ -212,7 +221,7 @@ mod tests {
     #[test]
     fn messages_name_the_argument_and_the_expectation() {
         let s = schema();
-        let err = |args: Value| check_arguments(&s, &args).unwrap_err();
+        let err = |args: Value| check_arguments(&s, &args).unwrap_err().to_string();
         assert_eq!(err(json!({})), "`path` is required");
         assert_eq!(
             err(json!({"path": "a", "limit": 0})),

@@ -16,7 +16,8 @@ pub const TASK: &str = "task";
 pub const EXPLORE_TOOLS: &[&str] = &["read", "find", "grep", "ls"];
 
 /// What a sub-agent may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum TaskKind {
     /// Read-only: read, find, grep, ls.
     Explore,
@@ -36,10 +37,7 @@ impl TaskKind {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            TaskKind::Explore => "explore",
-            TaskKind::General => "general",
-        }
+        self.into()
     }
 }
 

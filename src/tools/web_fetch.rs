@@ -204,7 +204,7 @@ async fn client_to(url: &Url, ctx: &ToolContext) -> Result<reqwest::Client, Tool
     });
     let destination = address::check(url, named)
         .await
-        .map_err(|why| ToolResult::failure(ToolErrorCode::PermissionDenied, why))?;
+        .map_err(|why| ToolResult::failure(ToolErrorCode::PermissionDenied, why.to_string()))?;
     let mut builder = client_builder().no_proxy();
     if let Some(domain) = &destination.domain {
         builder = builder.resolve_to_addrs(domain, &destination.addresses);

@@ -14,6 +14,7 @@ mod attacks_untrusted;
 mod background;
 mod cli_run;
 mod context;
+mod context_counts;
 mod contract;
 mod docs_in_step;
 mod doctor;

@@ -623,6 +623,49 @@ async fn grep_output_is_the_same_on_every_call() {
     );
 }
 
+/// A tree past what is searched on one thread (200 files) is finished by
+/// the parallel walk: each file counted once, the same first lines shown,
+/// the files a deny rule covers skipped on either side of the switch.
+#[tokio::test]
+async fn grep_on_a_large_tree_counts_every_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..450 {
+        write(
+            dir.path(),
+            &format!("d{}/f{i:03}.txt", i % 9),
+            "hit\nmiss\nhit\n",
+        );
+    }
+    let mut ctx = context(dir.path());
+    ctx.access = agentci::tools::FileAccess::new(
+        |path| {
+            path.ends_with("7.txt")
+                .then(|| "read(**/*7.txt)".to_string())
+        },
+        false,
+    );
+    let first = call(&ctx, "grep", json!({"pattern": "hit", "max_results": 5})).await;
+    assert!(first.ok, "{}", first.summary);
+    assert_eq!(first.data["matches"], 2 * 405);
+    assert_eq!(first.data["files"], 405);
+    assert_eq!(first.data["denied_skipped"], 45);
+    assert!(
+        first.output.starts_with(
+            "d0/f000.txt:1:hit\nd0/f000.txt:3:hit\nd0/f009.txt:1:hit\nd0/f009.txt:3:hit\n\
+             d0/f018.txt:1:hit\n"
+        ),
+        "{}",
+        first.output
+    );
+    for _ in 0..3 {
+        let again = call(&ctx, "grep", json!({"pattern": "hit", "max_results": 5})).await;
+        assert_eq!(
+            (again.output, again.data),
+            (first.output.clone(), first.data.clone())
+        );
+    }
+}
+
 // ---------------------------------------------------------------- exec
 
 #[tokio::test]

@@ -73,7 +73,8 @@ pub enum Fixture {
 }
 
 /// How a run may end for a case to pass (`status:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ExpectedStatus {
     Passed,
     Failed,
@@ -82,11 +83,7 @@ pub enum ExpectedStatus {
 
 impl ExpectedStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ExpectedStatus::Passed => "passed",
-            ExpectedStatus::Failed => "failed",
-            ExpectedStatus::BudgetExceeded => "budget_exceeded",
-        }
+        self.into()
     }
 }
 

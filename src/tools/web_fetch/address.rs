@@ -24,22 +24,36 @@ pub struct Destination {
     pub addresses: Vec<SocketAddr>,
 }
 
+/// Why a fetch may not connect.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchAddressError {
+    #[error("`{0}` has no host")]
+    NoHost(Url),
+    #[error(
+        "{source}, which `web_fetch` reaches only when an allow rule names the host \
+         literally (`web_fetch(http://{host}:*/**)`)"
+    )]
+    NotPublic { source: AddressError, host: String },
+    #[error("{0}")]
+    Refused(AddressError),
+}
+
 /// Resolve `url`'s host once and check every address; `named` says
 /// whether an allow rule names the host literally. `Err` says why not.
-pub async fn check(url: &Url, named: bool) -> Result<Destination, String> {
+pub async fn check(url: &Url, named: bool) -> Result<Destination, FetchAddressError> {
     let port = url.port_or_known_default().unwrap_or(80);
     let host = url
         .host_str()
-        .ok_or_else(|| format!("`{url}` has no host"))?;
+        .ok_or_else(|| FetchAddressError::NoHost(url.clone()))?;
     let addresses = Resolver::system()
         .resolve_checked(host, port, named)
         .await
         .map_err(|e| match e {
-            AddressError::NotPublic { .. } => format!(
-                "{e}, which `web_fetch` reaches only when an allow rule names the host \
-                 literally (`web_fetch(http://{host}:*/**)`)"
-            ),
-            other => other.to_string(),
+            AddressError::NotPublic { .. } => FetchAddressError::NotPublic {
+                source: e,
+                host: host.to_string(),
+            },
+            other => FetchAddressError::Refused(other),
         })?;
     let domain = host_address(host).is_err().then(|| host.to_string());
     Ok(Destination { domain, addresses })

@@ -104,6 +104,7 @@ impl Reply {
                 cache_read: 0,
                 cache_write: 0,
                 reasoning: 0,
+                bytes_per_token: None,
             },
             delay: None,
             headers: Vec::new(),
@@ -266,6 +267,14 @@ impl Reply {
         self
     }
 
+    /// Reports as prompt tokens the request's body size divided by
+    /// `bytes_per_token`, as a server counts what it was sent (the fixed
+    /// default is no count of the request).
+    pub fn with_prompt_counted(mut self, bytes_per_token: u64) -> Self {
+        self.usage.bytes_per_token = Some(bytes_per_token.max(1));
+        self
+    }
+
     /// Of the prompt tokens, `read` came from the prompt cache and `write`
     /// went into it, reported in each API's own fields: Anthropic's
     /// `cache_read_input_tokens` / `cache_creation_input_tokens` (its
@@ -304,6 +313,8 @@ struct FakeUsage {
     cache_write: u64,
     /// Of `completion`, the reasoning tokens.
     reasoning: u64,
+    /// `Some`: `prompt` is the request's size in bytes divided by this.
+    bytes_per_token: Option<u64>,
 }
 
 impl FakeUsage {
@@ -1051,7 +1062,7 @@ async fn answer(
         }
         next.ok_or(shared.scripted)
     };
-    let reply = match next {
+    let mut reply = match next {
         Ok(reply) => reply,
         Err(scripted) => {
             let message = format!(
@@ -1065,6 +1076,11 @@ async fn answer(
                 .into_response();
         }
     };
+    if let PreparedKind::Chat { usage, .. } = &mut reply.kind
+        && let Some(per) = usage.bytes_per_token
+    {
+        usage.prompt = raw.len() as u64 / per;
+    }
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
