@@ -36,7 +36,7 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use super::checkpoint_key::CheckpointKey;
-use crate::agent::{LoopState, StateSaver};
+use crate::agent::{LoopState, NotSaved, StateSaver};
 use crate::event::Event;
 use crate::event::bus::{EventSink, SinkError};
 use crate::provider::Message;
@@ -352,7 +352,13 @@ impl CheckpointWriter {
 }
 
 impl StateSaver for CheckpointWriter {
-    fn save(&mut self, state: &mut LoopState) -> Result<(), String> {
+    fn save(&mut self, state: &mut LoopState) -> Result<(), NotSaved> {
+        self.save_now(state).map_err(NotSaved)
+    }
+}
+
+impl CheckpointWriter {
+    fn save_now(&mut self, state: &mut LoopState) -> Result<(), String> {
         let rewritten = self.messages.is_none()
             || state.rewrites != self.generation
             || state.conversation.len() < self.saved;
