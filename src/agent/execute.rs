@@ -235,7 +235,9 @@ fn answer_step_turn(
     for (slot, call) in answers.iter_mut().zip(taken) {
         if call.name == UPDATE_PLAN {
             *slot = Some(
-                match parsed(call).and_then(|args| protocol::parse_steps(args, true)) {
+                match parsed(call)
+                    .and_then(|args| protocol::parse_steps(args, true).map_err(|e| e.to_string()))
+                {
                     Ok(steps) => {
                         plan_len = turn.index + 1 + steps.len();
                         Answer::Applied(format!(
@@ -255,28 +257,33 @@ fn answer_step_turn(
         if call.name != STEP_DONE {
             continue;
         }
-        *slot = Some(match parsed(call).and_then(protocol::parse_step_done) {
-            Err(message) => Answer::Refused(message),
-            Ok(_) if ends_run.is_some() => Answer::Applied(
-                "This step was already ended by an earlier step_done of this response.".to_string(),
-            ),
-            Ok(_) if let Some(failed) = failed => {
-                ends_run = Some(Fate::NotApplied);
-                said.declined = Some((call.id.clone(), failed.clone()));
-                Answer::Declined(protocol::step_done_not_applied(
-                    failed.position,
-                    &failed.tool,
-                ))
-            }
-            Ok(done) => {
-                ends_run = Some(Fate::Ended { last });
-                let mut ack = protocol::step_done_ack(done.status);
-                if done.report.is_some() && !last {
-                    ack.push_str(protocol::REPORT_NOT_LAST);
+        *slot = Some(
+            match parsed(call)
+                .and_then(|args| protocol::parse_step_done(args).map_err(|e| e.to_string()))
+            {
+                Err(message) => Answer::Refused(message),
+                Ok(_) if ends_run.is_some() => Answer::Applied(
+                    "This step was already ended by an earlier step_done of this response."
+                        .to_string(),
+                ),
+                Ok(_) if let Some(failed) = failed => {
+                    ends_run = Some(Fate::NotApplied);
+                    said.declined = Some((call.id.clone(), failed.clone()));
+                    Answer::Declined(protocol::step_done_not_applied(
+                        failed.position,
+                        &failed.tool,
+                    ))
                 }
-                Answer::Applied(ack)
-            }
-        });
+                Ok(done) => {
+                    ends_run = Some(Fate::Ended { last });
+                    let mut ack = protocol::step_done_ack(done.status);
+                    if done.report.is_some() && !last {
+                        ack.push_str(protocol::REPORT_NOT_LAST);
+                    }
+                    Answer::Applied(ack)
+                }
+            },
+        );
     }
     for (slot, call) in answers.iter_mut().zip(taken) {
         if call.name == SUBMIT_PLAN {
@@ -314,7 +321,7 @@ fn answer_result(
     match (fate, schema) {
         (Some(Fate::Ended { last: true }), Some(schema)) if result.is_none() => {
             let checked = match &call.arguments {
-                Ok(args) => schema.check(&args.to_string()),
+                Ok(args) => schema.check(&args.to_string()).map_err(|e| e.to_string()),
                 Err(message) => Err(message.clone()),
             };
             let answer = match &checked {

@@ -39,7 +39,7 @@ use crate::untrusted::UntrustedText;
 
 pub use cancel::{CancelSignal, CancelTrigger, cancel_pair};
 pub use session::Stop;
-pub use state::{LoopState, StateSaver};
+pub use state::{LoopState, NotSaved, StateSaver};
 
 use budget::BudgetTracker;
 use loop_guard::LoopGuard;
@@ -382,7 +382,7 @@ async fn agent_phase(
         .as_ref()
         .map(result::ResultSchema::new)
         .transpose()
-        .map_err(Stop::Failed)?;
+        .map_err(|e| Stop::Failed(e.to_string()))?;
     let mut first = None;
     if session.state().plan.is_empty() {
         let planned = plan::make_plan(session, job.max_plan_turns).await?;

@@ -110,7 +110,7 @@ fn plan_answer(call: &super::session::ControlCall) -> Answer {
         .arguments
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|args| protocol::parse_steps(args, false));
+        .and_then(|args| protocol::parse_steps(args, false).map_err(|e| e.to_string()));
     match parsed {
         Ok(_) => Answer::Applied(protocol::PLAN_ACCEPTED.to_string()),
         Err(message) => Answer::Refused(message),

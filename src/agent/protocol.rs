@@ -457,16 +457,38 @@ struct StepsArgs {
     steps: Vec<PlanStep>,
 }
 
+/// Why the arguments of a plan or step tool were refused; the text is the
+/// answer the model gets, to call the tool again.
+#[derive(Debug, thiserror::Error)]
+pub enum BadControlArguments {
+    #[error("expected {{\"steps\": [{{\"title\": str, \"expected_outcome\": str}}]}}: {0}")]
+    Steps(serde_json::Error),
+    #[error("the plan needs at least one step")]
+    NoSteps,
+    #[error("step {step} has an empty title")]
+    EmptyTitle {
+        /// From 1.
+        step: usize,
+    },
+    #[error(
+        "expected {{\"summary\": str, \"status\": \"done\" | \"failed\" | \"blocked\", \
+         \"report\"?: str}}: {0}"
+    )]
+    StepDone(serde_json::Error),
+}
+
 /// Parse the `steps` of `submit_plan` / `update_plan`; `Err` is a message for the model.
-pub fn parse_steps(arguments: &Value, allow_empty: bool) -> Result<Vec<PlanStep>, String> {
-    let args: StepsArgs = serde_json::from_value(arguments.clone()).map_err(|e| {
-        format!("expected {{\"steps\": [{{\"title\": str, \"expected_outcome\": str}}]}}: {e}")
-    })?;
+pub fn parse_steps(
+    arguments: &Value,
+    allow_empty: bool,
+) -> Result<Vec<PlanStep>, BadControlArguments> {
+    let args: StepsArgs =
+        serde_json::from_value(arguments.clone()).map_err(BadControlArguments::Steps)?;
     if args.steps.is_empty() && !allow_empty {
-        return Err("the plan needs at least one step".into());
+        return Err(BadControlArguments::NoSteps);
     }
     if let Some(i) = args.steps.iter().position(|s| s.title.trim().is_empty()) {
-        return Err(format!("step {} has an empty title", i + 1));
+        return Err(BadControlArguments::EmptyTitle { step: i + 1 });
     }
     Ok(args.steps)
 }
@@ -491,13 +513,9 @@ pub struct StepDone {
 }
 
 /// Parse the arguments of `step_done`; `Err` is a message for the model.
-pub fn parse_step_done(arguments: &Value) -> Result<StepDone, String> {
-    let args: StepDoneArgs = serde_json::from_value(arguments.clone()).map_err(|e| {
-        format!(
-            "expected {{\"summary\": str, \"status\": \"done\" | \"failed\" | \"blocked\", \
-             \"report\"?: str}}: {e}"
-        )
-    })?;
+pub fn parse_step_done(arguments: &Value) -> Result<StepDone, BadControlArguments> {
+    let args: StepDoneArgs =
+        serde_json::from_value(arguments.clone()).map_err(BadControlArguments::StepDone)?;
     Ok(StepDone {
         summary: args.summary,
         status: args.status,
@@ -511,6 +529,40 @@ pub fn parse_step_done(arguments: &Value) -> Result<StepDone, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The typed refusals read as the strings the model got before them.
+    #[test]
+    fn refusals_say_what_to_send() {
+        let said =
+            |v: Value, allow_empty: bool| parse_steps(&v, allow_empty).unwrap_err().to_string();
+        assert_eq!(
+            said(json!({"steps": []}), false),
+            "the plan needs at least one step"
+        );
+        assert_eq!(
+            said(
+                json!({"steps": [{"title": "a", "expected_outcome": "b"}, {"title": " ", "expected_outcome": "c"}]}),
+                false
+            ),
+            "step 2 has an empty title"
+        );
+        assert!(
+            said(json!({"plan": []}), true).starts_with(
+                "expected {\"steps\": [{\"title\": str, \"expected_outcome\": str}]}: unknown field `plan`"
+            ),
+            "{}",
+            said(json!({"plan": []}), true)
+        );
+        let done = parse_step_done(&json!({"status": "done"}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            done.starts_with(
+                "expected {\"summary\": str, \"status\": \"done\" | \"failed\" | \"blocked\", \"report\"?: str}: missing field `summary`"
+            ),
+            "{done}"
+        );
+    }
 
     #[test]
     fn steps_parse_and_reject() {
@@ -552,7 +604,9 @@ mod tests {
                 .report,
             None
         );
-        let err = parse(json!({"summary": "s", "status": "skipped"})).unwrap_err();
+        let err = parse(json!({"summary": "s", "status": "skipped"}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"done\" | \"failed\" | \"blocked\""), "{err}");
         assert!(parse(json!({"status": "done"})).is_err());
     }

@@ -54,6 +54,23 @@ pub fn mismatch(errors: &str) -> String {
 pub const RESULT_REMINDER: &str = "The run needs its result: call `submit_result` now, with \
      arguments that match its schema. Without it the run fails.";
 
+/// The job's `result_schema` does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("result_schema is not a valid JSON Schema: {0}")]
+pub struct InvalidResultSchema(String);
+
+/// Why a submitted result was not taken; the text goes back to the model.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultRefused {
+    #[error("the arguments are {bytes} bytes; a result may be at most {max} bytes", max = MAX_RESULT_BYTES)]
+    TooLarge { bytes: usize },
+    #[error("the arguments are not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// What does not match the schema, a line each (the last may say how many more).
+    #[error("{}", .0.join("; "))]
+    Mismatch(Vec<String>),
+}
+
 /// The job's schema, compiled, and how it is offered.
 pub struct ResultSchema {
     /// What the tool's parameters are: the schema, or the wrapper around it.
@@ -72,7 +89,7 @@ pub struct Submitted {
 
 impl ResultSchema {
     /// `Err` when the schema does not compile (the job's checks make sure it does).
-    pub fn new(schema: &Value) -> Result<ResultSchema, String> {
+    pub fn new(schema: &Value) -> Result<ResultSchema, InvalidResultSchema> {
         let wrapped = schema.get("type").and_then(Value::as_str) != Some("object");
         let parameters = if wrapped {
             wrap(schema)
@@ -80,7 +97,7 @@ impl ResultSchema {
             schema.clone()
         };
         let validator = jsonschema::validator_for(&parameters)
-            .map_err(|e| format!("result_schema is not a valid JSON Schema: {e}"))?;
+            .map_err(|e| InvalidResultSchema(e.to_string()))?;
         Ok(ResultSchema {
             parameters,
             validator,
@@ -105,15 +122,13 @@ impl ResultSchema {
     }
 
     /// The result in `arguments` (the string the model sent), or what is wrong with it.
-    pub fn check(&self, arguments: &str) -> Result<Value, String> {
+    pub fn check(&self, arguments: &str) -> Result<Value, ResultRefused> {
         if arguments.len() > MAX_RESULT_BYTES {
-            return Err(format!(
-                "the arguments are {} bytes; a result may be at most {MAX_RESULT_BYTES} bytes",
-                arguments.len()
-            ));
+            return Err(ResultRefused::TooLarge {
+                bytes: arguments.len(),
+            });
         }
-        let submitted: Value = serde_json::from_str(arguments)
-            .map_err(|e| format!("the arguments are not valid JSON: {e}"))?;
+        let submitted: Value = serde_json::from_str(arguments).map_err(ResultRefused::NotJson)?;
         let problems = {
             let mut errors = self.validator.iter_errors(&submitted);
             let mut lines: Vec<String> = errors.by_ref().take(MAX_ERRORS).map(describe).collect();
@@ -124,7 +139,7 @@ impl ResultSchema {
             lines
         };
         if !problems.is_empty() {
-            return Err(problems.join("; "));
+            return Err(ResultRefused::Mismatch(problems));
         }
         Ok(match (self.wrapped, submitted) {
             (true, Value::Object(mut fields)) => fields.remove("value").unwrap_or(Value::Null),
@@ -252,6 +267,7 @@ fn answer_calls(
                     RESULT_ACCEPTED.to_string()
                 }
                 Err(errors) => {
+                    let errors = errors.to_string();
                     let answer = mismatch(&errors);
                     problem = errors;
                     answer
@@ -286,7 +302,10 @@ mod tests {
         .unwrap();
         assert_eq!(schema.tool().parameters["type"], "object");
         assert_eq!(schema.check(r#"{"value": [1, 2]}"#).unwrap(), json!([1, 2]));
-        let error = schema.check(r#"{"value": [1, "x"]}"#).unwrap_err();
+        let error = schema
+            .check(r#"{"value": [1, "x"]}"#)
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("/value/1: "), "{error}");
     }
 
@@ -302,14 +321,23 @@ mod tests {
             schema
                 .check("{not json")
                 .unwrap_err()
+                .to_string()
                 .contains("not valid JSON")
         );
         let huge = format!(r#"{{"n": 1, "pad": "{}"}}"#, "x".repeat(MAX_RESULT_BYTES));
-        assert!(schema.check(&huge).unwrap_err().contains("at most"));
+        let too_large = schema.check(&huge).unwrap_err().to_string();
+        assert_eq!(
+            too_large,
+            format!(
+                "the arguments are {} bytes; a result may be at most {MAX_RESULT_BYTES} bytes",
+                huge.len()
+            )
+        );
         assert!(
             schema
                 .check("{}")
                 .unwrap_err()
+                .to_string()
                 .contains("\"n\" is a required")
         );
         assert_eq!(schema.check(r#"{"n": 3}"#).unwrap(), json!({"n": 3}));
@@ -324,7 +352,10 @@ mod tests {
         .unwrap();
         let args: serde_json::Map<String, Value> =
             (0..20).map(|i| (format!("k{i}"), json!("x"))).collect();
-        let error = schema.check(&Value::Object(args).to_string()).unwrap_err();
+        let error = schema
+            .check(&Value::Object(args).to_string())
+            .unwrap_err()
+            .to_string();
         assert_eq!(error.matches("is not of type").count(), MAX_ERRORS);
         assert!(error.ends_with("… and 15 more"), "{error}");
     }

@@ -7,15 +7,17 @@ mod keep;
 mod model_call;
 
 pub use calls::{Answer, Answers, FailedCall, Turn};
-pub(super) use model_call::{CallObserver, response_event};
+pub(super) use model_call::{CallObserver, CallPlace, Conversation, Meter, ModelSession, Role};
 
 use serde_json::Value;
 
 use crate::event::bus::EventBus;
-use crate::event::{EventKind, PlanStep, StepStatus};
+use crate::event::{EventKind, Phase, PlanStep, StepStatus};
 use crate::job::ToolLoopSpec;
 use crate::policy::PermissionPolicy;
-use crate::provider::{Message, ModelProvider, ProviderError, ToolDefinition};
+use crate::provider::{
+    ChatResponse, Message, ModelProvider, ProviderError, ToolChoice, ToolDefinition,
+};
 use crate::tools::ToolContext;
 
 use super::budget::Exceeded;
@@ -43,9 +45,9 @@ pub enum Stop {
 /// model and runs tools (fixed for the run) and the state they change
 /// (through the methods here, so every change is one the loop means).
 pub struct Session<'a> {
-    provider: &'a dyn ModelProvider,
-    model_name: String,
-    bus: EventBus,
+    /// Talks to the model for the run's conversation, as each sub-agent's
+    /// own does for its conversation.
+    model: ModelSession<'a>,
     ctx: ToolContext,
     tools: ToolSet,
     /// What every request offers: the run's tools, then the control tools.
@@ -59,16 +61,11 @@ pub struct Session<'a> {
     tool_loop: ToolLoopSpec,
     /// What `task` calls need from one turn to the next.
     subagents: SubagentConfig,
-    /// The last request sent, so the trace records only what each one adds.
-    sent: SentLog,
     /// `rules_reminder`: the line appended to the last result of each batch.
     rules_reminder: Option<String>,
     /// The job has a result schema: `submit_result` is a call the phases
     /// answer (taken on the final turn, refused with when it is taken before).
     takes_result: bool,
-    /// The context window, the high-water mark and the token estimate
-    /// (a handle on the tokenizer, rebuilt from the job, not loop state).
-    context: ContextKeeper,
     /// Saves `state` before every model turn, when the run keeps a checkpoint.
     saver: Option<Box<dyn StateSaver + 'a>>,
     /// A checkpoint could not be written: said once, as a warning.
@@ -128,9 +125,14 @@ impl<'a> Session<'a> {
             std::sync::atomic::Ordering::Relaxed,
         );
         Session {
-            provider,
-            model_name,
-            bus,
+            model: ModelSession::new(
+                provider,
+                model_name,
+                bus,
+                Role::Main,
+                context,
+                last_sent.unwrap_or_default(),
+            ),
             ctx,
             offered: [tools.definitions(), protocol::control_tools()].concat(),
             final_tools: Vec::new(),
@@ -138,10 +140,8 @@ impl<'a> Session<'a> {
             policy,
             tool_loop,
             subagents,
-            sent: last_sent.unwrap_or_default(),
             rules_reminder,
             takes_result,
-            context,
             saver,
             saver_failed: false,
             state,
@@ -154,7 +154,48 @@ impl<'a> Session<'a> {
     }
 
     pub fn bus(&self) -> &EventBus {
-        &self.bus
+        self.model.bus()
+    }
+
+    /// Call the model with the conversation so far and the run's tools; the
+    /// reply is appended to the conversation.
+    pub async fn call_model(
+        &mut self,
+        phase: Phase,
+        step: Option<usize>,
+        tool_choice: ToolChoice,
+    ) -> Result<ChatResponse, Stop> {
+        self.state.budget.check_model_call().map_err(Stop::Budget)?;
+        if self
+            .tools
+            .before_turn()
+            .await
+            .map_err(|e| Stop::ToolsUnavailable(e.to_string()))?
+        {
+            self.offered = [
+                self.tools.definitions(),
+                protocol::control_tools(),
+                self.final_tools.clone(),
+            ]
+            .concat();
+        }
+        let plan_status = self.plan_status();
+        let place = CallPlace {
+            phase,
+            step,
+            tool_choice,
+            plan_status: &plan_status,
+        };
+        let conversation = Conversation {
+            messages: &mut self.state.conversation,
+            offered: &mut self.offered,
+            rewrites: &mut self.state.rewrites,
+        };
+        let mut meter = Meter::Own(&mut self.state.budget);
+        self.model
+            .call(place, conversation, &mut meter)
+            .await
+            .map_err(Stop::Provider)
     }
 
     /// The run's tool context (its processes, workspace and limits).
@@ -242,7 +283,7 @@ impl<'a> Session<'a> {
             && !self.saver_failed
         {
             self.saver_failed = true;
-            self.bus.emit(EventKind::Warning {
+            self.model.bus.emit(EventKind::Warning {
                 source: "checkpoint".into(),
                 message: format!(
                     "{message}; `agentci run --resume` may go on from an earlier turn"

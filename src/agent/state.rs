@@ -90,8 +90,13 @@ impl WorkTally {
 /// it writes, but gives it back; an `Err` is a line for the user (the run
 /// goes on without the checkpoint being current).
 pub trait StateSaver: Send {
-    fn save(&mut self, state: &mut LoopState) -> Result<(), String>;
+    fn save(&mut self, state: &mut LoopState) -> Result<(), NotSaved>;
 }
+
+/// A checkpoint that could not be written; the text says what and where.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotSaved(pub String);
 
 /// How a finished step ended.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

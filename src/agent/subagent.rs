@@ -7,10 +7,13 @@
 //! sandbox and tool context, and its own turn limit (`task.max_turns`). It
 //! calls tools until it answers with text only; that text is the `task`
 //! call's result. It has no plan protocol and cannot start sub-agents.
-//! Its conversation is kept under the high-water mark of the model's
-//! window as the parent's is (its own [`ContextKeeper`], the job's
-//! `model.context_window`, `compact_at` and `compact_with`); a summary call
-//! counts against the run's budget like its other calls.
+//! Its model calls go through the same [`ModelSession`] as the parent's,
+//! in the role of a sub-agent: its conversation is kept under the
+//! high-water mark of the model's window as the parent's is (its own
+//! [`ContextKeeper`], the job's `model.context_window`, `compact_at` and
+//! `compact_with`), trimmed and retried once when too long, and its
+//! events, usage warnings and budget counting are the parent's code's; a
+//! summary call counts against the run's budget like its other calls.
 //!
 //! Its events go into the run's trace through a bus that stamps `agent:
 //! {id, parent_call}` on each, between `subagent.started` and
@@ -27,26 +30,20 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::event::bus::EventBus;
-use crate::event::{
-    AgentTag, ContextTrimmed, EventKind, ModelRequest, Phase, SubagentCompleted, SubagentStarted,
-};
+use crate::event::{AgentTag, EventKind, Phase, SubagentCompleted, SubagentStarted};
 use crate::job::{ContextSpec, ToolLoopSpec};
 use crate::policy::{PermissionPolicy, ToolPattern};
 use crate::provider::Usage;
-use crate::provider::{
-    ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolChoice,
-    ToolDefinition,
-};
+use crate::provider::{Message, ModelProvider, ToolCall, ToolChoice};
 use crate::tools::task::{EXPLORE_TOOLS, TASK, TaskKind};
 use crate::tools::{BoxFuture, ToolContext, ToolErrorCode, ToolResult};
 
 use super::batch::{BatchEnv, run_batch};
 use super::budget::BudgetTracker;
-use super::compaction::SUMMARY_TOKENS;
-use super::context;
-use super::context_keeper::{ContextKeeper, SummaryCall, summary_call};
+use super::context_keeper::ContextKeeper;
 use super::loop_guard::LoopGuard;
-use super::session::CallObserver;
+use super::sent::SentLog;
+use super::session::{CallPlace, Conversation, Meter, ModelSession, Role};
 use super::toolset::ToolSet;
 
 /// Runs the `task` calls of a batch.
@@ -225,10 +222,12 @@ impl<'a> Subagents<'a> {
         Ok((kind, names))
     }
 
-    /// The sub-agent's loop: model, tools, model … until it answers with text.
+    /// The sub-agent's loop: model, tools, model … until it answers with
+    /// text. Its model calls go through a [`ModelSession`] of its own, as
+    /// the run's agent's do.
     async fn converse(&self, id: &str, bus: &EventBus, names: &[String], prompt: &str) -> Ending {
         let tools = self.parent_tools.subset(names);
-        let offered = tools.definitions();
+        let mut offered = tools.definitions();
         let mut messages = vec![
             Message::System {
                 content: system_prompt(&self.config.workspace, &tools.names()),
@@ -237,112 +236,73 @@ impl<'a> Subagents<'a> {
                 content: prompt.to_string(),
             },
         ];
-        // Its own conversation, so its own deltas in the trace.
-        let mut sent = super::sent::SentLog::default();
+        // Its own conversation, so its own deltas in the trace and its own
+        // estimate of the window.
+        let mut model = ModelSession::new(
+            self.provider,
+            self.model_name.to_string(),
+            bus.clone(),
+            Role::Subagent(id.to_string()),
+            ContextKeeper::new(self.model_name, &self.config.context),
+            SentLog::default(),
+        );
+        let mut meter = Meter::Shared(self.budget);
+        // A sub-agent's conversation is not saved in a checkpoint.
+        let mut rewrites = 0;
         let mut guard = LoopGuard::new(self.tool_loop.loop_repeats);
         let batches = AtomicU64::new(0);
-        let mut ending = Ending {
-            answer: Err(String::new()),
-            turns: 0,
-            tool_calls: 0,
-            usage: Usage::default(),
-        };
-        let mut keeper = ContextKeeper::new(self.model_name, &self.config.context);
+        let mut tool_calls = 0;
         let max_turns = self.tool_loop.task_max_turns;
-        while ending.turns < max_turns {
-            if let Err(exceeded) = self.lock_budget().check_spend() {
-                ending.answer = Err(format!("the run's budget is spent ({})", exceeded.reason()));
-                return ending;
+        let answer = loop {
+            if model.turns() >= max_turns {
+                break Err(format!(
+                    "it used its {max_turns} turns (task.max_turns) without a final answer"
+                ));
             }
-            ending.turns += 1;
-            let response = match self
-                .model_turn(
-                    (id, bus, ending.turns),
-                    &mut keeper,
-                    &mut messages,
-                    &offered,
-                    &mut sent,
-                    &mut ending.usage,
-                )
-                .await
-            {
+            if let Err(exceeded) = meter.with(|budget| budget.check_spend()) {
+                break Err(format!("the run's budget is spent ({})", exceeded.reason()));
+            }
+            let place = CallPlace {
+                phase: Phase::Execute,
+                step: None,
+                tool_choice: ToolChoice::Auto,
+                plan_status: "",
+            };
+            let conversation = Conversation {
+                messages: &mut messages,
+                offered: &mut offered,
+                rewrites: &mut rewrites,
+            };
+            let response = match model.call(place, conversation, &mut meter).await {
                 Ok(response) => response,
-                Err(answer) => {
-                    ending.answer = Err(answer);
-                    return ending;
-                }
+                Err(error) => break Err(format!("its model call failed: {error}")),
             };
             if response.tool_calls.is_empty() {
                 let text = response.text.unwrap_or_default().trim().to_string();
-                ending.answer = if text.is_empty() {
-                    Err("it answered with no text".to_string())
-                } else {
-                    Ok(text)
+                break match text.is_empty() {
+                    true => Err("it answered with no text".to_string()),
+                    false => Ok(text),
                 };
-                return ending;
             }
             let count = response.tool_calls.len() as u32;
-            if let Err(exceeded) = self.lock_budget().check_tool_batch(count) {
-                ending.answer = Err(format!("the run's budget is spent ({})", exceeded.reason()));
-                return ending;
+            if let Err(exceeded) = meter.with(|budget| budget.check_tool_batch(count)) {
+                break Err(format!("the run's budget is spent ({})", exceeded.reason()));
             }
             let calls = &response.tool_calls;
             self.run_tools(&tools, bus, &batches, &mut guard, calls, &mut messages)
                 .await;
-            self.lock_budget().record_tool_calls(count);
-            ending.tool_calls += count;
+            meter.with(|budget| budget.record_tool_calls(count));
+            tool_calls += count;
             if let Some(reason) = guard.stuck() {
-                ending.answer = Err(format!("it was {reason}"));
-                return ending;
+                break Err(format!("it was {reason}"));
             }
+        };
+        Ending {
+            answer,
+            turns: model.turns(),
+            tool_calls,
+            usage: model.usage().clone(),
         }
-        ending.answer = Err(format!(
-            "it used its {max_turns} turns (task.max_turns) without a final answer"
-        ));
-        ending
-    }
-
-    /// One model turn of the sub-agent: the context kept under the mark,
-    /// the request and response events, the usage counted, the reply added
-    /// to its conversation. An `Err` is why the task ended.
-    async fn model_turn(
-        &self,
-        (id, bus, turn): (&str, &EventBus, u32),
-        keeper: &mut ContextKeeper,
-        messages: &mut Vec<Message>,
-        offered: &[ToolDefinition],
-        sent: &mut super::sent::SentLog,
-        usage: &mut Usage,
-    ) -> Result<ChatResponse, String> {
-        let call_id = format!("{id}/model-{turn}");
-        self.keep_under_mark(keeper, (id, bus, turn), messages, offered, usage)
-            .await;
-        bus.emit(EventKind::ModelRequest(ModelRequest {
-            call_id: call_id.clone(),
-            phase: Phase::Execute,
-            turn,
-            step: None,
-            messages: messages.len(),
-            tools: offered.iter().map(|t| t.name.clone()).collect(),
-            sent: Some(sent.record(messages, offered)),
-        }));
-        let started = Instant::now();
-        let response = self
-            .complete(bus, &call_id, messages, offered, keeper)
-            .await
-            .map_err(|error| format!("its model call failed: {error}"))?;
-        keeper.estimator.calibrate(response.usage.input_tokens);
-        let cost_usd = self.lock_budget().record_usage(&response.usage);
-        add_usage(usage, &response.usage);
-        bus.emit(super::session::response_event(
-            call_id, &response, started, cost_usd,
-        ));
-        messages.push(Message::Assistant {
-            reasoning: response.reasoning.clone(),
-            content: response.text.clone(),
-            tool_calls: response.tool_calls.clone(),
-        });
-        Ok(response)
     }
 
     /// Run one turn's tool calls of the sub-agent as a batch (it starts no
@@ -374,98 +334,6 @@ impl<'a> Subagents<'a> {
             });
         }
     }
-
-    /// One model call; a conversation too long for the model is trimmed
-    /// once (as the parent's is) and tried again.
-    async fn complete(
-        &self,
-        bus: &EventBus,
-        call_id: &str,
-        messages: &mut Vec<Message>,
-        offered: &[ToolDefinition],
-        keeper: &mut ContextKeeper,
-    ) -> Result<ChatResponse, ProviderError> {
-        let observer = CallObserver { bus, call_id };
-        let mut trimmed = false;
-        loop {
-            let request = ChatRequest {
-                max_output_tokens: None,
-                model: self.model_name.to_string(),
-                messages: messages.clone(),
-                tools: offered.to_vec(),
-                tool_choice: ToolChoice::Auto,
-            };
-            match self.provider.complete_observed(&request, &observer).await {
-                Err(ProviderError::ContextTooLong(reason)) if !trimmed => {
-                    let Some(trim) = context::trim(messages) else {
-                        return Err(ProviderError::ContextTooLong(reason));
-                    };
-                    keeper.estimator.forget_counts();
-                    bus.emit(EventKind::ContextTrimmed(ContextTrimmed {
-                        call_id: call_id.to_string(),
-                        reason,
-                        messages_before: trim.messages_before,
-                        messages_after: trim.messages_after,
-                        estimated_tokens_before: trim.estimated_tokens_before,
-                        estimated_tokens_after: trim.estimated_tokens_after,
-                        sent: None,
-                    }));
-                    trimmed = true;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// Estimate the sub-agent's next request (model call `turn`); above the
-    /// mark, compact its older turns as the parent's are. The summary
-    /// call's tokens go to the sub-agent's `usage` and the run's budget.
-    async fn keep_under_mark(
-        &self,
-        keeper: &mut ContextKeeper,
-        (id, bus, turn): (&str, &EventBus, u32),
-        messages: &mut Vec<Message>,
-        offered: &[ToolDefinition],
-        usage: &mut Usage,
-    ) {
-        let summarize = async |request: ChatRequest, size: u64| {
-            if !self.lock_budget().room_for_extra_call(size, SUMMARY_TOKENS) {
-                return Err("the budget leaves no room for a summary call".to_string());
-            }
-            let call = SummaryCall {
-                provider: self.provider,
-                bus,
-                call_id: format!("{id}/summary-{turn}"),
-                phase: Phase::Execute,
-                turn,
-                step: None,
-            };
-            summary_call(call, request, |spent| {
-                add_usage(usage, spent);
-                self.lock_budget().record_usage(spent)
-            })
-            .await
-        };
-        let compacted = keeper
-            .keep_under_mark(messages, offered, self.model_name, "", summarize)
-            .await;
-        if let Some(mut event) = compacted {
-            event.call_id = format!("{id}/model-{turn}");
-            bus.emit(EventKind::ContextCompacted(event));
-        }
-    }
-
-    fn lock_budget(&self) -> std::sync::MutexGuard<'_, &'a mut BudgetTracker> {
-        // A poisoned lock means a sibling panicked mid-update; the figures are still whole.
-        self.budget.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-fn add_usage(total: &mut Usage, usage: &Usage) {
-    total.input_tokens += usage.input_tokens;
-    total.output_tokens += usage.output_tokens;
-    total.cache_read_tokens += usage.cache_read_tokens;
-    total.cache_write_tokens += usage.cache_write_tokens;
 }
 
 /// The sub-agent's system prompt: the same text for the same tools in a

@@ -15,6 +15,12 @@ use std::sync::Arc;
 
 use crate::tools::{BoxFuture, RuleArgument, Tool, catalog};
 
+/// Tools the run cannot do without are gone (a required MCP server is
+/// down); the text says which and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolsUnavailable(pub String);
+
 pub struct ToolSet {
     /// The fixed tools, then the live ones (from `live_from` on).
     /// Shared, so a sub-agent's set can hold the parent's own tools.
@@ -105,11 +111,11 @@ impl ToolSet {
     }
 
     /// Asks the live tools what changed; `Ok(true)` when the set changed.
-    pub async fn before_turn(&mut self) -> Result<bool, String> {
+    pub async fn before_turn(&mut self) -> Result<bool, ToolsUnavailable> {
         let Some(live) = self.live.clone() else {
             return Ok(false);
         };
-        let Some(tools) = live.before_turn().await? else {
+        let Some(tools) = live.before_turn().await.map_err(ToolsUnavailable)? else {
             return Ok(false);
         };
         self.tools.truncate(self.live_from);

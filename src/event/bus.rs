@@ -7,8 +7,11 @@
 //! run's secret values, so no sink can see a secret or disagree about what is
 //! hidden. What leaves the run another way (tool results sent to the model)
 //! the agent masks itself, with the run's secrets its tool context holds.
-//! The event types themselves are [`crate::event`]'s; this module does not
-//! define any.
+//! The bus only stamps, masks and delivers: what a part of the run still
+//! has to report before `run.completed` is the runner's to collect, and
+//! where the trace stands for a checkpoint is the checkpoint writer's to
+//! follow (a sink like any other). The event types themselves are
+//! [`crate::event`]'s; this module does not define any.
 
 use std::sync::{Arc, Mutex};
 
@@ -64,12 +67,7 @@ struct BusState {
     /// `run.completed` was delivered: it stays the last event, so anything
     /// a step left running after a signal (the git step) emits is dropped.
     completed: bool,
-    /// Asked for their last events just before `run.completed`.
-    before_completion: Vec<CompletionHook>,
 }
-
-/// Gives the events a part of the run still has to report when it ends.
-pub type CompletionHook = Box<dyn FnOnce() -> Vec<EventKind> + Send>;
 
 impl EventBus {
     pub fn new(run_id: impl Into<String>, sinks: Vec<Box<dyn EventSink>>) -> Self {
@@ -90,7 +88,6 @@ impl EventBus {
                 redactor,
                 errors: Vec::new(),
                 completed: false,
-                before_completion: Vec::new(),
             })),
             agent: None,
         }
@@ -115,28 +112,9 @@ impl EventBus {
         self
     }
 
-    /// The `seq` the next event gets.
-    pub fn next_seq(&self) -> u64 {
-        self.lock().next_seq
-    }
-
-    /// Delivers the events `hook` returns just before `run.completed`:
-    /// what a part of the run that outlives the agent loop (a job's MCP
-    /// servers) still has to report, while it still fits in the trace.
-    pub fn before_completion(&self, hook: CompletionHook) {
-        self.lock().before_completion.push(hook);
-    }
-
     /// Stamp `kind` and deliver it to every sink; returns the finished event.
     /// After `run.completed` nothing more is delivered.
     pub fn emit(&self, kind: EventKind) -> Event {
-        if matches!(kind, EventKind::RunCompleted(_)) {
-            // Taken out first: a hook runs without the bus locked.
-            let hooks = std::mem::take(&mut self.lock().before_completion);
-            for last in hooks.into_iter().flat_map(|hook| hook()) {
-                self.emit(last);
-            }
-        }
         let mut state = self.lock();
         let kind = redact_kind(&state.redactor, kind);
         let event = Event {
@@ -241,39 +219,6 @@ mod tests {
         }
     }
 
-    // A part of the run that outlives the agent loop still gets its last
-    // events in, before run.completed; nothing comes after it.
-    #[test]
-    fn completion_hooks_deliver_before_run_completed() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let bus = EventBus::new("r", vec![Box::new(Collect(Arc::clone(&seen)))]);
-        bus.before_completion(Box::new(|| {
-            vec![EventKind::Warning {
-                source: "mcp".into(),
-                message: "last".into(),
-            }]
-        }));
-        bus.emit(EventKind::RunCompleted(RunCompleted {
-            status: RunStatus::Passed,
-            reason: String::new(),
-            summary: None,
-            totals: Totals::default(),
-            checks_passed: 0,
-            checks_failed: 0,
-            result: None,
-            signal: None,
-        }));
-        bus.emit(EventKind::Warning {
-            source: "late".into(),
-            message: "dropped".into(),
-        });
-        let seen = seen.lock().unwrap();
-        let kinds: Vec<(u64, bool)> = seen
-            .iter()
-            .map(|e| (e.seq, matches!(e.kind, EventKind::RunCompleted(_))))
-            .collect();
-        assert_eq!(kinds, [(1, false), (2, true)]);
-    }
     #[test]
     fn partial_text_is_masked_too() {
         let seen = Arc::new(Mutex::new(Vec::new()));

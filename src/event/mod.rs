@@ -33,6 +33,11 @@ mod run;
 pub mod schema;
 mod tools;
 
+/// Gives the events a part of the run still has to report when it ends
+/// (a job's MCP servers, the telemetry export), delivered just before
+/// `run.completed` by whoever completes the run.
+pub type CompletionHook = Box<dyn FnOnce() -> Vec<EventKind> + Send>;
+
 pub use checks::{CheckCompleted, CheckOutcome};
 pub use exit::{EXIT_BAD_INPUT, Exit};
 pub use mcp::{McpServerStartup, McpStartOutcome, McpStartup};

@@ -27,6 +27,8 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
@@ -34,7 +36,9 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use super::checkpoint_key::CheckpointKey;
-use crate::agent::{LoopState, StateSaver};
+use crate::agent::{LoopState, NotSaved, StateSaver};
+use crate::event::Event;
+use crate::event::bus::{EventSink, SinkError};
 use crate::provider::Message;
 use crate::skills::Skill;
 
@@ -190,6 +194,36 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Where the trace stands, for the checkpoint writer: the `seq` the next
+/// event gets. It follows the run's bus as a sink (the bus only stamps and
+/// delivers), starting where a resumed run's trace goes on.
+#[derive(Clone, Debug)]
+pub struct TracePosition(Arc<AtomicU64>);
+
+impl TracePosition {
+    /// A position before the event numbered `next_seq`.
+    pub fn starting_at(next_seq: u64) -> TracePosition {
+        TracePosition(Arc::new(AtomicU64::new(next_seq)))
+    }
+
+    /// The `seq` the next event gets.
+    pub fn next_seq(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The sink that moves this position on with every event delivered.
+    pub fn sink(&self) -> Box<dyn EventSink> {
+        Box::new(self.clone())
+    }
+}
+
+impl EventSink for TracePosition {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        self.0.store(event.seq + 1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 /// Saves the run's checkpoint before every model turn.
 pub struct CheckpointWriter {
     dir: PathBuf,
@@ -318,7 +352,13 @@ impl CheckpointWriter {
 }
 
 impl StateSaver for CheckpointWriter {
-    fn save(&mut self, state: &mut LoopState) -> Result<(), String> {
+    fn save(&mut self, state: &mut LoopState) -> Result<(), NotSaved> {
+        self.save_now(state).map_err(NotSaved)
+    }
+}
+
+impl CheckpointWriter {
+    fn save_now(&mut self, state: &mut LoopState) -> Result<(), String> {
         let rewritten = self.messages.is_none()
             || state.rewrites != self.generation
             || state.conversation.len() < self.saved;
@@ -481,6 +521,24 @@ fn read_messages(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The checkpoint writer follows the trace as a sink: a resumed run's
+    // position starts where its trace goes on and moves with each event.
+    #[test]
+    fn the_trace_position_follows_the_bus() {
+        use crate::event::EventKind;
+        use crate::event::bus::EventBus;
+        let position = TracePosition::starting_at(7);
+        let bus = EventBus::new("r", vec![position.sink()]).continuing_at(7);
+        assert_eq!(position.next_seq(), 7);
+        for _ in 0..2 {
+            bus.emit(EventKind::Warning {
+                source: "test".into(),
+                message: String::new(),
+            });
+        }
+        assert_eq!(position.next_seq(), 9);
+    }
     use crate::agent::budget::BudgetTracker;
     use crate::agent::loop_guard::LoopGuard;
     use crate::job::BudgetSpec;

@@ -70,9 +70,6 @@ impl RunServers {
         let began = tokio::time::Instant::now();
         let set = Arc::new(start_set(job, workspace, processes, deadline).await);
         let startup = began.elapsed();
-        // Requests sent during the last tool calls have no next turn.
-        let last = Arc::clone(&set);
-        bus.before_completion(Box::new(move || request_events(&last)));
         let required: Vec<String> = job
             .mcp
             .servers
@@ -102,6 +99,14 @@ impl RunServers {
             startup,
             pending: Mutex::new(pending),
         }
+    }
+
+    /// The events of the requests sent during the last tool calls, which
+    /// have no next turn to report them: the run delivers them just
+    /// before `run.completed`.
+    pub fn last_requests(&self) -> crate::event::CompletionHook {
+        let set = Arc::clone(&self.set);
+        Box::new(move || request_events(&set))
     }
 
     /// What the run says about the start right after its own start: the

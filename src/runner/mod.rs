@@ -11,6 +11,7 @@
 pub mod checkpoint;
 pub mod checkpoint_key;
 mod checks;
+pub mod completion;
 mod git_step;
 mod mcp;
 mod prepare;
@@ -161,7 +162,7 @@ fn with_telemetry(
     mut sinks: Vec<Box<dyn EventSink>>,
 ) -> (
     Vec<Box<dyn EventSink>>,
-    Option<crate::event::bus::CompletionHook>,
+    Option<crate::event::CompletionHook>,
     Vec<String>,
 ) {
     let env = |name: &str| std::env::var(name).ok();
@@ -252,15 +253,16 @@ pub async fn run_prepared(
     )?;
     let (sinks, telemetry_flush, telemetry_problem) =
         with_telemetry(job, options.trace_parent.as_ref(), options.sinks);
-    let bus = open_bus(
+    let (bus, position) = open_bus(
         &paths,
         resume.as_mut(),
         options.junit_files.clone(),
         sinks,
         secrets,
     )?;
+    let mut completion = completion::Completion::default();
     if let Some(flush) = telemetry_flush {
-        bus.before_completion(flush);
+        completion.before(flush);
     }
     let network_bus = bus.clone();
     processes.observe_network(std::sync::Arc::new(move |record| {
@@ -268,7 +270,7 @@ pub async fn run_prepared(
     }));
     let saver = options
         .checkpoint
-        .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &bus));
+        .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &position));
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
     warnings.extend(telemetry_problem);
@@ -287,6 +289,10 @@ pub async fn run_prepared(
     let (servers, tools) =
         start_tools(job, skill, workspace.root(), &processes, deadline, &bus).await;
     let mcp_start = servers.as_ref().map(|servers| servers.start_report());
+    if let Some(servers) = &servers {
+        // Requests sent during the last tool calls have no next turn.
+        completion.before(servers.last_requests());
+    }
     let input = RunInput {
         job,
         skill,
@@ -316,6 +322,7 @@ pub async fn run_prepared(
         saver,
         resume,
         mcp_start,
+        completion,
     };
     let completed = run::run(input, bus.clone()).await;
     if let Some(servers) = servers {

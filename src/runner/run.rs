@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 
 use super::checks::{self, ChecksRan};
+use super::completion::Completion;
 use super::git_step::GitStepError;
 use super::resume::Resumption;
 use super::start::{self, OutOfTime};
@@ -66,6 +67,9 @@ pub struct RunInput<'a> {
     /// How the job's MCP servers started, before the run was called; `None`
     /// when the job has none.
     pub mcp_start: Option<McpStart>,
+    /// The last events of the parts of the run that outlive the agent
+    /// loop, delivered just before `run.completed`.
+    pub completion: Completion,
 }
 
 /// The start of the job's MCP servers: the run's time too (in its duration
@@ -105,6 +109,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         saver,
         resume,
         mcp_start,
+        completion,
     } = input;
     // The servers started before this was called; their time is the run's.
     let servers_time = mcp_start.as_ref().map_or(Duration::ZERO, |m| m.duration);
@@ -152,7 +157,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         ),
     }
     if let Some(reason) = start::report_degraded_sandbox(&processes, &bus) {
-        return complete(refused(job, reason, started, &bus), &bus);
+        return completion.complete(refused(job, reason, started, &bus), &bus);
     }
     start::warn_unpriced(job, &model.name, price, &bus);
     let out_of_time = mcp_start.and_then(|m| start::report_servers(m, &agent, &bus));
@@ -176,7 +181,7 @@ pub async fn run(input: RunInput<'_>, bus: EventBus) -> RunCompleted {
         &bus,
     )
     .await;
-    complete(completed, &bus)
+    completion.complete(completed, &bus)
 }
 
 /// After the last round: the caller's step after the checks (unless the run
@@ -438,15 +443,6 @@ async fn judge(
         checks_failed: ran.failed,
         failures: ran.failures,
         agent_finished,
-    }
-}
-
-/// Emit `run.completed` and return what the sinks saw: the same event,
-/// with secrets masked.
-fn complete(completed: RunCompleted, bus: &EventBus) -> RunCompleted {
-    match bus.emit(EventKind::RunCompleted(completed.clone())).kind {
-        EventKind::RunCompleted(masked) => masked,
-        _ => completed,
     }
 }
 

@@ -92,14 +92,15 @@ impl RunPaths {
     }
 }
 
-/// The bus over the trace, JUnit and result writers and the caller's sinks.
+/// The bus over the trace, JUnit and result writers and the caller's
+/// sinks, and the trace's position that follows it (for the checkpoint).
 pub(super) fn open_bus(
     paths: &RunPaths,
     resume: Option<&mut Resumption>,
     junit_files: FileBase,
     mut extra_sinks: Vec<Box<dyn EventSink>>,
     secrets: crate::redact::Redactor,
-) -> Result<EventBus, StartError> {
+) -> Result<(EventBus, checkpoint::TracePosition), StartError> {
     let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
     let mut junit = JunitWriter::new(paths.junit_path.clone()).with_file_base(junit_files);
     let next_seq = resume.as_ref().map(|resumption| resumption.next_seq());
@@ -128,11 +129,14 @@ pub(super) fn open_bus(
         sinks.push(Box::new(ResultWriter::new(path.clone())));
     }
     sinks.extend(extra_sinks);
+    let position = checkpoint::TracePosition::starting_at(next_seq.unwrap_or(1));
+    sinks.push(position.sink());
     let bus = EventBus::with_redactor(paths.run_id.clone(), sinks, secrets);
-    Ok(match next_seq {
+    let bus = match next_seq {
         Some(next_seq) => bus.continuing_at(next_seq),
         None => bus,
-    })
+    };
+    Ok((bus, position))
 }
 
 /// Saves a checkpoint before every model turn, recording the job file and
@@ -142,7 +146,7 @@ pub(super) fn checkpoint_saver(
     skill: &Skill,
     workspace: &Path,
     paths: &RunPaths,
-    bus: &EventBus,
+    position: &checkpoint::TracePosition,
 ) -> Box<dyn StateSaver> {
     let (skill_file, skill_sha256) = skill_fingerprint(skill);
     let origin = checkpoint::Origin {
@@ -157,11 +161,11 @@ pub(super) fn checkpoint_saver(
         trace: paths.trace_path.clone(),
         junit: paths.junit_path.clone(),
     };
-    let seq = bus.clone();
+    let position = position.clone();
     Box::new(checkpoint::CheckpointWriter::new(
         &paths.folder.dir,
         origin,
         options.key,
-        Box::new(move || seq.next_seq()),
+        Box::new(move || position.next_seq()),
     ))
 }

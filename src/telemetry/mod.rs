@@ -27,7 +27,8 @@ pub use parent::TraceParent;
 pub use spans::{OtlpSink, RunIdentity};
 pub use tree::{OpenSpan, SpanTree};
 
-use crate::event::bus::{CompletionHook, EventSink};
+use crate::event::CompletionHook;
+use crate::event::bus::EventSink;
 use crate::job::{OtlpProtocol, TelemetrySpec};
 
 /// What exports one run: the span sink (and the metrics sink when a

@@ -15,7 +15,8 @@ use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
 use super::content;
 use super::pipeline::tracer_provider;
 use super::{OtlpTarget, TraceParent};
-use crate::event::bus::{CompletionHook, EventSink, SinkError};
+use crate::event::CompletionHook;
+use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Decision, Event, EventKind, RunStatus};
 
 /// What names a run's spans when it did not start in this process.

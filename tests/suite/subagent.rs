@@ -665,6 +665,96 @@ fn a_sub_agents_conversation_is_trimmed_when_too_long() {
     assert_eq!(trimmed.len(), 1);
     assert_eq!(trimmed[0]["agent"]["id"], "task-1");
     assert_eq!(trimmed[0]["call_id"], "task-1/model-3");
+    // Like the parent's, the trimmed request says what it sent (it was
+    // `null` for a sub-agent): the sub-agent's requests are rebuilt from
+    // its own deltas, the retried one included, as the server got them.
+    assert!(trimmed[0]["sent"]["messages_dropped"].as_u64().unwrap() > 0);
+    let rebuilt = rebuilt_requests(sb.path(), "task-1");
+    let received = lane(&model.requests(), LANE_A);
+    assert_eq!(rebuilt.len(), 4, "three calls and the trimmed retry");
+    assert_eq!(rebuilt.len(), received.len());
+    for (n, (rebuilt, received)) in rebuilt.iter().zip(&received).enumerate() {
+        let got: Vec<(Value, Value)> = received["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["role"].clone(), m["content"].clone()))
+            .collect();
+        assert_eq!(rebuilt, &got, "request {} of task-1", n + 1);
+    }
+}
+
+/// The requests of agent `agent` (role and text of each message), rebuilt
+/// from the `sent` deltas of its `model.request` and `context.trimmed` events.
+fn rebuilt_requests(dir: &std::path::Path, agent: &str) -> Vec<Vec<(Value, Value)>> {
+    use agentci::event::EventKind;
+    use agentci::provider::Message;
+    use agentci::trace_view::{Rebuilt, rebuild};
+    let events = agentci::sink::read_trace(&dir.join("out/trace.jsonl")).unwrap();
+    let mut state = Rebuilt::default();
+    let mut requests = Vec::new();
+    for event in &events {
+        if event.agent.as_ref().map(|a| a.id.as_str()) != Some(agent) {
+            continue;
+        }
+        let sent = match &event.kind {
+            EventKind::ModelRequest(request) if !request.call_id.contains("/summary-") => {
+                request.sent.as_ref()
+            }
+            EventKind::ContextTrimmed(trim) => trim.sent.as_ref(),
+            _ => continue,
+        };
+        rebuild(
+            &mut state,
+            sent.expect("every request records what it sent"),
+        )
+        .unwrap();
+        let messages = state.messages.iter().map(|m| match m {
+            Message::System { content } => (json!("system"), json!(content)),
+            Message::User { content } => (json!("user"), json!(content)),
+            Message::Assistant { content, .. } => (json!("assistant"), json!(content)),
+            Message::Tool { content, .. } => (json!("tool"), json!(content)),
+        });
+        requests.push(messages.collect());
+    }
+    requests
+}
+
+/// A server that reports no usage for a sub-agent's call is warned about
+/// as for the parent's: the run's cost is unknown from then on.
+#[test]
+fn a_sub_agents_call_without_usage_is_warned_about() {
+    let answer_without_usage = json!({"choices": [{"message": {"role": "assistant",
+        "content": "a.txt holds alpha."}, "finish_reason": "stop"}]});
+    let model = FakeModel::start(vec![
+        Reply::plan(&[("Delegate", "done")]),
+        Reply::tool_calls(vec![task(
+            "t1",
+            json!({"prompt": format!("{LANE_A} Read a.txt."), "kind": "explore"}),
+        )]),
+        Reply::json(answer_without_usage).in_lane(LANE_A),
+        Reply::step_done("done"),
+        Reply::text("Done."),
+    ]);
+    let sb = Sandbox::new();
+    sb.write("ws/a.txt", "alpha\n");
+    job(&sb, &model, "read, task", None, "");
+    let (out, trace) = run(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(tool_message(&model.requests(), "t1").ends_with("a.txt holds alpha."));
+    let warnings: Vec<&Value> = events(&trace, "warning")
+        .into_iter()
+        .filter(|w| w["source"] == "model")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["agent"]["id"], "task-1");
+    let message = warnings[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("reported no token usage for task-1/model-1"),
+        "{message}"
+    );
+    let done = events(&trace, "run.completed").pop().unwrap();
+    assert!(done["totals"]["cost_usd"].is_null(), "{done}");
 }
 
 /// A long sub-agent session crosses the high-water mark of the job's

@@ -111,7 +111,7 @@ impl Session<'_> {
             &phase,
             |taken| answer(taken, failed.as_ref()),
             &mut texts,
-            (&mut self.state.guard, &self.bus),
+            (&mut self.state.guard, &self.model.bus),
         );
 
         let last = calls.len().saturating_sub(1);
@@ -162,13 +162,13 @@ impl Session<'_> {
         // The batch's sub-agents spend from the run's budget while it runs.
         let budget = std::sync::Mutex::new(&mut state.budget);
         let tasks = Subagents {
-            provider: self.provider,
-            model_name: &self.model_name,
+            provider: self.model.provider,
+            model_name: &self.model.model_name,
             parent_tools: &self.tools,
             config: &self.subagents,
             policy: &self.policy,
             ctx: &self.ctx,
-            bus: &self.bus,
+            bus: &self.model.bus,
             tool_loop: &self.tool_loop,
             budget: &budget,
         };
@@ -176,7 +176,7 @@ impl Session<'_> {
             tools: &self.tools,
             policy: &self.policy,
             ctx: &self.ctx,
-            bus: &self.bus,
+            bus: &self.model.bus,
             read_only_phase,
             tool_loop: &self.tool_loop,
             batches: &state.batches,

@@ -1,62 +1,75 @@
-//! The session's side of keeping every request under the high-water mark
-//! (see [`ContextKeeper`](crate::agent::context_keeper)): the estimate
+//! A conversation's side of keeping every request under the high-water
+//! mark (see [`ContextKeeper`](crate::agent::context_keeper)): the estimate
 //! before each model call and, above the mark, the compaction of the older
 //! turns, recorded as a `context.compacted` event; the summary call counts
-//! as one of the run's model calls.
+//! against the run's budget (for the run's agent, as one of its model
+//! calls). The run's agent and its sub-agents keep theirs the same way.
 
-use crate::event::{EventKind, Phase};
-use crate::provider::ChatRequest;
+use crate::event::EventKind;
+use crate::provider::{ChatRequest, Message, ToolDefinition};
 
 use super::super::compaction::SUMMARY_TOKENS;
 use super::super::context_keeper::{SummaryCall, summary_call};
-use super::{Session, Stop};
+use super::Session;
+use super::model_call::{CallPlace, Meter, ModelSession, Role, call_id_of, record, turn_of};
 
-impl Session<'_> {
+impl ModelSession<'_> {
     /// Estimate the next request; above the mark, compact the older turns.
+    /// The summary call counts against the run's budget (for the run's
+    /// agent, as one of its turns).
     pub(super) async fn keep_under_mark(
         &mut self,
-        phase: Phase,
-        step: Option<usize>,
-    ) -> Result<(), Stop> {
-        let plan_status = self.plan_status();
-        let budget = &mut self.state.budget;
-        let (provider, bus) = (self.provider, &self.bus);
+        place: &CallPlace<'_>,
+        messages: &mut Vec<Message>,
+        offered: &[ToolDefinition],
+        rewrites: &mut u64,
+        meter: &mut Meter<'_, '_>,
+    ) {
+        let ModelSession {
+            provider,
+            model_name,
+            bus,
+            role,
+            context,
+            turns,
+            usage,
+            ..
+        } = self;
+        let (provider, bus, role, turns) = (*provider, &*bus, &*role, *turns);
         let summarize = async |request: ChatRequest, size: u64| {
-            if !budget.room_for_extra_call(size, SUMMARY_TOKENS) {
+            if !meter.with(|budget| budget.room_for_extra_call(size, SUMMARY_TOKENS)) {
                 return Err("the budget leaves no room for a summary call".to_string());
             }
-            let turn = budget.turns + 1;
+            let turn = turn_of(role, turns, meter);
             let call = SummaryCall {
                 provider,
                 bus,
-                call_id: format!("model-{turn}"),
-                phase,
+                call_id: call_id_of(role, "summary", turn),
+                phase: place.phase,
                 turn,
-                step,
+                step: place.step,
             };
-            summary_call(call, request, |usage| budget.record_model_call(usage)).await
+            let turn_of_run = *role == Role::Main;
+            summary_call(call, request, |spent| {
+                record(usage, meter, spent, turn_of_run).0
+            })
+            .await
         };
-        let compacted = self
-            .context
-            .keep_under_mark(
-                &mut self.state.conversation,
-                &self.offered,
-                &self.model_name,
-                &plan_status,
-                summarize,
-            )
+        let compacted = context
+            .keep_under_mark(messages, offered, model_name, place.plan_status, summarize)
             .await;
         if let Some(mut event) = compacted {
             // The conversation was rewritten, not added to: a checkpoint saves it anew.
-            self.state.rewrites += 1;
-            event.call_id = format!("model-{}", self.state.budget.turns + 1);
+            *rewrites += 1;
+            event.call_id = self.call_id(self.turn(meter));
             self.bus.emit(EventKind::ContextCompacted(event));
         }
-        Ok(())
     }
+}
 
+impl Session<'_> {
     /// The plan with the state of each step, for the compaction note.
-    fn plan_status(&self) -> String {
+    pub(super) fn plan_status(&self) -> String {
         let done = self.state.steps.len();
         self.state
             .plan

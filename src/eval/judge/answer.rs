@@ -82,7 +82,7 @@ pub fn read(response: &ChatResponse) -> Result<Judgement, String> {
             "the judge did not call `{SUBMIT_JUDGEMENT}`: it {what}"
         ));
     };
-    let validator = ResultSchema::new(&schema())?;
+    let validator = ResultSchema::new(&schema()).map_err(|e| e.to_string())?;
     let checked = validator
         .check(&call.arguments)
         .map_err(|e| format!("the judge's `{SUBMIT_JUDGEMENT}` arguments are invalid: {e}"))?;
