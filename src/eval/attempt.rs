@@ -25,7 +25,7 @@ use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
-use crate::job::{JobFlags, LoadOptions, ProviderKind};
+use crate::job::{Given, LoadOptions, Overrides, ProviderKind};
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
 use crate::redact::Redactor;
@@ -452,7 +452,6 @@ pub(super) fn prepare(
 ) -> Result<Prepared, String> {
     let options = LoadOptions {
         cwd: settings.cwd.clone(),
-        vars: case.vars.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         workspace: Some(workspace.to_path_buf()),
         skills_path: settings.skills_path.clone(),
         model: settings.model.clone().or_else(|| {
@@ -470,7 +469,7 @@ pub(super) fn prepare(
         replay_match: settings.replay_match.clone(),
         reasoning_effort: settings.reasoning_effort.clone(),
         thinking_budget: settings.thinking_budget.clone(),
-        job_flags: case_overrides(case, settings),
+        overrides: case_overrides(case, settings),
         ..LoadOptions::default()
     };
     runner::prepare(&suite.job, &options).map_err(|e| {
@@ -483,23 +482,17 @@ pub(super) fn prepare(
     })
 }
 
-/// The case's goal and budget, and `--result-schema`, written into the raw
-/// job before it is validated (as `--goal` and the budget flags are), so the
-/// job a case runs passed every check; a problem names the case and its key.
-fn case_overrides(case: &CaseSpec, settings: &AttemptSettings) -> JobFlags {
-    let budget = &case.budget;
-    let text = |n: Option<u64>| n.map(|n| n.to_string());
-    JobFlags {
-        goal: case.goal.clone(),
-        max_turns: text(budget.max_turns.map(u64::from)),
-        max_tool_calls: text(budget.max_tool_calls.map(u64::from)),
-        max_tokens: text(budget.max_tokens),
-        // Display of an f64 reads back as the same number.
-        max_cost: budget.max_cost_usd.map(|usd| usd.to_string()),
-        timeout: budget.timeout.map(|t| format!("{}ms", t.as_millis())),
-        case: Some(case.name.clone()),
-        result_schema: settings.result_schema.clone(),
-        ..JobFlags::default()
+/// The case's goal, vars and budget (each naming its place in the suite
+/// file), and `--result-schema`: written into the raw job before it is
+/// validated, as `--goal` and the budget flags are, so the job a case runs
+/// passed every check.
+fn case_overrides(case: &CaseSpec, settings: &AttemptSettings) -> Overrides {
+    Overrides {
+        result_schema: settings
+            .result_schema
+            .clone()
+            .map(|file| Given::flag("--result-schema", file)),
+        ..case.overrides.clone()
     }
 }
 

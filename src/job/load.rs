@@ -16,7 +16,7 @@ use serde_saphyr::Spanned;
 
 use super::check::Checker;
 use super::diagnostic::{Diagnostic, Pos, Reporter, has_errors};
-use super::flags::{self, JobFlags};
+use super::overrides::{self, Overrides};
 use super::raw::RawJob;
 use super::recover;
 use super::vars::parse_var_flag;
@@ -52,8 +52,9 @@ pub struct LoadOptions {
     pub reasoning_effort: Option<String>,
     /// `--thinking-budget N`, over `model.reasoning.budget_tokens`.
     pub thinking_budget: Option<String>,
-    /// `--goal`, `--skill`, `--check`, the budget flags…: written into the job.
-    pub job_flags: JobFlags,
+    /// `--goal`, `--skill`, `--check`, the budget flags, or an eval case's
+    /// goal, vars and budget: written into the job before it is checked.
+    pub overrides: Overrides,
     /// A `--var` the job neither defines nor uses is an error (for `run`
     /// and `validate`; an eval case's vars may serve only the case's goal).
     pub reject_unused_vars: bool,
@@ -75,9 +76,9 @@ pub struct LoadedJob {
     pub skill_file: PathBuf,
 }
 
-/// Flag values after parsing, applied over the job file.
+/// The other flags' values after parsing, applied over the job file.
 #[derive(Default)]
-pub(super) struct Overrides {
+pub(super) struct FlagValues {
     pub vars: BTreeMap<String, String>,
     pub model: Option<(ProviderKind, String)>,
     pub base_url: Option<String>,
@@ -120,7 +121,7 @@ pub fn load_job_with_problems(
     opts: &LoadOptions,
 ) -> (Option<LoadedJob>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let overrides = parse_flags(opts, &mut diagnostics);
+    let values = parse_flags(opts, &mut diagnostics);
     let from_flags = path == Path::new(COMMAND_LINE_JOB);
     let source = if from_flags {
         let missing = missing_job_flags(opts);
@@ -144,11 +145,11 @@ pub fn load_job_with_problems(
         return (None, diagnostics);
     };
     if opts.reject_unused_vars {
-        diagnostics.extend(unused_vars(&overrides, &raw, &source, &opts.job_flags));
+        diagnostics.extend(unused_vars(&values, &raw, &source, &opts.overrides));
     }
-    let mut places = flags::apply(&mut raw, &opts.job_flags, &opts.cwd);
+    let mut sources = overrides::merge(&mut raw, &opts.overrides, &opts.cwd);
     if from_flags {
-        if let Some(note) = flags::allow_looking(&mut raw, &opts.job_flags, &mut places) {
+        if let Some(note) = overrides::allow_looking(&mut raw, &opts.overrides, &mut sources) {
             diagnostics.push(Diagnostic::warning("--allow", 0, 0, note));
         }
         raw.name = Some(Spanned::new(
@@ -161,23 +162,23 @@ pub fn load_job_with_problems(
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| opts.cwd.clone());
+    reporter.sources = sources;
     let checker = Checker {
         r: reporter,
         cwd: &opts.cwd,
         job_dir: &job_dir,
     };
-    let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, overrides);
+    let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, values);
     recover::drop_consequences(&mut file_diagnostics, &blanked);
-    flags::relocate(&mut file_diagnostics, &places);
     diagnostics.extend(file_diagnostics);
-    let from_skill_flag = places.is_flag(skill_position.0);
+    let from_skill_flag = skill_position.source != 0;
     let loaded = job.map(|job| LoadedJob {
         job,
         warnings: Vec::new(),
         skill_position: if from_skill_flag {
             (0, 0)
         } else {
-            skill_position
+            (skill_position.line, skill_position.column)
         },
         skill_file: if from_skill_flag {
             PathBuf::from("--skill")
@@ -191,13 +192,13 @@ pub fn load_job_with_problems(
 /// A run without a job file needs a goal, a skill and a model from flags.
 fn missing_job_flags(opts: &LoadOptions) -> Vec<Diagnostic> {
     let mut missing = Vec::new();
-    if opts.job_flags.goal.is_none() {
+    if opts.overrides.goal.is_none() {
         missing.push(Diagnostic::flag(
             "--goal",
             "give a job file, or the goal with --goal TEXT (--goal - reads it from stdin)",
         ));
     }
-    if opts.job_flags.skill.is_none() {
+    if opts.overrides.skill.is_none() {
         missing.push(Diagnostic::flag(
             "--skill",
             "a run without a job file needs --skill NAME (or a skill folder)",
@@ -216,20 +217,20 @@ fn missing_job_flags(opts: &LoadOptions) -> Vec<Diagnostic> {
 /// `${{ vars.NAME }}`: most likely a misspelling, which would otherwise be
 /// ignored without a word.
 fn unused_vars(
-    overrides: &Overrides,
+    values: &FlagValues,
     raw: &RawJob,
     source: &str,
-    flags: &JobFlags,
+    overrides: &Overrides,
 ) -> Vec<Diagnostic> {
     let mut known: Vec<String> = raw.vars.keys().cloned().collect();
-    for text in std::iter::once(source).chain(flags.texts()) {
+    for text in std::iter::once(source).chain(overrides.texts()) {
         for name in super::vars::referenced(text) {
             if !known.contains(&name) {
                 known.push(name);
             }
         }
     }
-    overrides
+    values
         .vars
         .keys()
         .filter(|name| !known.contains(name))
@@ -296,8 +297,12 @@ pub(crate) fn read_source(path: &Path) -> Result<String, Diagnostic> {
 }
 
 /// Parses the command-line overrides, reporting bad flags as diagnostics.
-fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrides {
-    let mut overrides = Overrides::default();
+fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> FlagValues {
+    let mut overrides = FlagValues {
+        // An eval case's vars; `--var` flags beat them.
+        vars: opts.overrides.vars.clone(),
+        ..FlagValues::default()
+    };
     for flag in &opts.vars {
         match parse_var_flag(flag) {
             Ok((name, value)) => {

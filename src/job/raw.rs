@@ -305,7 +305,7 @@ pub(super) struct RawPermissions {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Budget")]
-pub(super) struct RawBudget {
+pub(crate) struct RawBudget {
     /// Model turns the run may take.
     #[schemars(with = "Option<super::schema::Whole>")]
     pub max_turns: Option<Spanned<Scalar>>,
@@ -470,6 +470,34 @@ impl Scalar {
             return Err(format!("`{key}` must be more than zero"));
         }
         Ok(parsed)
+    }
+
+    /// A positive number of US dollars (`max_cost_usd`); `Err` is the message.
+    pub fn positive_usd(&self, key: &str) -> Result<f64, String> {
+        let number = match self {
+            Scalar::Int(n) => Some(*n as f64),
+            Scalar::Float(f) => Some(*f),
+            _ => None,
+        };
+        match number {
+            Some(n) if n.is_finite() && n > 0.0 => Ok(n),
+            _ => Err(format!(
+                "`{key}` must be a positive number of US dollars such as 2.5, found {} `{}`",
+                self.kind(),
+                self.text()
+            )),
+        }
+    }
+
+    /// A flag's value read as YAML would read it: a number when it is one.
+    pub fn from_flag(text: &str) -> Scalar {
+        if let Ok(n) = text.trim().parse::<i128>() {
+            Scalar::Int(n)
+        } else if let Ok(x) = text.trim().parse::<f64>() {
+            Scalar::Float(x)
+        } else {
+            Scalar::Str(text.to_string())
+        }
     }
 
     /// What the user wrote, for messages and for vars (`1` → "1", `true` → "true").
