@@ -338,7 +338,7 @@ fn print_job(
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
                     Ok(Exit::Success)
                 }
-                Err(e) => did_not_start(&[Diagnostic::unplaced(e)], args, cwd),
+                Err(e) => did_not_start(&[Diagnostic::unplaced(e.to_string())], args, cwd),
             }
         }
         Err(diagnostics) => did_not_start(&diagnostics, args, cwd),

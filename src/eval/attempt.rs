@@ -185,7 +185,8 @@ async fn run_into(
     let root = workspace.path().to_path_buf();
     let after = tokio::task::spawn_blocking(move || Snapshot::take(&root))
         .await
-        .map_err(|e| format!("reading the workspace crashed: {e}"))??;
+        .map_err(|e| format!("reading the workspace crashed: {e}"))?
+        .map_err(|e| e.to_string())?;
     result.changed = before.changed(&after);
     let (patch, diff) = write_patch(&before, workspace.path(), result, &prepared, plan).await?;
     result.patch = patch;
@@ -291,9 +292,9 @@ async fn make_workspace(
     let fixture = case.fixture.clone();
     let temp_dir = settings.temp_dir.clone();
     tokio::task::spawn_blocking(move || {
-        let workspace = materialize(&fixture, &temp_dir)?;
-        let private = PrivateArea::create(&temp_dir)?;
-        let before = Snapshot::take(workspace.path())?;
+        let workspace = materialize(&fixture, &temp_dir).map_err(|e| e.to_string())?;
+        let private = PrivateArea::create(&temp_dir).map_err(|e| e.to_string())?;
+        let before = Snapshot::take(workspace.path()).map_err(|e| e.to_string())?;
         Ok::<(TempWorkspace, PrivateArea, Snapshot), String>((workspace, private, before))
     })
     .await

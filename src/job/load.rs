@@ -308,19 +308,19 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> FlagVal
             Ok((name, value)) => {
                 overrides.vars.insert(name, value);
             }
-            Err(message) => diagnostics.push(Diagnostic::flag("--var", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--var", e.to_string())),
         }
     }
     if let Some(model) = &opts.model {
         match parse_model_flag(model) {
             Ok(parsed) => overrides.model = Some(parsed),
-            Err(message) => diagnostics.push(Diagnostic::flag("--model", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--model", e.to_string())),
         }
     }
     if let Some(url) = &opts.base_url {
         match check_base_url(url) {
             Ok(()) => overrides.base_url = Some(url.clone()),
-            Err(message) => diagnostics.push(Diagnostic::flag("--base-url", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--base-url", e.to_string())),
         }
     }
     if let Some(cassette) = &opts.replay {
@@ -368,7 +368,7 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> FlagVal
     if let Some(workspace) = &opts.workspace {
         match existing_dir(&opts.cwd.join(workspace)) {
             Ok(dir) => overrides.workspace = Some(dir),
-            Err(message) => diagnostics.push(Diagnostic::flag("--workspace", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--workspace", e.to_string())),
         }
     }
     for dir in &opts.skills_path {
@@ -382,58 +382,82 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> FlagVal
     overrides
 }
 
+/// A model, server or folder given on the command line (or in a job or
+/// suite key that takes the same text) that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini")]
+    NotProviderName { flag: String },
+    #[error("use --replay CASSETTE to replay a recorded session")]
+    ReplayProvider,
+    #[error(
+        "unknown provider `{provider}` in `{flag}`; expected `openai` (any \
+         OpenAI-compatible server; set --base-url for others), `openai-responses`, \
+         `azure-openai`, `anthropic`, `bedrock` or `vertex`"
+    )]
+    UnknownProvider { provider: String, flag: String },
+    #[error("`{flag}` has no model name after `{provider}:`")]
+    NoModelName { flag: String, provider: String },
+    #[error("base URL `{url}` must start with http:// or https://, e.g. http://127.0.0.1:11434/v1")]
+    UrlScheme { url: String },
+    #[error("base URL `{url}` has no host, e.g. http://127.0.0.1:11434/v1")]
+    UrlHost { url: String },
+    #[error("base URL `{url}` is not a valid URL ({reason}), e.g. http://127.0.0.1:11434/v1")]
+    Url { url: String, reason: String },
+    #[error("{} is not a directory; create it or give another", .path.display())]
+    NotADirectory { path: PathBuf },
+}
+
 /// `openai:gpt-4.1-mini` → (OpenAi, "gpt-4.1-mini"). The name may hold `:`.
-pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
+pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), ValueError> {
     let Some((provider, name)) = flag.split_once(':') else {
-        return Err(format!(
-            "`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
-        ));
+        return Err(ValueError::NotProviderName {
+            flag: flag.to_string(),
+        });
     };
     let kind = match ProviderKind::parse(provider) {
-        Some(ProviderKind::Replay) => {
-            return Err("use --replay CASSETTE to replay a recorded session".to_string());
-        }
+        Some(ProviderKind::Replay) => return Err(ValueError::ReplayProvider),
         Some(kind) => kind,
         None => {
-            return Err(format!(
-                "unknown provider `{provider}` in `{flag}`; expected `openai` (any \
-                 OpenAI-compatible server; set --base-url for others), `openai-responses`, \
-                 `azure-openai`, `anthropic`, `bedrock` or `vertex`"
-            ));
+            return Err(ValueError::UnknownProvider {
+                provider: provider.to_string(),
+                flag: flag.to_string(),
+            });
         }
     };
     if name.trim().is_empty() {
-        return Err(format!("`{flag}` has no model name after `{provider}:`"));
+        return Err(ValueError::NoModelName {
+            flag: flag.to_string(),
+            provider: provider.to_string(),
+        });
     }
     Ok((kind, name.trim().to_string()))
 }
 
-pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str) -> Result<(), ValueError> {
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(format!(
-            "base URL `{url}` must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
-        ));
+        return Err(ValueError::UrlScheme {
+            url: url.to_string(),
+        });
     }
     // What the HTTP client will parse at the first request, checked now.
     match reqwest::Url::parse(url) {
         Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
-        Ok(_) => Err(format!(
-            "base URL `{url}` has no host, e.g. http://127.0.0.1:11434/v1"
-        )),
-        Err(e) => Err(format!(
-            "base URL `{url}` is not a valid URL ({e}), e.g. http://127.0.0.1:11434/v1"
-        )),
+        Ok(_) => Err(ValueError::UrlHost {
+            url: url.to_string(),
+        }),
+        Err(e) => Err(ValueError::Url {
+            url: url.to_string(),
+            reason: e.to_string(),
+        }),
     }
 }
 
 /// An existing directory, absolute and with symlinks resolved.
-pub(super) fn existing_dir(path: &Path) -> Result<PathBuf, String> {
+pub(super) fn existing_dir(path: &Path) -> Result<PathBuf, ValueError> {
     let normalized = normalize(path);
     if !normalized.is_dir() {
-        return Err(format!(
-            "{} is not a directory; create it or give another",
-            normalized.display()
-        ));
+        return Err(ValueError::NotADirectory { path: normalized });
     }
     Ok(std::fs::canonicalize(&normalized).unwrap_or(normalized))
 }
@@ -456,6 +480,7 @@ mod tests {
         assert!(
             parse_model_flag("gpt-4")
                 .unwrap_err()
+                .to_string()
                 .contains("PROVIDER:NAME")
         );
         assert_eq!(
@@ -465,16 +490,19 @@ mod tests {
         assert!(
             parse_model_flag("gemini:x")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown provider")
         );
         assert!(
             parse_model_flag("anthropic:")
                 .unwrap_err()
+                .to_string()
                 .contains("no model name")
         );
         assert!(
             parse_model_flag("openai:")
                 .unwrap_err()
+                .to_string()
                 .contains("no model name")
         );
     }

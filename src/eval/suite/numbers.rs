@@ -62,7 +62,7 @@ impl SuiteChecker<'_> {
         let pos = self.r.pos(&at.referenced);
         value
             .positive_usd("max_cost_usd")
-            .map_err(|message| self.r.error(pos, message))
+            .map_err(|e| self.r.error(pos, e.to_string()))
             .ok()
     }
 
@@ -76,7 +76,7 @@ impl SuiteChecker<'_> {
         let pos = self.r.pos(&at.referenced);
         value
             .positive_duration(key)
-            .map_err(|message| self.r.error(pos, message))
+            .map_err(|e| self.r.error(pos, e.to_string()))
             .ok()
     }
 }

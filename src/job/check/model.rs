@@ -279,7 +279,7 @@ impl Checker<'_> {
                     .map(|(name, value)| format!("`{name}` is `{value}`"))
                     .collect();
                 let message = match used.is_empty() {
-                    true => message,
+                    true => message.to_string(),
                     false => format!(
                         "{message} (after substituting vars: {}; change the var's value, \
                          in `vars:` or with --var)",

@@ -54,7 +54,7 @@ impl Checker<'_> {
         value
             .value
             .positive_usd("max_cost_usd")
-            .map_err(|message| self.r.error(pos, message))
+            .map_err(|e| self.r.error(pos, e.to_string()))
             .ok()
     }
 
@@ -64,7 +64,7 @@ impl Checker<'_> {
         value
             .value
             .positive_duration(key)
-            .map_err(|message| self.r.error(pos, message))
+            .map_err(|e| self.r.error(pos, e.to_string()))
             .ok()
     }
 }
