@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::agent::{CancelTrigger, cancel_pair};
 use crate::event::RunStatus;
 use crate::event::bus::EventSink;
-use crate::job::{self, COMMAND_LINE_JOB, Diagnostic, JobFlags, LoadOptions};
+use crate::job::raw::Scalar;
+use crate::job::{self, COMMAND_LINE_JOB, Diagnostic, Given, LoadOptions, Overrides};
 use crate::runner::{self, RunOptions};
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
@@ -35,11 +36,11 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
             return did_not_start(&[problem], &args, &cwd);
         }
     }
-    let job_flags = match job_flags(&args.job_flags) {
+    let overrides = match job_overrides(&args.job_flags) {
         Ok(flags) => flags,
         Err(problem) => return did_not_start(&[*problem], &args, &cwd),
     };
-    let options = load_options(&args, &cwd, job_flags);
+    let options = load_options(&args, &cwd, overrides);
     let job_file = args
         .job
         .clone()
@@ -195,7 +196,7 @@ fn checkpoint_key() -> Result<runner::CheckpointKey, runner::KeyError> {
 }
 
 /// How the job's flags and the command line's options shape loading the job.
-fn load_options(args: &RunArgs, cwd: &Path, job_flags: JobFlags) -> LoadOptions {
+fn load_options(args: &RunArgs, cwd: &Path, overrides: Overrides) -> LoadOptions {
     LoadOptions {
         cwd: cwd.to_path_buf(),
         vars: args.vars.clone(),
@@ -207,7 +208,7 @@ fn load_options(args: &RunArgs, cwd: &Path, job_flags: JobFlags) -> LoadOptions 
         replay_match: args.replay_match.clone(),
         reasoning_effort: args.reasoning_effort.clone(),
         thinking_budget: args.thinking_budget.clone(),
-        job_flags,
+        overrides,
         reject_unused_vars: true,
     }
 }
@@ -254,8 +255,9 @@ fn finish(args: &RunArgs, cwd: &Path, report: &runner::RunReport, trace_to_stdou
     completed.exit()
 }
 
-/// The job-shaping flags, with `--goal -` read from stdin.
-fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, Box<Diagnostic>> {
+/// The job-shaping flags as overrides of the job, each naming its flag,
+/// with `--goal -` read from stdin. Their values are checked with the job.
+fn job_overrides(args: &JobFlagArgs) -> Result<Overrides, Box<Diagnostic>> {
     let goal = match args.goal.as_deref() {
         Some("-") => {
             let mut goal = String::new();
@@ -267,22 +269,47 @@ fn job_flags(args: &JobFlagArgs) -> Result<JobFlags, Box<Diagnostic>> {
         }
         other => other.map(str::to_string),
     };
-    Ok(JobFlags {
-        goal,
-        skill: args.skill.clone(),
-        tools: args.tools.clone(),
-        allow: args.allow.clone(),
-        deny: args.deny.clone(),
-        checks: args.checks.clone(),
-        max_turns: args.max_turns.clone(),
-        max_tool_calls: args.max_tool_calls.clone(),
-        max_tokens: args.max_tokens.clone(),
-        max_cost: args.max_cost.clone(),
-        timeout: args.timeout.clone(),
-        checks_rounds: args.checks_rounds.clone(),
-        allow_dirty: args.allow_dirty,
-        result_schema: args.result_schema.clone(),
-        case: None,
+    let each = |flag: &'static str, values: &[String]| -> Vec<Given<String>> {
+        values
+            .iter()
+            .map(|value| Given::flag(flag, value.clone()))
+            .collect()
+    };
+    let number = |flag: &'static str, value: &Option<String>| {
+        value
+            .as_deref()
+            .map(|text| Given::flag(flag, Scalar::from_flag(text)))
+    };
+    Ok(Overrides {
+        goal: goal.map(|goal| Given::flag("--goal", goal)),
+        skill: args
+            .skill
+            .clone()
+            .map(|skill| Given::flag("--skill", skill)),
+        // `--tools read,edit` (repeatable): one entry per tool.
+        tools: args
+            .tools
+            .iter()
+            .flat_map(|t| t.split(','))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| Given::flag("--tools", t.to_string()))
+            .collect(),
+        allow: each("--allow", &args.allow),
+        deny: each("--deny", &args.deny),
+        checks: each("--check", &args.checks),
+        max_turns: number("--max-turns", &args.max_turns),
+        max_tool_calls: number("--max-tool-calls", &args.max_tool_calls),
+        max_tokens: number("--max-tokens", &args.max_tokens),
+        max_cost_usd: number("--max-cost", &args.max_cost),
+        timeout: number("--timeout", &args.timeout),
+        checks_rounds: number("--checks-rounds", &args.checks_rounds),
+        allow_dirty: args.allow_dirty.then(|| Given::flag("--allow-dirty", true)),
+        result_schema: args
+            .result_schema
+            .clone()
+            .map(|file| Given::flag("--result-schema", file)),
+        vars: Default::default(),
     })
 }
 
@@ -311,7 +338,7 @@ fn print_job(
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
                     Ok(Exit::Success)
                 }
-                Err(e) => did_not_start(&[Diagnostic::unplaced(e)], args, cwd),
+                Err(e) => did_not_start(&[Diagnostic::unplaced(e.to_string())], args, cwd),
             }
         }
         Err(diagnostics) => did_not_start(&diagnostics, args, cwd),

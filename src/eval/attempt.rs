@@ -25,7 +25,7 @@ use super::suite::{CaseSpec, SuiteSpec};
 use crate::agent::CancelSignal;
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
-use crate::job::{JobFlags, LoadOptions, ProviderKind};
+use crate::job::{Given, LoadOptions, Overrides, ProviderKind};
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
 use crate::redact::Redactor;
@@ -185,7 +185,8 @@ async fn run_into(
     let root = workspace.path().to_path_buf();
     let after = tokio::task::spawn_blocking(move || Snapshot::take(&root))
         .await
-        .map_err(|e| format!("reading the workspace crashed: {e}"))??;
+        .map_err(|e| format!("reading the workspace crashed: {e}"))?
+        .map_err(|e| e.to_string())?;
     result.changed = before.changed(&after);
     let (patch, diff) = write_patch(&before, workspace.path(), result, &prepared, plan).await?;
     result.patch = patch;
@@ -291,9 +292,9 @@ async fn make_workspace(
     let fixture = case.fixture.clone();
     let temp_dir = settings.temp_dir.clone();
     tokio::task::spawn_blocking(move || {
-        let workspace = materialize(&fixture, &temp_dir)?;
-        let private = PrivateArea::create(&temp_dir)?;
-        let before = Snapshot::take(workspace.path())?;
+        let workspace = materialize(&fixture, &temp_dir).map_err(|e| e.to_string())?;
+        let private = PrivateArea::create(&temp_dir).map_err(|e| e.to_string())?;
+        let before = Snapshot::take(workspace.path()).map_err(|e| e.to_string())?;
         Ok::<(TempWorkspace, PrivateArea, Snapshot), String>((workspace, private, before))
     })
     .await
@@ -452,7 +453,6 @@ pub(super) fn prepare(
 ) -> Result<Prepared, String> {
     let options = LoadOptions {
         cwd: settings.cwd.clone(),
-        vars: case.vars.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         workspace: Some(workspace.to_path_buf()),
         skills_path: settings.skills_path.clone(),
         model: settings.model.clone().or_else(|| {
@@ -470,7 +470,7 @@ pub(super) fn prepare(
         replay_match: settings.replay_match.clone(),
         reasoning_effort: settings.reasoning_effort.clone(),
         thinking_budget: settings.thinking_budget.clone(),
-        job_flags: case_overrides(case, settings),
+        overrides: case_overrides(case, settings),
         ..LoadOptions::default()
     };
     runner::prepare(&suite.job, &options).map_err(|e| {
@@ -483,23 +483,17 @@ pub(super) fn prepare(
     })
 }
 
-/// The case's goal and budget, and `--result-schema`, written into the raw
-/// job before it is validated (as `--goal` and the budget flags are), so the
-/// job a case runs passed every check; a problem names the case and its key.
-fn case_overrides(case: &CaseSpec, settings: &AttemptSettings) -> JobFlags {
-    let budget = &case.budget;
-    let text = |n: Option<u64>| n.map(|n| n.to_string());
-    JobFlags {
-        goal: case.goal.clone(),
-        max_turns: text(budget.max_turns.map(u64::from)),
-        max_tool_calls: text(budget.max_tool_calls.map(u64::from)),
-        max_tokens: text(budget.max_tokens),
-        // Display of an f64 reads back as the same number.
-        max_cost: budget.max_cost_usd.map(|usd| usd.to_string()),
-        timeout: budget.timeout.map(|t| format!("{}ms", t.as_millis())),
-        case: Some(case.name.clone()),
-        result_schema: settings.result_schema.clone(),
-        ..JobFlags::default()
+/// The case's goal, vars and budget (each naming its place in the suite
+/// file), and `--result-schema`: written into the raw job before it is
+/// validated, as `--goal` and the budget flags are, so the job a case runs
+/// passed every check.
+fn case_overrides(case: &CaseSpec, settings: &AttemptSettings) -> Overrides {
+    Overrides {
+        result_schema: settings
+            .result_schema
+            .clone()
+            .map(|file| Given::flag("--result-schema", file)),
+        ..case.overrides.clone()
     }
 }
 

@@ -54,18 +54,55 @@ impl Drop for TempWorkspace {
     }
 }
 
+/// A fixture that could not be made into a workspace.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    #[error("cannot create a temporary workspace {}: {error}", .path.display())]
+    Workspace {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot read fixture {}: {error}", .path.display())]
+    Read { path: PathBuf, error: String },
+    /// `what` is the step that failed: `create`, `copy`, `read link`, `create link`.
+    #[error("cannot copy fixture: {what} {}: {error}", .path.display())]
+    Copy {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot clone git fixture {repo}: {message}")]
+    Clone { repo: String, message: String },
+    #[error("git fixture {repo} has no revision `{rev}`: {message}")]
+    NoRevision {
+        repo: String,
+        rev: String,
+        message: String,
+    },
+    #[error("`{rev}` in {repo} is not a commit: {message}")]
+    NotACommit {
+        repo: String,
+        rev: String,
+        message: String,
+    },
+    #[error("cannot check out `{rev}` of {repo}: {message}")]
+    Checkout {
+        repo: String,
+        rev: String,
+        message: String,
+    },
+}
+
 /// Make a fresh workspace for `fixture` under `temp_dir`.
-pub fn materialize(fixture: &Fixture, temp_dir: &Path) -> Result<TempWorkspace, String> {
+pub fn materialize(fixture: &Fixture, temp_dir: &Path) -> Result<TempWorkspace, FixtureError> {
     let name = format!(
         "agentci-eval-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     );
     let root = temp_dir.join(name);
-    std::fs::create_dir_all(&root).map_err(|e| {
-        format!(
-            "cannot create a temporary workspace {}: {e}",
-            root.display()
-        )
+    std::fs::create_dir_all(&root).map_err(|error| FixtureError::Workspace {
+        path: root.clone(),
+        error,
     })?;
     // Canonical, so paths the agent sees match what replay normalizes.
     let root = std::fs::canonicalize(&root).unwrap_or(root);
@@ -79,12 +116,17 @@ pub fn materialize(fixture: &Fixture, temp_dir: &Path) -> Result<TempWorkspace, 
 
 /// Copy a fixture folder, leaving out what its `.gitignore` ignores (build
 /// output such as `target/`), `.git` and `.agentci`.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    let fail = |what: &str, path: &Path, e: std::io::Error| {
-        format!("cannot copy fixture: {what} {}: {e}", path.display())
+fn copy_tree(from: &Path, to: &Path) -> Result<(), FixtureError> {
+    let fail = |what: &'static str, path: &Path, error: std::io::Error| FixtureError::Copy {
+        what,
+        path: path.to_path_buf(),
+        error,
     };
     for entry in walk(from) {
-        let entry = entry.map_err(|e| format!("cannot read fixture {}: {e}", from.display()))?;
+        let entry = entry.map_err(|e| FixtureError::Read {
+            path: from.to_path_buf(),
+            error: e.to_string(),
+        })?;
         let target = to.join(&entry.relative);
         match entry.kind {
             EntryKind::Dir => {
@@ -117,28 +159,38 @@ fn symlink(_link: &Path, target: &Path) -> std::io::Result<()> {
 }
 
 /// Clone `repo` into `to` and check out `rev` (a commit, tag or branch).
-fn checkout(repo: &str, rev: &str, to: &Path) -> Result<(), String> {
-    let cloned = git2::Repository::clone(repo, to)
-        .map_err(|e| format!("cannot clone git fixture {repo}: {}", e.message()))?;
+fn checkout(repo: &str, rev: &str, to: &Path) -> Result<(), FixtureError> {
+    let cloned = git2::Repository::clone(repo, to).map_err(|e| FixtureError::Clone {
+        repo: repo.to_string(),
+        message: e.message().to_string(),
+    })?;
     let object = cloned
         .revparse_single(rev)
         .or_else(|_| cloned.revparse_single(&format!("origin/{rev}")))
-        .map_err(|e| {
-            format!(
-                "git fixture {repo} has no revision `{rev}`: {}",
-                e.message()
-            )
+        .map_err(|e| FixtureError::NoRevision {
+            repo: repo.to_string(),
+            rev: rev.to_string(),
+            message: e.message().to_string(),
         })?;
     let commit = object
         .peel_to_commit()
-        .map_err(|e| format!("`{rev}` in {repo} is not a commit: {}", e.message()))?;
+        .map_err(|e| FixtureError::NotACommit {
+            repo: repo.to_string(),
+            rev: rev.to_string(),
+            message: e.message().to_string(),
+        })?;
+    let checkout_failed = |e: git2::Error| FixtureError::Checkout {
+        repo: repo.to_string(),
+        rev: rev.to_string(),
+        message: e.message().to_string(),
+    };
     let mut options = git2::build::CheckoutBuilder::new();
     options.force();
     cloned
         .checkout_tree(commit.as_object(), Some(&mut options))
-        .map_err(|e| format!("cannot check out `{rev}` of {repo}: {}", e.message()))?;
+        .map_err(checkout_failed)?;
     cloned
         .set_head_detached(commit.id())
-        .map_err(|e| format!("cannot check out `{rev}` of {repo}: {}", e.message()))?;
+        .map_err(checkout_failed)?;
     Ok(())
 }

@@ -41,6 +41,14 @@ pub const BUILD_OUTPUT_VARS: &[(&str, &str)] = &[
 /// or the job sets them: Python reads `TEMP`/`TMP`, `go build` `GOTMPDIR`.
 const OTHER_TEMP_VARS: &[&str] = &["TMP", "TEMP", "GOTMPDIR"];
 
+/// The attempt's private folder could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create the attempt's temporary folder {}: {error}", .path.display())]
+pub struct IsolationError {
+    pub path: PathBuf,
+    pub error: std::io::Error,
+}
+
 /// One attempt's private folder, outside its workspace; removed on drop.
 #[derive(Debug)]
 pub struct PrivateArea {
@@ -49,17 +57,15 @@ pub struct PrivateArea {
 
 impl PrivateArea {
     /// Make a fresh private area under `temp_dir`.
-    pub fn create(temp_dir: &Path) -> Result<PrivateArea, String> {
+    pub fn create(temp_dir: &Path) -> Result<PrivateArea, IsolationError> {
         let name = format!(
             "agentci-attempt-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..12]
         );
         let root = temp_dir.join(name);
-        std::fs::create_dir_all(root.join("tmp")).map_err(|e| {
-            format!(
-                "cannot create the attempt's temporary folder {}: {e}",
-                root.display()
-            )
+        std::fs::create_dir_all(root.join("tmp")).map_err(|error| IsolationError {
+            path: root.clone(),
+            error,
         })?;
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         Ok(PrivateArea { root })

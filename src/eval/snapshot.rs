@@ -37,6 +37,14 @@ const KEPT_FILE_BYTES: usize = 256 * 1024;
 /// At most this much of a workspace is kept for the patch.
 const KEPT_TOTAL_BYTES: usize = 32 * 1024 * 1024;
 
+/// A file or folder of the workspace could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {}: {error}", .path.display())]
+pub struct SnapshotError {
+    pub path: std::path::PathBuf,
+    pub error: String,
+}
+
 /// Relative path (with `/`) → content hash (a symlink hashes its target),
 /// and the bytes of the small files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,20 +56,23 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn take(root: &Path) -> Result<Snapshot, String> {
+    pub fn take(root: &Path) -> Result<Snapshot, SnapshotError> {
         let mut snapshot = Snapshot::default();
         let mut kept_bytes = 0;
-        let beneath =
-            Beneath::open(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+        let unreadable = |path: &Path, error: &dyn std::fmt::Display| SnapshotError {
+            path: path.to_path_buf(),
+            error: error.to_string(),
+        };
+        let beneath = Beneath::open(root).map_err(|e| unreadable(root, &e))?;
         for entry in walk(root) {
-            let entry = entry.map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+            let entry = entry.map_err(|e| unreadable(root, &e))?;
             let bytes = match entry.kind {
                 EntryKind::Dir => continue,
                 EntryKind::File => read_beneath(&beneath, &entry.relative),
                 EntryKind::Symlink => std::fs::read_link(&entry.path)
                     .map(|target| target.to_string_lossy().into_owned().into_bytes()),
             }
-            .map_err(|e| format!("cannot read {}: {e}", entry.path.display()))?;
+            .map_err(|e| unreadable(&entry.path, &e))?;
             let key = entry
                 .relative
                 .components()

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::{Location, MessageFormatter, UserMessageFormatter};
 
+use super::overrides::{Source, Sources};
+
 /// How bad a problem is: errors stop a run, warnings are reported and the run goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
@@ -132,10 +134,31 @@ pub(crate) struct Reporter<'a> {
     source: &'a str,
     line_offset: u32,
     pub diagnostics: Vec<Diagnostic>,
+    /// Where values merged in from elsewhere (flags, an eval case) were
+    /// given: a problem with one is reported there, not in `file`.
+    pub sources: Sources,
 }
 
-/// A position in a file, 1-based.
-pub(crate) type Pos = (u32, u32);
+/// A position, 1-based: in the reporter's file when `source` is 0, else
+/// where an override was given (`source` is its id in [`Sources`]; a
+/// flag's line and column are 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pos {
+    pub line: u32,
+    pub column: u32,
+    pub source: u32,
+}
+
+impl Pos {
+    /// A position in the reporter's own file.
+    pub fn at(line: u32, column: u32) -> Pos {
+        Pos {
+            line,
+            column,
+            source: 0,
+        }
+    }
+}
 
 impl<'a> Reporter<'a> {
     pub fn new(file: &'a Path, source: &'a str, line_offset: u32) -> Self {
@@ -144,32 +167,53 @@ impl<'a> Reporter<'a> {
             source,
             line_offset,
             diagnostics: Vec::new(),
+            sources: Sources::default(),
         }
     }
 
     /// The file position of a YAML location; unknown locations become 1:1.
+    /// A value merged in from elsewhere keeps its own place.
     pub fn pos(&self, location: &Location) -> Pos {
         let line = u32::try_from(location.line()).unwrap_or(u32::MAX);
         let column = u32::try_from(location.column()).unwrap_or(u32::MAX);
-        if line == 0 {
-            return (1 + self.line_offset, 1);
+        if location.source_id() != 0 {
+            return Pos {
+                line,
+                column,
+                source: location.source_id(),
+            };
         }
-        (line.saturating_add(self.line_offset), column.max(1))
+        if line == 0 {
+            return self.start();
+        }
+        Pos::at(line.saturating_add(self.line_offset), column.max(1))
     }
 
     /// The start of the document, for problems with no better place (a missing key).
     pub fn start(&self) -> Pos {
-        (1 + self.line_offset, 1)
+        Pos::at(1 + self.line_offset, 1)
     }
 
     pub fn error(&mut self, pos: Pos, message: impl Into<String>) {
-        let d = Diagnostic::error(self.file, pos.0, pos.1, message);
+        let d = self.placed(pos, message.into());
         self.diagnostics.push(d);
     }
 
     pub fn warning(&mut self, pos: Pos, message: impl Into<String>) {
-        let d = Diagnostic::warning(self.file, pos.0, pos.1, message);
+        let d = Diagnostic {
+            severity: Severity::Warning,
+            ..self.placed(pos, message.into())
+        };
         self.diagnostics.push(d);
+    }
+
+    /// An error at `pos`: in this reporter's file, or where an override was given.
+    fn placed(&self, pos: Pos, message: String) -> Diagnostic {
+        match self.sources.get(pos.source) {
+            Some(Source::Flag(flag)) => Diagnostic::flag(flag, message),
+            Some(Source::File(file)) => Diagnostic::error(file, pos.line, pos.column, message),
+            None => Diagnostic::error(self.file, pos.line, pos.column, message),
+        }
     }
 
     pub fn has_errors(&self) -> bool {
@@ -179,6 +223,9 @@ impl<'a> Reporter<'a> {
     /// The source text of the value at `location`, as written, when the
     /// location carries its span.
     pub fn source_of(&self, location: &Location) -> Option<&'a str> {
+        if location.source_id() != 0 {
+            return None;
+        }
         let span = location.span();
         let start = usize::try_from(span.byte_offset()?).ok()?;
         let len = usize::try_from(span.byte_len()?).ok()?;
@@ -191,6 +238,10 @@ impl<'a> Reporter<'a> {
     /// needle was written with escapes).
     pub fn pos_in_scalar(&self, location: &Location, needle: &str, nth: usize) -> Pos {
         let fallback = self.pos(location);
+        if location.source_id() != 0 {
+            // Given elsewhere: this reporter's source does not hold it.
+            return fallback;
+        }
         let span = location.span();
         let (Some(start), Some(len)) = (span.byte_offset(), span.byte_len()) else {
             return fallback;
@@ -212,7 +263,7 @@ impl<'a> Reporter<'a> {
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let column = before[line_start..].chars().count() + 1;
-        (
+        Pos::at(
             u32::try_from(line)
                 .unwrap_or(u32::MAX)
                 .saturating_add(self.line_offset),
@@ -344,9 +395,9 @@ mod tests {
         let reporter = Reporter::new(Path::new("f"), source, 0);
         assert_eq!(
             reporter.pos_in_scalar(&doc.goal.referenced, "${{ vars.x }}", 0),
-            (3, 8)
+            Pos::at(3, 8)
         );
         let offset = Reporter::new(Path::new("f"), source, 1);
-        assert_eq!(offset.pos(&doc.goal.referenced).0, 3);
+        assert_eq!(offset.pos(&doc.goal.referenced).line, 3);
     }
 }

@@ -16,7 +16,7 @@ use serde_saphyr::Spanned;
 
 use super::check::Checker;
 use super::diagnostic::{Diagnostic, Pos, Reporter, has_errors};
-use super::flags::{self, JobFlags};
+use super::overrides::{self, Overrides};
 use super::raw::RawJob;
 use super::recover;
 use super::vars::parse_var_flag;
@@ -52,8 +52,9 @@ pub struct LoadOptions {
     pub reasoning_effort: Option<String>,
     /// `--thinking-budget N`, over `model.reasoning.budget_tokens`.
     pub thinking_budget: Option<String>,
-    /// `--goal`, `--skill`, `--check`, the budget flags…: written into the job.
-    pub job_flags: JobFlags,
+    /// `--goal`, `--skill`, `--check`, the budget flags, or an eval case's
+    /// goal, vars and budget: written into the job before it is checked.
+    pub overrides: Overrides,
     /// A `--var` the job neither defines nor uses is an error (for `run`
     /// and `validate`; an eval case's vars may serve only the case's goal).
     pub reject_unused_vars: bool,
@@ -75,9 +76,9 @@ pub struct LoadedJob {
     pub skill_file: PathBuf,
 }
 
-/// Flag values after parsing, applied over the job file.
+/// The other flags' values after parsing, applied over the job file.
 #[derive(Default)]
-pub(super) struct Overrides {
+pub(super) struct FlagValues {
     pub vars: BTreeMap<String, String>,
     pub model: Option<(ProviderKind, String)>,
     pub base_url: Option<String>,
@@ -120,7 +121,7 @@ pub fn load_job_with_problems(
     opts: &LoadOptions,
 ) -> (Option<LoadedJob>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let overrides = parse_flags(opts, &mut diagnostics);
+    let values = parse_flags(opts, &mut diagnostics);
     let from_flags = path == Path::new(COMMAND_LINE_JOB);
     let source = if from_flags {
         let missing = missing_job_flags(opts);
@@ -144,11 +145,11 @@ pub fn load_job_with_problems(
         return (None, diagnostics);
     };
     if opts.reject_unused_vars {
-        diagnostics.extend(unused_vars(&overrides, &raw, &source, &opts.job_flags));
+        diagnostics.extend(unused_vars(&values, &raw, &source, &opts.overrides));
     }
-    let mut places = flags::apply(&mut raw, &opts.job_flags, &opts.cwd);
+    let mut sources = overrides::merge(&mut raw, &opts.overrides, &opts.cwd);
     if from_flags {
-        if let Some(note) = flags::allow_looking(&mut raw, &opts.job_flags, &mut places) {
+        if let Some(note) = overrides::allow_looking(&mut raw, &opts.overrides, &mut sources) {
             diagnostics.push(Diagnostic::warning("--allow", 0, 0, note));
         }
         raw.name = Some(Spanned::new(
@@ -161,23 +162,23 @@ pub fn load_job_with_problems(
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| opts.cwd.clone());
+    reporter.sources = sources;
     let checker = Checker {
         r: reporter,
         cwd: &opts.cwd,
         job_dir: &job_dir,
     };
-    let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, overrides);
+    let (job, skill_position, mut file_diagnostics) = checker.check(path, raw, values);
     recover::drop_consequences(&mut file_diagnostics, &blanked);
-    flags::relocate(&mut file_diagnostics, &places);
     diagnostics.extend(file_diagnostics);
-    let from_skill_flag = places.is_flag(skill_position.0);
+    let from_skill_flag = skill_position.source != 0;
     let loaded = job.map(|job| LoadedJob {
         job,
         warnings: Vec::new(),
         skill_position: if from_skill_flag {
             (0, 0)
         } else {
-            skill_position
+            (skill_position.line, skill_position.column)
         },
         skill_file: if from_skill_flag {
             PathBuf::from("--skill")
@@ -191,13 +192,13 @@ pub fn load_job_with_problems(
 /// A run without a job file needs a goal, a skill and a model from flags.
 fn missing_job_flags(opts: &LoadOptions) -> Vec<Diagnostic> {
     let mut missing = Vec::new();
-    if opts.job_flags.goal.is_none() {
+    if opts.overrides.goal.is_none() {
         missing.push(Diagnostic::flag(
             "--goal",
             "give a job file, or the goal with --goal TEXT (--goal - reads it from stdin)",
         ));
     }
-    if opts.job_flags.skill.is_none() {
+    if opts.overrides.skill.is_none() {
         missing.push(Diagnostic::flag(
             "--skill",
             "a run without a job file needs --skill NAME (or a skill folder)",
@@ -216,20 +217,20 @@ fn missing_job_flags(opts: &LoadOptions) -> Vec<Diagnostic> {
 /// `${{ vars.NAME }}`: most likely a misspelling, which would otherwise be
 /// ignored without a word.
 fn unused_vars(
-    overrides: &Overrides,
+    values: &FlagValues,
     raw: &RawJob,
     source: &str,
-    flags: &JobFlags,
+    overrides: &Overrides,
 ) -> Vec<Diagnostic> {
     let mut known: Vec<String> = raw.vars.keys().cloned().collect();
-    for text in std::iter::once(source).chain(flags.texts()) {
+    for text in std::iter::once(source).chain(overrides.texts()) {
         for name in super::vars::referenced(text) {
             if !known.contains(&name) {
                 known.push(name);
             }
         }
     }
-    overrides
+    values
         .vars
         .keys()
         .filter(|name| !known.contains(name))
@@ -296,26 +297,30 @@ pub(crate) fn read_source(path: &Path) -> Result<String, Diagnostic> {
 }
 
 /// Parses the command-line overrides, reporting bad flags as diagnostics.
-fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrides {
-    let mut overrides = Overrides::default();
+fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> FlagValues {
+    let mut overrides = FlagValues {
+        // An eval case's vars; `--var` flags beat them.
+        vars: opts.overrides.vars.clone(),
+        ..FlagValues::default()
+    };
     for flag in &opts.vars {
         match parse_var_flag(flag) {
             Ok((name, value)) => {
                 overrides.vars.insert(name, value);
             }
-            Err(message) => diagnostics.push(Diagnostic::flag("--var", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--var", e.to_string())),
         }
     }
     if let Some(model) = &opts.model {
         match parse_model_flag(model) {
             Ok(parsed) => overrides.model = Some(parsed),
-            Err(message) => diagnostics.push(Diagnostic::flag("--model", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--model", e.to_string())),
         }
     }
     if let Some(url) = &opts.base_url {
         match check_base_url(url) {
             Ok(()) => overrides.base_url = Some(url.clone()),
-            Err(message) => diagnostics.push(Diagnostic::flag("--base-url", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--base-url", e.to_string())),
         }
     }
     if let Some(cassette) = &opts.replay {
@@ -363,7 +368,7 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrid
     if let Some(workspace) = &opts.workspace {
         match existing_dir(&opts.cwd.join(workspace)) {
             Ok(dir) => overrides.workspace = Some(dir),
-            Err(message) => diagnostics.push(Diagnostic::flag("--workspace", message)),
+            Err(e) => diagnostics.push(Diagnostic::flag("--workspace", e.to_string())),
         }
     }
     for dir in &opts.skills_path {
@@ -377,58 +382,82 @@ fn parse_flags(opts: &LoadOptions, diagnostics: &mut Vec<Diagnostic>) -> Overrid
     overrides
 }
 
+/// A model, server or folder given on the command line (or in a job or
+/// suite key that takes the same text) that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini")]
+    NotProviderName { flag: String },
+    #[error("use --replay CASSETTE to replay a recorded session")]
+    ReplayProvider,
+    #[error(
+        "unknown provider `{provider}` in `{flag}`; expected `openai` (any \
+         OpenAI-compatible server; set --base-url for others), `openai-responses`, \
+         `azure-openai`, `anthropic`, `bedrock` or `vertex`"
+    )]
+    UnknownProvider { provider: String, flag: String },
+    #[error("`{flag}` has no model name after `{provider}:`")]
+    NoModelName { flag: String, provider: String },
+    #[error("base URL `{url}` must start with http:// or https://, e.g. http://127.0.0.1:11434/v1")]
+    UrlScheme { url: String },
+    #[error("base URL `{url}` has no host, e.g. http://127.0.0.1:11434/v1")]
+    UrlHost { url: String },
+    #[error("base URL `{url}` is not a valid URL ({reason}), e.g. http://127.0.0.1:11434/v1")]
+    Url { url: String, reason: String },
+    #[error("{} is not a directory; create it or give another", .path.display())]
+    NotADirectory { path: PathBuf },
+}
+
 /// `openai:gpt-4.1-mini` → (OpenAi, "gpt-4.1-mini"). The name may hold `:`.
-pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), String> {
+pub(crate) fn parse_model_flag(flag: &str) -> Result<(ProviderKind, String), ValueError> {
     let Some((provider, name)) = flag.split_once(':') else {
-        return Err(format!(
-            "`{flag}` is not of the form PROVIDER:NAME, e.g. openai:gpt-4.1-mini"
-        ));
+        return Err(ValueError::NotProviderName {
+            flag: flag.to_string(),
+        });
     };
     let kind = match ProviderKind::parse(provider) {
-        Some(ProviderKind::Replay) => {
-            return Err("use --replay CASSETTE to replay a recorded session".to_string());
-        }
+        Some(ProviderKind::Replay) => return Err(ValueError::ReplayProvider),
         Some(kind) => kind,
         None => {
-            return Err(format!(
-                "unknown provider `{provider}` in `{flag}`; expected `openai` (any \
-                 OpenAI-compatible server; set --base-url for others), `openai-responses`, \
-                 `azure-openai`, `anthropic`, `bedrock` or `vertex`"
-            ));
+            return Err(ValueError::UnknownProvider {
+                provider: provider.to_string(),
+                flag: flag.to_string(),
+            });
         }
     };
     if name.trim().is_empty() {
-        return Err(format!("`{flag}` has no model name after `{provider}:`"));
+        return Err(ValueError::NoModelName {
+            flag: flag.to_string(),
+            provider: provider.to_string(),
+        });
     }
     Ok((kind, name.trim().to_string()))
 }
 
-pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str) -> Result<(), ValueError> {
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(format!(
-            "base URL `{url}` must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
-        ));
+        return Err(ValueError::UrlScheme {
+            url: url.to_string(),
+        });
     }
     // What the HTTP client will parse at the first request, checked now.
     match reqwest::Url::parse(url) {
         Ok(parsed) if parsed.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
-        Ok(_) => Err(format!(
-            "base URL `{url}` has no host, e.g. http://127.0.0.1:11434/v1"
-        )),
-        Err(e) => Err(format!(
-            "base URL `{url}` is not a valid URL ({e}), e.g. http://127.0.0.1:11434/v1"
-        )),
+        Ok(_) => Err(ValueError::UrlHost {
+            url: url.to_string(),
+        }),
+        Err(e) => Err(ValueError::Url {
+            url: url.to_string(),
+            reason: e.to_string(),
+        }),
     }
 }
 
 /// An existing directory, absolute and with symlinks resolved.
-pub(super) fn existing_dir(path: &Path) -> Result<PathBuf, String> {
+pub(super) fn existing_dir(path: &Path) -> Result<PathBuf, ValueError> {
     let normalized = normalize(path);
     if !normalized.is_dir() {
-        return Err(format!(
-            "{} is not a directory; create it or give another",
-            normalized.display()
-        ));
+        return Err(ValueError::NotADirectory { path: normalized });
     }
     Ok(std::fs::canonicalize(&normalized).unwrap_or(normalized))
 }
@@ -451,6 +480,7 @@ mod tests {
         assert!(
             parse_model_flag("gpt-4")
                 .unwrap_err()
+                .to_string()
                 .contains("PROVIDER:NAME")
         );
         assert_eq!(
@@ -460,16 +490,19 @@ mod tests {
         assert!(
             parse_model_flag("gemini:x")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown provider")
         );
         assert!(
             parse_model_flag("anthropic:")
                 .unwrap_err()
+                .to_string()
                 .contains("no model name")
         );
         assert!(
             parse_model_flag("openai:")
                 .unwrap_err()
+                .to_string()
                 .contains("no model name")
         );
     }

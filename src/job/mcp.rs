@@ -90,7 +90,7 @@ impl EnvTemplate {
 
     /// Parses `text`, substituting `${{ vars.NAME }}` from `vars`; `Err`
     /// names the first expression that is neither that nor `${{ env.NAME }}`.
-    pub fn parse(text: &str, vars: &BTreeMap<String, String>) -> Result<Self, String> {
+    pub fn parse(text: &str, vars: &BTreeMap<String, String>) -> Result<Self, McpValueError> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(start) = rest.find("${{") {
@@ -99,7 +99,7 @@ impl EnvTemplate {
             }
             let after = &rest[start + 3..];
             let Some(close) = after.find("}}") else {
-                return Err("unclosed `${{`; expected `${{ env.NAME }}`".to_string());
+                return Err(McpValueError::Unclosed);
             };
             let inner = after[..close].trim();
             if let Some(name) = inner.strip_prefix("vars.")
@@ -114,11 +114,9 @@ impl EnvTemplate {
                     parts.push(TemplatePart::Env(name.to_string()));
                 }
                 _ => {
-                    return Err(format!(
-                        "unsupported expression `${{{{ {inner} }}}}`; values of MCP servers may \
-                         use `${{{{ env.NAME }}}}` (read when the server starts) and \
-                         `${{{{ vars.NAME }}}}` of the job's vars"
-                    ));
+                    return Err(McpValueError::Unsupported {
+                        inner: inner.to_string(),
+                    });
                 }
             }
             rest = &after[close + 2..];
@@ -129,14 +127,20 @@ impl EnvTemplate {
         Ok(EnvTemplate { parts })
     }
 
-    /// The value with every reference looked up; `Err` is the name of the
-    /// first variable `lookup` does not know.
-    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    /// The value with every reference looked up; `Err` names the first
+    /// variable `lookup` does not know ([`McpValueError::Unset`]).
+    pub fn resolve(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, McpValueError> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 TemplatePart::Text(text) => out.push_str(text),
-                TemplatePart::Env(name) => out.push_str(&lookup(name).ok_or_else(|| name.clone())?),
+                TemplatePart::Env(name) => {
+                    let value = lookup(name).ok_or_else(|| McpValueError::Unset(name.clone()))?;
+                    out.push_str(&value);
+                }
             }
         }
         Ok(out)
@@ -154,26 +158,52 @@ impl EnvTemplate {
 /// A server name fits in `mcp__<server>__<tool>`: letters, digits, `-` and
 /// single `_`, not starting or ending with `_`, at most [`MAX_SERVER_NAME`]
 /// characters. `Err` says what is wrong.
-pub fn check_server_name(name: &str) -> Result<(), String> {
+pub fn check_server_name(name: &str) -> Result<(), McpValueError> {
     if name.is_empty() {
-        return Err("an MCP server name must not be empty".to_string());
+        return Err(McpValueError::EmptyServerName);
     }
     if name.chars().count() > MAX_SERVER_NAME {
-        return Err(format!(
-            "MCP server name `{name}` is longer than {MAX_SERVER_NAME} characters; tools are \
-             offered as `mcp__<server>__<tool>` and model APIs allow 64 characters"
-        ));
+        return Err(McpValueError::LongServerName {
+            name: name.to_string(),
+        });
     }
     let allowed = name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if !allowed || name.contains("__") || name.starts_with('_') || name.ends_with('_') {
-        return Err(format!(
-            "`{name}` is not a valid MCP server name; use letters, digits, `-` and single `_` \
-             (tools are offered as `mcp__{name}__<tool>`, so `__` would be ambiguous)"
-        ));
+        return Err(McpValueError::BadServerName {
+            name: name.to_string(),
+        });
     }
     Ok(())
+}
+
+/// A value of an MCP server's settings that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum McpValueError {
+    #[error("unclosed `${{{{`; expected `${{{{ env.NAME }}}}`")]
+    Unclosed,
+    #[error(
+        "unsupported expression `${{{{ {inner} }}}}`; values of MCP servers may use \
+         `${{{{ env.NAME }}}}` (read when the server starts) and `${{{{ vars.NAME }}}}` of the \
+         job's vars"
+    )]
+    Unsupported { inner: String },
+    /// An environment variable a value reads is not set; the text is its name.
+    #[error("{0}")]
+    Unset(String),
+    #[error("an MCP server name must not be empty")]
+    EmptyServerName,
+    #[error(
+        "MCP server name `{name}` is longer than {MAX_SERVER_NAME} characters; tools are \
+         offered as `mcp__<server>__<tool>` and model APIs allow 64 characters"
+    )]
+    LongServerName { name: String },
+    #[error(
+        "`{name}` is not a valid MCP server name; use letters, digits, `-` and single `_` \
+         (tools are offered as `mcp__{name}__<tool>`, so `__` would be ambiguous)"
+    )]
+    BadServerName { name: String },
 }
 
 #[cfg(test)]
@@ -188,7 +218,16 @@ mod tests {
         assert_eq!(t.resolve(&lookup).unwrap(), "Bearer abc!me");
         assert_eq!(t.env_names().collect::<Vec<_>>(), ["TOKEN"]);
         let missing = EnvTemplate::parse("${{env.NOPE}}", &vars).unwrap();
-        assert_eq!(missing.resolve(&lookup).unwrap_err(), "NOPE");
+        assert_eq!(
+            missing.resolve(&lookup).unwrap_err(),
+            McpValueError::Unset("NOPE".into())
+        );
+        assert_eq!(
+            EnvTemplate::parse("${{ env.X", &vars)
+                .unwrap_err()
+                .to_string(),
+            "unclosed `${{`; expected `${{ env.NAME }}`"
+        );
         assert!(EnvTemplate::parse("${{ secrets.X }}", &vars).is_err());
         assert!(EnvTemplate::parse("${{ env.X", &vars).is_err());
     }

@@ -16,9 +16,9 @@ use crate::sandbox::SandboxSpec;
 mod check;
 pub mod diagnostic;
 pub mod duration;
-mod flags;
 pub mod load;
 pub mod mcp;
+mod overrides;
 pub mod print;
 pub(crate) mod raw;
 mod raw_mcp;
@@ -31,11 +31,12 @@ pub(crate) mod yaml_syntax;
 
 pub(crate) use check::schema_file_problem;
 pub use diagnostic::{Diagnostic, Severity};
-pub use flags::JobFlags;
 pub use load::{
     COMMAND_LINE_JOB, LoadOptions, LoadedJob, load_job, load_job_detailed, load_job_with_problems,
 };
 pub use mcp::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
+pub(crate) use overrides::Given;
+pub use overrides::Overrides;
 
 /// A validated job.
 #[derive(Clone, Debug)]

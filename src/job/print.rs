@@ -16,9 +16,14 @@ use super::{
     SkillRef,
 };
 
+/// The job could not be written as YAML.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the job: {0}")]
+pub struct PrintError(#[from] serde_saphyr::SerializeError);
+
 /// The job as YAML, valid input for `agentci run`.
-pub fn job_yaml(job: &JobSpec) -> Result<String, String> {
-    serde_saphyr::to_string(&JobFile::from(job)).map_err(|e| format!("cannot write the job: {e}"))
+pub fn job_yaml(job: &JobSpec) -> Result<String, PrintError> {
+    Ok(serde_saphyr::to_string(&JobFile::from(job))?)
 }
 
 #[derive(Serialize)]

@@ -305,7 +305,7 @@ pub(super) struct RawPermissions {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Budget")]
-pub(super) struct RawBudget {
+pub(crate) struct RawBudget {
     /// Model turns the run may take.
     #[schemars(with = "Option<super::schema::Whole>")]
     pub max_turns: Option<Spanned<Scalar>>,
@@ -439,6 +439,30 @@ impl<'de> Visitor<'de> for PushVisitor {
     }
 }
 
+/// A scalar that is not the number or duration its key takes; the Display
+/// text is the message for the value of `key`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("`{key}` must not be negative, found `{n}`")]
+    Negative { key: String, n: i128 },
+    #[error("`{key}`: {problem}")]
+    Duration { key: String, problem: String },
+    #[error("`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {kind} `{text}`")]
+    NotDuration {
+        key: String,
+        kind: &'static str,
+        text: String,
+    },
+    #[error("`{key}` must be more than zero")]
+    Zero { key: String },
+    #[error("`{key}` must be a positive number of US dollars such as 2.5, found {kind} `{text}`")]
+    NotUsd {
+        key: String,
+        kind: &'static str,
+        text: String,
+    },
+}
+
 /// A YAML scalar of any type; the loader decides which types a key accepts.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Scalar {
@@ -452,24 +476,59 @@ pub(crate) enum Scalar {
 impl Scalar {
     /// A positive duration written as `15m`, `1h30m`, `500ms` or whole
     /// seconds; `Err` is the message for the value of `key`.
-    pub fn positive_duration(&self, key: &str) -> Result<std::time::Duration, String> {
+    pub fn positive_duration(&self, key: &str) -> Result<std::time::Duration, ValueError> {
+        let key = key.to_string();
         let parsed = match self {
             Scalar::Int(n) => u64::try_from(*n)
                 .map(std::time::Duration::from_secs)
-                .map_err(|_| format!("`{key}` must not be negative, found `{n}`")),
+                .map_err(|_| ValueError::Negative {
+                    key: key.clone(),
+                    n: *n,
+                }),
             Scalar::Str(text) => {
-                super::duration::parse_duration(text).map_err(|e| format!("`{key}`: {e}"))
+                super::duration::parse_duration(text).map_err(|e| ValueError::Duration {
+                    key: key.clone(),
+                    problem: e.to_string(),
+                })
             }
-            other => Err(format!(
-                "`{key}` must be a duration such as `90s`, `15m` or `1h30m`, found {} `{}`",
-                other.kind(),
-                other.text()
-            )),
+            other => Err(ValueError::NotDuration {
+                key: key.clone(),
+                kind: other.kind(),
+                text: other.text(),
+            }),
         }?;
         if parsed.is_zero() {
-            return Err(format!("`{key}` must be more than zero"));
+            return Err(ValueError::Zero { key });
         }
         Ok(parsed)
+    }
+
+    /// A positive number of US dollars (`max_cost_usd`); `Err` is the message.
+    pub fn positive_usd(&self, key: &str) -> Result<f64, ValueError> {
+        let number = match self {
+            Scalar::Int(n) => Some(*n as f64),
+            Scalar::Float(f) => Some(*f),
+            _ => None,
+        };
+        match number {
+            Some(n) if n.is_finite() && n > 0.0 => Ok(n),
+            _ => Err(ValueError::NotUsd {
+                key: key.to_string(),
+                kind: self.kind(),
+                text: self.text(),
+            }),
+        }
+    }
+
+    /// A flag's value read as YAML would read it: a number when it is one.
+    pub fn from_flag(text: &str) -> Scalar {
+        if let Ok(n) = text.trim().parse::<i128>() {
+            Scalar::Int(n)
+        } else if let Ok(x) = text.trim().parse::<f64>() {
+            Scalar::Float(x)
+        } else {
+            Scalar::Str(text.to_string())
+        }
     }
 
     /// What the user wrote, for messages and for vars (`1` → "1", `true` → "true").

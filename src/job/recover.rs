@@ -44,7 +44,7 @@ pub(crate) fn parse_recovering<T: DeserializeOwned>(
         if !recoverable {
             // A syntax error: say what it usually means (a tab, a key out of
             // line, an open bracket, an unquoted `: `) and stop.
-            let first_line = reporter.start().0;
+            let first_line = reporter.start().line;
             if let Some(d) = reporter.diagnostics.last_mut() {
                 super::yaml_syntax::explain_syntax_error(d, &working, first_line);
             }

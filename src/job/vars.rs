@@ -99,19 +99,31 @@ pub fn is_valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// A `--var` flag that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VarFlagError {
+    #[error("`{flag}` is not of the form K=V, e.g. --var crate=core")]
+    NotKeyValue { flag: String },
+    #[error(
+        "`{name}` in `{flag}` is not a valid var name; use letters, digits, `_` and `-`, \
+         starting with a letter"
+    )]
+    BadName { name: String, flag: String },
+}
+
 /// Parses one `--var K=V` flag (the value may be empty and may hold `=`).
-pub fn parse_var_flag(flag: &str) -> Result<(String, String), String> {
+pub fn parse_var_flag(flag: &str) -> Result<(String, String), VarFlagError> {
     let Some((name, value)) = flag.split_once('=') else {
-        return Err(format!(
-            "`{flag}` is not of the form K=V, e.g. --var crate=core"
-        ));
+        return Err(VarFlagError::NotKeyValue {
+            flag: flag.to_string(),
+        });
     };
     let name = name.trim();
     if !is_valid_name(name) {
-        return Err(format!(
-            "`{name}` in `{flag}` is not a valid var name; use letters, digits, `_` and `-`, \
-             starting with a letter"
-        ));
+        return Err(VarFlagError::BadName {
+            name: name.to_string(),
+            flag: flag.to_string(),
+        });
     }
     Ok((name.to_string(), value.to_string()))
 }
@@ -162,10 +174,16 @@ mod tests {
     fn var_flags() {
         assert_eq!(parse_var_flag("a=b=c").unwrap(), ("a".into(), "b=c".into()));
         assert_eq!(parse_var_flag("a=").unwrap(), ("a".into(), String::new()));
-        assert!(parse_var_flag("novalue").unwrap_err().contains("K=V"));
+        assert!(
+            parse_var_flag("novalue")
+                .unwrap_err()
+                .to_string()
+                .contains("K=V")
+        );
         assert!(
             parse_var_flag("1x=2")
                 .unwrap_err()
+                .to_string()
                 .contains("not a valid var name")
         );
     }

@@ -59,7 +59,7 @@ impl StdioLaunch {
             let value = template
                 .resolve(lookup)
                 .map_err(|missing| LaunchError::MissingEnv {
-                    variable: missing,
+                    variable: missing.to_string(),
                     name: name.clone(),
                 })?;
             resolved.push((name.clone(), value));

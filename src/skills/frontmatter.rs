@@ -22,7 +22,7 @@ use super::Skill;
 use super::placeholders::expand_folder_placeholders;
 use super::tool_names::{missing_tool, split_allowed_tools, to_canonical};
 use super::tools_left::no_tools_warning;
-use crate::job::diagnostic::{Diagnostic, Reporter};
+use crate::job::diagnostic::{Diagnostic, Pos, Reporter};
 use crate::job::raw::Scalar;
 
 const MAX_NAME_CHARS: usize = 64;
@@ -256,7 +256,7 @@ fn build(
         .filter(|m| !m.is_empty());
     let metadata = fields.metadata.map(|m| metadata(r, m)).unwrap_or_default();
     if body.trim().is_empty() {
-        let pos = (parts.body_line, 1);
+        let pos = Pos::at(parts.body_line, 1);
         r.warning(
             pos,
             "SKILL.md has no instructions after the frontmatter; the body is what the agent follows",
@@ -470,7 +470,7 @@ fn allowed_tools(
     tools: &Spanned<Node>,
     dir: &Path,
 ) -> Option<(Vec<crate::policy::ToolPattern>, Vec<String>)> {
-    let mut entries: Vec<(String, (u32, u32))> = Vec::new();
+    let mut entries: Vec<(String, Pos)> = Vec::new();
     match &tools.value {
         // `allowed-tools:` with no value allows nothing, as `""` does.
         Node::Null => {}

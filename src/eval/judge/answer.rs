@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::JudgeError;
 use crate::agent::result::ResultSchema;
 use crate::provider::{ChatResponse, ToolDefinition};
 
@@ -64,7 +65,7 @@ pub struct Judgement {
 }
 
 /// The judgement in `response`, or why there is none.
-pub fn read(response: &ChatResponse) -> Result<Judgement, String> {
+pub fn read(response: &ChatResponse) -> Result<Judgement, JudgeError> {
     let Some(call) = response
         .tool_calls
         .iter()
@@ -78,16 +79,16 @@ pub fn read(response: &ChatResponse) -> Result<Judgement, String> {
             ),
             _ => "answered nothing".to_string(),
         };
-        return Err(format!(
-            "the judge did not call `{SUBMIT_JUDGEMENT}`: it {what}"
-        ));
+        return Err(JudgeError::NotCalled { what });
     };
-    let validator = ResultSchema::new(&schema()).map_err(|e| e.to_string())?;
+    let validator =
+        ResultSchema::new(&schema()).map_err(|e| JudgeError::Schema(e.to_string()))?;
     let checked = validator
         .check(&call.arguments)
-        .map_err(|e| format!("the judge's `{SUBMIT_JUDGEMENT}` arguments are invalid: {e}"))?;
-    serde_json::from_value::<Judgement>(checked)
-        .map_err(|e| format!("the judge's `{SUBMIT_JUDGEMENT}` arguments are invalid: {e}"))
+        .map_err(|problem| JudgeError::Invalid { problem })?;
+    serde_json::from_value::<Judgement>(checked).map_err(|e| JudgeError::Invalid {
+        problem: e.to_string(),
+    })
 }
 
 /// The median of `scores`: the middle one, or for an even count the mean
@@ -139,14 +140,14 @@ mod tests {
             ),
             (r#"{"score": 0.5, "verdict": "pass"}"#, "reasons"),
         ] {
-            let error = read(&answer(arguments)).unwrap_err();
+            let error = read(&answer(arguments)).unwrap_err().to_string();
             assert!(error.contains(expected), "{arguments}: {error}");
         }
         let prose = ChatResponse {
             text: Some("Score: 0.9, pass".into()),
             ..ChatResponse::default()
         };
-        let error = read(&prose).unwrap_err();
+        let error = read(&prose).unwrap_err().to_string();
         assert!(error.contains("answered in text"), "{error}");
     }
 

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::JudgeError;
 use crate::job::ModelSpec;
 use crate::job::load::parse_model_flag;
 use crate::provider::cassette::CassetteHeader;
@@ -57,7 +58,11 @@ impl Bench {
 
     /// The model a judge naming `model` and `base_url` (both optional)
     /// calls: the job's, with what the judge names over it.
-    pub fn model(&self, model: Option<&str>, base_url: Option<&str>) -> Result<JudgeModel, String> {
+    pub fn model(
+        &self,
+        model: Option<&str>,
+        base_url: Option<&str>,
+    ) -> Result<JudgeModel, JudgeError> {
         let spec = judge_spec(&self.job_model, model, base_url)?;
         let shown = match (&self.source, model) {
             // The job's model, replayed: the one the cassette was recorded with.
@@ -87,7 +92,7 @@ impl Bench {
         })
     }
 
-    fn replay(&self, cassette: &Path) -> Result<std::sync::Arc<ReplayProvider>, String> {
+    fn replay(&self, cassette: &Path) -> Result<std::sync::Arc<ReplayProvider>, JudgeError> {
         let mut opened = self.replay.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(replay) = opened.as_ref() {
             return Ok(replay.clone());
@@ -95,11 +100,9 @@ impl Bench {
         let replay =
             ReplayProvider::open_judges(cassette, &self.workspace).map_err(|e| describe(&e))?;
         if replay.is_empty() {
-            return Err(format!(
-                "cassette {} holds no judge answers (it was recorded before the case had a \
-                 `judge` assertion); re-record it with `agentci eval --record`",
-                cassette.display()
-            ));
+            return Err(JudgeError::NoAnswers {
+                cassette: cassette.to_path_buf(),
+            });
         }
         let replay = std::sync::Arc::new(replay);
         *opened = Some(replay.clone());
@@ -107,8 +110,8 @@ impl Bench {
     }
 }
 
-fn describe(error: &ProviderError) -> String {
-    error.to_string()
+fn describe(error: &ProviderError) -> JudgeError {
+    JudgeError::Provider(error.to_string())
 }
 
 /// The job's model with a judge's `model` and `base_url` over it: settings
@@ -118,11 +121,11 @@ fn judge_spec(
     job: &ModelSpec,
     model: Option<&str>,
     base_url: Option<&str>,
-) -> Result<ModelSpec, String> {
+) -> Result<ModelSpec, JudgeError> {
     let mut spec = job.clone();
     spec.cassette = None;
     if let Some(written) = model {
-        let (kind, name) = parse_model_flag(written).map_err(|e| format!("judge.model: {e}"))?;
+        let (kind, name) = parse_model_flag(written)?;
         if kind != job.provider {
             spec.api_key_env = kind.default_api_key_env().map(str::to_string);
             spec.base_url = None;

@@ -15,6 +15,7 @@ pub mod answer;
 pub mod bench;
 pub mod material;
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use answer::{Judgement, Said};
@@ -26,6 +27,33 @@ use super::suite::JudgeSpec;
 use crate::event::RunStatus;
 use crate::provider::pricing::Price;
 use crate::provider::{ChatRequest, Message, ProviderError, ToolChoice, Usage};
+
+/// Why a judge gave no judgement, or could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// `what` says what the judge did instead (`answered nothing`, …).
+    #[error("the judge did not call `{}`: it {what}", answer::SUBMIT_JUDGEMENT)]
+    NotCalled { what: String },
+    /// The judgement's schema did not compile (a bug, in its own words).
+    #[error("{0}")]
+    Schema(String),
+    #[error(
+        "the judge's `{}` arguments are invalid: {problem}",
+        answer::SUBMIT_JUDGEMENT
+    )]
+    Invalid { problem: String },
+    #[error("judge.model: {0}")]
+    Model(#[from] crate::job::load::ValueError),
+    /// The judging model's provider could not be made, in its own words.
+    #[error("{0}")]
+    Provider(String),
+    #[error(
+        "cassette {} holds no judge answers (it was recorded before the case had a `judge` \
+         assertion); re-record it with `agentci eval --record`",
+        .cassette.display()
+    )]
+    NoAnswers { cassette: PathBuf },
+}
 
 /// An attempt's judges: what they see, where their model comes from, and
 /// what they used so far.
@@ -126,7 +154,8 @@ impl<'a> Judging<'a> {
             price,
         } = self
             .bench
-            .model(spec.model.as_deref(), spec.base_url.as_deref())?;
+            .model(spec.model.as_deref(), spec.base_url.as_deref())
+            .map_err(|e| e.to_string())?;
         outcome.model = shown;
         let request = ChatRequest {
             model: name,

@@ -14,7 +14,7 @@ use quick_junit::{
 
 use crate::eval::results::{AttemptResult, CaseResult, CaseStatus, Outcome, Results, SuiteResult};
 
-pub fn to_xml(results: &Results) -> Result<String, String> {
+pub fn to_xml(results: &Results) -> Result<String, super::ReportError> {
     let mut report = Report::new("agentci eval");
     for suite in &results.suites {
         report.add_test_suite(test_suite(suite));
@@ -28,7 +28,7 @@ pub fn to_xml(results: &Results) -> Result<String, String> {
     report
         .to_string()
         .map(|xml| crate::sink::junit::attributes::line_breaks_as_references(&xml))
-        .map_err(|e| format!("cannot write JUnit XML: {e}"))
+        .map_err(|e| super::ReportError::Junit(e.to_string()))
 }
 
 /// A `regressions` testsuite with one failing testcase per regression, so

@@ -11,21 +11,46 @@ pub mod junit;
 pub mod markdown;
 pub mod table;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::results::Results;
 
+/// A report that could not be made or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot create {}: {error}", .path.display())]
+    Create {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// `results.json`, in its own words.
+    #[error("{0}")]
+    Results(String),
+    #[error("cannot write JUnit XML: {0}")]
+    Junit(String),
+    #[error("cannot write {}: {error}", .path.display())]
+    Write { path: PathBuf, error: String },
+}
+
 /// Write `results.json`, `junit.xml` and `summary.md` into `dir`.
-pub fn write_all(results: &Results, dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+pub fn write_all(results: &Results, dir: &Path) -> Result<(), ReportError> {
+    std::fs::create_dir_all(dir).map_err(|error| ReportError::Create {
+        path: dir.to_path_buf(),
+        error,
+    })?;
     results
         .write(&dir.join("results.json"))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ReportError::Results(e.to_string()))?;
     let xml = junit::to_xml(results)?;
-    let junit_path = dir.join("junit.xml");
-    crate::safe_file::replace(&junit_path, xml.as_bytes(), None)
-        .map_err(|e| format!("cannot write {}: {e}", junit_path.display()))?;
-    let summary = dir.join("summary.md");
-    crate::safe_file::replace(&summary, markdown::summary(results).as_bytes(), None)
-        .map_err(|e| format!("cannot write {}: {e}", summary.display()))
+    let write = |path: PathBuf, bytes: &[u8]| {
+        crate::safe_file::replace(&path, bytes, None).map_err(|e| ReportError::Write {
+            error: e.to_string(),
+            path,
+        })
+    };
+    write(dir.join("junit.xml"), xml.as_bytes())?;
+    write(
+        dir.join("summary.md"),
+        markdown::summary(results).as_bytes(),
+    )
 }

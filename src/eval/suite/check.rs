@@ -17,9 +17,9 @@ use super::raw::{RawAssertion, RawCase, RawFixture, RawSuite};
 use super::{Assertion, CaseSpec, ExpectedStatus, Fixture, SuiteSpec, is_valid_case_name};
 use crate::job::diagnostic::{Pos, Reporter};
 use crate::job::load::parse_model_flag;
-use crate::job::raw::Scalar;
+use crate::job::raw::{RawBudget, Scalar};
 use crate::job::vars::is_valid_name;
-use crate::job::{Diagnostic, LoadOptions};
+use crate::job::{BudgetSpec, Diagnostic, Given, LoadOptions, Overrides};
 use crate::tools::workspace::normalize;
 
 /// How long a `run:` assertion may take.
@@ -47,6 +47,35 @@ fn recorded_defaults(first: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// What a case changes in the job: its goal, vars and budget, each at its
+/// place in the suite file (`path`, as given), checked with the job.
+fn case_overrides(
+    path: &Path,
+    case: &RawCase,
+    goal: Option<&String>,
+    vars: &BTreeMap<String, String>,
+) -> Overrides {
+    let given =
+        |value: &Spanned<Scalar>| Given::in_file(path, &value.referenced, value.value.clone());
+    let budget = case.budget.as_ref();
+    let value = |pick: fn(&RawBudget) -> &Option<Spanned<Scalar>>| {
+        budget.and_then(|b| pick(b).as_ref()).map(given)
+    };
+    let mut overrides = Overrides {
+        max_turns: value(|b| &b.max_turns),
+        max_tool_calls: value(|b| &b.max_tool_calls),
+        max_tokens: value(|b| &b.max_tokens),
+        max_cost_usd: value(|b| &b.max_cost_usd),
+        timeout: value(|b| &b.timeout),
+        vars: vars.clone(),
+        ..Overrides::default()
+    };
+    if let (Some(goal), Some(raw)) = (goal, &case.goal) {
+        overrides.goal = Some(Given::in_file(path, &raw.referenced, goal.clone()));
+    }
+    overrides
+}
+
 impl SuiteChecker<'_> {
     pub fn check(mut self, path: &Path, raw: RawSuite) -> (Option<SuiteSpec>, Vec<Diagnostic>) {
         if let Some(v) = &raw.version
@@ -67,7 +96,7 @@ impl SuiteChecker<'_> {
             .min_pass_rate
             .as_ref()
             .and_then(|v| self.rate(v, "min_pass_rate"));
-        let cases = self.cases(raw.cases.as_ref());
+        let cases = self.cases(path, job.as_deref(), raw.cases.as_ref());
         let suite = match (name, job, cases) {
             (Some(name), Some(job), Some(cases)) => Some(SuiteSpec {
                 path: path.to_path_buf(),
@@ -136,7 +165,14 @@ impl SuiteChecker<'_> {
         Some(job)
     }
 
-    fn cases(&mut self, raw: Option<&Spanned<Vec<Spanned<RawCase>>>>) -> Option<Vec<CaseSpec>> {
+    /// The cases; `job` is the base job when it loaded, to check each
+    /// case's budget with.
+    fn cases(
+        &mut self,
+        path: &Path,
+        job: Option<&Path>,
+        raw: Option<&Spanned<Vec<Spanned<RawCase>>>>,
+    ) -> Option<Vec<CaseSpec>> {
         let Some(raw) = raw else {
             let start = self.r.start();
             self.r.error(
@@ -155,7 +191,7 @@ impl SuiteChecker<'_> {
         let mut cases = Vec::new();
         let mut complete = true;
         for (index, case) in raw.value.iter().enumerate() {
-            match self.case(index, case, &mut seen) {
+            match self.case(path, job, index, case, &mut seen) {
                 Some(case) => cases.push(case),
                 None => complete = false,
             }
@@ -165,6 +201,8 @@ impl SuiteChecker<'_> {
 
     fn case(
         &mut self,
+        path: &Path,
+        job: Option<&Path>,
         index: usize,
         raw: &Spanned<RawCase>,
         seen: &mut HashSet<String>,
@@ -185,11 +223,8 @@ impl SuiteChecker<'_> {
         });
         let vars = self.vars(&case.vars);
         let model = case.model.as_ref().and_then(|m| self.model(m));
-        let budget = case
-            .budget
-            .as_ref()
-            .map(|b| self.budget(b))
-            .unwrap_or_default();
+        let overrides = case_overrides(path, case, goal.as_ref(), &vars);
+        let budget = job.and_then(|job| self.case_budget(job, &overrides));
         let cassettes = self.cassettes(case);
         let min_pass_rate = case
             .min_pass_rate
@@ -213,7 +248,8 @@ impl SuiteChecker<'_> {
             goal,
             vars,
             model,
-            budget,
+            budget: budget?,
+            overrides,
             cassettes: cassettes?,
             min_pass_rate,
             assertions: assertions?,
@@ -295,6 +331,43 @@ impl SuiteChecker<'_> {
                     );
                     None
                 }
+            }
+        }
+    }
+
+    /// A case's budget, checked by the job's own checks over the base job,
+    /// so each limit has one rule and one message; a problem is reported at
+    /// the case's key. Returns the limits the case sets, as the job holds them.
+    fn case_budget(&mut self, job: &Path, overrides: &Overrides) -> Option<BudgetSpec> {
+        if !overrides.sets_budget() {
+            return Some(BudgetSpec::default());
+        }
+        let options = LoadOptions {
+            cwd: self.cwd.to_path_buf(),
+            workspace: Some(self.dir.to_path_buf()),
+            overrides: overrides.budget_only(),
+            ..LoadOptions::default()
+        };
+        match crate::job::load_job(job, &options) {
+            Ok((spec, _)) => {
+                let budget = spec.budget;
+                let set = |value: &Option<_>| value.is_some();
+                Some(BudgetSpec {
+                    max_turns: budget.max_turns.filter(|_| set(&overrides.max_turns)),
+                    max_tool_calls: budget
+                        .max_tool_calls
+                        .filter(|_| set(&overrides.max_tool_calls)),
+                    max_tokens: budget.max_tokens.filter(|_| set(&overrides.max_tokens)),
+                    max_cost_usd: budget.max_cost_usd.filter(|_| set(&overrides.max_cost_usd)),
+                    timeout: budget.timeout.filter(|_| set(&overrides.timeout)),
+                })
+            }
+            Err(problems) => {
+                // The base job loaded without them: every error is the case's.
+                self.r
+                    .diagnostics
+                    .extend(problems.into_iter().filter(Diagnostic::is_error));
+                None
             }
         }
     }

@@ -51,8 +51,12 @@ pub struct CaseSpec {
     pub vars: BTreeMap<String, String>,
     /// `PROVIDER:NAME`, as `--model` takes it.
     pub model: Option<String>,
-    /// Only the limits set here replace the job's.
+    /// The limits the case sets, as the job's checks read them (only these
+    /// replace the job's).
     pub budget: BudgetSpec,
+    /// The goal, vars and budget as written, each with its place in the
+    /// suite file: the job is loaded with them for every attempt.
+    pub overrides: crate::job::Overrides,
     /// Absolute cassette paths: attempt `n` replays `cassettes[(n - 1) % len]`.
     /// A case that names none gets what `--record` saved for it, if anything.
     pub cassettes: Vec<PathBuf>,

@@ -1,4 +1,6 @@
-//! Numbers in a suite file: rates, budget overrides, limits and durations.
+//! Numbers in a suite file: rates, assertion limits and durations. A
+//! case's budget is not checked here but by the job's own checks (see
+//! `check::SuiteChecker::case_budget`).
 //! They arrive as any scalar so a wrong type is reported with the other
 //! semantic problems, at its own position.
 
@@ -7,8 +9,6 @@ use std::time::Duration;
 use serde_saphyr::Spanned;
 
 use super::check::SuiteChecker;
-use super::raw::RawBudget;
-use crate::job::BudgetSpec;
 use crate::job::raw::Scalar;
 
 impl SuiteChecker<'_> {
@@ -28,26 +28,6 @@ impl SuiteChecker<'_> {
                 );
                 None
             }
-        }
-    }
-
-    pub(super) fn budget(&mut self, raw: &RawBudget) -> BudgetSpec {
-        let int = |this: &mut Self, v: &Option<Spanned<Scalar>>, key, max| {
-            v.as_ref().and_then(|v| this.whole(&v.value, v, key, max))
-        };
-        BudgetSpec {
-            max_turns: int(self, &raw.max_turns, "max_turns", u32::MAX.into()).map(|n| n as u32),
-            max_tool_calls: int(self, &raw.max_tool_calls, "max_tool_calls", u32::MAX.into())
-                .map(|n| n as u32),
-            max_tokens: int(self, &raw.max_tokens, "max_tokens", u64::MAX),
-            max_cost_usd: raw
-                .max_cost_usd
-                .as_ref()
-                .and_then(|v| self.cost(&v.value, v)),
-            timeout: raw
-                .timeout
-                .as_ref()
-                .and_then(|v| self.duration(&v.value, v, "timeout")),
         }
     }
 
@@ -77,24 +57,13 @@ impl SuiteChecker<'_> {
         None
     }
 
-    /// A positive number of US dollars.
+    /// A positive number of US dollars, in the job's own words.
     pub(super) fn cost<T>(&mut self, value: &Scalar, at: &Spanned<T>) -> Option<f64> {
-        match number(value) {
-            Some(n) if n.is_finite() && n > 0.0 => Some(n),
-            _ => {
-                let pos = self.r.pos(&at.referenced);
-                self.r.error(
-                    pos,
-                    format!(
-                        "`max_cost_usd` must be a positive number of US dollars such as 0.5, \
-                         found {} `{}`",
-                        value.kind(),
-                        value.text()
-                    ),
-                );
-                None
-            }
-        }
+        let pos = self.r.pos(&at.referenced);
+        value
+            .positive_usd("max_cost_usd")
+            .map_err(|e| self.r.error(pos, e.to_string()))
+            .ok()
     }
 
     /// A positive duration: `15m`, `1h30m`, `500ms`, or whole seconds.
@@ -107,7 +76,7 @@ impl SuiteChecker<'_> {
         let pos = self.r.pos(&at.referenced);
         value
             .positive_duration(key)
-            .map_err(|message| self.r.error(pos, message))
+            .map_err(|e| self.r.error(pos, e.to_string()))
             .ok()
     }
 }

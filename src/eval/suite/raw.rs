@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
-use crate::job::raw::Scalar;
+use crate::job::raw::{RawBudget, Scalar};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -71,27 +71,6 @@ pub(super) struct RawCase {
     #[serde(default, rename = "assert")]
     #[schemars(with = "Vec<RawAssertion>")]
     pub assertions: Vec<Spanned<RawAssertion>>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(rename = "Budget")]
-pub(super) struct RawBudget {
-    /// Model turns the run may take.
-    #[schemars(with = "Option<crate::job::schema::Whole>")]
-    pub max_turns: Option<Spanned<Scalar>>,
-    /// Tool calls the run may make.
-    #[schemars(with = "Option<crate::job::schema::Whole>")]
-    pub max_tool_calls: Option<Spanned<Scalar>>,
-    /// Tokens (input and output) the run may use.
-    #[schemars(with = "Option<crate::job::schema::Whole>")]
-    pub max_tokens: Option<Spanned<Scalar>>,
-    /// US dollars the run may cost (needs prices for the model).
-    #[schemars(with = "Option<crate::job::schema::Number>")]
-    pub max_cost_usd: Option<Spanned<Scalar>>,
-    /// Wall-clock time the run may take, e.g. `15m`.
-    #[schemars(with = "Option<crate::job::schema::DurationText>")]
-    pub timeout: Option<Spanned<Scalar>>,
 }
 
 /// One entry of a case's `assert:` list: a mapping with exactly one key.

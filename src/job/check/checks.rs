@@ -49,7 +49,7 @@ impl Checker<'_> {
                                     format!(
                                         "duplicate check name `{t}` (first used at line {}); \
                                          check names must be unique",
-                                        first.0
+                                        first.line
                                     ),
                                 );
                             } else {

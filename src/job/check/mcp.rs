@@ -34,7 +34,7 @@ impl Checker<'_> {
         for (name, server) in &raw.value.servers {
             let pos = pos_of(&self.r, server);
             if let Err(message) = check_server_name(name) {
-                self.r.error(pos, message);
+                self.r.error(pos, message.to_string());
                 continue;
             }
             if let Some(spec) = self.mcp_server(name, server, workspace, vars) {

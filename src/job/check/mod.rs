@@ -39,7 +39,7 @@ pub(crate) use result::schema_file_problem;
 pub(crate) use writable::kept_paths;
 
 use crate::job::diagnostic::{Pos, Reporter};
-use crate::job::load::{Overrides, existing_dir, pos_of};
+use crate::job::load::{FlagValues, existing_dir, pos_of};
 use crate::job::raw::{RawJob, RawOutputs, RawSkill, Scalar};
 use crate::job::vars::{is_valid_name, substitute};
 use crate::job::{Diagnostic, FurtherSkill, JobSpec, OutputsSpec, SkillRef};
@@ -63,7 +63,7 @@ impl Checker<'_> {
         mut self,
         path: &Path,
         raw: RawJob,
-        overrides: Overrides,
+        overrides: FlagValues,
     ) -> (Option<JobSpec>, Pos, Vec<Diagnostic>) {
         self.version(raw.version.as_ref());
         let vars = self.vars(&raw.vars, overrides.vars.clone());
@@ -292,18 +292,15 @@ impl Checker<'_> {
     fn further_skills(&mut self, names: &[Spanned<String>]) -> Vec<FurtherSkill> {
         let mut out: Vec<FurtherSkill> = Vec::new();
         for name in names {
-            let (line, column) = pos_of(&self.r, name);
+            let pos = pos_of(&self.r, name);
+            let (line, column) = (pos.line, pos.column);
             let text = name.value.trim();
             if text.is_empty() {
-                self.r.error(
-                    (line, column),
-                    "an entry of `skills` is empty; expected a skill name",
-                );
+                self.r
+                    .error(pos, "an entry of `skills` is empty; expected a skill name");
             } else if out.iter().any(|s| s.name == text) {
-                self.r.warning(
-                    (line, column),
-                    format!("skill `{text}` is listed twice in `skills`"),
-                );
+                self.r
+                    .warning(pos, format!("skill `{text}` is listed twice in `skills`"));
             } else {
                 out.push(FurtherSkill {
                     name: text.to_string(),

@@ -9,7 +9,7 @@ use serde_saphyr::Spanned;
 
 use super::{Checker, DEFAULT_REQUEST_TIMEOUT};
 use crate::job::diagnostic::Pos;
-use crate::job::load::{Overrides, check_base_url, pos_of};
+use crate::job::load::{FlagValues, check_base_url, pos_of};
 use crate::job::raw::RawModel;
 use crate::job::{ModelSpec, ProviderKind};
 use crate::provider::replay::ReplayMatch;
@@ -19,7 +19,7 @@ impl Checker<'_> {
     pub(super) fn model(
         &mut self,
         raw: Option<&Spanned<RawModel>>,
-        overrides: &Overrides,
+        overrides: &FlagValues,
         vars: &BTreeMap<String, String>,
     ) -> Option<ModelSpec> {
         let pos = raw.map_or_else(|| self.r.start(), |m| pos_of(&self.r, m));
@@ -279,7 +279,7 @@ impl Checker<'_> {
                     .map(|(name, value)| format!("`{name}` is `{value}`"))
                     .collect();
                 let message = match used.is_empty() {
-                    true => message,
+                    true => message.to_string(),
                     false => format!(
                         "{message} (after substituting vars: {}; change the var's value, \
                          in `vars:` or with --var)",
@@ -293,7 +293,7 @@ impl Checker<'_> {
     }
 
     /// `replay: {match: strict | sequence}`, with `--replay-match` over it.
-    fn replay_match(&mut self, raw: Option<&RawModel>, overrides: &Overrides) -> ReplayMatch {
+    fn replay_match(&mut self, raw: Option<&RawModel>, overrides: &FlagValues) -> ReplayMatch {
         let written = raw
             .and_then(|m| m.replay.as_ref())
             .and_then(|r| r.value.match_mode.as_ref());

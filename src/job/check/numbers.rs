@@ -50,27 +50,12 @@ impl Checker<'_> {
     }
 
     pub(super) fn cost(&mut self, value: &Spanned<Scalar>) -> Option<f64> {
-        let number = match value.value {
-            Scalar::Int(n) => Some(n as f64),
-            Scalar::Float(f) => Some(f),
-            _ => None,
-        };
-        match number {
-            Some(n) if n.is_finite() && n > 0.0 => Some(n),
-            _ => {
-                let pos = pos_of(&self.r, value);
-                self.r.error(
-                    pos,
-                    format!(
-                        "`max_cost_usd` must be a positive number of US dollars such as 2.5, \
-                         found {} `{}`",
-                        value.value.kind(),
-                        value.value.text()
-                    ),
-                );
-                None
-            }
-        }
+        let pos = pos_of(&self.r, value);
+        value
+            .value
+            .positive_usd("max_cost_usd")
+            .map_err(|e| self.r.error(pos, e.to_string()))
+            .ok()
     }
 
     /// A positive duration: `15m`, `1h30m`, `500ms`, or whole seconds.
@@ -79,7 +64,7 @@ impl Checker<'_> {
         value
             .value
             .positive_duration(key)
-            .map_err(|message| self.r.error(pos, message))
+            .map_err(|e| self.r.error(pos, e.to_string()))
             .ok()
     }
 }

@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 use super::Checker;
 use crate::job::ProviderKind;
 use crate::job::diagnostic::{Diagnostic, Pos};
-use crate::job::load::{Overrides, pos_of};
+use crate::job::load::{FlagValues, pos_of};
 use crate::job::raw::{RawReasoning, Scalar};
 use crate::provider::reasoning::{Effort, ReasoningSettings, SummaryMode};
 
@@ -65,7 +65,7 @@ impl Checker<'_> {
         raw: Option<&Spanned<RawReasoning>>,
         (kind, model): (ProviderKind, Option<&str>),
         provider_changed: bool,
-        overrides: &Overrides,
+        overrides: &FlagValues,
     ) -> ReasoningSettings {
         let (mut settings, mut written) = self.written_reasoning(raw);
         if let Some(effort) = overrides.reasoning_effort {

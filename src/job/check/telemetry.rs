@@ -48,7 +48,9 @@ impl Checker<'_> {
                         format!(
                             "`telemetry.otlp.endpoint`: {}; give the collector's OTLP \
                              address, e.g. http://127.0.0.1:4318 (grpc: port 4317)",
-                            problem.replace(", e.g. http://127.0.0.1:11434/v1", "")
+                            problem
+                                .to_string()
+                                .replace(", e.g. http://127.0.0.1:11434/v1", "")
                         ),
                     );
                     None

@@ -15,6 +15,7 @@ use serde_saphyr::Spanned;
 
 use super::Checker;
 use crate::job::OutputsSpec;
+use crate::job::diagnostic::Pos;
 use crate::job::load::pos_of;
 use crate::job::raw::Scalar;
 use crate::sandbox::SandboxProfile;
@@ -43,16 +44,17 @@ impl Checker<'_> {
         let kept = places.workspace.map(|ws| kept_paths(ws, places.outputs));
         let mut roots: Vec<WritableRoot> = Vec::new();
         for entry in entries {
-            let (line, column) = pos_of(&self.r, entry);
+            let pos = pos_of(&self.r, entry);
+            let (line, column) = (pos.line, pos.column);
             let Some(text) = self.writable_text(entry, vars) else {
                 continue;
             };
-            let Some(path) = self.writable_path(text.trim(), (line, column), kept.as_ref()) else {
+            let Some(path) = self.writable_path(text.trim(), pos, kept.as_ref()) else {
                 continue;
             };
             if roots.iter().any(|r| r.path == path) {
                 self.r.warning(
-                    (line, column),
+                    pos,
                     format!("`{path}` is listed twice in `sandbox.writable`"),
                 );
                 continue;
@@ -127,7 +129,7 @@ impl Checker<'_> {
     fn writable_path(
         &mut self,
         text: &str,
-        pos: (u32, u32),
+        pos: Pos,
         kept: Option<&KeptPaths>,
     ) -> Option<WritablePath> {
         let problem = |what: &str| format!("`sandbox.writable` entry `{text}` {what}");
@@ -208,7 +210,7 @@ impl Checker<'_> {
         &mut self,
         path: &Path,
         text: &str,
-        pos: (u32, u32),
+        pos: Pos,
         kept: Option<&KeptPaths>,
     ) -> bool {
         let refusal = match kept {
