@@ -130,22 +130,25 @@ fn main() {
         ms(through_set[ROUNDS / 2]),
         ms(through_set[0])
     );
-    let sandboxed = ProcessRunner::new(RunnerConfig {
-        sandbox: SandboxSpec {
-            profile: SandboxProfile::WorkspaceWrite,
-            network: false,
-            require: false,
-            ..SandboxSpec::default()
+    let sandboxed = ProcessRunner::new(
+        RunnerConfig {
+            sandbox: SandboxSpec {
+                profile: SandboxProfile::WorkspaceWrite,
+                network: false,
+                require: false,
+                ..SandboxSpec::default()
+            },
+            workspace: workspace.clone(),
+            run_id: format!("mcp-bench-{}", std::process::id()),
+            protected: Vec::new(),
+            masked: Vec::new(),
+            read_denied: Vec::new(),
+            read_only: Vec::new(),
+            extra_env: Vec::new(),
+            secrets: Default::default(),
         },
-        workspace: workspace.clone(),
-        run_id: format!("mcp-bench-{}", std::process::id()),
-        protected: Vec::new(),
-        masked: Vec::new(),
-        read_denied: Vec::new(),
-        read_only: Vec::new(),
-        extra_env: Vec::new(),
-        secrets: Default::default(),
-    })
+        &agentci::run_env::RunEnv::new(std::env::vars_os()),
+    )
     .expect("runner");
     let in_sandbox = set_startup(Some(&sandboxed));
     println!(

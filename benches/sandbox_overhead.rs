@@ -58,22 +58,25 @@ fn main() {
 }
 
 fn runner(workspace: &Path, profile: SandboxProfile, network: bool) -> ProcessRunner {
-    ProcessRunner::new(RunnerConfig {
-        sandbox: SandboxSpec {
-            profile,
-            network,
-            require: false,
-            ..SandboxSpec::default()
+    ProcessRunner::new(
+        RunnerConfig {
+            sandbox: SandboxSpec {
+                profile,
+                network,
+                require: false,
+                ..SandboxSpec::default()
+            },
+            workspace: workspace.to_path_buf(),
+            run_id: format!("bench-{}", uuid_like()),
+            protected: vec![workspace.join(".agentci/runs/r")],
+            masked: Vec::new(),
+            read_denied: Vec::new(),
+            read_only: Vec::new(),
+            extra_env: Vec::new(),
+            secrets: Default::default(),
         },
-        workspace: workspace.to_path_buf(),
-        run_id: format!("bench-{}", uuid_like()),
-        protected: vec![workspace.join(".agentci/runs/r")],
-        masked: Vec::new(),
-        read_denied: Vec::new(),
-        read_only: Vec::new(),
-        extra_env: Vec::new(),
-        secrets: Default::default(),
-    })
+        &agentci::run_env::RunEnv::new(std::env::vars_os()),
+    )
     .expect("process runner")
 }
 

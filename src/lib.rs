@@ -13,7 +13,8 @@
 //! there is no circle between top-level modules (`tests/suite/module_graph.rs`
 //! fails naming the circle when one comes back; unit tests may reach anywhere):
 //!
-//! 1. leaves, using no other module: [`safe_file`], [`redact`], [`inert`]
+//! 1. leaves, using no other module: [`safe_file`], [`redact`], [`run_env`]
+//!    (the environment, read once by the CLI), [`inert`]
 //!    (text from the run made safe to show), [`netproxy`] (the allowlist
 //!    proxy of `sandbox.network`, and the address checks `web_fetch` shares);
 //!    [`git`] uses only `safe_file`; [`github_api`] (the REST calls of the
@@ -47,6 +48,7 @@ pub mod policy;
 pub mod process;
 pub mod provider;
 pub mod redact;
+pub mod run_env;
 pub mod runner;
 pub mod safe_file;
 pub mod sandbox;

@@ -17,7 +17,7 @@ use super::{CliError, Exit};
 use crate::job::LoadOptions;
 use crate::sandbox::{Exposure, FULL_SANDBOX, Support, still_exposed, support};
 
-pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
+pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exit, CliError> {
     let setup = match &args.job {
         Some(job_file) => {
             let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
@@ -27,7 +27,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Exit, CliError> {
             };
             match crate::job::load_job(job_file, &options) {
                 Ok((job, _)) => {
-                    let env = |name: &str| std::env::var(name).ok();
+                    let env = |name: &str| run_env.var(name);
                     Some(setup_checks(&job, args.offline, &env))
                 }
                 Err(problems) => {

@@ -29,17 +29,21 @@ use super::baseline::read_baseline;
 use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
 use super::signals;
 use super::{CliError, Exit};
+use crate::run_env::RunEnv;
 
-pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
+/// `env` is agentci's environment, snapshotted once in `main`: every
+/// attempt reads its variables from it.
+pub fn eval(args: EvalArgs, env: &RunEnv) -> Result<Exit, CliError> {
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let mut options = options(&args, &cwd)?;
     let (trigger, cancel) = cancel_pair();
     options.settings.cancel = cancel.clone();
+    options.settings.env = env.clone();
     let thresholds = thresholds(&args.baseline)?;
     let baseline = read_baseline(args.baseline.baseline.as_ref(), &cwd, &options.out_dir)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
     check_selection(&suites, &options, args.filter.as_deref())?;
-    options.spans = eval_spans(&args);
+    options.spans = eval_spans(&args, env);
 
     if let Some(limit) = args.max_cost_usd
         && let Some(refused) = cost_estimate_over(&suites, &options, baseline.as_ref(), limit)
@@ -149,8 +153,8 @@ pub fn eval(args: EvalArgs) -> Result<Exit, CliError> {
 /// `OTEL_EXPORTER_OTLP_*` variables name a collector, nested under
 /// `TRACEPARENT` when that is set. A problem is a warning: the evaluation
 /// runs the same without them.
-fn eval_spans(args: &EvalArgs) -> Option<Arc<EvalSpans>> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+fn eval_spans(args: &EvalArgs, run_env: &RunEnv) -> Option<Arc<EvalSpans>> {
+    let env = |name: &str| run_env.var(name).filter(|v| !v.trim().is_empty());
     let target = OtlpTarget::resolve(&TelemetrySpec::default(), env)?;
     let warn = |problem: String| {
         let _ = writeln!(std::io::stderr(), "agentci: warning: {problem}");
@@ -250,6 +254,7 @@ fn options(args: &EvalArgs, cwd: &Path) -> Result<EvalOptions, Vec<String>> {
             skills_path: args.skills_path.iter().map(|p| cwd.join(p)).collect(),
             result_schema: args.result_schema.as_ref().map(|p| cwd.join(p)),
             cancel: crate::agent::CancelSignal::never(),
+            env: RunEnv::default(),
         },
         out_dir: cwd.join(&args.out),
         jobs,

@@ -22,8 +22,10 @@ use crate::job::duration::parse_duration;
 use crate::job::mcp::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, check_server_name};
 use crate::job::{EnvTemplate, LoadOptions, McpServerSpec, McpTransport, load_job};
 use crate::mcp::{McpSet, StartContext};
-use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
+use crate::process::{ProcessRunner, RunnerError};
 use crate::redact::Redactor;
+use crate::run_env::RunEnv;
+use crate::runner::RunnerExtra;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -95,7 +97,8 @@ pub struct SourceArgs {
     pub command: Vec<String>,
 }
 
-pub fn mcp(args: McpArgs) -> Result<Exit, CliError> {
+/// `env` is agentci's environment, snapshotted once in `main`.
+pub fn mcp(args: McpArgs, env: &RunEnv) -> Result<Exit, CliError> {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -107,8 +110,8 @@ pub fn mcp(args: McpArgs) -> Result<Exit, CliError> {
         let started = Started::default();
         let work = async {
             match args.command {
-                McpCommand::List(list) => run_list(list, &started).await,
-                McpCommand::Call(call) => run_call(call, &started).await,
+                McpCommand::List(list) => run_list(list, env, &started).await,
+                McpCommand::Call(call) => run_call(call, env, &started).await,
             }
         };
         let stop = match stop_signal() {
@@ -155,9 +158,10 @@ fn stop_signal() -> std::io::Result<impl std::future::Future<Output = (i32, &'st
 async fn start_set(
     servers: &[McpServerSpec],
     selection: &Selection,
+    env: &RunEnv,
     started: &Started,
 ) -> Arc<McpSet> {
-    let lookup = |name: &str| std::env::var(name).ok();
+    let lookup = |name: &str| env.var(name);
     let cx = StartContext {
         workspace: &selection.workspace,
         env: &lookup,
@@ -180,10 +184,13 @@ struct Selection {
     /// A job's servers run under its sandbox profile and `env:`, as in a
     /// run; a `--` command runs with the scrubbed environment only.
     runner: Option<ProcessRunner>,
+    /// Masked in everything printed: a job's secrets, as a run masks them
+    /// in its trace (those of its MCP servers too); none for `--url` and `--`.
+    secrets: Redactor,
 }
 
-async fn run_list(args: ListArgs, started: &Started) -> Result<Exit, CliError> {
-    let (mut selection, rest) = match select(&args.source, &args.words) {
+async fn run_list(args: ListArgs, env: &RunEnv, started: &Started) -> Result<Exit, CliError> {
+    let (mut selection, rest) = match select(&args.source, &args.words, env) {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
@@ -197,7 +204,7 @@ async fn run_list(args: ListArgs, started: &Started) -> Result<Exit, CliError> {
     if rest.len() > 1 {
         return fail("`agentci mcp list` takes a job file and at most one server name");
     }
-    let set = start_set(&servers, &selection, started).await;
+    let set = start_set(&servers, &selection, env, started).await;
     let mut reports = Vec::new();
     for spec in &servers {
         let report = match set.server(&spec.name) {
@@ -211,7 +218,7 @@ async fn run_list(args: ListArgs, started: &Started) -> Result<Exit, CliError> {
     }
     set.shutdown_all().await;
     let any_down = reports.iter().any(|r| matches!(r, ServerReport::Down(_)));
-    mcp_print::print_list(&reports, args.source.json);
+    mcp_print::print_list(&reports, args.source.json, &selection.secrets);
     Ok(if any_down {
         Exit::Unavailable
     } else {
@@ -219,8 +226,8 @@ async fn run_list(args: ListArgs, started: &Started) -> Result<Exit, CliError> {
     })
 }
 
-async fn run_call(args: CallArgs, started: &Started) -> Result<Exit, CliError> {
-    let (mut selection, rest) = match select(&args.source, &args.words) {
+async fn run_call(args: CallArgs, env: &RunEnv, started: &Started) -> Result<Exit, CliError> {
+    let (mut selection, rest) = match select(&args.source, &args.words, env) {
         Ok(found) => found,
         Err(message) => return fail(&message),
     };
@@ -256,11 +263,12 @@ async fn run_call(args: CallArgs, started: &Started) -> Result<Exit, CliError> {
         [] => return fail("expected the name of the tool to call"),
         _ => return fail("too many arguments; expected TOOL and one JSON object"),
     };
-    let set = start_set(std::slice::from_ref(&spec), &selection, started).await;
+    let set = start_set(std::slice::from_ref(&spec), &selection, env, started).await;
     if let Some(down) = set.failed().first() {
         mcp_print::print_call(
             &CallReport::down(&spec.name, &tool, down.clone()),
             args.source.json,
+            &selection.secrets,
         );
         return Ok(Exit::Unavailable);
     }
@@ -268,7 +276,7 @@ async fn run_call(args: CallArgs, started: &Started) -> Result<Exit, CliError> {
     let requests = set.take_requests().into_iter().map(|(_, r)| r).collect();
     let report = CallReport::new(&spec.name, &tool, outcome, requests);
     set.shutdown_all().await;
-    mcp_print::print_call(&report, args.source.json);
+    mcp_print::print_call(&report, args.source.json, &selection.secrets);
     Ok(match &report.down {
         Some(_) => Exit::Unavailable,
         None if report.output.as_ref().is_some_and(|o| o.is_error) => Exit::Failed,
@@ -277,7 +285,11 @@ async fn run_call(args: CallArgs, started: &Started) -> Result<Exit, CliError> {
 }
 
 /// The servers named by the flags or the job file, and the words left over.
-fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<String>), String> {
+fn select(
+    source: &SourceArgs,
+    words: &[String],
+    env: &RunEnv,
+) -> Result<(Selection, Vec<String>), String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     if let Some(selection) = flag_server(source, &cwd)? {
@@ -289,7 +301,7 @@ fn select(source: &SourceArgs, words: &[String]) -> Result<(Selection, Vec<Strin
                 .to_string(),
         );
     };
-    Ok((job_servers(source, &cwd, job_file)?, rest.to_vec()))
+    Ok((job_servers(source, &cwd, job_file, env)?, rest.to_vec()))
 }
 
 /// The one server `--url` or `-- COMMAND ARGS...` names, with the flags'
@@ -336,6 +348,7 @@ fn flag_server(source: &SourceArgs, cwd: &Path) -> Result<Option<Selection>, Str
             servers,
             workspace,
             runner: None,
+            secrets: Redactor::default(),
         }));
     }
     if let Some((program, args)) = source.command.split_first() {
@@ -350,13 +363,19 @@ fn flag_server(source: &SourceArgs, cwd: &Path) -> Result<Option<Selection>, Str
             servers,
             workspace,
             runner: None,
+            secrets: Redactor::default(),
         }));
     }
     Ok(None)
 }
 
 /// The servers of a job file's `mcp.servers`, run as the job would run them.
-fn job_servers(source: &SourceArgs, cwd: &Path, job_file: &str) -> Result<Selection, String> {
+fn job_servers(
+    source: &SourceArgs,
+    cwd: &Path,
+    job_file: &str,
+    env: &RunEnv,
+) -> Result<Selection, String> {
     if source.timeout.is_some() || source.startup_timeout.is_some() {
         return Err(
             "--timeout and --startup-timeout are for --url and -- servers; a job sets \
@@ -380,32 +399,25 @@ fn job_servers(source: &SourceArgs, cwd: &Path, job_file: &str) -> Result<Select
     if job.mcp.servers.is_empty() {
         return Err(format!("{job_file} has no `mcp.servers`"));
     }
-    let runner = job_runner(&job)?;
+    let runner = job_runner(&job, env)?;
     Ok(Selection {
         servers: job.mcp.servers,
         workspace: job.workspace,
+        secrets: runner.secrets().clone(),
         runner: Some(runner),
     })
 }
 
 /// The process runner a run of `job` would have: its sandbox profile, its
-/// `env:`. What the sandbox cannot enforce here is said on stderr, as a
-/// run says it at start; a job that requires the full sandbox stops.
-fn job_runner(job: &crate::job::JobSpec) -> Result<ProcessRunner, String> {
-    let lookup = |name: &str| std::env::var(name).ok();
-    let (env, _missing) = job.resolve_env(lookup);
-    let runner = ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox.clone(),
+/// `env:`, its secrets. What the sandbox cannot enforce here is said on
+/// stderr, as a run says it at start; a job that requires the full sandbox stops.
+fn job_runner(job: &crate::job::JobSpec, env: &RunEnv) -> Result<ProcessRunner, String> {
+    let extra = RunnerExtra {
         workspace: job.workspace.clone(),
         run_id: format!("mcp-{}", std::process::id()),
-        protected: Vec::new(),
-        masked: Vec::new(),
-        read_denied: Vec::new(),
-        read_only: Vec::new(),
-        extra_env: env,
-        secrets: Redactor::default(),
-    })
-    .map_err(|e| match e {
+        ..RunnerExtra::default()
+    };
+    let runner = ProcessRunner::for_job(job, env, extra).map_err(|e| match e {
         RunnerError::TempFolder(e) => format!("cannot create the private temporary folder: {e}"),
         RunnerError::Writable(e) => e.in_file(&job.path),
         RunnerError::Proxy(e) => e.to_string(),

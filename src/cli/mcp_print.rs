@@ -1,11 +1,14 @@
 //! What `agentci mcp list` and `agentci mcp call` print: text for people
 //! on stdout (problems on stderr), or with `--json` one JSON document on
-//! stdout that scripts can read.
+//! stdout that scripts can read. A job's secrets are masked in all of it,
+//! as a run masks them in its trace: a server may echo its own token.
 
 use std::io::Write;
 
 use serde::Serialize;
 use serde_json::json;
+
+use crate::redact::Redactor;
 
 use crate::mcp::{
     McpResource, McpServer, McpTool, ServerDown, ServerIdentity, ServerRequestRecord, ToolOutput,
@@ -71,7 +74,7 @@ impl ServerReport {
     }
 }
 
-pub fn print_list(reports: &[ServerReport], as_json: bool) {
+pub fn print_list(reports: &[ServerReport], as_json: bool, secrets: &Redactor) {
     let mut out = std::io::stdout().lock();
     if as_json {
         let servers: Vec<_> = reports
@@ -90,7 +93,9 @@ pub fn print_list(reports: &[ServerReport], as_json: bool) {
                 }),
             })
             .collect();
-        let _ = writeln!(out, "{:#}", json!({ "servers": servers }));
+        let mut value = json!({ "servers": servers });
+        secrets.redact_json(&mut value);
+        let _ = writeln!(out, "{value:#}");
         return;
     }
     for (i, report) in reports.iter().enumerate() {
@@ -103,9 +108,9 @@ pub fn print_list(reports: &[ServerReport], as_json: bool) {
                 let mut text = Vec::new();
                 print_up(&mut text, up);
                 let text = crate::inert::terminal(&String::from_utf8_lossy(&text));
-                let _ = out.write_all(text.as_bytes());
+                let _ = out.write_all(secrets.redact(&text).as_bytes());
             }
-            ServerReport::Down(down) => print_down(down),
+            ServerReport::Down(down) => print_down(down, secrets),
         }
     }
 }
@@ -173,15 +178,17 @@ fn print_up(out: &mut impl Write, up: &UpServer) {
     }
 }
 
-fn print_down(down: &ServerDown) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: {}", crate::inert::terminal(&down.to_string()));
+fn print_down(down: &ServerDown, secrets: &Redactor) {
+    let mut text = format!("error: {}\n", crate::inert::terminal(&down.to_string()));
     if !down.stderr.is_empty() {
-        let _ = writeln!(err, "  last lines of its stderr:");
+        text.push_str("  last lines of its stderr:\n");
         for line in &down.stderr {
-            let _ = writeln!(err, "  | {}", crate::inert::line(line));
+            text.push_str(&format!("  | {}\n", crate::inert::line(line)));
         }
     }
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(secrets.redact(&text).as_bytes());
 }
 
 fn first_line(text: &str) -> String {
@@ -234,7 +241,7 @@ impl CallReport {
     }
 }
 
-pub fn print_call(report: &CallReport, as_json: bool) {
+pub fn print_call(report: &CallReport, as_json: bool, secrets: &Redactor) {
     let mut out = std::io::stdout().lock();
     if as_json {
         let mut value = json!({
@@ -252,28 +259,32 @@ pub fn print_call(report: &CallReport, as_json: bool) {
         if let Some(down) = &report.down {
             value["down"] = json!({"reason": down.reason, "stderr": down.stderr});
         }
+        secrets.redact_json(&mut value);
         let _ = writeln!(out, "{value:#}");
         return;
     }
     if let Some(down) = &report.down {
-        print_down(down);
+        print_down(down, secrets);
         return;
     }
     let Some(output) = &report.output else { return };
     if !output.text.is_empty() {
-        let _ = writeln!(out, "{}", crate::inert::terminal(&output.text));
+        let text = crate::inert::terminal(&output.text);
+        let _ = writeln!(out, "{}", secrets.redact(&text));
     }
     if let Some(structured) = &output.structured {
+        let mut structured = structured.clone();
+        secrets.redact_json(&mut structured);
         let _ = writeln!(out, "structured content:\n{structured:#}");
     }
     for request in &report.requests {
-        let _ = writeln!(
-            std::io::stderr(),
+        let note = format!(
             "note: the server sent `{}`: {} {}",
             crate::inert::line(&request.method),
             request.outcome,
             crate::inert::line(&request.detail)
         );
+        let _ = writeln!(std::io::stderr(), "{}", secrets.redact(&note));
     }
     if output.is_error {
         let _ = writeln!(

@@ -43,6 +43,9 @@ pub fn main() -> ExitCode {
     if let Err(why) = crate::process::hardening::harden_self() {
         let _ = writeln!(std::io::stderr(), "agentci: warning: {why}");
     }
+    // Once, after the environment moved: every variable the library reads
+    // for a command comes from this snapshot (run_env.rs says why).
+    let env = crate::run_env::RunEnv::new(std::env::vars_os());
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -57,12 +60,12 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Run(args) => run::run(*args),
-        Command::Validate(args) => validate::validate(args),
-        Command::Eval(args) => eval::eval(*args),
+        Command::Run(args) => run::run(*args, &env),
+        Command::Validate(args) => validate::validate(args, &env),
+        Command::Eval(args) => eval::eval(*args, &env),
         Command::Report(args) => report::report(args),
-        Command::Doctor(args) => doctor::doctor(&args),
-        Command::Mcp(args) => mcp::mcp(args),
+        Command::Doctor(args) => doctor::doctor(&args, &env),
+        Command::Mcp(args) => mcp::mcp(args, &env),
         Command::Trace(args) => trace::trace(args),
         Command::Schema(args) => schema::schema(&args),
     };

@@ -13,6 +13,7 @@ use crate::event::RunStatus;
 use crate::event::bus::EventSink;
 use crate::job::raw::Scalar;
 use crate::job::{self, COMMAND_LINE_JOB, Diagnostic, Given, LoadOptions, Overrides};
+use crate::run_env::RunEnv;
 use crate::runner::{self, RunOptions};
 use crate::sink::{
     FileBase, GithubActions, GithubConfig, PlainLog, ProgressBars, report_start_failure,
@@ -25,7 +26,9 @@ use super::resume;
 use super::signals;
 use super::{CliError, Exit};
 
-pub fn run(args: RunArgs) -> Result<Exit, CliError> {
+/// `env` is agentci's environment, snapshotted once in `main`: the run
+/// reads every variable it needs from it.
+pub fn run(args: RunArgs, env: &RunEnv) -> Result<Exit, CliError> {
     let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
     let resume_dir = args.resume.as_ref().map(|dir| cwd.join(dir));
     if let Some(dir) = &resume_dir {
@@ -53,14 +56,13 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
     let trace_file = args.trace.clone().filter(|t| t != Path::new("-"));
     // The event that started a GitHub Actions run: its text is untrusted
     // input, and a pull request makes the workspace untrusted.
-    let event =
-        match GithubEvent::from_env(|name| std::env::var(name).ok().filter(|v| !v.is_empty())) {
-            Ok(event) => event,
-            Err(problem) => {
-                return did_not_start(&[Diagnostic::unplaced(problem.to_string())], &args, &cwd);
-            }
-        };
-    let mut prepared = match runner::prepare_for_event(&job_file, &options, event.as_ref()) {
+    let event = match GithubEvent::from_env(|name| env.var(name).filter(|v| !v.is_empty())) {
+        Ok(event) => event,
+        Err(problem) => {
+            return did_not_start(&[Diagnostic::unplaced(problem.to_string())], &args, &cwd);
+        }
+    };
+    let mut prepared = match runner::prepare_for_event(&job_file, &options, env, event.as_ref()) {
         Ok(prepared) => prepared,
         Err(e) => return did_not_start(&e.diagnostics(), &args, &cwd),
     };
@@ -93,7 +95,8 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         cancel,
         junit_files: FileBase {
             cwd: cwd.clone(),
-            root: std::env::var_os("GITHUB_WORKSPACE")
+            root: env
+                .var_os("GITHUB_WORKSPACE")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
         },
@@ -102,6 +105,7 @@ pub fn run(args: RunArgs) -> Result<Exit, CliError> {
         resume: resumption,
         caller_outputs: caller_outputs(&args, &cwd),
         trace_parent: None,
+        env: env.clone(),
     };
     let report = match execute(&prepared, run_options, trigger)? {
         Ok(Ok(report)) => report,

@@ -52,7 +52,7 @@ fn unjudged(file: &Path, job: &JobSpec, skill: Option<&Skill>) -> Vec<Diagnostic
 /// Folders never searched for job files and skills.
 const SKIPPED_DIRS: &[&str] = &[".git", ".github", ".agentci", "target", "node_modules"];
 
-pub fn validate(args: ValidateArgs) -> Result<Exit, CliError> {
+pub fn validate(args: ValidateArgs, env: &crate::run_env::RunEnv) -> Result<Exit, CliError> {
     let stdout = std::io::stdout();
     let mut validation = Validation {
         out: stdout.lock(),
@@ -63,6 +63,7 @@ pub fn validate(args: ValidateArgs) -> Result<Exit, CliError> {
         skills: HashMap::new(),
         jobs: HashSet::new(),
         github: github_config(),
+        skill_cache: default_cache_dir(env),
         files: 0,
         errors: 0,
         warnings: 0,
@@ -135,6 +136,8 @@ struct Validation<W: Write> {
     jobs: HashSet<PathBuf>,
     /// Set under GitHub Actions: problems become annotations too.
     github: Option<crate::sink::GithubConfig>,
+    /// Where git skills are cached, as a run would find it.
+    skill_cache: Option<PathBuf>,
     files: usize,
     errors: usize,
     warnings: usize,
@@ -275,8 +278,8 @@ impl<W: Write> Validation<W> {
                 return None;
             }
             // Resolving fills the cache, so the run that follows needs no network.
-            SkillRef::Git(source) => match default_cache_dir() {
-                Some(cache) => fetch_skill(source, &cache)
+            SkillRef::Git(source) => match &self.skill_cache {
+                Some(cache) => fetch_skill(source, cache)
                     .map(|(dir, _)| dir)
                     .map_err(SkillError::Git),
                 None => Err(SkillError::Git(GitSkillError::NoCache)),

@@ -26,11 +26,11 @@ use crate::agent::CancelSignal;
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind, RunCompleted, RunStatus};
 use crate::job::{Given, LoadOptions, Overrides, ProviderKind};
-use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
+use crate::process::{ProcessRunner, RunnerError};
 use crate::provider::replay_drift::ReplayDrift;
-use crate::redact::Redactor;
-use crate::runner::secrets::{run_redactor, secret_values};
-use crate::runner::{self, Prepared, RunOptions, RunReport};
+use crate::run_env::RunEnv;
+use crate::runner::secrets::run_redactor;
+use crate::runner::{self, Prepared, RunOptions, RunReport, RunnerExtra};
 use crate::sink::FileBase;
 
 /// Settings shared by every attempt of an evaluation.
@@ -57,6 +57,9 @@ pub struct AttemptSettings {
     pub result_schema: Option<PathBuf>,
     /// Fired by SIGINT/SIGTERM: running attempts stop, no new one starts.
     pub cancel: CancelSignal,
+    /// agentci's environment, snapshotted by the CLI: every attempt's run,
+    /// assertions and judges read their variables from it.
+    pub env: RunEnv,
 }
 
 /// Where one attempt's files go and what identifies it.
@@ -159,8 +162,8 @@ async fn run_into(
     let prepared = prepare(suite, case, plan.attempt, settings, workspace.path())?;
     // exec, the checks and the `run:` assertions all get the attempt's own
     // temp and build-output folders (see `isolation`).
-    let (job_env, _) = prepared.job.resolve_env(|name| std::env::var(name).ok());
-    let own_env = private.env(|name| std::env::var_os(name), &job_env);
+    let (job_env, _) = prepared.job.resolve_env(|name| settings.env.var(name));
+    let own_env = private.env(|name| settings.env.var_os(name).map(Into::into), &job_env);
     let tool_calls = Arc::new(Mutex::new(Vec::new()));
     let drift = Arc::new(Mutex::new(None));
     let sinks: Vec<Box<dyn EventSink>> = vec![
@@ -188,18 +191,27 @@ async fn run_into(
         .map_err(|e| format!("reading the workspace crashed: {e}"))?
         .map_err(|e| e.to_string())?;
     result.changed = before.changed(&after);
-    let (patch, diff) = write_patch(&before, workspace.path(), result, &prepared, plan).await?;
+    let (patch, diff) = write_patch(
+        &before,
+        workspace.path(),
+        result,
+        &prepared,
+        plan,
+        &settings.env,
+    )
+    .await?;
     result.patch = patch;
     let events = std::mem::take(&mut *tool_calls.lock().unwrap_or_else(|p| p.into_inner()));
     // Assertion commands run like the agent's: sandboxed, scrubbed
     // environment, secrets masked in what they print (it lands in
     // junit.xml, results.json and attempt.json).
-    let processes = assertion_runner(&prepared, workspace.path(), &report, &own_env)?;
-    let secrets = run_redactor(&prepared.job, |name| std::env::var(name).ok());
+    let processes = assertion_runner(&prepared, workspace.path(), &report, &own_env, settings)?;
+    let secrets = processes.secrets().clone();
     let bench = Bench::new(
         prepared.job.model.clone(),
         judge_source(&prepared, case, plan, settings),
         workspace.path(),
+        &settings.env,
     );
     let judging = Judging::new(
         Material {
@@ -279,6 +291,7 @@ fn run_options(
         },
         extra_env,
         trace_parent: plan.trace_parent,
+        env: settings.env.clone(),
         ..RunOptions::default()
     }
 }
@@ -359,11 +372,12 @@ async fn write_patch(
     result: &AttemptResult,
     prepared: &Prepared,
     plan: &AttemptPlan,
+    env: &RunEnv,
 ) -> Result<(Option<String>, Option<String>), String> {
     if result.changed.is_empty() {
         return Ok((None, None));
     }
-    let secrets = run_redactor(&prepared.job, |name| std::env::var(name).ok());
+    let secrets = run_redactor(&prepared.job, |name| env.var(name));
     let (before, root, changed) = (
         before.clone(),
         workspace.to_path_buf(),
@@ -398,17 +412,16 @@ fn remove_in_background(private: PrivateArea) {
 }
 
 /// The process runner for a case's `run:` assertions: the job's sandbox,
-/// with the run's outputs read-only.
+/// with the run's outputs read-only, and the run's secrets.
 fn assertion_runner(
     prepared: &Prepared,
     workspace: &Path,
     report: &runner::RunReport,
     own_env: &[(String, String)],
+    settings: &AttemptSettings,
 ) -> Result<ProcessRunner, String> {
     let job = &prepared.job;
-    let lookup = |name: &str| std::env::var(name).ok();
-    ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox.clone(),
+    let extra = RunnerExtra {
         workspace: workspace.to_path_buf(),
         run_id: format!("{}-assertions", crate::runner::new_run_id()),
         protected: vec![
@@ -416,13 +429,10 @@ fn assertion_runner(
             report.trace.clone(),
             report.junit.clone(),
         ],
-        masked: Vec::new(),
-        read_denied: Vec::new(),
-        read_only: Vec::new(),
-        extra_env: [job.resolve_env(lookup).0, own_env.to_vec()].concat(),
-        secrets: Redactor::new(secret_values(job, lookup)),
-    })
-    .map_err(|e| match e {
+        extra_env: own_env.to_vec(),
+        ..RunnerExtra::default()
+    };
+    ProcessRunner::for_job(job, &settings.env, extra).map_err(|e| match e {
         RunnerError::TempFolder(e) => {
             format!("cannot create the assertions' temporary folder: {e}")
         }
@@ -473,7 +483,7 @@ pub(super) fn prepare(
         overrides: case_overrides(case, settings),
         ..LoadOptions::default()
     };
-    runner::prepare(&suite.job, &options).map_err(|e| {
+    runner::prepare(&suite.job, &options, &settings.env).map_err(|e| {
         let problems: Vec<String> = e
             .diagnostics()
             .iter()

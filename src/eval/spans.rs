@@ -30,7 +30,7 @@ impl EvalSpans {
         repeat: u32,
         shard: Option<String>,
     ) -> Result<Self, String> {
-        let tree = SpanTree::start(target)?;
+        let tree = SpanTree::start(target).map_err(|e| e.to_string())?;
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "evaluate"),
             int("agentci.eval.repeat", repeat),

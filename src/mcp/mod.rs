@@ -27,7 +27,7 @@ pub use command::{StdioLaunch, server_command};
 pub use result::{McpResource, McpTool, ToolOutput};
 pub use sampling::{Sampler, SamplingAnswer, SamplingRequest, SamplingTurn};
 pub use server::{McpServer, SHUTDOWN_GRACE, ServerDown, ServerIdentity, StartContext};
-pub use set::{McpSet, RefreshedTools, ResourceListing, ServerStartup};
+pub use set::{ListResourcesError, McpSet, RefreshedTools, ResourceListing, ServerStartup};
 pub use start_limit::RunDeadline;
 pub use state::ServerRequestRecord;
 

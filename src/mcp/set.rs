@@ -55,6 +55,17 @@ pub struct RefreshedTools {
     pub tools: Vec<McpTool>,
 }
 
+/// Why the resources of a server named explicitly cannot be listed.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ListResourcesError {
+    /// No server of that name; `known` names those there are.
+    #[error("there is no MCP server `{name}`; {known}")]
+    UnknownServer { name: String, known: String },
+    /// The server is down.
+    #[error("{0}")]
+    Down(ServerDown),
+}
+
 /// What [`McpSet::list_resources`] found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ResourceListing {
@@ -174,12 +185,20 @@ impl McpSet {
     /// up when `server` is `None`, listed concurrently. A server going down
     /// while listing is reported in [`ResourceListing::down`]; an unknown
     /// or failed server named explicitly is `Err` with a message.
-    pub async fn list_resources(&self, server: Option<&str>) -> Result<ResourceListing, String> {
+    pub async fn list_resources(
+        &self,
+        server: Option<&str>,
+    ) -> Result<ResourceListing, ListResourcesError> {
         let servers: Vec<&Arc<McpServer>> = match server {
             Some(name) => match self.find(name) {
                 Ok(Some(handle)) => vec![handle],
-                Ok(None) => return Err(self.unknown_server(name).text),
-                Err(down) => return Err(down.to_string()),
+                Ok(None) => {
+                    return Err(ListResourcesError::UnknownServer {
+                        name: name.to_string(),
+                        known: self.known_servers(),
+                    });
+                }
+                Err(down) => return Err(ListResourcesError::Down(down)),
             },
             None => self.up.iter().filter(|s| s.down().is_none()).collect(),
         };
@@ -298,18 +317,23 @@ impl McpSet {
         Ok(self.server(name))
     }
 
-    fn unknown_server(&self, name: &str) -> ToolOutput {
+    /// The servers the job has, as the answer to an unknown name says it.
+    fn known_servers(&self) -> String {
         let known: Vec<&str> = self
             .up
             .iter()
             .map(|s| s.name())
             .chain(self.failed.iter().map(|d| d.server.as_str()))
             .collect();
-        let known = if known.is_empty() {
+        if known.is_empty() {
             "the job has no MCP servers".to_string()
         } else {
             format!("the job's servers are: {}", known.join(", "))
-        };
+        }
+    }
+
+    fn unknown_server(&self, name: &str) -> ToolOutput {
+        let known = self.known_servers();
         ToolOutput {
             is_error: true,
             text: format!("there is no MCP server `{name}`; {known}"),

@@ -216,7 +216,9 @@ impl Tool for ListResources {
             let server = str_arg(&args, "server");
             let listing = match self.set.list_resources(server).await {
                 Ok(listing) => listing,
-                Err(message) => return ToolResult::failure(ToolErrorCode::NotFound, message),
+                Err(problem) => {
+                    return ToolResult::failure(ToolErrorCode::NotFound, problem.to_string());
+                }
             };
             let mut lines = Vec::new();
             for (server, r) in &listing.resources {

@@ -25,8 +25,10 @@
 //! second entry of a name already seen (libc reads the first). They stay
 //! where they were and read as empty strings afterwards; `std` never showed
 //! them. Children are unaffected: every child agentci starts gets an
-//! environment built from `std::env::vars_os` ([`super::ProcessRunner`]),
-//! which reads the moved copies. The environment of agentci's parent (the
+//! environment built from the CLI's snapshot of `std::env::vars_os`
+//! ([`crate::run_env::RunEnv`], taken right after [`wipe`]), which reads
+//! the moved copies. This module works on the process's own environment,
+//! not on the snapshot: it is what makes the snapshot's source safe to keep. The environment of agentci's parent (the
 //! shell that started it) is that process's own, out of agentci's reach.
 
 use std::collections::HashSet;

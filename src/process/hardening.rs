@@ -11,10 +11,17 @@
 //! user lack. Children are unaffected: `execve` makes each new program
 //! dumpable again. (Codex CLI hardens its process the same way.)
 
+/// Why agentci's process could not be hardened.
+#[derive(Debug, thiserror::Error)]
+pub enum HardeningError {
+    /// `prctl(PR_SET_DUMPABLE, 0)` failed.
+    #[error("cannot mark agentci's process non-dumpable: {0}")]
+    NotDumpable(#[source] nix::errno::Errno),
+}
+
 /// Make agentci's process non-dumpable; `Err` says why it could not.
-pub fn harden_self() -> Result<(), String> {
-    nix::sys::prctl::set_dumpable(false)
-        .map_err(|e| format!("cannot mark agentci's process non-dumpable: {e}"))
+pub fn harden_self() -> Result<(), HardeningError> {
+    nix::sys::prctl::set_dumpable(false).map_err(HardeningError::NotDumpable)
 }
 
 #[cfg(test)]

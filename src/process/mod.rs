@@ -17,7 +17,10 @@
 //! own environment, then `TMPDIR` pointing at the run's private temporary
 //! folder, then the caller's extra variables (the job's `env:`, an eval
 //! attempt's own folders). API keys, CI tokens and everything else a runner
-//! exports stay out of reach of a command the model wrote.
+//! exports stay out of reach of a command the model wrote. The inherited
+//! variables come from the run's [`RunEnv`], the snapshot its secrets were
+//! read from, not from the process environment at spawn time: the values
+//! a child gets are the ones the withholding below was judged on.
 //!
 //! Where the sandbox has no PID namespace (user namespaces refused, as
 //! Docker's default seccomp profile and hardened runners do), children
@@ -50,6 +53,7 @@ use tokio::process::{Child, Command};
 
 use crate::event::SandboxReport;
 use crate::redact::Redactor;
+use crate::run_env::RunEnv;
 use crate::sandbox::writable::{self, CachePreset, KeptPaths};
 use crate::sandbox::{CallGroup, LimitReached, Sandbox, SandboxPaths};
 use crate::sandbox::{SandboxProfile, SandboxSpec, WritableError};
@@ -216,10 +220,14 @@ fn empty_folder(run_id: &str) -> io::Result<PathBuf> {
 
 impl ProcessRunner {
     /// The runner for one run; creates its private temporary folder and
-    /// the job's `sandbox.writable` folders.
-    pub fn new(config: RunnerConfig) -> Result<ProcessRunner, RunnerError> {
+    /// the job's `sandbox.writable` folders. Children inherit from
+    /// `inherited`, the environment snapshot the run's secrets were read
+    /// from, so what is withheld from them is judged on the values they
+    /// would get. A run builds its runner with `ProcessRunner::for_job`
+    /// (in `crate::runner`), which fills `config` from the job.
+    pub fn new(config: RunnerConfig, inherited: &RunEnv) -> Result<ProcessRunner, RunnerError> {
         let temp = std::env::temp_dir().join(format!("agentci-{}", config.run_id));
-        let mut env = inherited_env();
+        let mut env = inherited_env(inherited);
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), temp.clone().into()));
         env.extend(git_env());
@@ -320,9 +328,11 @@ impl ProcessRunner {
     }
 
     /// No sandbox, the scrubbed environment plus `extra_env`: for tools
-    /// called outside a run (unit tests, benchmarks).
+    /// called outside a run (unit tests, benchmarks, an MCP server started
+    /// with no runner). Outside a run there is no snapshot: the variables
+    /// are agentci's environment as it is now.
     pub fn unsandboxed(extra_env: &[(String, String)], secrets: Redactor) -> ProcessRunner {
-        let mut env = inherited_env();
+        let mut env = inherited_env(&RunEnv::new(std::env::vars_os()));
         env.extend(git_env());
         env.extend(extra_env.iter().map(|(k, v)| (k.into(), v.into())));
         ProcessRunner {
@@ -488,9 +498,10 @@ fn job_writable(
 }
 
 /// The inherited part of a command's environment, from agentci's own.
-fn inherited_env() -> Vec<(OsString, OsString)> {
-    std::env::vars_os()
+fn inherited_env(env: &RunEnv) -> Vec<(OsString, OsString)> {
+    env.vars_os()
         .filter(|(name, _)| name.to_str().is_some_and(is_inherited))
+        .map(|(name, value)| (name.to_os_string(), value.to_os_string()))
         .collect()
 }
 

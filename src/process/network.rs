@@ -17,8 +17,9 @@ use crate::netproxy::{
 };
 
 /// Test switch: `host=address` pairs, comma-separated, that the proxy's
-/// resolver answers itself (`registry.test=127.0.0.1`). Debug builds only:
-/// a release binary never lets its environment redirect a host.
+/// resolver answers itself (`registry.test=127.0.0.1`). Read only by
+/// builds with `debug_assertions` ([`crate::sandbox::test_switch`]): a
+/// release binary never lets its environment redirect a host.
 pub const TEST_RESOLVE_ENV: &str = "AGENTCI_TEST_RESOLVE";
 
 /// The proxy a run's commands go through, and who hears of each connection.
@@ -117,10 +118,9 @@ impl NetworkBridge {
 /// The system resolver, with the test switch's fixed answers in debug builds.
 fn resolver() -> Resolver {
     let resolver = Resolver::system();
-    if !cfg!(debug_assertions) {
+    let Some(pairs) = crate::sandbox::test_switch::read(TEST_RESOLVE_ENV) else {
         return resolver;
-    }
-    let pairs = std::env::var(TEST_RESOLVE_ENV).unwrap_or_default();
+    };
     pairs
         .split(',')
         .filter_map(|pair| pair.split_once('='))

@@ -87,8 +87,12 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     /// Builds the provider, reading the key from `config.api_key_env`; a
     /// server on loopback may run without one.
-    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
-        let key = super::http::api_key_from_env(config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
+    pub fn new(
+        config: AnthropicConfig,
+        env: &crate::run_env::RunEnv,
+    ) -> Result<Self, ProviderError> {
+        let key =
+            super::http::api_key_from_env(env, config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
         Self::with_api_key(config, key)
     }
 

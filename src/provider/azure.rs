@@ -72,9 +72,12 @@ impl fmt::Debug for AzureCredential {
     }
 }
 
-/// Builds the provider, reading the key (or else the Entra ID token) from the environment.
-pub fn provider(config: AzureConfig) -> Result<OpenAiProvider, ProviderError> {
-    provider_with_env(config, &|name| std::env::var(name).ok())
+/// Builds the provider, reading the key (or else the Entra ID token) from the run's environment.
+pub fn provider(
+    config: AzureConfig,
+    env: &crate::run_env::RunEnv,
+) -> Result<OpenAiProvider, ProviderError> {
+    provider_with_env(config, &|name| env.var(name))
 }
 
 /// [`provider`], reading variables through `env` (`agentci doctor` checks a

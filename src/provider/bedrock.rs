@@ -72,9 +72,9 @@ pub struct BedrockProvider {
 }
 
 impl BedrockProvider {
-    /// Builds the provider from the process environment (region and credentials).
-    pub fn new(config: BedrockConfig) -> Result<Self, ProviderError> {
-        Self::with_env(config, &|name| std::env::var(name).ok())
+    /// Builds the provider from the run's environment (region and credentials).
+    pub fn new(config: BedrockConfig, env: &crate::run_env::RunEnv) -> Result<Self, ProviderError> {
+        Self::with_env(config, &|name| env.var(name))
     }
 
     /// Builds the provider with `env` standing in for the environment.

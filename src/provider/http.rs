@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::answer_error::AnswerError;
 use super::sse::{self, SseError, SseEvent};
 use super::{ChatResponse, ProviderError, ProviderObserver};
+use crate::run_env::RunEnv;
 
 /// How much of an unparseable body an error message quotes.
 const BODY_EXCERPT_CHARS: usize = 200;
@@ -410,10 +411,10 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
 /// A server on this machine (`localhost`, 127.0.0.0/8, `::1`), which may
 /// run without a key.
 /// The API key in the variable `named` (or `default` when the job names
-/// none); an empty one counts as none, as a server on loopback may need none.
-pub(super) fn api_key_from_env(named: Option<&str>, default: &str) -> Option<String> {
-    std::env::var(named.unwrap_or(default))
-        .ok()
+/// none) of `env`; an empty one counts as none, as a server on loopback may
+/// need none.
+pub(super) fn api_key_from_env(env: &RunEnv, named: Option<&str>, default: &str) -> Option<String> {
+    env.var(named.unwrap_or(default))
         .filter(|key| !key.is_empty())
 }
 

@@ -93,8 +93,9 @@ impl OpenAiProvider {
     ///
     /// A server on the loopback interface may run without a key, since local
     /// servers (llama.cpp, Ollama, vLLM) usually do not check one.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let key = super::http::api_key_from_env(config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
+    pub fn new(config: OpenAiConfig, env: &crate::run_env::RunEnv) -> Result<Self, ProviderError> {
+        let key =
+            super::http::api_key_from_env(env, config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
         Self::with_api_key(config, key)
     }
 

@@ -81,8 +81,12 @@ pub struct ResponsesProvider {
 
 impl ResponsesProvider {
     /// Builds the provider, reading the key from `config.api_key_env`.
-    pub fn new(config: ResponsesConfig) -> Result<Self, ProviderError> {
-        let key = super::http::api_key_from_env(config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
+    pub fn new(
+        config: ResponsesConfig,
+        env: &crate::run_env::RunEnv,
+    ) -> Result<Self, ProviderError> {
+        let key =
+            super::http::api_key_from_env(env, config.api_key_env.as_deref(), DEFAULT_API_KEY_ENV);
         Self::with_api_key(config, key)
     }
 

@@ -65,9 +65,9 @@ pub struct VertexProvider {
 }
 
 impl VertexProvider {
-    /// Builds the provider from the process environment.
-    pub fn new(config: VertexConfig) -> Result<Self, ProviderError> {
-        Self::with_env(config, &|name| std::env::var(name).ok())
+    /// Builds the provider from the run's environment.
+    pub fn new(config: VertexConfig, env: &crate::run_env::RunEnv) -> Result<Self, ProviderError> {
+        Self::with_env(config, &|name| env.var(name))
     }
 
     /// Builds the provider with `env` standing in for the environment.

@@ -77,9 +77,22 @@ pub(super) struct GitStep {
     push: Option<(PushSpec, PinnedRemote)>,
     limits: FileLimits,
     trailers: Vec<(&'static str, String)>,
+    /// The push token (`outputs.push.token_env`), read from the run's
+    /// environment snapshot when the step is made; empty counts as none.
+    push_token: Option<String>,
 }
 
 impl GitStep {
+    /// The step, with the push token read from `env`.
+    pub(super) fn with_push_token(mut self, env: &crate::run_env::RunEnv) -> GitStep {
+        self.push_token = self
+            .push
+            .as_ref()
+            .and_then(|(push, _)| env.var(&push.token_env))
+            .filter(|t| !t.is_empty());
+        self
+    }
+
     /// `None` when the job asks for no git output. `before` is what
     /// [`preflight`] or [`before_resumed_run`] returned.
     pub(super) fn new(
@@ -115,6 +128,7 @@ impl GitStep {
                 ),
                 ("Agentci-Run", run_id.to_string()),
             ],
+            push_token: None,
         })
     }
 
@@ -199,14 +213,11 @@ impl GitStep {
         });
         if let Some((push, remote)) = &self.push {
             stopped()?;
-            let token = std::env::var(&push.token_env)
-                .ok()
-                .filter(|t| !t.is_empty());
             git.push(
                 remote,
                 &commit.branch,
                 &sha,
-                token.as_deref(),
+                self.push_token.as_deref(),
                 &push.token_env,
             )?;
             bus.emit(EventKind::GitPush {
@@ -357,6 +368,7 @@ mod tests {
                 include_binary: false,
             },
             trailers: Vec::new(),
+            push_token: None,
         };
         let bus = EventBus::new("r", Vec::new());
         let (trigger, cancel) = cancel_pair();

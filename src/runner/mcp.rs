@@ -27,6 +27,7 @@ use crate::mcp::{
     McpSet, RunDeadline, Sampler, ServerDown, ServerStartup, StartContext, model_tool_name,
 };
 use crate::process::ProcessRunner;
+use crate::run_env::RunEnv;
 use crate::tools::{BoxFuture, Tool};
 
 /// The servers of one run.
@@ -64,11 +65,12 @@ impl RunServers {
         job: &JobSpec,
         workspace: &std::path::Path,
         processes: &ProcessRunner,
+        env: &RunEnv,
         deadline: Option<RunDeadline>,
         bus: EventBus,
     ) -> RunServers {
         let began = tokio::time::Instant::now();
-        let set = Arc::new(start_set(job, workspace, processes, deadline).await);
+        let set = Arc::new(start_set(job, workspace, processes, env, deadline).await);
         let startup = began.elapsed();
         let required: Vec<String> = job
             .mcp
@@ -217,6 +219,7 @@ async fn start_set(
     job: &JobSpec,
     workspace: &std::path::Path,
     processes: &ProcessRunner,
+    env: &RunEnv,
     deadline: Option<RunDeadline>,
 ) -> McpSet {
     let sampler = job
@@ -224,8 +227,8 @@ async fn start_set(
         .servers
         .iter()
         .any(|s| s.sampling)
-        .then(|| Arc::new(sampling::RunSampler::new(&job.model)) as Arc<dyn Sampler>);
-    let lookup = |name: &str| std::env::var(name).ok();
+        .then(|| Arc::new(sampling::RunSampler::new(&job.model, env)) as Arc<dyn Sampler>);
+    let lookup = |name: &str| env.var(name);
     let cx = StartContext {
         workspace,
         env: &lookup,

@@ -15,6 +15,7 @@ pub mod completion;
 mod git_step;
 mod mcp;
 mod prepare;
+mod processes;
 pub mod provider_setup;
 mod read_denied;
 mod replay_prompt;
@@ -34,6 +35,7 @@ use std::time::Duration;
 pub use checkpoint::{CHECKPOINT_DIR, sha256_hex, skill_fingerprint};
 pub use checkpoint_key::{CheckpointKey, KeyError};
 pub use prepare::{PrepareError, Prepared, prepare, prepare_for_event};
+pub use processes::RunnerExtra;
 pub use provider_setup::build_provider;
 pub use run::{AfterChecks, RunInput};
 pub use run_folder::{RunFolder, new_run_id};
@@ -45,9 +47,10 @@ use crate::event::RunCompleted;
 use crate::event::bus::{EventBus, EventSink, SinkError};
 use crate::job::JobSpec;
 use crate::mcp::RunDeadline;
-use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
+use crate::process::{ProcessRunner, RunnerError};
 use crate::provider::ModelInfo;
 use crate::redact::Redactor;
+use crate::run_env::RunEnv;
 use crate::sink::FileBase;
 use crate::skills::Skill;
 use crate::tools::{ToolLimits, catalog};
@@ -88,6 +91,10 @@ pub struct RunOptions {
     /// The span the run's exported trace nests under (an eval attempt's);
     /// `None`: the `TRACEPARENT` variable's, else a trace of its own.
     pub trace_parent: Option<crate::telemetry::TraceParent>,
+    /// agentci's environment as the command found it: the model's key, the
+    /// job's secrets and `env:`, the push token, the variables children
+    /// inherit and the telemetry settings are all read from it.
+    pub env: RunEnv,
 }
 
 /// The job file (or `<command line>`) and the SHA-256 of what made the job.
@@ -158,6 +165,7 @@ pub enum StartError {
 /// of its own).
 fn with_telemetry(
     job: &JobSpec,
+    run_env: &RunEnv,
     parent: Option<&crate::telemetry::TraceParent>,
     mut sinks: Vec<Box<dyn EventSink>>,
 ) -> (
@@ -165,7 +173,7 @@ fn with_telemetry(
     Option<crate::event::CompletionHook>,
     Vec<String>,
 ) {
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| run_env.var(name);
     let Some(target) = crate::telemetry::OtlpTarget::resolve(&job.telemetry, env) else {
         return (sinks, None, Vec::new());
     };
@@ -201,7 +209,7 @@ fn with_telemetry(
             (sinks, Some(export.flush), problems)
         }
         Err(problem) => {
-            problems.push(problem);
+            problems.push(problem.to_string());
             (sinks, None, problems)
         }
     }
@@ -245,14 +253,19 @@ pub async fn run_prepared(
     };
     let (processes, secrets, unset_secrets) = start_processes(
         job,
+        &options.env,
         workspace.root(),
         &paths,
         read_only,
         &options.extra_env,
         hidden,
     )?;
-    let (sinks, telemetry_flush, telemetry_problem) =
-        with_telemetry(job, options.trace_parent.as_ref(), options.sinks);
+    let (sinks, telemetry_flush, telemetry_problem) = with_telemetry(
+        job,
+        &options.env,
+        options.trace_parent.as_ref(),
+        options.sinks,
+    );
     let (bus, position) = open_bus(
         &paths,
         resume.as_mut(),
@@ -275,19 +288,31 @@ pub async fn run_prepared(
     warnings.extend(unset_secrets);
     warnings.extend(telemetry_problem);
 
-    let provider = provider_for(prepared, options.record.as_deref(), prompt.event_text);
+    let provider = provider_for(
+        prepared,
+        &options.env,
+        options.record.as_deref(),
+        prompt.event_text,
+    );
     let after_checks = git_after_checks(
-        job,
-        workspace.root(),
+        prepared,
         &paths,
         before_run,
-        skill,
+        &options.env,
         &provider.model_info(),
         options.cancel.clone(),
     );
     let deadline = run_deadline(job, resume.as_ref());
-    let (servers, tools) =
-        start_tools(job, skill, workspace.root(), &processes, deadline, &bus).await;
+    let (servers, tools) = start_tools(
+        job,
+        skill,
+        workspace.root(),
+        &processes,
+        &options.env,
+        deadline,
+        &bus,
+    )
+    .await;
     let mcp_start = servers.as_ref().map(|servers| servers.start_report());
     if let Some(servers) = &servers {
         // Requests sent during the last tool calls have no next turn.
@@ -342,31 +367,28 @@ pub async fn run_prepared(
 /// and a warning for each secret the job passes through `env:` that is not set.
 fn start_processes(
     job: &JobSpec,
+    env: &RunEnv,
     workspace: &Path,
     paths: &RunPaths,
     read_only: Vec<PathBuf>,
     extra_env: &[(String, String)],
     hidden: Hidden,
 ) -> Result<(ProcessRunner, Redactor, Vec<String>), StartError> {
-    // Secrets are read once, here: the bus masks them in every event, and
-    // children get only the ones the job passes through `env:`.
-    let lookup = |name: &str| std::env::var(name).ok();
-    let secrets = secrets::run_redactor(job, lookup);
-    let (mut exec_env, missing) = job.resolve_env(lookup);
-    // Later entries win when the command is spawned (eval's per-attempt folders).
-    exec_env.extend(extra_env.iter().cloned());
-    let processes = ProcessRunner::new(RunnerConfig {
-        sandbox: job.sandbox.clone(),
+    // Secrets are read once, here, from the run's snapshot: the bus masks
+    // them in every event (the runner's set, so children's output and the
+    // trace mask the same values), and children get only the ones the job
+    // passes through `env:`.
+    let extra = RunnerExtra {
         workspace: workspace.to_path_buf(),
         run_id: paths.run_id.clone(),
         protected: paths.own_files.clone(),
         masked: hidden.checkpoint_key,
         read_denied: hidden.read_denied,
         read_only,
-        extra_env: exec_env,
-        secrets: secrets.clone(),
-    })
-    .map_err(|e| match e {
+        // Later entries win when the command is spawned (eval's per-attempt folders).
+        extra_env: extra_env.to_vec(),
+    };
+    let processes = ProcessRunner::for_job(job, env, extra).map_err(|e| match e {
         RunnerError::TempFolder(e) => StartError::TempFolder(e),
         RunnerError::Proxy(e) => StartError::Proxy(e),
         RunnerError::Writable(source) => StartError::Writable {
@@ -374,10 +396,8 @@ fn start_processes(
             source,
         },
     })?;
-    let missing = missing.iter().map(|name| {
-        format!("secret `{name}` is not set in the environment; `env` passes nothing for it")
-    });
-    Ok((processes, secrets, missing.collect()))
+    let secrets = processes.secrets().clone();
+    Ok((processes, secrets, processes::unset_secrets(job, env)))
 }
 
 /// What children see empty.
@@ -435,6 +455,7 @@ fn read_only_in_workspace(
 /// The job's model, which may read every skill's folder.
 fn provider_for(
     prepared: &Prepared,
+    env: &RunEnv,
     record: Option<&Path>,
     event_text: bool,
 ) -> Box<dyn crate::provider::ModelProvider> {
@@ -449,19 +470,26 @@ fn provider_for(
         .chain(further_skills)
         .map(|s| (s.name.clone(), s.dir.clone()))
         .collect();
-    build_provider(job, workspace.root(), &skill_folders, record, event_text)
+    build_provider(
+        job,
+        env,
+        workspace.root(),
+        &skill_folders,
+        record,
+        event_text,
+    )
 }
 
 /// The job's git outputs as the step after the checks; `None` when it asks for none.
 fn git_after_checks<'a>(
-    job: &JobSpec,
-    workspace: &Path,
+    prepared: &Prepared,
     paths: &RunPaths,
     before_run: git_step::BeforeRun,
-    skill: &Skill,
+    env: &RunEnv,
     model: &ModelInfo,
     cancel: CancelSignal,
 ) -> Option<AfterChecks<'a>> {
+    let (job, workspace, skill) = (&prepared.job, prepared.workspace.root(), &prepared.skill);
     let skill_label = match &skill.source {
         Some(source) => format!("{} ({}@{})", skill.name, source.git, source.commit),
         None => skill.name.clone(),
@@ -475,6 +503,7 @@ fn git_after_checks<'a>(
         model,
         &paths.run_id,
     )
+    .map(|step| step.with_push_token(env))
     .map(|step| -> AfterChecks<'_> {
         Box::new(move |status, bus| {
             // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
@@ -506,13 +535,14 @@ async fn start_tools(
     skill: &Skill,
     workspace: &Path,
     processes: &ProcessRunner,
+    env: &RunEnv,
     deadline: Option<RunDeadline>,
     bus: &EventBus,
 ) -> (Option<Arc<mcp::RunServers>>, ToolSet) {
     let servers = match job.mcp.servers.is_empty() {
         true => None,
         false => Some(Arc::new(
-            mcp::RunServers::start(job, workspace, processes, deadline, bus.clone()).await,
+            mcp::RunServers::start(job, workspace, processes, env, deadline, bus.clone()).await,
         )),
     };
     let tools = ToolSet::from_tools(

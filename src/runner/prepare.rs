@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use crate::agent::memory::{Memory, load_memory};
 use crate::job::{self, Diagnostic, JobSpec, LoadOptions, SkillRef};
+use crate::run_env::RunEnv;
 use crate::skills::{self, Skill, SkillError};
 use crate::tools::Workspace;
 use crate::untrusted::{GithubEvent, UntrustedText, read_untrusted_files};
@@ -77,12 +78,14 @@ fn joined(diagnostics: &[Diagnostic]) -> String {
     lines.join("; ")
 }
 
-/// Load `job_file` with `options`; `Err` holds every problem.
+/// Load `job_file` with `options`; `Err` holds every problem. `env` is
+/// the run's environment (where a git skill's cache is).
 pub fn prepare(
     job_file: &std::path::Path,
     options: &LoadOptions,
+    env: &RunEnv,
 ) -> Result<Prepared, PrepareError> {
-    prepare_for_event(job_file, options, None)
+    prepare_for_event(job_file, options, env, None)
 }
 
 /// [`prepare`] for a run started by a GitHub Actions `event`: its free text
@@ -91,6 +94,7 @@ pub fn prepare(
 pub fn prepare_for_event(
     job_file: &std::path::Path,
     options: &LoadOptions,
+    env: &RunEnv,
     event: Option<&GithubEvent>,
 ) -> Result<Prepared, PrepareError> {
     let loaded = job::load_job_detailed(job_file, options).map_err(PrepareError::Job)?;
@@ -104,6 +108,7 @@ pub fn prepare_for_event(
     let search_paths = skills::skill_search_paths(&job, &options.skills_path);
     let skill = find_skill(
         &job,
+        env,
         &search_paths,
         untrusted_because,
         &skill_file,
@@ -162,6 +167,7 @@ pub fn prepare_for_event(
 /// the job file names the skill, as `agentci validate` places it.
 fn find_skill(
     job: &JobSpec,
+    env: &RunEnv,
     search_paths: &[PathBuf],
     untrusted_because: Option<&str>,
     skill_file: &std::path::Path,
@@ -175,7 +181,7 @@ fn find_skill(
             skills::check_workspace_trust(&skill.name, dir, &job.workspace, untrusted_because)
                 .map(|()| skill)
         }),
-        SkillRef::Git(source) => match skills::git::default_cache_dir() {
+        SkillRef::Git(source) => match skills::git::default_cache_dir(env) {
             Some(cache) => skills::git::load_git_skill(source, &cache),
             None => Err(skills::SkillError::Git(skills::git::GitSkillError::NoCache)),
         },

@@ -22,14 +22,16 @@ use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
 use crate::provider::vertex::{VertexConfig, VertexProvider};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
+use crate::run_env::RunEnv;
 use crate::tools::BoxFuture;
 
 /// `skill_folders` (each skill's name and folder) are normalized in
 /// cassettes like the workspace, so a recording replays in another checkout;
 /// `event_text` (the prompt holds the GitHub event's text) goes into a
-/// recording's header.
+/// recording's header. Keys and credentials are read from `env`.
 pub fn build_provider(
     job: &JobSpec,
+    env: &RunEnv,
     workspace: &Path,
     skill_folders: &[(String, PathBuf)],
     record: Option<&Path>,
@@ -51,7 +53,7 @@ pub fn build_provider(
                 "model.provider is replay but no cassette is given; set model.cassette or pass --replay FILE".into(),
             )),
         },
-        _ => served_provider(&job.model),
+        _ => served_provider(&job.model, env),
     };
     let built = match (built, record) {
         (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace, event_text)
@@ -68,10 +70,14 @@ pub fn build_provider(
 }
 
 /// The HTTP provider a served model (not a replay) is reached through,
-/// wrapped in the job's retry policy. Credentials are read here, once: the
-/// run builds its providers before the model can act, so a file the model
-/// could change later (a credentials file in the workspace) is never read again.
-pub fn served_provider(model: &ModelSpec) -> Result<Box<dyn ModelProvider>, ProviderError> {
+/// wrapped in the job's retry policy. Credentials are read here, once, from
+/// the run's environment snapshot `env`: the run builds its providers before
+/// the model can act, so a file the model could change later (a credentials
+/// file in the workspace) is never read again.
+pub fn served_provider(
+    model: &ModelSpec,
+    env: &RunEnv,
+) -> Result<Box<dyn ModelProvider>, ProviderError> {
     let name = model.name.clone();
     let base_url = model.base_url.clone();
     let api_key_env = model.api_key_env.clone();
@@ -79,56 +85,74 @@ pub fn served_provider(model: &ModelSpec) -> Result<Box<dyn ModelProvider>, Prov
     let stream = model.stream;
     let reasoning = model.reasoning.clone();
     let built: Box<dyn ModelProvider> = match model.provider {
-        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(OpenAiConfig {
-            name,
-            base_url,
-            api_key_env,
-            request_timeout,
-            stream,
-            reasoning,
-        })?),
-        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(ResponsesConfig {
-            name,
-            base_url,
-            api_key_env,
-            request_timeout,
-            stream,
-            reasoning,
-        })?),
-        ProviderKind::AzureOpenAi => Box::new(azure::provider(AzureConfig {
-            deployment: name,
-            base_url,
-            api_version: model.api_version.clone(),
-            api_key_env,
-            request_timeout,
-            stream,
-            reasoning,
-        })?),
-        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(AnthropicConfig {
-            name,
-            base_url,
-            api_key_env,
-            request_timeout,
-            stream,
-            reasoning,
-        })?),
-        ProviderKind::Bedrock => Box::new(BedrockProvider::new(BedrockConfig {
-            name,
-            region: model.region.clone(),
-            base_url,
-            request_timeout,
-            stream,
-            reasoning,
-        })?),
-        ProviderKind::Vertex => Box::new(VertexProvider::new(VertexConfig {
-            name,
-            project: model.project.clone(),
-            region: model.region.clone(),
-            base_url,
-            request_timeout,
-            stream,
-            reasoning,
-        })?),
+        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(
+            OpenAiConfig {
+                name,
+                base_url,
+                api_key_env,
+                request_timeout,
+                stream,
+                reasoning,
+            },
+            env,
+        )?),
+        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(
+            ResponsesConfig {
+                name,
+                base_url,
+                api_key_env,
+                request_timeout,
+                stream,
+                reasoning,
+            },
+            env,
+        )?),
+        ProviderKind::AzureOpenAi => Box::new(azure::provider(
+            AzureConfig {
+                deployment: name,
+                base_url,
+                api_version: model.api_version.clone(),
+                api_key_env,
+                request_timeout,
+                stream,
+                reasoning,
+            },
+            env,
+        )?),
+        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(
+            AnthropicConfig {
+                name,
+                base_url,
+                api_key_env,
+                request_timeout,
+                stream,
+                reasoning,
+            },
+            env,
+        )?),
+        ProviderKind::Bedrock => Box::new(BedrockProvider::new(
+            BedrockConfig {
+                name,
+                region: model.region.clone(),
+                base_url,
+                request_timeout,
+                stream,
+                reasoning,
+            },
+            env,
+        )?),
+        ProviderKind::Vertex => Box::new(VertexProvider::new(
+            VertexConfig {
+                name,
+                project: model.project.clone(),
+                region: model.region.clone(),
+                base_url,
+                request_timeout,
+                stream,
+                reasoning,
+            },
+            env,
+        )?),
         ProviderKind::Replay => {
             return Err(ProviderError::Config(
                 "a replay serves only the requests it recorded".into(),

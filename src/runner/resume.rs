@@ -10,15 +10,55 @@
 //! runs again. Saving checkpoints is [`super::checkpoint`]'s business;
 //! running the resumed run is [`super::run`]'s.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::agent::ResumeFrom;
 use crate::event::{BudgetInEffect, Event, EventKind, RunResumed, RunStatus};
 use crate::provider::{Message, ToolDefinition};
-use crate::trace_view::{Rebuilt, rebuild};
+use crate::trace_view::{DeltaMismatch, Rebuilt, rebuild};
 
-use super::checkpoint::{self, Checkpoint, Origin};
+use super::checkpoint::{self, Checkpoint, CheckpointError, Origin};
 use super::checkpoint_key::CheckpointKey;
+
+/// Why a stopped run cannot go on; each names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The checkpoint cannot be loaded.
+    #[error("{0}")]
+    Checkpoint(#[from] CheckpointError),
+    /// The checkpoint is of another job, skill, workspace or output path
+    /// than the run is given now.
+    #[error("{0}")]
+    Mismatch(String),
+    #[error("cannot read the run's trace {}: {source}", .path.display())]
+    ReadTrace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The trace cannot be cut back to the checkpoint.
+    #[error("{}: {problem}", .path.display())]
+    Trace { path: PathBuf, problem: String },
+    /// The run ended by itself: there is nothing to go on with.
+    #[error(
+        "nothing to resume: run {run_id} in {} ended `{}` ({reason}); only a run that was \
+         interrupted, stopped by its budget or by a failing model provider goes on",
+        .run_dir.display(),
+        .status.as_str()
+    )]
+    Finished {
+        run_id: String,
+        run_dir: PathBuf,
+        status: RunStatus,
+        reason: String,
+    },
+    /// A request's `sent` delta does not fit the one before it.
+    #[error("{}: seq {seq}: {source}", .path.display())]
+    Rebuild {
+        path: PathBuf,
+        seq: u64,
+        source: DeltaMismatch,
+    },
+}
 
 /// A run ready to go on: its checkpoint, and its trace up to it.
 #[derive(Debug)]
@@ -55,25 +95,31 @@ pub struct Given<'a> {
 
 /// Load the checkpoint of `run_dir` and the trace it belongs to, and
 /// check that the run may go on with the job, skill and paths `given`.
-pub fn prepare(run_dir: &Path, given: &Given<'_>) -> Result<Resumption, String> {
-    let checkpoint = checkpoint::load(run_dir, given.key).map_err(|e| e.to_string())?;
-    check_origin(&checkpoint.origin, given, run_dir)?;
-    check_paths(&checkpoint.origin, given, run_dir)?;
+pub fn prepare(run_dir: &Path, given: &Given<'_>) -> Result<Resumption, ResumeError> {
+    let checkpoint = checkpoint::load(run_dir, given.key)?;
+    check_origin(&checkpoint.origin, given, run_dir).map_err(ResumeError::Mismatch)?;
+    check_paths(&checkpoint.origin, given, run_dir).map_err(ResumeError::Mismatch)?;
     let trace = given.trace;
-    let bytes = std::fs::read(trace)
-        .map_err(|e| format!("cannot read the run's trace {}: {e}", trace.display()))?;
-    let cut = cut_trace(&bytes, checkpoint.next_seq, &checkpoint.origin.run_id)
-        .map_err(|e| format!("{}: {e}", trace.display()))?;
+    let bytes = std::fs::read(trace).map_err(|source| ResumeError::ReadTrace {
+        path: trace.to_path_buf(),
+        source,
+    })?;
+    let cut =
+        cut_trace(&bytes, checkpoint.next_seq, &checkpoint.origin.run_id).map_err(|problem| {
+            ResumeError::Trace {
+                path: trace.to_path_buf(),
+                problem,
+            }
+        })?;
     if let Some((status, reason)) = &cut.previous
         && !resumable(*status)
     {
-        return Err(format!(
-            "nothing to resume: run {} in {} ended `{}` ({reason}); only a run that was \
-             interrupted, stopped by its budget or by a failing model provider goes on",
-            checkpoint.origin.run_id,
-            run_dir.display(),
-            status.as_str()
-        ));
+        return Err(ResumeError::Finished {
+            run_id: checkpoint.origin.run_id.clone(),
+            run_dir: run_dir.to_path_buf(),
+            status: *status,
+            reason: reason.clone(),
+        });
     }
     let mut rebuilt = Rebuilt::default();
     let mut requests = 0;
@@ -84,8 +130,11 @@ pub fn prepare(run_dir: &Path, given: &Given<'_>) -> Result<Resumption, String> 
             _ => None,
         };
         if let Some(delta) = sent {
-            rebuild(&mut rebuilt, delta)
-                .map_err(|e| format!("{}: seq {}: {e}", trace.display(), event.seq))?;
+            rebuild(&mut rebuilt, delta).map_err(|source| ResumeError::Rebuild {
+                path: trace.to_path_buf(),
+                seq: event.seq,
+                source,
+            })?;
             requests += 1;
         }
     }

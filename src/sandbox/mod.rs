@@ -49,6 +49,7 @@ pub mod probe;
 mod run_namespaces;
 mod seccomp;
 pub mod startup_files;
+pub mod test_switch;
 pub mod writable;
 
 use std::ffi::CString;

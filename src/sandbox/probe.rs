@@ -22,7 +22,8 @@ use super::run_namespaces::{IdMaps, RunNamespaces, RunNetwork};
 use super::seccomp::SyscallFilter;
 
 /// The test switch that pretends features are missing (`landlock`,
-/// `namespaces`, `seccomp`, comma-separated). Debug builds only: a release
+/// `namespaces`, `seccomp`, `cgroups`, comma-separated). Read only by
+/// builds with `debug_assertions` ([`super::test_switch`]): a release
 /// binary never lets its environment weaken the sandbox.
 pub const PRETEND_UNSUPPORTED_ENV: &str = "AGENTCI_TEST_SANDBOX_UNSUPPORTED";
 
@@ -71,10 +72,7 @@ pub fn support() -> Support {
 }
 
 fn probe() -> Support {
-    let pretend = match cfg!(debug_assertions) {
-        true => std::env::var(PRETEND_UNSUPPORTED_ENV).unwrap_or_default(),
-        false => String::new(),
-    };
+    let pretend = super::test_switch::read(PRETEND_UNSUPPORTED_ENV).unwrap_or_default();
     let missing = |name: &str| pretend.split(',').any(|p| p.trim() == name);
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;

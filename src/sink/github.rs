@@ -52,7 +52,7 @@ pub struct GithubActions {
     /// Set after the first failed log write: reported once, not per event.
     broken: bool,
     group_open: bool,
-    report: RunReport,
+    report: SummaryFacts,
     /// The job file's text, to point annotations at the right line.
     job_text: String,
     written: bool,
@@ -70,9 +70,10 @@ use outputs::outputs_text;
 pub use start_failure::{problem_annotation, report_start_failure};
 use summary::summary_markdown;
 
-/// What the summary and outputs need, collected from the events.
+/// The facts the step summary and the step outputs are made of, collected
+/// from the events (not `runner::RunReport`, which is where a run wrote its files).
 #[derive(Default)]
-pub(crate) struct RunReport {
+pub(crate) struct SummaryFacts {
     started: Option<RunStarted>,
     plan: Vec<PlanStep>,
     step_started: BTreeSet<usize>,
@@ -90,7 +91,7 @@ pub(crate) struct RunReport {
     cut_short: bool,
 }
 
-impl RunReport {
+impl SummaryFacts {
     /// Take in what `event` adds to the report; every other event is ignored.
     fn record(&mut self, event: &Event) {
         match &event.kind {
@@ -135,7 +136,7 @@ impl RunReport {
 /// what `agentci trace summary` prints, the same text the GitHub sink
 /// appends to `$GITHUB_STEP_SUMMARY`.
 pub fn step_summary<'a>(events: impl IntoIterator<Item = &'a Event>) -> String {
-    let mut report = RunReport::default();
+    let mut report = SummaryFacts::default();
     for event in events {
         report.record(event);
     }
@@ -150,7 +151,7 @@ impl GithubActions {
             lines: LogLines::default(),
             broken: false,
             group_open: false,
-            report: RunReport::default(),
+            report: SummaryFacts::default(),
             job_text: String::new(),
             written: false,
         }

@@ -26,7 +26,10 @@ pub enum SkillError {
         searched: Vec<PathBuf>,
     },
     /// The name cannot be a skill's name (and must not become a path).
-    BadName { name: String, reason: String },
+    BadName {
+        name: String,
+        reason: super::frontmatter::BadSkillName,
+    },
     /// The skill exists but is invalid; every problem, with its position.
     Invalid { diagnostics: Vec<Diagnostic> },
     /// A skill from git could not be fetched (clone, revision, folder).

@@ -404,23 +404,36 @@ fn check_name(r: &mut Reporter<'_>, name: Option<&Spanned<Node>>, dir: &Path) ->
     Some(value)
 }
 
+/// Which part of the Agent Skills naming rule a name breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadSkillName {
+    #[error("a name has 1 to {} characters", MAX_NAME_CHARS)]
+    Length,
+    #[error("use lowercase letters, digits and hyphens only")]
+    Characters,
+    #[error("a name must not start or end with a hyphen")]
+    HyphenAtEnd,
+    #[error("a name must not hold two hyphens in a row")]
+    DoubleHyphen,
+}
+
 /// The Agent Skills naming rule: 1–64 lowercase letters, digits and
 /// hyphens, no hyphen at either end and no two in a row.
-pub fn check_skill_name(name: &str) -> Result<(), String> {
+pub fn check_skill_name(name: &str) -> Result<(), BadSkillName> {
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!("a name has 1 to {MAX_NAME_CHARS} characters"));
+        return Err(BadSkillName::Length);
     }
     if !name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
     {
-        return Err("use lowercase letters, digits and hyphens only".to_string());
+        return Err(BadSkillName::Characters);
     }
     if name.starts_with('-') || name.ends_with('-') {
-        return Err("a name must not start or end with a hyphen".to_string());
+        return Err(BadSkillName::HyphenAtEnd);
     }
     if name.contains("--") {
-        return Err("a name must not hold two hyphens in a row".to_string());
+        return Err(BadSkillName::DoubleHyphen);
     }
     Ok(())
 }

@@ -82,9 +82,9 @@ pub enum GitSkillError {
 }
 
 /// The cache folder: `$AGENTCI_CACHE`, else `$XDG_CACHE_HOME/agentci`, else
-/// `~/.cache/agentci`; `None` when none of them is set.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+/// `~/.cache/agentci`, looked up in `env`; `None` when none of them is set.
+pub fn default_cache_dir(env: &crate::run_env::RunEnv) -> Option<PathBuf> {
+    let var = |name| env.var_os(name).filter(|v| !v.is_empty());
     if let Some(dir) = var("AGENTCI_CACHE") {
         return Some(PathBuf::from(dir));
     }

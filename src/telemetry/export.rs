@@ -14,7 +14,7 @@ pub fn export_trace<'a>(
     target: &OtlpTarget,
     events: impl IntoIterator<Item = &'a Event>,
 ) -> Result<(), String> {
-    let (mut sink, flush) = OtlpSink::start(target, None, None)?;
+    let (mut sink, flush) = OtlpSink::start(target, None, None).map_err(|e| e.to_string())?;
     let mut last = None;
     let mut completed = false;
     for event in events {

@@ -19,7 +19,7 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
 use super::grpc::OnOwnRuntime;
-use super::pipeline::grpc_metadata;
+use super::pipeline::{ExportStartError, grpc_metadata};
 use super::runtime::OwnRuntime;
 use super::spans::time_of;
 use crate::event::bus::{EventSink, SinkError};
@@ -102,17 +102,18 @@ impl MetricsSink {
         temporality: Temporality,
         failure: FirstFailure,
         http: Option<ExportClient>,
-    ) -> Result<MetricsSink, String> {
-        let cannot_build =
-            |e: ExporterBuildError| format!("metrics export to {url} cannot start ({e})");
+    ) -> Result<MetricsSink, ExportStartError> {
+        let cannot_build = |source: ExporterBuildError| ExportStartError::Metrics {
+            url: url.to_string(),
+            source,
+        };
         let builder = SdkMeterProvider::builder()
             .with_resource(Resource::builder().with_service_name("agentci").build());
         let builder = match protocol {
             OtlpProtocol::HttpProtobuf => {
                 let client = match http {
                     Some(shared) => shared,
-                    None => ExportClient::new(failure)
-                        .map_err(|e| format!("telemetry export cannot start: {e}"))?,
+                    None => ExportClient::new(failure).map_err(ExportStartError::Runtime)?,
                 };
                 let exporter = opentelemetry_otlp::MetricExporter::builder()
                     .with_http()
@@ -128,7 +129,7 @@ impl MetricsSink {
             }
             OtlpProtocol::Grpc => {
                 let runtime = OwnRuntime::one_worker("agentci-otlp-grpc")
-                    .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+                    .map_err(ExportStartError::Runtime)?;
                 let exporter = {
                     let _entered = runtime.enter();
                     opentelemetry_otlp::MetricExporter::builder()

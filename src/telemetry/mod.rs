@@ -23,7 +23,8 @@ use std::collections::BTreeMap;
 
 pub use export::export_trace;
 pub use opentelemetry::KeyValue;
-pub use parent::TraceParent;
+pub use parent::{NotATraceParent, TraceParent};
+pub use pipeline::ExportStartError;
 pub use spans::{OtlpSink, RunIdentity};
 pub use tree::{OpenSpan, SpanTree};
 
@@ -46,7 +47,7 @@ pub fn start_run_export(
     parent: Option<&TraceParent>,
     identity: RunIdentity,
     temporality: Option<&str>,
-) -> Result<RunExport, String> {
+) -> Result<RunExport, ExportStartError> {
     let (spans, flush) = OtlpSink::start(target, parent, Some(identity))?;
     let (failure, http) = (spans.failure_slot(), spans.http_client());
     let mut sinks: Vec<Box<dyn EventSink>> = vec![Box::new(spans)];

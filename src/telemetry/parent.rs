@@ -5,6 +5,12 @@
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 
+/// A text that is not a W3C `traceparent`; it holds the text's first 80
+/// characters, made inert for the terminal.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>)")]
+pub struct NotATraceParent(String);
+
 /// A W3C trace context: `00-{trace id}-{parent span id}-{flags}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceParent {
@@ -15,13 +21,11 @@ pub struct TraceParent {
 
 impl TraceParent {
     /// Reads a `traceparent` header value; `Err` says what a valid one looks like.
-    pub fn parse(text: &str) -> Result<TraceParent, String> {
+    pub fn parse(text: &str) -> Result<TraceParent, NotATraceParent> {
         let wrong = || {
-            format!(
-                "`{}` is not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex \
-                 flags>)",
-                crate::inert::terminal(text.chars().take(80).collect::<String>().as_str())
-            )
+            NotATraceParent(crate::inert::terminal(
+                text.chars().take(80).collect::<String>().as_str(),
+            ))
         };
         let parts: Vec<&str> = text.trim().split('-').collect();
         let [version, trace, span, flags] = parts.as_slice() else {
@@ -103,7 +107,7 @@ mod tests {
             "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902bz-01",
         ] {
-            let error = TraceParent::parse(bad).unwrap_err();
+            let error = TraceParent::parse(bad).unwrap_err().to_string();
             assert!(error.contains("W3C traceparent"), "{bad}: {error}");
         }
     }

@@ -18,6 +18,33 @@ use super::grpc::OnOwnRuntime;
 use super::runtime::OwnRuntime;
 use crate::job::OtlpProtocol;
 
+/// Why telemetry export cannot start; each says which setting to check.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportStartError {
+    /// The span exporter for `url` cannot be built.
+    #[error(
+        "telemetry export to {url} cannot start ({source}); check `telemetry.otlp` or \
+         OTEL_EXPORTER_OTLP_*"
+    )]
+    Spans {
+        url: String,
+        source: ExporterBuildError,
+    },
+    /// The metrics exporter for `url` cannot be built.
+    #[error("metrics export to {url} cannot start ({source})")]
+    Metrics {
+        url: String,
+        source: ExporterBuildError,
+    },
+    /// The exporter's own HTTP client or runtime cannot be made.
+    #[error("telemetry export cannot start: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// A header of `telemetry.otlp.headers`, by name (never its value),
+    /// that gRPC metadata cannot carry.
+    #[error("`telemetry.otlp.headers.{0}` cannot be sent as gRPC metadata")]
+    GrpcHeader(String),
+}
+
 /// Spans waiting for export; past this they are dropped, never waited for.
 const MAX_QUEUE: usize = 4096;
 
@@ -30,22 +57,18 @@ const SEND_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 /// `Err` with one line when the exporter cannot be built.
 pub(super) fn tracer_provider(
     target: &OtlpTarget,
-) -> Result<(SdkTracerProvider, FirstFailure, Option<ExportClient>), String> {
+) -> Result<(SdkTracerProvider, FirstFailure, Option<ExportClient>), ExportStartError> {
     let failure = FirstFailure::default();
-    let cannot_build = |e: ExporterBuildError| {
-        format!(
-            "telemetry export to {} cannot start ({e}); check `telemetry.otlp` or \
-             OTEL_EXPORTER_OTLP_*",
-            target.traces_url
-        )
+    let cannot_build = |source: ExporterBuildError| ExportStartError::Spans {
+        url: target.traces_url.clone(),
+        source,
     };
     let builder = SdkTracerProvider::builder()
         .with_resource(Resource::builder().with_service_name("agentci").build());
     let mut shared = None;
     let builder = match target.protocol {
         OtlpProtocol::HttpProtobuf => {
-            let client = ExportClient::new(failure.clone())
-                .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+            let client = ExportClient::new(failure.clone()).map_err(ExportStartError::Runtime)?;
             shared = Some(client.clone());
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
@@ -59,8 +82,8 @@ pub(super) fn tracer_provider(
             builder.with_span_processor(batched(exporter))
         }
         OtlpProtocol::Grpc => {
-            let runtime = OwnRuntime::one_worker("agentci-otlp-grpc")
-                .map_err(|e| format!("telemetry export cannot start: {e}"))?;
+            let runtime =
+                OwnRuntime::one_worker("agentci-otlp-grpc").map_err(ExportStartError::Runtime)?;
             let exporter = {
                 // tonic opens its connection on the runtime it is built in.
                 let _entered = runtime.enter();
@@ -93,10 +116,12 @@ fn batched<E: opentelemetry_sdk::trace::SpanExporter + 'static>(exporter: E) -> 
 
 /// The job's headers as gRPC metadata: names lowercase ASCII, values
 /// printable; one that is not is named (never its value).
-pub(super) fn grpc_metadata(headers: &BTreeMap<String, String>) -> Result<MetadataMap, String> {
+pub(super) fn grpc_metadata(
+    headers: &BTreeMap<String, String>,
+) -> Result<MetadataMap, ExportStartError> {
     let mut map = http::HeaderMap::new();
     for (name, value) in headers {
-        let bad = || format!("`telemetry.otlp.headers.{name}` cannot be sent as gRPC metadata");
+        let bad = || ExportStartError::GrpcHeader(name.clone());
         let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
             .map_err(|_| bad())?;
         let value = http::HeaderValue::from_str(value).map_err(|_| bad())?;

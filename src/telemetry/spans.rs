@@ -13,7 +13,7 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
 use super::client::{EXPORT_TIMEOUT, ExportClient, FirstFailure};
 use super::content;
-use super::pipeline::tracer_provider;
+use super::pipeline::{ExportStartError, tracer_provider};
 use super::{OtlpTarget, TraceParent};
 use crate::event::CompletionHook;
 use crate::event::bus::{EventSink, SinkError};
@@ -61,7 +61,7 @@ impl OtlpSink {
         target: &OtlpTarget,
         parent: Option<&TraceParent>,
         identity: Option<RunIdentity>,
-    ) -> Result<(OtlpSink, CompletionHook), String> {
+    ) -> Result<(OtlpSink, CompletionHook), ExportStartError> {
         let (provider, failure, http) = tracer_provider(target)?;
         let tracer = provider.tracer("agentci");
         let hook_provider = provider.clone();

@@ -9,7 +9,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
 use super::client::{EXPORT_TIMEOUT, FirstFailure};
-use super::pipeline::tracer_provider;
+use super::pipeline::{ExportStartError, tracer_provider};
 use super::{OtlpTarget, TraceParent};
 
 /// An exporter and its tracer, for spans made by hand.
@@ -30,7 +30,8 @@ impl std::fmt::Debug for SpanTree {
 pub struct OpenSpan(Context);
 
 impl SpanTree {
-    pub fn start(target: &OtlpTarget) -> Result<SpanTree, String> {
+    /// An exporter to `target`; `Err` says why export cannot start.
+    pub fn start(target: &OtlpTarget) -> Result<SpanTree, ExportStartError> {
         let (provider, failure, _) = tracer_provider(target)?;
         let tracer = provider.tracer("agentci");
         Ok(SpanTree {

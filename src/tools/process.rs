@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::support::{str_arg, usize_arg};
 use super::{BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec};
-use crate::process::sessions::{Exit, MAX_RUNNING, Page, SessionError, SessionView};
+use crate::process::sessions::{MAX_RUNNING, Page, SessionError, SessionExit, SessionView};
 
 /// How long `exec {background: true}` waits for a first line of output.
 pub const FIRST_OUTPUT_WAIT: Duration = Duration::from_millis(1500);
@@ -245,15 +245,15 @@ fn list(views: Vec<SessionView>) -> ToolResult {
 fn state(view: &SessionView) -> String {
     match &view.exit {
         None => "running".into(),
-        Some(Exit {
+        Some(SessionExit {
             killed: Some(reason),
             ..
         }) => reason.as_str().into(),
-        Some(Exit {
+        Some(SessionExit {
             exit_code: Some(code),
             ..
         }) => format!("exited with code {code}"),
-        Some(Exit {
+        Some(SessionExit {
             signal: Some(signal),
             ..
         }) => format!("killed by signal {signal}"),

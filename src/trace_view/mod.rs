@@ -18,6 +18,6 @@ mod text;
 mod view;
 
 pub use load::{LoadedTrace, TraceLine, TraceLoadError, TraceProblem, load};
-pub use rebuild::{Rebuilt, rebuild};
+pub use rebuild::{DeltaMismatch, Rebuilt, rebuild};
 pub use text::render_text;
 pub use view::{RunView, ViewOptions};

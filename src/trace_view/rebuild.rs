@@ -10,15 +10,26 @@ pub struct Rebuilt {
     pub offered: Vec<ToolDefinition>,
 }
 
+/// A delta that does not fit the request before it (a trace that is not whole).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the request keeps {kept} and drops {dropped} of the previous request's {had} messages")]
+pub struct DeltaMismatch {
+    pub kept: usize,
+    pub dropped: usize,
+    /// The previous request's messages.
+    pub had: usize,
+}
+
 /// Apply `delta` to the request before it; an error when the delta keeps
 /// more than that request had (a trace that is not whole).
-pub fn rebuild(previous: &mut Rebuilt, delta: &SentDelta) -> Result<(), String> {
+pub fn rebuild(previous: &mut Rebuilt, delta: &SentDelta) -> Result<(), DeltaMismatch> {
     let had = previous.messages.len();
     if delta.kept + delta.messages_dropped != had {
-        return Err(format!(
-            "the request keeps {} and drops {} of the previous request's {had} messages",
-            delta.kept, delta.messages_dropped
-        ));
+        return Err(DeltaMismatch {
+            kept: delta.kept,
+            dropped: delta.messages_dropped,
+            had,
+        });
     }
     previous.messages.truncate(delta.kept);
     previous
@@ -40,7 +51,9 @@ mod tests {
             kept: 9,
             ..SentDelta::default()
         };
-        let error = rebuild(&mut Rebuilt::default(), &bad).unwrap_err();
+        let error = rebuild(&mut Rebuilt::default(), &bad)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("keeps 9"), "{error}");
     }
 }

@@ -238,10 +238,12 @@ fn a_job_server_gets_roots_env_and_a_scrubbed_environment() {
             ],
         )
     };
+    // The reference was resolved (the template's text is not masked) and
+    // its value is one of the run's secrets, masked as a run masks it.
     let greeting = run(&["env", r#"{"name": "GREETING"}"#]);
     assert_eq!(
         json(&greeting)["text"],
-        "hello world",
+        "hello ***",
         "{}",
         stderr(&greeting)
     );

@@ -188,7 +188,10 @@ fn resources_and_templates_of_one_or_every_server_are_listed_and_read() {
 
     let plain = rt.block_on(set.list_resources(Some("plain"))).unwrap();
     assert!(plain.resources.is_empty() && plain.templates.is_empty());
-    let unknown = rt.block_on(set.list_resources(Some("nope"))).unwrap_err();
+    let unknown = rt
+        .block_on(set.list_resources(Some("nope")))
+        .unwrap_err()
+        .to_string();
     assert!(unknown.contains("no MCP server `nope`"), "{unknown}");
 
     // A URI made from the template.
@@ -240,22 +243,25 @@ fn servers_started_through_a_sandboxed_runner_work_and_get_its_environment() {
     let sb = Sandbox::new();
     let workspace = sb.workspace();
     std::fs::create_dir_all(&workspace).unwrap();
-    let runner = ProcessRunner::new(RunnerConfig {
-        sandbox: SandboxSpec {
-            profile: SandboxProfile::WorkspaceWrite,
-            network: false,
-            require: false,
-            ..SandboxSpec::default()
+    let runner = ProcessRunner::new(
+        RunnerConfig {
+            sandbox: SandboxSpec {
+                profile: SandboxProfile::WorkspaceWrite,
+                network: false,
+                require: false,
+                ..SandboxSpec::default()
+            },
+            workspace: workspace.clone(),
+            run_id: format!("mcp-set-test-{}", std::process::id()),
+            protected: Vec::new(),
+            masked: Vec::new(),
+            read_denied: Vec::new(),
+            read_only: Vec::new(),
+            extra_env: vec![("JOB_VAR".to_string(), "from the job".to_string())],
+            secrets: Default::default(),
         },
-        workspace: workspace.clone(),
-        run_id: format!("mcp-set-test-{}", std::process::id()),
-        protected: Vec::new(),
-        masked: Vec::new(),
-        read_denied: Vec::new(),
-        read_only: Vec::new(),
-        extra_env: vec![("JOB_VAR".to_string(), "from the job".to_string())],
-        secrets: Default::default(),
-    })
+        &agentci::run_env::RunEnv::new(std::env::vars_os()),
+    )
     .unwrap();
     let rt = runtime();
     let set = start(&rt, &workspace, &[spec("test", &[])], Some(&runner));

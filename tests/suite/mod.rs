@@ -74,6 +74,7 @@ mod sandbox_limits;
 mod sandbox_network;
 mod sandbox_root;
 mod schemas;
+mod secret_set;
 mod signals;
 mod significance_reference;
 mod sinks;

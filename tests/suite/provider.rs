@@ -29,6 +29,11 @@ fn config(base_url: &str) -> OpenAiConfig {
     }
 }
 
+/// This process's environment, as the CLI snapshots it.
+fn process_env() -> agentci::run_env::RunEnv {
+    agentci::run_env::RunEnv::new(std::env::vars_os())
+}
+
 fn keyed(base_url: &str) -> OpenAiProvider {
     OpenAiProvider::with_api_key(config(base_url), Some("sk-test-secret".to_string())).unwrap()
 }
@@ -307,14 +312,14 @@ fn missing_key_is_a_config_error_before_any_request() {
     config.api_key_env = None;
     // OPENAI_API_KEY may be set on a developer machine; only check it when not.
     if std::env::var_os("OPENAI_API_KEY").is_none() {
-        let err = OpenAiProvider::new(config.clone()).unwrap_err();
+        let err = OpenAiProvider::new(config.clone(), &process_env()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "environment variable OPENAI_API_KEY is not set; set it to your API key, or set model.api_key_env to the variable that holds it"
         );
     }
     config.api_key_env = Some(UNSET_KEY_ENV.to_string());
-    let err = OpenAiProvider::new(config).unwrap_err();
+    let err = OpenAiProvider::new(config, &process_env()).unwrap_err();
     assert!(matches!(err, ProviderError::Config(_)), "{err:?}");
     assert!(
         err.to_string()
@@ -326,7 +331,7 @@ fn missing_key_is_a_config_error_before_any_request() {
 #[tokio::test]
 async fn loopback_server_needs_no_key_and_gets_no_authorization() {
     let fake = FakeModel::start(vec![Reply::text("local"), Reply::text("keyed")]);
-    let local = OpenAiProvider::new(config(&fake.base_url())).unwrap();
+    let local = OpenAiProvider::new(config(&fake.base_url()), &process_env()).unwrap();
     assert_eq!(
         local.complete(&request("x")).await.unwrap().text.as_deref(),
         Some("local")

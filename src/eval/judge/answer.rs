@@ -85,7 +85,9 @@ pub fn read(response: &ChatResponse) -> Result<Judgement, JudgeError> {
         ResultSchema::new(&schema()).map_err(|e| JudgeError::Schema(e.to_string()))?;
     let checked = validator
         .check(&call.arguments)
-        .map_err(|problem| JudgeError::Invalid { problem })?;
+        .map_err(|problem| JudgeError::Invalid {
+            problem: problem.to_string(),
+        })?;
     serde_json::from_value::<Judgement>(checked).map_err(|e| JudgeError::Invalid {
         problem: e.to_string(),
     })

@@ -15,6 +15,7 @@ use crate::provider::pricing::Price;
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::{ModelProvider, ProviderError, ReasoningSettings};
+use crate::run_env::RunEnv;
 use crate::runner::provider_setup::{model_price, served_provider};
 
 /// How the attempt's judges reach a model.
@@ -36,6 +37,8 @@ pub struct Bench {
     workspace: PathBuf,
     /// A replay serves every judge of the attempt in order, so it is opened once.
     replay: Mutex<Option<std::sync::Arc<ReplayProvider>>>,
+    /// Where a live judge's key is read, as the attempt's run read its own.
+    env: RunEnv,
 }
 
 /// A judge's model: what answers, its name as `PROVIDER:NAME`, its price.
@@ -47,12 +50,13 @@ pub struct JudgeModel {
 }
 
 impl Bench {
-    pub fn new(job_model: ModelSpec, source: Source, workspace: &Path) -> Bench {
+    pub fn new(job_model: ModelSpec, source: Source, workspace: &Path, env: &RunEnv) -> Bench {
         Bench {
             job_model,
             source,
             workspace: workspace.to_path_buf(),
             replay: Mutex::new(None),
+            env: env.clone(),
         }
     }
 
@@ -75,9 +79,9 @@ impl Bench {
         let price = model_price(&spec, &spec.name);
         let provider: Box<dyn ModelProvider> = match &self.source {
             Source::Replay(cassette) => Box::new(Shared(self.replay(cassette)?)),
-            Source::Live => served_provider(&spec).map_err(|e| describe(&e))?,
+            Source::Live => served_provider(&spec, &self.env).map_err(|e| describe(&e))?,
             Source::Record(cassette) => {
-                let live = served_provider(&spec).map_err(|e| describe(&e))?;
+                let live = served_provider(&spec, &self.env).map_err(|e| describe(&e))?;
                 Box::new(
                     RecordingProvider::append_judge(live, cassette, &self.workspace)
                         .map_err(|e| describe(&e))?,

@@ -41,9 +41,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// How a session ended.
+/// How a background session ended (not `event::exit::Exit`, the exit-code table).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Exit {
+pub struct SessionExit {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     /// Killed by agentci (`process kill`, the step's or the run's end), not on its own.
@@ -116,7 +116,7 @@ pub struct SessionView {
     pub cwd: String,
     pub keep: bool,
     pub running: bool,
-    pub exit: Option<Exit>,
+    pub exit: Option<SessionExit>,
     pub output_bytes: u64,
     pub age: Duration,
 }

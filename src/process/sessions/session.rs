@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{
-    EndReason, Entry, Exit, LOG_CAP, MAX_RUNNING, Page, SessionError, Sessions, lock, not_found,
+    EndReason, Entry, LOG_CAP, MAX_RUNNING, Page, SessionError, SessionExit, Sessions, lock,
+    not_found,
 };
 use crate::process::{ProcessRunner, ProcessTree};
 use crate::redact::Redactor;
@@ -28,7 +29,7 @@ pub(super) struct Shared {
     pub(super) log: Vec<u8>,
     /// Bytes dropped from the front of `log` to keep it under [`LOG_CAP`].
     pub(super) dropped: u64,
-    pub(super) exit: Option<Exit>,
+    pub(super) exit: Option<SessionExit>,
     /// The end reason to record when the waiter sees the process die.
     pub(super) ending: Option<EndReason>,
 }
@@ -37,9 +38,9 @@ impl Shared {
     /// How it ended, as far as anyone should care: a session agentci killed
     /// has ended from that moment (SIGKILL cannot be refused), even before
     /// the waiter has reaped it.
-    pub(super) fn ended(&self) -> Option<Exit> {
+    pub(super) fn ended(&self) -> Option<SessionExit> {
         self.exit.clone().or_else(|| {
-            self.ending.map(|reason| Exit {
+            self.ending.map(|reason| SessionExit {
                 exit_code: None,
                 signal: Some(libc::SIGKILL),
                 killed: Some(reason),
@@ -195,12 +196,12 @@ impl ProcessRunner {
             let mut shared = lock(&waiter_shared);
             let killed = shared.ending;
             shared.exit = Some(match status {
-                Ok(status) => Exit {
+                Ok(status) => SessionExit {
                     exit_code: status.code(),
                     signal: status.signal(),
                     killed,
                 },
-                Err(_) => Exit {
+                Err(_) => SessionExit {
                     exit_code: None,
                     signal: None,
                     killed,

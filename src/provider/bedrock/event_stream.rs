@@ -36,6 +36,21 @@ pub enum EventStreamFailure {
     },
 }
 
+/// Why bytes are not an event stream message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("an event stream prelude whose checksum does not match")]
+    PreludeChecksum,
+    #[error("an event stream message of impossible length {0}")]
+    Length(usize),
+    #[error("an event stream message whose checksum does not match")]
+    MessageChecksum,
+    #[error("an event stream header that runs past its message")]
+    HeaderPastEnd,
+    #[error("an event stream header of unknown type {0}")]
+    HeaderType(u8),
+}
+
 /// One decoded message.
 #[derive(Debug, PartialEq)]
 pub struct Frame {
@@ -54,7 +69,7 @@ impl Frame {
 
 /// Takes one whole message off the front of `buffer`; `None` until one has
 /// arrived.
-pub fn next_frame(buffer: &mut Vec<u8>) -> Result<Option<Frame>, String> {
+pub fn next_frame(buffer: &mut Vec<u8>) -> Result<Option<Frame>, FrameError> {
     if buffer.len() < PRELUDE {
         return Ok(None);
     }
@@ -64,18 +79,16 @@ pub fn next_frame(buffer: &mut Vec<u8>) -> Result<Option<Frame>, String> {
     let total = word(0) as usize;
     let headers_len = word(4) as usize;
     if crc32fast::hash(&buffer[..8]) != word(8) {
-        return Err("an event stream prelude whose checksum does not match".into());
+        return Err(FrameError::PreludeChecksum);
     }
     if total > MAX_FRAME || total < PRELUDE + headers_len + 4 {
-        return Err(format!(
-            "an event stream message of impossible length {total}"
-        ));
+        return Err(FrameError::Length(total));
     }
     if buffer.len() < total {
         return Ok(None);
     }
     if crc32fast::hash(&buffer[..total - 4]) != word(total - 4) {
-        return Err("an event stream message whose checksum does not match".into());
+        return Err(FrameError::MessageChecksum);
     }
     let headers = parse_headers(&buffer[PRELUDE..PRELUDE + headers_len])?;
     let payload = buffer[PRELUDE + headers_len..total - 4].to_vec();
@@ -85,8 +98,8 @@ pub fn next_frame(buffer: &mut Vec<u8>) -> Result<Option<Frame>, String> {
 
 /// Headers as (name, value); string values are kept, other types are
 /// skipped over (Bedrock sends only strings).
-fn parse_headers(mut bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let short = || "an event stream header that runs past its message".to_string();
+fn parse_headers(mut bytes: &[u8]) -> Result<Vec<(String, String)>, FrameError> {
+    let short = || FrameError::HeaderPastEnd;
     let mut headers = Vec::new();
     while !bytes.is_empty() {
         let name_len = usize::from(bytes[0]);
@@ -111,7 +124,7 @@ fn parse_headers(mut bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
                 }
                 2 + len
             }
-            other => return Err(format!("an event stream header of unknown type {other}")),
+            other => return Err(FrameError::HeaderType(other)),
         };
         bytes = &rest[used..];
     }
@@ -149,7 +162,7 @@ where
         let piece = piece
             .map_err(|e| EventStreamFailure::Stream(StreamFailure::Transport(e.to_string())))?;
         buffer.extend_from_slice(piece.as_ref());
-        while let Some(frame) = next_frame(&mut buffer).map_err(malformed)? {
+        while let Some(frame) = next_frame(&mut buffer).map_err(|e| malformed(e.to_string()))? {
             seen += 1;
             match frame.header(":message-type") {
                 Some("event") if frame.header(":event-type") == Some("chunk") => {

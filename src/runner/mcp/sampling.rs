@@ -33,12 +33,13 @@ pub struct RunSampler {
 }
 
 impl RunSampler {
-    pub fn new(model: &ModelSpec) -> RunSampler {
+    /// Builds the model's provider now, with the key in `env`.
+    pub fn new(model: &ModelSpec, env: &crate::run_env::RunEnv) -> RunSampler {
         let provider = match model.provider {
             ProviderKind::Replay => Err("the run's model is a replay, which holds no answers \
                                          for sampling requests"
                 .to_string()),
-            _ => served_provider(model).map_err(|e| e.to_string()),
+            _ => served_provider(model, env).map_err(|e| e.to_string()),
         };
         RunSampler {
             model: model.clone(),

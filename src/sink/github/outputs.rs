@@ -6,12 +6,12 @@
 
 use serde_json::Value;
 
-use super::RunReport;
+use super::SummaryFacts;
 use crate::event::{Exit, RunCompleted, RunStatus};
 
 /// The step outputs: `name=value` lines, or `name<<DELIM` blocks for values
 /// with a line break.
-pub(super) fn outputs_text(report: &RunReport, delimiter: &str) -> String {
+pub(super) fn outputs_text(report: &SummaryFacts, delimiter: &str) -> String {
     let status = report
         .completed
         .as_ref()
@@ -57,7 +57,7 @@ pub(super) fn outputs_text(report: &RunReport, delimiter: &str) -> String {
 
 /// The structured result as compact JSON (one line: JSON escapes line
 /// breaks in strings).
-fn result_output(report: &RunReport) -> Option<String> {
+fn result_output(report: &SummaryFacts) -> Option<String> {
     report
         .completed
         .as_ref()
@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn multiline_outputs_use_a_delimiter() {
-        let report = RunReport {
+        let report = SummaryFacts {
             completed: Some(RunCompleted {
                 status: RunStatus::Failed,
                 reason: String::new(),
@@ -91,7 +91,7 @@ mod tests {
                 result: None,
                 signal: None,
             }),
-            ..RunReport::default()
+            ..SummaryFacts::default()
         };
         let text = outputs_text(&report, "EOF_X");
         assert!(text.starts_with("status=failed\nexit-code=1\n"), "{text}");

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::{GithubConfig, RunReport, annotation, append, outputs_text, relative_to};
+use super::{GithubConfig, SummaryFacts, annotation, append, outputs_text, relative_to};
 use crate::event::bus::SinkError;
 use crate::job::Diagnostic;
 
@@ -46,7 +46,7 @@ pub fn report_start_failure(
     }
     if let Some(path) = &config.output {
         let delimiter = format!("ghadelimiter_{}", uuid::Uuid::new_v4().simple());
-        let outputs = outputs_text(&RunReport::default(), &delimiter);
+        let outputs = outputs_text(&SummaryFacts::default(), &delimiter);
         append(path, &outputs, "append step outputs to")?;
     }
     Ok(())

@@ -9,14 +9,14 @@
 
 use std::fmt::Write as _;
 
-use super::RunReport;
+use super::SummaryFacts;
 use crate::event::{CheckOutcome, RunStatus, StepStatus};
 use crate::inert::markdown::{block, cell_code, code, html, inline};
 use crate::sink::describe_resume;
 use crate::sink::progress::{one_line, plural, secs, thousands};
 
 /// The Markdown step summary of one run.
-pub(super) fn summary_markdown(report: &RunReport) -> String {
+pub(super) fn summary_markdown(report: &SummaryFacts) -> String {
     let mut md = String::new();
     heading_and_numbers(&mut md, report);
     plan_section(&mut md, report);
@@ -33,7 +33,7 @@ pub(super) fn summary_markdown(report: &RunReport) -> String {
 }
 
 /// The status line with the reason, and the table of the run's numbers.
-fn heading_and_numbers(md: &mut String, report: &RunReport) {
+fn heading_and_numbers(md: &mut String, report: &SummaryFacts) {
     let name = report
         .started
         .as_ref()
@@ -88,7 +88,7 @@ fn heading_and_numbers(md: &mut String, report: &RunReport) {
 }
 
 /// The plan, each step marked with how it ended or that it was not reached.
-fn plan_section(md: &mut String, report: &RunReport) {
+fn plan_section(md: &mut String, report: &SummaryFacts) {
     if !report.plan.is_empty() {
         md.push_str("### Plan\n\n");
         for (i, step) in report.plan.iter().enumerate() {
@@ -118,7 +118,7 @@ fn plan_section(md: &mut String, report: &RunReport) {
 }
 
 /// The checks' table, then the last lines of output of each that failed.
-fn checks_section(md: &mut String, report: &RunReport) {
+fn checks_section(md: &mut String, report: &SummaryFacts) {
     if !report.checks.is_empty() {
         md.push_str("### Checks\n\n| Check | Result | Exit code | Duration |\n|---|---|---|---|\n");
         for check in &report.checks {
@@ -155,7 +155,7 @@ fn checks_section(md: &mut String, report: &RunReport) {
 }
 
 /// The agent's `todo` checklist as it last stood, when it kept one.
-fn checklist_section(md: &mut String, report: &RunReport) {
+fn checklist_section(md: &mut String, report: &SummaryFacts) {
     if let Some(items) = report
         .todo
         .as_ref()
@@ -177,7 +177,7 @@ fn checklist_section(md: &mut String, report: &RunReport) {
 }
 
 /// The files the run changed.
-fn changed_files_section(md: &mut String, report: &RunReport) {
+fn changed_files_section(md: &mut String, report: &SummaryFacts) {
     md.push_str("### Changed files\n\n");
     if report.changed_files.is_empty() {
         md.push_str("None.\n\n");
@@ -190,7 +190,7 @@ fn changed_files_section(md: &mut String, report: &RunReport) {
 }
 
 /// Where the trace and the JUnit report were written.
-fn footer(md: &mut String, report: &RunReport) {
+fn footer(md: &mut String, report: &SummaryFacts) {
     if let Some(started) = &report.started {
         let outputs = &started.outputs;
         let _ = writeln!(
@@ -205,7 +205,7 @@ fn footer(md: &mut String, report: &RunReport) {
 
 /// The structured result, pretty-printed in a JSON block (cut when long:
 /// the whole of it is in `outputs.result`).
-fn result_section(md: &mut String, report: &RunReport) {
+fn result_section(md: &mut String, report: &SummaryFacts) {
     const MAX_LINES: usize = 60;
     let Some(result) = report.completed.as_ref().and_then(|d| d.result.as_ref()) else {
         return;
