@@ -15,10 +15,11 @@
 //!
 //! 1. leaves, using no other module: [`safe_file`], [`redact`], [`run_env`]
 //!    (the environment, read once by the CLI), [`inert`]
-//!    (text from the run made safe to show), [`netproxy`] (the allowlist
+//!    (text from the run made safe to show), [`tls`] (the one TLS
+//!    configuration every HTTP client uses), [`netproxy`] (the allowlist
 //!    proxy of `sandbox.network`, and the address checks `web_fetch` shares);
 //!    [`git`] uses only `safe_file`; [`github_api`] (the REST calls of the
-//!    eval workflow) uses only `inert`.
+//!    eval workflow) uses only `inert` and `tls`.
 //! 2. [`provider`]: model clients and the provider-neutral types (messages,
 //!    [`provider::Usage`], [`provider::ModelInfo`]).
 //! 3. [`event`]: the contract (data; it carries the provider's types) and
@@ -55,6 +56,7 @@ pub mod sandbox;
 pub mod sink;
 pub mod skills;
 pub mod telemetry;
+pub mod tls;
 pub mod tools;
 pub mod trace_view;
 pub mod untrusted;

@@ -270,7 +270,7 @@ async fn get_models(
     url: &str,
     key: Option<&str>,
 ) -> Result<(u16, String), String> {
-    let client = reqwest::Client::builder()
+    let client = crate::tls::client_builder()
         .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION")))
         .timeout(ANSWER_TIMEOUT)
         .build()

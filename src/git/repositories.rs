@@ -42,6 +42,10 @@ pub fn git_entries(workspace: &Path) -> Vec<PathBuf> {
 /// itself), as a path under `workspace` as given. A relative value is
 /// relative to the repository's working folder, as git takes it.
 pub fn hooks_folder_in(workspace: &Path) -> Option<PathBuf> {
+    // Outside any repository libgit2 is not started (see `may_hold_repository`).
+    if !super::may_hold_repository(workspace) {
+        return None;
+    }
     let repo = git2::Repository::discover(workspace).ok()?;
     let configured = repo.config().ok()?.get_path("core.hooksPath").ok()?;
     let base = repo.workdir().unwrap_or(repo.path());

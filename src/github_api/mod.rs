@@ -111,7 +111,7 @@ impl GithubApi {
                 "GITHUB_REPOSITORY `{repository}` is not OWNER/NAME"
             )));
         }
-        let client = reqwest::Client::builder()
+        let client = crate::tls::client_builder()
             .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(120))

@@ -102,7 +102,7 @@ impl HttpTarget {
         }
         // The attempt as a whole runs under `request_timeout` (see `attempt`);
         // the client's own limit is a second guard for the connect phase.
-        let client = reqwest::Client::builder()
+        let client = crate::tls::client_builder()
             // Providers and gateways (LiteLLM, vLLM) log who called.
             .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(request_timeout.min(Duration::from_secs(10)))

@@ -35,7 +35,7 @@ impl std::fmt::Debug for ExportClient {
 impl ExportClient {
     pub(super) fn new(failure: FirstFailure) -> std::io::Result<Self> {
         let runtime = OwnRuntime::current_thread()?;
-        let client = reqwest::Client::builder()
+        let client = crate::tls::client_builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(std::io::Error::other)?;

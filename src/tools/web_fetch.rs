@@ -230,7 +230,7 @@ fn through_proxy(proxy: &str) -> Result<reqwest::Client, ToolResult> {
 /// What every fetch's client has: redirects left to [`fetch`] (each hop
 /// is judged), the connect timeout, and who is asking.
 fn client_builder() -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
+    crate::tls::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("agentci/", env!("CARGO_PKG_VERSION"), " web_fetch"))

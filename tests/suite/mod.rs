@@ -81,6 +81,7 @@ mod sinks;
 mod skills;
 mod subagent;
 mod telemetry;
+mod tls;
 mod tools;
 mod trace_rebuild;
 mod trace_view;

@@ -124,8 +124,8 @@ fn http_headers(
 
 /// Initializes the remote server at `url` over Streamable HTTP. Requests
 /// say who sends them (`User-Agent: agentci/<version>`, as model requests
-/// do) unless the job's `headers:` name one; rmcp's own client is kept for
-/// its redirect policy, so the header goes in as a custom one.
+/// do) unless the job's `headers:` name one, as a custom header (the
+/// client is [`super::http_client`]'s, with rmcp's redirect policy).
 async fn connect_http(
     url: &str,
     mut headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
@@ -135,7 +135,8 @@ async fn connect_http(
         reqwest::header::HeaderValue::from_static(concat!("agentci/", env!("CARGO_PKG_VERSION"))),
     );
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-    let transport = StreamableHttpClientTransport::from_config(config);
+    let http = super::http_client::build().map_err(HttpFailure::Other)?;
+    let transport = StreamableHttpClientTransport::with_client(http, config);
     serve_client(client, transport)
         .await
         .map_err(|e| HttpFailure::of(&e))

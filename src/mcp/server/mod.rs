@@ -14,6 +14,7 @@
 //! connection are [`connect`]'s.
 
 mod connect;
+mod http_client;
 
 use std::fmt;
 use std::path::Path;

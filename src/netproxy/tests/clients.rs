@@ -5,7 +5,7 @@
 use super::*;
 
 fn reqwest_through(proxy: SocketAddr) -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::tls::client_builder()
         .proxy(reqwest::Proxy::all(format!("http://{proxy}")).unwrap())
         .timeout(Duration::from_secs(10))
         .build()

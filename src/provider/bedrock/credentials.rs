@@ -263,7 +263,7 @@ mod tests {
         AwsAuth::from_env(
             &|name| map.get(name).cloned(),
             "us-east-1",
-            &reqwest::Client::new(),
+            &crate::tls::client_builder().build().unwrap(),
         )
     }
 

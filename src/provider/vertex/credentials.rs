@@ -372,7 +372,10 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        GoogleAuth::from_env(&|name| map.get(name).cloned(), &reqwest::Client::new())
+        GoogleAuth::from_env(
+            &|name| map.get(name).cloned(),
+            &crate::tls::client_builder().build().unwrap(),
+        )
     }
 
     #[test]
