@@ -862,6 +862,12 @@ impl FakeModel {
                     .with_state(state);
                 // Not a graceful shutdown: a delayed reply still sleeping must
                 // not keep the test waiting; dropping the runtime cancels it.
+                // No Nagle delay: a stream's last small write ("[DONE]") would
+                // otherwise wait ~40 ms for the client's delayed ACK, which
+                // no real API server adds and which would swamp the benches.
+                let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 tokio::select! {
                     _ = axum::serve(listener, app) => {}
                     _ = shutdown_rx => {}
