@@ -7,7 +7,7 @@
 //! sandbox and tool context, and its own turn limit (`task.max_turns`). It
 //! calls tools until it answers with text only; that text is the `task`
 //! call's result. It has no plan protocol and cannot start sub-agents.
-//! Its model calls go through the same [`ModelSession`] as the parent's,
+//! Its model calls go through the same `ModelSession` (`session/model_call.rs`) as the parent's,
 //! in the role of a sub-agent: its conversation is kept under the
 //! high-water mark of the model's window as the parent's is (its own
 //! [`ContextKeeper`], the job's `model.context_window`, `compact_at` and
