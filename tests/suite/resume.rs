@@ -102,6 +102,28 @@ fn messages(request: &Value) -> Value {
     request["messages"].clone()
 }
 
+/// `agentci run` in `sb`, killed (SIGKILL: no chance to write anything)
+/// once the model has been sent `requests` requests.
+fn run_killed_at_request(sb: &Sandbox, model: &FakeModel, requests: usize) {
+    let url = model.base_url();
+    let mut child = outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
+        .args(["run", "job.yaml", "--base-url", &url, "--progress", "none"])
+        .args(["--out", "out/run"])
+        .current_dir(sb.path())
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || model.requests().len()
+            == requests),
+        "the run never sent request {requests}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[test]
 fn a_run_killed_while_the_model_thinks_resumes_to_the_end_of_an_uninterrupted_run() {
     // The run the resumed one must end like.
@@ -116,22 +138,7 @@ fn a_run_killed_while_the_model_thinks_resumes_to_the_end_of_an_uninterrupted_ru
     let mut script = whole_script();
     script.insert(3, Reply::hang());
     let model = FakeModel::start(script);
-    let url = model.base_url();
-    let mut child = outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
-        .args(["run", "job.yaml", "--base-url", &url, "--progress", "none"])
-        .args(["--out", "out/run"])
-        .current_dir(sb.path())
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(
-        wait_until(Duration::from_secs(30), || model.requests().len() == 4),
-        "the run never sent its fourth request"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    run_killed_at_request(&sb, &model, 4);
     let killed = trace(&sb);
     assert!(events(&killed, "run.completed").is_empty());
     // A kill mid-write leaves half a line; the resume drops it.
@@ -216,22 +223,7 @@ fn a_run_killed_after_planning_with_calls_resumes_in_the_step_it_opened() {
     };
     let sb = sandbox("");
     let model = FakeModel::start(script(true));
-    let url = model.base_url();
-    let mut child = outside_github(&mut Command::new(env!("CARGO_BIN_EXE_agentci")))
-        .args(["run", "job.yaml", "--base-url", &url, "--progress", "none"])
-        .args(["--out", "out/run"])
-        .current_dir(sb.path())
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(
-        wait_until(Duration::from_secs(30), || model.requests().len() == 2),
-        "the run never sent its second request"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    run_killed_at_request(&sb, &model, 2);
 
     let out = resume(&sb, &model, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -556,8 +556,9 @@ fn the_git_step_is_a_span_of_the_run_and_a_run_nests_under_traceparent() {
     }
 }
 
-#[test]
-fn a_traceparent_that_cannot_be_read_is_a_warning_and_the_run_a_trace_of_its_own() {
+/// A run exporting to a fresh receiver with the variable `name` set to
+/// `value` as well, and the warnings in its trace that mention `about`.
+fn exported_with(name: &str, value: &str, about: &str) -> (Receiver, Vec<Value>) {
     let receiver = Receiver::start();
     let model = FakeModel::start(script());
     let sb = sandbox(&model.base_url(), "");
@@ -565,14 +566,21 @@ fn a_traceparent_that_cannot_be_read_is_a_warning_and_the_run_a_trace_of_its_own
         &sb,
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url()),
-            ("TRACEPARENT", "not-a-traceparent"),
+            (name, value),
         ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let warnings: Vec<&Value> = events(&trace, "warning")
+    let warnings = events(&trace, "warning")
         .into_iter()
-        .filter(|w| w["message"].as_str().unwrap_or("").contains("TRACEPARENT"))
+        .filter(|w| w["message"].as_str().unwrap_or("").contains(about))
+        .cloned()
         .collect();
+    (receiver, warnings)
+}
+
+#[test]
+fn a_traceparent_that_cannot_be_read_is_a_warning_and_the_run_a_trace_of_its_own() {
+    let (receiver, warnings) = exported_with("TRACEPARENT", "not-a-traceparent", "TRACEPARENT");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let received = receiver.received.lock().unwrap();
     let run = received
@@ -993,23 +1001,11 @@ fn a_resumed_run_is_a_span_of_its_own_with_its_step_and_calls_beneath_it() {
 
 #[test]
 fn an_otlp_protocol_variable_not_taken_is_a_warning_and_http_protobuf_is_sent() {
-    let receiver = Receiver::start();
-    let model = FakeModel::start(script());
-    let sb = sandbox(&model.base_url(), "");
-    let (out, trace) = run(
-        &sb,
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url()),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
-        ],
+    let (receiver, warnings) = exported_with(
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "http/json",
+        "OTEL_EXPORTER_OTLP_PROTOCOL is `http/json`",
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let warned = events(&trace, "warning").into_iter().any(|w| {
-        w["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("OTEL_EXPORTER_OTLP_PROTOCOL is `http/json`")
-    });
-    assert!(warned, "{trace:?}");
+    assert!(!warnings.is_empty(), "no warning about the protocol");
     assert!(!receiver.received.lock().unwrap().spans.is_empty());
 }
