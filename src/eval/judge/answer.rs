@@ -81,7 +81,7 @@ pub fn read(response: &ChatResponse) -> Result<Judgement, JudgeError> {
         };
         return Err(JudgeError::NotCalled { what });
     };
-    let validator = ResultSchema::new(&schema()).map_err(|e| JudgeError::Schema(e.to_string()))?;
+    let validator = ResultSchema::new(&schema())?;
     let checked = validator
         .check(&call.arguments)
         .map_err(|problem| JudgeError::Invalid {

@@ -35,8 +35,8 @@ pub enum JudgeError {
     #[error("the judge did not call `{}`: it {what}", answer::SUBMIT_JUDGEMENT)]
     NotCalled { what: String },
     /// The judgement's schema did not compile (a bug, in its own words).
-    #[error("{0}")]
-    Schema(String),
+    #[error(transparent)]
+    Schema(#[from] crate::agent::result::InvalidResultSchema),
     #[error(
         "the judge's `{}` arguments are invalid: {problem}",
         answer::SUBMIT_JUDGEMENT
