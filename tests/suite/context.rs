@@ -10,6 +10,7 @@ use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr};
 use super::support::job::JobBuilder;
 use super::support::job::JobRun;
+use super::support::redact::redacted;
 use super::support::trace_schema::assert_valid_trace;
 
 /// Lines of a file the model reads: about 7,000 tokens, under `read`'s
@@ -144,13 +145,23 @@ fn a_long_session_is_compacted_by_summaries_and_passes() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert!(replaced.contains(&"call_f1") && !replaced.contains(&"call_f2"));
-    insta::assert_json_snapshot!("context_compacted_summary", compacted[0], {
-        ".seq" => "[seq]", ".ts" => "[ts]", ".run_id" => "[run_id]",
-        ".tokens_before" => "[tokens]", ".tokens_after" => "[tokens]",
-        ".messages_before" => "[count]", ".messages_after" => "[count]",
-        ".replaced_messages" => "[count]",
-        ".replaced_tool_calls" => "[ids]",
-    });
+    insta::assert_json_snapshot!(
+        "context_compacted_summary",
+        redacted(
+            &compacted[0],
+            &[
+                (".seq", "[seq]"),
+                (".ts", "[ts]"),
+                (".run_id", "[run_id]"),
+                (".tokens_before", "[tokens]"),
+                (".tokens_after", "[tokens]"),
+                (".messages_before", "[count]"),
+                (".messages_after", "[count]"),
+                (".replaced_messages", "[count]"),
+                (".replaced_tool_calls", "[ids]"),
+            ],
+        )
+    );
     let done = trace.last().unwrap();
     assert_eq!(done["status"], "passed");
     // The summary calls count: 8 model calls in all.

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::examples::fix_failing_test_batched_script;
 use super::support::fake_model::FakeModel;
 use super::support::harness::{agentci_in, copy_tree, read_jsonl, stderr};
+use super::support::redact::redacted;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -111,18 +112,25 @@ fn the_example_run_is_a_reviewed_contract() {
     let run = run_example();
     run.settings.bind(|| {
         insta::assert_json_snapshot!("model_requests", run.requests);
-        insta::assert_json_snapshot!("trace", run.trace, {
-            "[].ts" => "[ts]",
-            "[].run_id" => "[run_id]",
-            "[].agentci_version" => "[version]",
-            "[].duration_ms" => "[ms]",
-            "[].latency_ms" => "[ms]",
-            "[].totals.duration_ms" => "[ms]",
-            "[].data.duration_ms" => "[ms]",
-            // The output varies in length (thread ids, progress marks).
-            "[].data.stdout_bytes" => "[bytes]",
-            "[].data.stderr_bytes" => "[bytes]",
-        });
+        let trace = Value::Array(run.trace.clone());
+        insta::assert_json_snapshot!(
+            "trace",
+            redacted(
+                &trace,
+                &[
+                    ("[].ts", "[ts]"),
+                    ("[].run_id", "[run_id]"),
+                    ("[].agentci_version", "[version]"),
+                    ("[].duration_ms", "[ms]"),
+                    ("[].latency_ms", "[ms]"),
+                    ("[].totals.duration_ms", "[ms]"),
+                    ("[].data.duration_ms", "[ms]"),
+                    // The output varies in length (thread ids, progress marks).
+                    ("[].data.stdout_bytes", "[bytes]"),
+                    ("[].data.stderr_bytes", "[bytes]"),
+                ],
+            )
+        );
         insta::assert_snapshot!("junit", redact_junit(&run.junit));
         insta::assert_snapshot!("step_summary", run.summary);
     });

@@ -14,6 +14,7 @@ use super::mcp::test_server;
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, stderr, stdout};
 use super::support::job::{JobRun, TRACE};
+use super::support::redact::redacted;
 use super::support::trace_schema::assert_valid_trace;
 use super::support::wait::assert_took_less;
 use super::trace_view::redact;
@@ -105,10 +106,19 @@ fn a_timeout_shorter_than_a_servers_start_up_ends_the_run_at_its_timeout() {
     assert_eq!(startup.len(), 1);
     assert_eq!(startup[0]["servers"][0]["outcome"], "timed_out");
     assert!(ms(&startup[0]["duration_ms"]) >= 2000, "{}", startup[0]);
-    insta::assert_json_snapshot!("mcp_startup_timed_out", startup[0], {
-        ".seq" => "[seq]", ".ts" => "[ts]", ".run_id" => "[run_id]",
-        ".duration_ms" => "[ms]", ".servers[].duration_ms" => "[ms]",
-    });
+    insta::assert_json_snapshot!(
+        "mcp_startup_timed_out",
+        redacted(
+            &startup[0],
+            &[
+                (".seq", "[seq]"),
+                (".ts", "[ts]"),
+                (".run_id", "[run_id]"),
+                (".duration_ms", "[ms]"),
+                (".servers[].duration_ms", "[ms]"),
+            ],
+        )
+    );
     let down = &events(&trace, "mcp.server.down")[0];
     assert!(
         down["reason"]

@@ -8,6 +8,7 @@ pub mod job;
 pub mod junit_schema;
 pub mod origin;
 pub mod prerequisites;
+pub mod redact;
 pub mod tmux;
 pub mod trace_schema;
 pub mod users;
