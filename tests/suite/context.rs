@@ -148,7 +148,7 @@ fn a_long_session_is_compacted_by_summaries_and_passes() {
     insta::assert_json_snapshot!(
         "context_compacted_summary",
         redacted(
-            &compacted[0],
+            compacted[0],
             &[
                 (".seq", "[seq]"),
                 (".ts", "[ts]"),

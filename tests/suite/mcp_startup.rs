@@ -109,7 +109,7 @@ fn a_timeout_shorter_than_a_servers_start_up_ends_the_run_at_its_timeout() {
     insta::assert_json_snapshot!(
         "mcp_startup_timed_out",
         redacted(
-            &startup[0],
+            startup[0],
             &[
                 (".seq", "[seq]"),
                 (".ts", "[ts]"),
