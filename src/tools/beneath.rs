@@ -110,11 +110,11 @@ impl Beneath {
         let mut done = std::path::PathBuf::new();
         let mut current = self.open_dir(&done)?;
         for name in names(relative)? {
-            done.push(&name);
+            done.push(name);
             current = match self.open_dir(&done) {
                 Ok(folder) => folder,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    match nix::sys::stat::mkdirat(current.fd.as_fd(), name.as_os_str(), new_dir()) {
+                    match nix::sys::stat::mkdirat(current.fd.as_fd(), name, new_dir()) {
                         Ok(()) | Err(Errno::EEXIST) => {}
                         Err(e) => return Err(e.into()),
                     }
@@ -222,12 +222,12 @@ impl Folder {
 }
 
 /// The components of `relative`, which must all be plain names.
-fn names(relative: &Path) -> io::Result<Vec<OsString>> {
+fn names(relative: &Path) -> io::Result<Vec<&OsStr>> {
     relative
         .components()
         .filter(|c| !matches!(c, Component::CurDir))
         .map(|c| match c {
-            Component::Normal(name) => Ok(name.to_os_string()),
+            Component::Normal(name) => Ok(name),
             _ => Err(io::Error::from(Errno::EXDEV)),
         })
         .collect()
@@ -235,22 +235,17 @@ fn names(relative: &Path) -> io::Result<Vec<OsString>> {
 
 /// The walk for kernels without `openat2`: every folder on the way opened
 /// with `O_NOFOLLOW` from the one before, the last name with `flags`.
-fn walk(root: BorrowedFd<'_>, names: &[OsString], flags: OFlag) -> io::Result<OwnedFd> {
+fn walk(root: BorrowedFd<'_>, names: &[&OsStr], flags: OFlag) -> io::Result<OwnedFd> {
     let Some((last, folders)) = names.split_last() else {
         return reopen_self(root, flags);
     };
     let mut current: Option<OwnedFd> = None;
     for name in folders {
         let at = current.as_ref().map_or(root, |fd| fd.as_fd());
-        current = Some(nix::fcntl::openat(
-            at,
-            name.as_os_str(),
-            dir_flags(),
-            Mode::empty(),
-        )?);
+        current = Some(nix::fcntl::openat(at, *name, dir_flags(), Mode::empty())?);
     }
     let at = current.as_ref().map_or(root, |fd| fd.as_fd());
-    nix::fcntl::openat(at, last.as_os_str(), flags, Mode::empty()).map_err(io::Error::from)
+    nix::fcntl::openat(at, *last, flags, Mode::empty()).map_err(io::Error::from)
 }
 
 /// The folder itself, opened again with `flags`.

@@ -17,7 +17,7 @@
 
 mod output;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -344,7 +344,9 @@ fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> Tool
     // A small tree is searched on this thread: starting the parallel
     // walker's threads costs more than searching it. Once the walk proves
     // the tree large, the parallel walker searches what is left.
-    let mut searched = BTreeSet::new();
+    // Hashed, not ordered: the parallel walk asks about every entry, and
+    // ordering paths compares them component by component.
+    let mut searched = HashSet::new();
     let mut walk_errors = 0;
     let (mut files, mut bytes) = (0usize, 0u64);
     let mut large = false;
@@ -418,7 +420,9 @@ impl Visit<'_> {
         {
             return Some(0);
         }
-        if let Some(rule) = access.read_denied(&workspace.relative(entry.path())) {
+        if access.judges_reads()
+            && let Some(rule) = access.read_denied(&workspace.relative(entry.path()))
+        {
             let mut all = lock(self.collected);
             all.denied_skipped += 1;
             all.denying_rules.insert(rule);
@@ -470,7 +474,7 @@ fn open_to_search(
     access: &FileAccess,
 ) -> Result<(File, u64), Skip> {
     let (beneath, relative) = workspace.locate(path).map_err(|_| Skip::Unreadable)?;
-    let file = beneath.open_file(&relative).map_err(|_| Skip::Unreadable)?;
+    let file = beneath.open_file(relative).map_err(|_| Skip::Unreadable)?;
     let meta = file.metadata().map_err(|_| Skip::Unreadable)?;
     if !meta.is_file() {
         return Err(Skip::Unreadable);

@@ -250,6 +250,12 @@ impl FileAccess {
         }
     }
 
+    /// Whether any `read` rule is there to ask: when none is, a caller
+    /// walking many files need not work out each one's relative path.
+    pub fn judges_reads(&self) -> bool {
+        self.read_denied.is_some()
+    }
+
     /// The rule that denies reading `relative`, or `None` when it may be read.
     pub fn read_denied(&self, relative: &str) -> Option<String> {
         self.read_denied.as_ref().and_then(|rule| rule(relative))

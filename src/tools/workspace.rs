@@ -103,7 +103,7 @@ impl Workspace {
     /// The opened folder `abs` (a path [`Workspace::resolve`] or
     /// [`Workspace::resolve_for_reading`] gave) lies beneath, and the path
     /// beneath it: what the tools open by.
-    pub fn locate(&self, abs: &Path) -> io::Result<(&Beneath, PathBuf)> {
+    pub fn locate<'p>(&self, abs: &'p Path) -> io::Result<(&Beneath, &'p Path)> {
         let folder = self
             .read_only
             .iter()
@@ -116,7 +116,7 @@ impl Workspace {
         let rest = abs
             .strip_prefix(base)
             .map_err(|_| io::Error::from_raw_os_error(libc::EXDEV))?;
-        Ok((dir, rest.to_path_buf()))
+        Ok((dir, rest))
     }
 
     /// Whether something exists at `abs` when looked up beneath the opened
@@ -124,7 +124,7 @@ impl Workspace {
     /// folder swapped for a symlink finds its names missing here.
     pub fn exists_beneath(&self, abs: &Path) -> bool {
         self.locate(abs)
-            .and_then(|(dir, relative)| dir.stat(&relative))
+            .and_then(|(dir, relative)| dir.stat(relative))
             .is_ok_and(|found| found.is_some())
     }
 
