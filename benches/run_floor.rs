@@ -6,7 +6,10 @@
 //!
 //! Prints the median wall time, CPU time and peak RSS (the child's, from
 //! `wait4`) over `AGENTCI_BENCH_RUNS` runs (default 30), for a workspace
-//! outside any repository and for one inside a git repository.
+//! outside any repository, the same with `sandbox: off` (what the sandbox's
+//! kernel work costs: namespaces, mounts and the `ls` call's control group,
+//! whose `cgroup.procs` write waits for an RCU grace period), and one inside
+//! a git repository.
 //!
 //! `AGENTCI_BENCH_SERVE=plain|repo` instead sets that workspace up with a
 //! fake model holding answers for 10,000 runs, prints the command that runs
@@ -51,10 +54,15 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
     println!("three-turn task, model answering at once, median of {runs} runs");
-    for (label, repo) in [("no repository", false), ("inside a git repository", true)] {
+    let cases = [
+        ("no repository", false, false),
+        ("no repository, sandbox: off", false, true),
+        ("inside a git repository", true, false),
+    ];
+    for (label, repo, sandbox_off) in cases {
         let dir = tempfile::tempdir().expect("tempdir");
         let model = FakeModel::start(script(runs + 1));
-        setup(dir.path(), &model.base_url(), repo);
+        setup(dir.path(), &model.base_url(), repo, sandbox_off);
         run_once(dir.path()); // warm the page cache
         let mut all: Vec<Figures> = (0..runs).map(|_| run_once(dir.path())).collect();
         all.sort_by_key(|f| f.wall);
@@ -75,7 +83,7 @@ fn main() {
 fn serve(repo: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let model = FakeModel::start(script(10_000));
-    setup(dir.path(), &model.base_url(), repo);
+    setup(dir.path(), &model.base_url(), repo, false);
     println!(
         "cd {} && {} run job.yaml --progress none --out out",
         dir.path().display(),
@@ -106,7 +114,7 @@ fn script(runs: usize) -> Vec<Reply> {
     (0..runs).flat_map(|_| one.clone()).collect()
 }
 
-fn setup(root: &Path, base_url: &str, repo: bool) {
+fn setup(root: &Path, base_url: &str, repo: bool, sandbox_off: bool) {
     write(&root.join("ws/notes.txt"), "ship on Friday\n");
     write(&root.join("ws/todo.txt"), "nothing\n");
     write(
@@ -120,7 +128,8 @@ fn setup(root: &Path, base_url: &str, repo: bool) {
              goal: List the files, read notes.txt and say what it says.\n\
              model: {{provider: openai, name: bench, base_url: {base_url}}}\n\
              tools: [read, exec]\npermissions: {{default: deny, allow: [read, \"exec(ls)\"]}}\n\
-             workspace: ws\n"
+             workspace: ws\n{}",
+            if sandbox_off { "sandbox: off\n" } else { "" }
         ),
     );
     if repo {
