@@ -309,3 +309,66 @@ fn a_skill_from_an_https_url_is_cloned_and_fetched_again() {
     assert_eq!(seen_now[..2], clone);
     assert_eq!(seen_now[2..4], clone, "{seen_now:?}");
 }
+
+/// `agentci eval` loads the job's skill from inside its Tokio runtime (the
+/// attempts' fingerprints and the attempts themselves): the https clone
+/// runs there too, without a runtime of its own inside that one.
+#[test]
+fn an_eval_clones_an_https_skill_inside_its_runtime() {
+    let sb = Sandbox::new();
+    let served = sb.path().join("served");
+    skills_repository(&sb, &served);
+    let server = GitHttps::start(&served, Behaviour::Git(None));
+    sb.write("fixture/notes.txt", "nothing\n");
+    sb.write(
+        "job.yaml",
+        &format!(
+            "version: 1\nname: lint-it\n\
+             skill: {{git: \"{}\", rev: v1, path: skills/lint}}\n\
+             goal: Report lint.\nmodel: {{provider: openai, name: scripted}}\n\
+             tools: [read]\npermissions: {{default: allow}}\n",
+            server.url("skills.git")
+        ),
+    );
+    sb.write(
+        "suite.yaml",
+        "version: 1\nname: lint\njob: job.yaml\ncases:\n  \
+         - {name: report, fixture: fixture, cassette: cassettes/report.jsonl}\n",
+    );
+    let model = FakeModel::start(report_script());
+    let cache = sb.path().join("cache");
+    let out = agentci_in(
+        sb.path(),
+        &[
+            "eval",
+            "suite.yaml",
+            "--record",
+            "--base-url",
+            &model.base_url(),
+            "--out",
+            "rec",
+            "--progress",
+            "none",
+        ],
+        &[
+            ("AGENTCI_CACHE", cache.to_str().unwrap()),
+            ("SSL_CERT_FILE", &ca_bundle(true)),
+            ("SSL_CERT_DIR", ""),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(model.remaining(), 0, "{}", stderr(&out));
+    assert_eq!(
+        server.seen(),
+        [
+            seen("GET", "/skills.git/info/refs?service=git-upload-pack", None),
+            seen("POST", "/skills.git/git-upload-pack", None),
+        ]
+    );
+}
