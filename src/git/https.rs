@@ -110,14 +110,20 @@ pub(super) fn same_server(asked: &str, pinned: &str) -> bool {
 
 fn factory(remote: &git2::Remote<'_>) -> Result<Transport, git2::Error> {
     let lent = LENT.with(|lent| lent.borrow().clone());
-    let client = crate::tls::client_builder()
-        .user_agent(concat!("git/2.0 (agentci ", env!("CARGO_PKG_VERSION"), ")"))
-        .connect_timeout(millis(CONNECT_TIMEOUT_MS))
-        .read_timeout(millis(SERVER_TIMEOUT_MS))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
+    let client = client(millis(CONNECT_TIMEOUT_MS), millis(SERVER_TIMEOUT_MS))
         .map_err(|e| git2::Error::from_str(&format!("cannot set up the HTTPS client: {e}")))?;
     Transport::smart(remote, true, Https { client, lent })
+}
+
+/// The client of one remote connection: the shared TLS and proxy rules,
+/// a connect and a read timeout, no redirects.
+fn client(connect: Duration, read: Duration) -> reqwest::Result<reqwest::Client> {
+    crate::tls::client_builder()
+        .user_agent(concat!("git/2.0 (agentci ", env!("CARGO_PKG_VERSION"), ")"))
+        .connect_timeout(connect)
+        .read_timeout(read)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
 }
 
 fn millis(ms: i32) -> Duration {
@@ -139,11 +145,6 @@ impl SmartSubtransport for Https {
         let remote = Url::parse(url).map_err(|e| {
             git2::Error::from_str(&format!("the remote's URL is not a valid URL: {e}"))
         })?;
-        let service = match action {
-            Service::UploadPackLs | Service::UploadPack => "upload-pack",
-            Service::ReceivePackLs | Service::ReceivePack => "receive-pack",
-        };
-        let advertisement = matches!(action, Service::UploadPackLs | Service::ReceivePackLs);
         // Credentials in the URL, as libgit2 used them; else the lent token
         // for the pinned server only.
         let auth = url_credentials(&remote).or_else(|| {
@@ -151,19 +152,13 @@ impl SmartSubtransport for Https {
             let token = lent.token.as_ref()?;
             same_server(url, &lent.pinned).then(|| ("x-access-token".to_string(), token.clone()))
         });
-        Ok(Box::new(Exchange {
-            client: self.client.clone(),
-            url: endpoint(&remote, service, advertisement),
-            origin: origin(&remote),
-            service,
-            advertisement,
+        Ok(Box::new(Exchange::new(
+            self.client.clone(),
+            &remote,
+            action,
             auth,
-            lent: self.lent.clone(),
-            body: Vec::new(),
-            response: None,
-            pending: Bytes::new(),
-            sent: false,
-        }))
+            self.lent.clone(),
+        )))
     }
 
     fn close(&self) -> Result<(), git2::Error> {
@@ -239,6 +234,33 @@ struct Exchange {
 }
 
 impl Exchange {
+    fn new(
+        client: reqwest::Client,
+        remote: &Url,
+        action: Service,
+        auth: Option<(String, String)>,
+        lent: Option<Arc<Lent>>,
+    ) -> Exchange {
+        let service = match action {
+            Service::UploadPackLs | Service::UploadPack => "upload-pack",
+            Service::ReceivePackLs | Service::ReceivePack => "receive-pack",
+        };
+        let advertisement = matches!(action, Service::UploadPackLs | Service::ReceivePackLs);
+        Exchange {
+            client,
+            url: endpoint(remote, service, advertisement),
+            origin: origin(remote),
+            service,
+            advertisement,
+            auth,
+            lent,
+            body: Vec::new(),
+            response: None,
+            pending: Bytes::new(),
+            sent: false,
+        }
+    }
+
     fn send(&mut self) -> io::Result<()> {
         self.sent = true;
         let service = self.service;
@@ -527,6 +549,33 @@ mod tests {
         assert_eq!(there, None);
         assert!(!asked);
         assert_eq!(seen(()), None);
+    }
+
+    /// A server that accepts and then says nothing is given up on after the
+    /// read timeout, and the message names the server and what to check.
+    #[test]
+    fn a_server_that_never_answers_is_given_up_on() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+            drop(stream);
+        });
+        let client = client(Duration::from_secs(5), Duration::from_millis(300)).unwrap();
+        let remote = Url::parse(&format!("http://127.0.0.1:{port}/r.git")).unwrap();
+        let mut exchange = Exchange::new(client, &remote, Service::UploadPackLs, None, None);
+        let started = std::time::Instant::now();
+        let error = exchange.read(&mut [0; 64]).unwrap_err().to_string();
+        assert!(started.elapsed() < Duration::from_secs(2), "{error}");
+        assert_eq!(
+            error,
+            format!(
+                "http://127.0.0.1:{port} did not answer in time (connect 30 s, then 60 s \
+                 between reads); check that the server is up and reachable from here"
+            )
+        );
+        held.join().unwrap();
     }
 
     /// A transport call made on a Tokio worker (an eval attempt loading its
