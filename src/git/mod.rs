@@ -2,7 +2,7 @@
 //! before the run ([`status`]), the agent's changes as a unified diff
 //! ([`patch`]), committed on a new branch ([`commit`]) and pushed
 //! ([`push`]); and where the workspace's repositories are, for the sandbox
-//! ([`repositories`]). Remotes over `https://` go through [`https`], on the
+//! ([`repositories`]). Remotes over `https://` go through `git::https`, on the
 //! crate's own TLS; libgit2 itself is built without TLS (and without ssh).
 //!
 //! Every operation sees only the workspace (which may be a folder inside a
@@ -38,7 +38,7 @@ pub const SERVER_TIMEOUT_MS: i32 = 60_000;
 
 /// Prepare libgit2 for the network, once, before the first network
 /// operation (a push, a skill clone or fetch): its timeouts, and the
-/// `https://` transport on agentci's TLS ([`https`]). Done here rather
+/// `https://` transport on agentci's TLS (`git::https`). Done here rather
 /// than at start-up, so a run that never touches the network pays nothing.
 pub fn ensure_network_setup() {
     static ONCE: std::sync::Once = std::sync::Once::new();

@@ -1,7 +1,7 @@
 //! Pushing a branch to a remote pinned before the run. An https remote gets
 //! the token from the job's `token_env` as the password (the user name
 //! GitHub expects for tokens), sent by agentci's own https transport
-//! ([`super::https`]); an `http://` remote gets it through libgit2's
+//! (`git::https`); an `http://` remote gets it through libgit2's
 //! credential callback; a local path or `file://` remote needs none. The
 //! token never appears in a message.
 //!
