@@ -1,5 +1,6 @@
 //! TLS for every HTTP client agentci builds (model providers, MCP servers,
-//! telemetry export, the GitHub API, `web_fetch`, `doctor`): rustls with the
+//! telemetry export, the GitHub API, `web_fetch`, `doctor`, git over
+//! `https://` in [`crate::git`]): rustls with the
 //! `ring` provider, one client configuration shared by all of them, and the
 //! system's CA bundle read once, on the first handshake that checks a
 //! certificate.

@@ -2,7 +2,8 @@
 //! before the run ([`status`]), the agent's changes as a unified diff
 //! ([`patch`]), committed on a new branch ([`commit`]) and pushed
 //! ([`push`]); and where the workspace's repositories are, for the sandbox
-//! ([`repositories`]).
+//! ([`repositories`]). Remotes over `https://` go through `git::https`, on the
+//! crate's own TLS; libgit2 itself is built without TLS (and without ssh).
 //!
 //! Every operation sees only the workspace (which may be a folder inside a
 //! larger repository) and never the files agentci writes itself: `.agentci/`
@@ -12,6 +13,7 @@
 
 pub mod commit;
 mod error;
+mod https;
 pub mod left_out;
 pub mod patch;
 pub mod push;
@@ -34,10 +36,11 @@ pub use push::PinnedRemote;
 pub const CONNECT_TIMEOUT_MS: i32 = 30_000;
 pub const SERVER_TIMEOUT_MS: i32 = 60_000;
 
-/// Set libgit2's network timeouts, once, before the first network operation
-/// (a push, a skill clone or fetch). Done here rather than at start-up:
-/// initializing libgit2 and OpenSSL costs ~17 ms, which every command paid.
-pub fn ensure_network_timeouts() {
+/// Prepare libgit2 for the network, once, before the first network
+/// operation (a push, a skill clone or fetch): its timeouts, and the
+/// `https://` transport on agentci's TLS (`git::https`). Done here rather
+/// than at start-up, so a run that never touches the network pays nothing.
+pub fn ensure_network_setup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: the options are unsynchronized C globals that only network
@@ -49,6 +52,7 @@ pub fn ensure_network_timeouts() {
             let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
             let _ = git2::opts::set_server_timeout_in_milliseconds(SERVER_TIMEOUT_MS);
         }
+        https::register();
     });
 }
 
@@ -56,9 +60,8 @@ pub fn ensure_network_timeouts() {
 /// `Repository::discover` would find: a `.git` entry, or a `HEAD` (the
 /// workspace or a parent being a git directory itself); anything unclear
 /// (a folder that cannot be read) counts as maybe. When none is there,
-/// libgit2 is not asked: its first call initializes it, and with it
-/// OpenSSL, which reads the system's CA bundle (~17 ms of a 40 ms run)
-/// although no repository is there to push from.
+/// libgit2 is not asked: a folder with no repository to push from needs
+/// none of libgit2's start-up.
 fn may_hold_repository(workspace: &Path) -> bool {
     // discover resolves the path as this does, then looks up to the root
     // (across file systems).

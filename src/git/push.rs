@@ -1,7 +1,9 @@
 //! Pushing a branch to a remote pinned before the run. An https remote gets
 //! the token from the job's `token_env` as the password (the user name
-//! GitHub expects for tokens); a local path or `file://` remote needs none.
-//! The token never appears in a message.
+//! GitHub expects for tokens), sent by agentci's own https transport
+//! (`git::https`); an `http://` remote gets it through libgit2's
+//! credential callback; a local path or `file://` remote needs none. The
+//! token never appears in a message.
 //!
 //! The repository's configuration lives in the workspace, which the run can
 //! change, so where a push goes is read once, before the model's first turn
@@ -17,6 +19,7 @@ use std::cell::{Cell, RefCell};
 
 use git2::{Cred, CredentialType, Oid, PushOptions, Remote, RemoteCallbacks, Repository};
 
+use super::https::{same_server, with_token};
 use super::{GitError, GitWorkspace};
 
 /// Where a push goes, resolved before the run and kept.
@@ -66,8 +69,9 @@ impl GitWorkspace {
     }
 
     /// Push `commit` as `branch` to `remote`, authenticating with `token`
-    /// (read from the variable `token_env`) when the remote's server asks
-    /// for a password.
+    /// (read from the variable `token_env`): over https it goes with every
+    /// request to the pinned server; over http when the server asks for a
+    /// password.
     pub fn push(
         &self,
         remote: &PinnedRemote,
@@ -76,7 +80,7 @@ impl GitWorkspace {
         token: Option<&str>,
         token_env: &str,
     ) -> Result<(), GitError> {
-        super::ensure_network_timeouts();
+        super::ensure_network_setup();
         let staging = self.staging(branch, commit)?;
         let mut pushing =
             staging
@@ -119,15 +123,20 @@ impl GitWorkspace {
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
         let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-        let pushed = pushing.push(&[refspec.as_str()], Some(&mut options));
+        // https goes through agentci's transport, which libgit2 does not ask
+        // for credentials: the token is lent to it for this push.
+        let (pushed, asked) = with_token(&remote.url, token, || {
+            pushing.push(&[refspec.as_str()], Some(&mut options))
+        });
         if let Err(e) = pushed {
-            let hint = match (attempts.get(), token) {
-                (0, _) => String::new(),
-                (_, None) => format!(
+            let asked = asked || attempts.get() > 0;
+            let hint = match (asked, token) {
+                (false, _) => String::new(),
+                (true, None) => format!(
                     "; the remote asked for credentials and ${token_env} is not set (set it, or \
                      `outputs.push.token_env`)"
                 ),
-                (_, Some(_)) => format!("; the remote refused the token in ${token_env}"),
+                (true, Some(_)) => format!("; the remote refused the token in ${token_env}"),
             };
             return Err(GitError::Push {
                 branch: branch.to_string(),
@@ -192,36 +201,6 @@ fn push_url(remote: &Remote<'_>) -> Option<String> {
     }
 }
 
-/// Whether a server asking for credentials at `asked` is the pinned URL's
-/// (same scheme, host and port): a redirect elsewhere gets no token.
-fn same_server(asked: &str, pinned: &str) -> bool {
-    match (reqwest::Url::parse(asked), reqwest::Url::parse(pinned)) {
-        (Ok(a), Ok(p)) => {
-            a.scheme() == p.scheme()
-                && a.host_str() == p.host_str()
-                && a.port_or_known_default() == p.port_or_known_default()
-        }
-        _ => asked == pinned,
-    }
-}
-
 fn looks_like_url(name: &str) -> bool {
     name.contains("://") || name.contains('/') || name.contains(':')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_token_goes_only_to_the_pinned_server() {
-        let pinned = "https://github.com/o/r.git";
-        assert!(same_server("https://github.com/o/renamed.git", pinned));
-        assert!(same_server("https://github.com:443/o/r.git", pinned));
-        assert!(!same_server("https://evil.example/o/r.git", pinned));
-        assert!(!same_server("http://github.com/o/r.git", pinned));
-        assert!(!same_server("https://github.com:8443/o/r.git", pinned));
-        assert!(same_server("/srv/r.git", "/srv/r.git"));
-        assert!(!same_server("/srv/other.git", "/srv/r.git"));
-    }
 }

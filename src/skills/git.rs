@@ -345,7 +345,7 @@ fn write_tree(repo: &Repository, tree: &Tree<'_>, dir: &Path) -> Result<(), Stri
 }
 
 fn fetch_options<'a>() -> FetchOptions<'a> {
-    crate::git::ensure_network_timeouts();
+    crate::git::ensure_network_setup();
     let mut options = FetchOptions::new();
     options.download_tags(git2::AutotagOption::All);
     options

@@ -33,6 +33,7 @@ mod eval_workflow;
 mod examples;
 mod exit_codes;
 mod git_exclusions;
+mod git_https;
 mod git_output;
 mod git_skill;
 mod github;

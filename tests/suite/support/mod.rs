@@ -3,6 +3,7 @@
 pub mod docs;
 pub mod fake_github;
 pub mod fake_model;
+pub mod git_https;
 pub mod harness;
 pub mod job;
 pub mod junit_schema;
