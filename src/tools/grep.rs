@@ -344,9 +344,7 @@ fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> Tool
     // A small tree is searched on this thread: starting the parallel
     // walker's threads costs more than searching it. Once the walk proves
     // the tree large, the parallel walker searches what is left.
-    // Hashed, not ordered: the parallel walk asks about every entry, and
-    // ordering paths compares them component by component.
-    let mut searched = HashSet::new();
+    let mut searched = Vec::new();
     let mut walk_errors = 0;
     let (mut files, mut bytes) = (0usize, 0u64);
     let mut large = false;
@@ -363,10 +361,13 @@ fn search(workspace: &Workspace, access: &FileAccess, query: &GrepQuery) -> Tool
         if let Some(size) = visit.entry(&mut sequential, &entry) {
             files += 1;
             bytes += size;
-            searched.insert(entry.into_path());
+            searched.push(entry.into_path());
         }
     }
     if large {
+        // Hashed, not ordered: the parallel walk asks about every entry, and
+        // ordering paths compares them component by component.
+        let searched: HashSet<PathBuf> = searched.into_iter().collect();
         // The parallel walk meets the walk's errors again: they count once.
         let walk = walker(workspace, &query.base, Walk::Opening).build_parallel();
         walk.run(|| {
