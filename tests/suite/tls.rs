@@ -11,96 +11,41 @@ use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, read_jsonl, stderr};
+use super::support::tls_server::{TlsServer, tls_data};
 use super::support::trace_schema::assert_valid_trace;
-
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/tls")
-        .join(name)
-}
 
 /// A TLS server on 127.0.0.1 that forwards each connection, decrypted, to
 /// `backend`, and counts the handshakes that completed.
 struct TlsFront {
     addr: SocketAddr,
     handshakes: Arc<AtomicUsize>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: TlsServer,
 }
 
 impl TlsFront {
     fn start(backend: SocketAddr) -> TlsFront {
-        let certs = CertificateDer::pem_file_iter(data("server.pem"))
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_file(data("server.key")).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let handshakes = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&handshakes);
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (shutdown_tx, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                loop {
-                    let (tcp, _) = tokio::select! {
-                        accepted = listener.accept() => accepted.unwrap(),
-                        _ = &mut shutdown_rx => return,
-                    };
-                    let acceptor = acceptor.clone();
-                    let counted = Arc::clone(&counted);
-                    tokio::spawn(async move {
-                        // A client that refuses the certificate ends here.
-                        let Ok(mut tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        let mut plain = tokio::net::TcpStream::connect(backend).await.unwrap();
-                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                    });
-                }
-            });
+        let server = TlsServer::start(move |mut tls| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let mut plain = tokio::net::TcpStream::connect(backend).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            }
         });
         TlsFront {
-            addr: addr_rx.recv().unwrap(),
+            addr: server.addr,
             handshakes,
-            shutdown: Some(shutdown_tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
     fn handshakes(&self) -> usize {
         self.handshakes.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for TlsFront {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -168,7 +113,7 @@ fn an_https_model_is_reached_when_the_bundle_trusts_its_certificate() {
     let model = FakeModel::start(session());
     let front = TlsFront::start(model.addr());
     let sb = sandbox(&format!("https://127.0.0.1:{}/v1", front.addr.port()));
-    let out = run(&sb, data("ca.pem").to_str().unwrap());
+    let out = run(&sb, tls_data("ca.pem").to_str().unwrap());
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(model.requests().len(), 4, "every request went through TLS");
     assert!(front.handshakes() >= 1);
@@ -183,7 +128,7 @@ fn an_https_model_whose_certificate_the_bundle_does_not_trust_is_refused() {
     let model = FakeModel::start(session());
     let front = TlsFront::start(model.addr());
     let sb = sandbox(&format!("https://127.0.0.1:{}/v1", front.addr.port()));
-    let out = run(&sb, data("other-ca.pem").to_str().unwrap());
+    let out = run(&sb, tls_data("other-ca.pem").to_str().unwrap());
     let err = stderr(&out);
     assert_ne!(out.status.code(), Some(0), "stderr: {err}");
     assert!(model.requests().is_empty(), "nothing reached the model");

@@ -12,22 +12,18 @@
 //! redirects elsewhere.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::tls_server::{TlsServer, tls_data};
 
 /// The test CA's bundle, and one that did not issue the server's certificate.
 pub fn ca_bundle(trusted: bool) -> String {
     let name = if trusted { "ca.pem" } else { "other-ca.pem" };
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/tls")
-        .join(name)
-        .display()
-        .to_string()
+    tls_data(name).display().to_string()
 }
 
 /// How the server answers.
@@ -57,68 +53,31 @@ pub struct Seen {
 pub struct GitHttps {
     pub addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: TlsServer,
 }
 
 impl GitHttps {
     /// Serve the repositories under `root` (`https://127.0.0.1:PORT/NAME.git`).
     pub fn start(root: &Path, behaviour: Behaviour) -> GitHttps {
-        let certs = CertificateDer::pem_file_iter(data("server.pem"))
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_file(data("server.key")).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let root = root.to_path_buf();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (shutdown_tx, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                loop {
-                    let (tcp, _) = tokio::select! {
-                        accepted = listener.accept() => accepted.unwrap(),
-                        _ = &mut shutdown_rx => return,
-                    };
-                    let acceptor = acceptor.clone();
-                    let (log, root, behaviour) =
-                        (Arc::clone(&log), root.clone(), behaviour.clone());
-                    tokio::spawn(async move {
-                        // A client that refuses the certificate ends here.
-                        let Ok(mut tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        // One request per connection (`Connection: close`).
-                        if let Some(request) = read_request(&mut tls).await {
-                            let answer = answer(&request, &root, &behaviour).await;
-                            log.lock().unwrap().push(request.seen);
-                            let _ = tls.write_all(&answer).await;
-                            let _ = tls.shutdown().await;
-                        }
-                    });
+        let server = TlsServer::start(move |mut tls| {
+            let (log, root, behaviour) = (Arc::clone(&log), root.clone(), behaviour.clone());
+            async move {
+                // One request per connection (`Connection: close`).
+                if let Some(request) = read_request(&mut tls).await {
+                    let answer = answer(&request, &root, &behaviour).await;
+                    log.lock().unwrap().push(request.seen);
+                    let _ = tls.write_all(&answer).await;
+                    let _ = tls.shutdown().await;
                 }
-            });
+            }
         });
         GitHttps {
-            addr: addr_rx.recv().unwrap(),
+            addr: server.addr,
             seen,
-            shutdown: Some(shutdown_tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -130,23 +89,6 @@ impl GitHttps {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
-}
-
-impl Drop for GitHttps {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/tls")
-        .join(name)
 }
 
 struct Request {

@@ -10,6 +10,7 @@ pub mod junit_schema;
 pub mod origin;
 pub mod prerequisites;
 pub mod redact;
+pub mod tls_server;
 pub mod tmux;
 pub mod trace_schema;
 pub mod users;
