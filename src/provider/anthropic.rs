@@ -14,8 +14,6 @@
 //! header. It does not retry (see [`super::retry`]) and never lets the key
 //! reach an error message or `Debug` output.
 
-use std::time::Duration;
-
 use reqwest::header::HeaderName;
 
 use super::http::{HttpTarget, StreamFailure};
@@ -61,20 +59,10 @@ const DEFAULT_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// The API version this module's wire format follows.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// What an [`AnthropicProvider`] is built from; mirrors the job's `model:` block.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct AnthropicConfig {
-    pub name: String,
-    /// Defaults to `https://api.anthropic.com/v1`; a URL without a path
-    /// (`https://api.anthropic.com`, as Anthropic's SDKs write it) gets `/v1`.
-    pub base_url: Option<String>,
-    /// Defaults to `ANTHROPIC_API_KEY`.
-    pub api_key_env: Option<String>,
-    pub request_timeout: Duration,
-    pub stream: bool,
-    /// `model.reasoning`: how the model thinks and how its reasoning is kept.
-    pub reasoning: crate::provider::ReasoningSettings,
-}
+/// What an [`AnthropicProvider`] is built from: the base URL defaults to
+/// `https://api.anthropic.com/v1` (a URL without a path, as Anthropic's
+/// SDKs write it, gets `/v1`), the key's variable to `ANTHROPIC_API_KEY`.
+pub type AnthropicConfig = crate::provider::ApiConfig;
 
 #[derive(Debug)]
 pub struct AnthropicProvider {
@@ -292,7 +280,7 @@ mod tests {
             name: "claude-test".to_string(),
             base_url: Some(base_url.to_string()),
             api_key_env: Some("AGENTCI_UNIT_TEST_UNSET_KEY".to_string()),
-            request_timeout: Duration::from_secs(5),
+            request_timeout: std::time::Duration::from_secs(5),
             stream: false,
         }
     }

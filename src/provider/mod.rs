@@ -35,6 +35,25 @@ pub mod vertex;
 pub use reasoning::{Reasoning, ReasoningSettings};
 pub use usage::{ModelInfo, Usage, is_zero};
 
+/// What a provider reached with an API key is built from (OpenAI's Chat
+/// Completions and Responses APIs, Anthropic's Messages API); mirrors the
+/// job file's `model:` block. Each provider says its own defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ApiConfig {
+    /// The model name, as sent in requests and shown in the trace.
+    pub name: String,
+    /// The API's address; `None` is the provider's own.
+    pub base_url: Option<String>,
+    /// The environment variable holding the key; `None` is the provider's own.
+    pub api_key_env: Option<String>,
+    /// Time allowed for one whole request, connect to last byte.
+    pub request_timeout: std::time::Duration,
+    /// Ask for server-sent events and read the answer as it arrives.
+    pub stream: bool,
+    /// `model.reasoning`: how the model thinks and how its reasoning is kept.
+    pub reasoning: ReasoningSettings,
+}
+
 /// One message of the conversation, provider-neutral.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename_all = "snake_case")]

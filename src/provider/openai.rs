@@ -10,8 +10,6 @@
 //! retry (see [`super::retry`]) and never lets the API key reach an error
 //! message or `Debug` output.
 
-use std::time::Duration;
-
 use reqwest::header::AUTHORIZATION;
 use serde_json::Value;
 
@@ -33,22 +31,9 @@ use stream::ChunkDecoder;
 const PROVIDER: &str = "openai";
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
-/// What an [`OpenAiProvider`] is built from; mirrors the job file's `model:` block.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OpenAiConfig {
-    /// The model name, as sent in requests and shown in the trace.
-    pub name: String,
-    /// Defaults to `https://api.openai.com/v1`.
-    pub base_url: Option<String>,
-    /// The environment variable holding the key; defaults to `OPENAI_API_KEY`.
-    pub api_key_env: Option<String>,
-    /// Time allowed for one whole request, connect to last byte.
-    pub request_timeout: Duration,
-    /// Ask for server-sent events and read the answer as it arrives.
-    pub stream: bool,
-    /// `model.reasoning`: how the model thinks and how its reasoning is kept.
-    pub reasoning: crate::provider::ReasoningSettings,
-}
+/// What an [`OpenAiProvider`] is built from: the base URL defaults to
+/// [`DEFAULT_BASE_URL`], the key's variable to `OPENAI_API_KEY`.
+pub type OpenAiConfig = crate::provider::ApiConfig;
 
 /// Where a Chat Completions server is and how it takes its key: OpenAI's
 /// way by default (`{base_url}/chat/completions`, `Authorization: Bearer`);
@@ -252,7 +237,7 @@ mod tests {
             name: "gpt-test".to_string(),
             base_url: Some(base_url.to_string()),
             api_key_env: Some("AGENTCI_UNIT_TEST_UNSET_KEY".to_string()),
-            request_timeout: Duration::from_secs(5),
+            request_timeout: std::time::Duration::from_secs(5),
             stream: false,
         }
     }

@@ -18,7 +18,6 @@
 //! `Debug` output.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use reqwest::header::AUTHORIZATION;
@@ -44,22 +43,9 @@ const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// `max_output_tokens`' floor (https://platform.openai.com/docs/api-reference/responses/create).
 const MIN_OUTPUT_TOKENS: u32 = 16;
 
-/// What a [`ResponsesProvider`] is built from; mirrors the job's `model:` block.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ResponsesConfig {
-    /// The model name, as sent in requests and shown in the trace.
-    pub name: String,
-    /// Defaults to `https://api.openai.com/v1`.
-    pub base_url: Option<String>,
-    /// The environment variable holding the key; defaults to `OPENAI_API_KEY`.
-    pub api_key_env: Option<String>,
-    /// Time allowed for one whole request, connect to last byte.
-    pub request_timeout: Duration,
-    /// Ask for server-sent events and read the answer as it arrives.
-    pub stream: bool,
-    /// `model.reasoning`: effort, summary and `previous_response_id`.
-    pub reasoning: ReasoningSettings,
-}
+/// What a [`ResponsesProvider`] is built from: the base URL defaults to
+/// `https://api.openai.com/v1`, the key's variable to `OPENAI_API_KEY`.
+pub type ResponsesConfig = crate::provider::ApiConfig;
 
 /// The stored response the next request may continue: its id, and the
 /// conversation it ended (the request's messages and its own answer).
@@ -311,7 +297,7 @@ mod tests {
             name: "gpt-test".to_string(),
             base_url: Some(base_url.to_string()),
             api_key_env: Some("AGENTCI_UNIT_TEST_UNSET_KEY".to_string()),
-            request_timeout: Duration::from_secs(5),
+            request_timeout: std::time::Duration::from_secs(5),
             stream: false,
             reasoning: ReasoningSettings::default(),
         }

@@ -10,17 +10,17 @@
 use std::path::{Path, PathBuf};
 
 use crate::job::{JobSpec, ModelSpec, ProviderKind, RetrySpec};
-use crate::provider::ModelInfo;
-use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::anthropic::AnthropicProvider;
 use crate::provider::azure::{self, AzureConfig};
 use crate::provider::bedrock::{BedrockConfig, BedrockProvider};
-use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
-use crate::provider::openai_responses::{ResponsesConfig, ResponsesProvider};
+use crate::provider::openai::OpenAiProvider;
+use crate::provider::openai_responses::ResponsesProvider;
 use crate::provider::pricing::{Price, builtin_price};
 use crate::provider::record::RecordingProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::retry::{RetryPolicy, RetryingProvider};
 use crate::provider::vertex::{VertexConfig, VertexProvider};
+use crate::provider::{ApiConfig, ModelInfo};
 use crate::provider::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::run_env::RunEnv;
 use crate::tools::BoxFuture;
@@ -84,29 +84,18 @@ pub fn served_provider(
     let request_timeout = model.request_timeout;
     let stream = model.stream;
     let reasoning = model.reasoning.clone();
+    // The three APIs reached with a key take the same settings.
+    let keyed = || ApiConfig {
+        name: name.clone(),
+        base_url: base_url.clone(),
+        api_key_env: api_key_env.clone(),
+        request_timeout,
+        stream,
+        reasoning: reasoning.clone(),
+    };
     let built: Box<dyn ModelProvider> = match model.provider {
-        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(
-            OpenAiConfig {
-                name,
-                base_url,
-                api_key_env,
-                request_timeout,
-                stream,
-                reasoning,
-            },
-            env,
-        )?),
-        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(
-            ResponsesConfig {
-                name,
-                base_url,
-                api_key_env,
-                request_timeout,
-                stream,
-                reasoning,
-            },
-            env,
-        )?),
+        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(keyed(), env)?),
+        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(keyed(), env)?),
         ProviderKind::AzureOpenAi => Box::new(azure::provider(
             AzureConfig {
                 deployment: name,
@@ -119,17 +108,7 @@ pub fn served_provider(
             },
             env,
         )?),
-        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(
-            AnthropicConfig {
-                name,
-                base_url,
-                api_key_env,
-                request_timeout,
-                stream,
-                reasoning,
-            },
-            env,
-        )?),
+        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(keyed(), env)?),
         ProviderKind::Bedrock => Box::new(BedrockProvider::new(
             BedrockConfig {
                 name,
