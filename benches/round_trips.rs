@@ -25,12 +25,15 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "support/notes_task.rs"]
+mod notes_task;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_model::{FakeModel, Reply};
+use notes_task::{REPORT, batching_script, workspace, write, write_task};
 use serde_json::json;
 
 /// What one run of the task cost.
@@ -99,37 +102,6 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The workspace: two files to list, one to read.
-fn workspace(root: &Path) {
-    write(&root.join("ws/notes.txt"), "ship on Friday\n");
-    write(&root.join("ws/todo.txt"), "nothing\n");
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
-
-const REPORT: &str = "notes.txt says: ship on Friday.";
-
-fn batching_script() -> Vec<Reply> {
-    vec![
-        Reply::tool_calls(vec![
-            (
-                "plan",
-                "submit_plan",
-                json!({"steps": [{"title": "Read the notes", "expected_outcome": "known"}]}),
-            ),
-            ("list", "exec", json!({"command": "ls"})),
-        ]),
-        Reply::tool_calls(vec![("read", "read", json!({"path": "notes.txt"}))]),
-        Reply::tool_calls(vec![(
-            "done",
-            "step_done",
-            json!({"summary": "read notes.txt", "report": REPORT}),
-        )]),
-    ]
-}
-
 fn one_call_per_turn_script() -> Vec<Reply> {
     vec![
         Reply::plan(&[("Read the notes", "known")]),
@@ -143,23 +115,8 @@ fn one_call_per_turn_script() -> Vec<Reply> {
 fn agentci(script: Vec<Reply>, latency: Duration) -> Figures {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    workspace(root);
-    write(
-        &root.join("skills/reader/SKILL.md"),
-        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
-    );
     let model = FakeModel::start_with_latency(script, latency);
-    write(
-        &root.join("job.yaml"),
-        &format!(
-            "name: notes\nskill: reader\nskills_path: [skills]\n\
-             goal: List the files, read notes.txt and say what it says.\n\
-             model: {{provider: openai, name: bench, base_url: {}}}\n\
-             tools: [read, exec]\npermissions: {{default: deny, allow: [read, \"exec(ls)\"]}}\n\
-             workspace: ws\n",
-            model.base_url()
-        ),
-    );
+    write_task(root, &model.base_url(), "");
     let started = Instant::now();
     let status = Command::new(env!("CARGO_BIN_EXE_agentci"))
         .args(["run", "job.yaml", "--progress", "none", "--out", "out"])

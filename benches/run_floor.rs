@@ -28,6 +28,8 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "support/notes_task.rs"]
+mod notes_task;
 
 use std::io::Read;
 use std::path::Path;
@@ -35,7 +37,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_model::{FakeModel, Reply};
-use serde_json::json;
+use notes_task::{batching_script, write, write_task};
 
 /// What one run cost.
 struct Figures {
@@ -95,43 +97,12 @@ fn serve(repo: bool) {
 
 /// The batching model's three answers, `runs` times over.
 fn script(runs: usize) -> Vec<Reply> {
-    let one = [
-        Reply::tool_calls(vec![
-            (
-                "plan",
-                "submit_plan",
-                json!({"steps": [{"title": "Read the notes", "expected_outcome": "known"}]}),
-            ),
-            ("list", "exec", json!({"command": "ls"})),
-        ]),
-        Reply::tool_calls(vec![("read", "read", json!({"path": "notes.txt"}))]),
-        Reply::tool_calls(vec![(
-            "done",
-            "step_done",
-            json!({"summary": "read notes.txt", "report": "notes.txt says: ship on Friday."}),
-        )]),
-    ];
-    (0..runs).flat_map(|_| one.clone()).collect()
+    (0..runs).flat_map(|_| batching_script()).collect()
 }
 
 fn setup(root: &Path, base_url: &str, repo: bool, sandbox_off: bool) {
-    write(&root.join("ws/notes.txt"), "ship on Friday\n");
-    write(&root.join("ws/todo.txt"), "nothing\n");
-    write(
-        &root.join("skills/reader/SKILL.md"),
-        "---\nname: reader\ndescription: Reads files.\n---\nRead what the goal says.\n",
-    );
-    write(
-        &root.join("job.yaml"),
-        &format!(
-            "name: notes\nskill: reader\nskills_path: [skills]\n\
-             goal: List the files, read notes.txt and say what it says.\n\
-             model: {{provider: openai, name: bench, base_url: {base_url}}}\n\
-             tools: [read, exec]\npermissions: {{default: deny, allow: [read, \"exec(ls)\"]}}\n\
-             workspace: ws\n{}",
-            if sandbox_off { "sandbox: off\n" } else { "" }
-        ),
-    );
+    let extra = if sandbox_off { "sandbox: off\n" } else { "" };
+    write_task(root, base_url, extra);
     if repo {
         write(&root.join(".gitignore"), "/out/\n");
         git(root, &["init", "-q"]);
@@ -158,11 +129,6 @@ fn git(root: &Path, args: &[&str]) {
         .status()
         .expect("run git");
     assert!(status.success(), "git {args:?} failed");
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
 }
 
 fn run_once(root: &Path) -> Figures {
