@@ -96,12 +96,19 @@ cases:
     cassette: cassettes/good.jsonl
 ";
 
-/// A sandbox with a skill, a job, a fixture and the two recorded cassettes.
-pub(super) fn notes_sandbox() -> Sandbox {
+/// A sandbox with the skill, the job and the fixture a suite's cases
+/// start from.
+pub(super) fn job_sandbox() -> Sandbox {
     let sandbox = Sandbox::new();
     sandbox.skill("notes-fixer", None);
     sandbox.write("job.yaml", JOB);
     sandbox.write("fixture/notes.txt", "status: broken\n");
+    sandbox
+}
+
+/// A sandbox with a skill, a job, a fixture and the two recorded cassettes.
+pub(super) fn notes_sandbox() -> Sandbox {
+    let sandbox = job_sandbox();
     sandbox.write("fixture/keep.txt", "leave me\n");
     sandbox.write(
         "record.yaml",
@@ -900,10 +907,7 @@ fn regenerate_eval_cassettes() {
 /// then replays offline.
 #[test]
 fn a_case_can_name_an_anthropic_model_and_record_it() {
-    let sandbox = Sandbox::new();
-    sandbox.skill("notes-fixer", None);
-    sandbox.write("job.yaml", JOB);
-    sandbox.write("fixture/notes.txt", "status: broken\n");
+    let sandbox = job_sandbox();
     sandbox.write(
         "suite.yaml",
         "version: 1\nname: claude\njob: job.yaml\ncases:\n  - name: fix\n    fixture: fixture\n    model: anthropic:claude-haiku-4-5\n    cassette: cassettes/fix.jsonl\n",
@@ -953,10 +957,7 @@ fn a_case_can_name_an_anthropic_model_and_record_it() {
 /// run nothing).
 #[test]
 fn recorded_cassettes_are_replayed_and_record_collisions_are_refused() {
-    let sandbox = Sandbox::new();
-    sandbox.skill("notes-fixer", None);
-    sandbox.write("job.yaml", JOB);
-    sandbox.write("fixture/notes.txt", "status: broken\n");
+    let sandbox = job_sandbox();
     sandbox.write(
         "suite.yaml",
         "version: 1\nname: s\njob: job.yaml\ncases:\n  - {name: good, fixture: fixture}\n",

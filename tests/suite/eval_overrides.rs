@@ -8,9 +8,9 @@
 
 use serde_json::Value;
 
-use super::eval::{JOB, eval, good_script, results};
+use super::eval::{eval, good_script, job_sandbox, results};
 use super::support::fake_model::FakeModel;
-use super::support::harness::{Sandbox, agentci_in, stderr, stdout};
+use super::support::harness::{agentci_in, stderr, stdout};
 
 // A hostile or careless case: its goal names a variable neither the job nor
 // the case defines. Before, the goal was substituted into the validated job
@@ -18,10 +18,7 @@ use super::support::harness::{Sandbox, agentci_in, stderr, stdout};
 // `goal` in the suite file (line 7, column 11).
 #[test]
 fn an_override_that_breaks_the_job_is_a_validation_error_naming_the_case() {
-    let sandbox = Sandbox::new();
-    sandbox.skill("notes-fixer", None);
-    sandbox.write("job.yaml", JOB);
-    sandbox.write("fixture/notes.txt", "status: broken\n");
+    let sandbox = job_sandbox();
     sandbox.write(
         "suite.yaml",
         "version: 1\nname: overrides\njob: job.yaml\ncases:\n\
@@ -77,10 +74,7 @@ fn an_override_that_breaks_the_job_is_a_validation_error_naming_the_case() {
 // suite file, before any case runs.
 #[test]
 fn a_bad_case_budget_is_one_message_at_the_case_key() {
-    let sandbox = Sandbox::new();
-    sandbox.skill("notes-fixer", None);
-    sandbox.write("job.yaml", JOB);
-    sandbox.write("fixture/notes.txt", "status: broken\n");
+    let sandbox = job_sandbox();
     sandbox.write(
         "suite.yaml",
         "version: 1\nname: budgets\njob: job.yaml\ncases:\n\
@@ -114,10 +108,7 @@ fn a_bad_case_budget_is_one_message_at_the_case_key() {
 // file's key, and the message names the flag, once.
 #[test]
 fn a_bad_budget_flag_is_one_message_naming_the_flag() {
-    let sandbox = Sandbox::new();
-    sandbox.skill("notes-fixer", None);
-    sandbox.write("job.yaml", JOB);
-    sandbox.write("fixture/notes.txt", "status: broken\n");
+    let sandbox = job_sandbox();
     let out = agentci_in(
         sandbox.path(),
         &[

@@ -7,17 +7,14 @@
 
 use serde_json::{Value, json};
 
-use super::eval::{JOB, eval, results};
+use super::eval::{eval, job_sandbox, results};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, stderr};
 
 const SCHEMA: &str = r#"{"type": "object", "properties": {"status": {"enum": ["fixed", "unchanged"]}}, "required": ["status"], "additionalProperties": false}"#;
 
 fn sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    sandbox.skill("notes-fixer", None);
-    sandbox.write("job.yaml", JOB);
-    sandbox.write("fixture/notes.txt", "status: broken\n");
+    let sandbox = job_sandbox();
     sandbox.write("schemas/result.json", SCHEMA);
     sandbox.write(
         "suite.yaml",
