@@ -196,18 +196,26 @@ fn redact_kind(redactor: &Redactor, kind: EventKind) -> EventKind {
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+/// A sink that keeps every event it is given: what tests of the bus and of
+/// its callers look at.
+#[cfg(test)]
+pub(crate) struct Collect(pub(crate) Arc<Mutex<Vec<Event>>>);
+
+#[cfg(test)]
+impl EventSink for Collect {
+    fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event.clone());
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::event::{RunCompleted, RunStatus, Totals};
-
-    struct Collect(Arc<Mutex<Vec<Event>>>);
-    impl EventSink for Collect {
-        fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
-            self.0.lock().unwrap().push(event.clone());
-            Ok(())
-        }
-    }
 
     struct Partial(Arc<Mutex<Vec<String>>>);
     impl EventSink for Partial {

@@ -39,16 +39,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::event::bus::{EventSink, SinkError};
-    use crate::event::{Event, RunStatus, Totals};
-
-    struct Collect(Arc<Mutex<Vec<Event>>>);
-    impl EventSink for Collect {
-        fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
-            self.0.lock().unwrap().push(event.clone());
-            Ok(())
-        }
-    }
+    use crate::event::bus::Collect;
+    use crate::event::{RunStatus, Totals};
 
     // A part of the run that outlives the agent loop still gets its last
     // events in, before run.completed; nothing comes after it.
