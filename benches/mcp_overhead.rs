@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use agentci::job::{McpServerSpec, McpTransport};
 use agentci::mcp::{McpServer, McpSet, StartContext};
-use agentci::process::{ProcessRunner, RunnerConfig};
+use agentci::process::{ProcessRunner, RunnerConfig, RunnerExtra};
 use agentci::sandbox::{SandboxProfile, SandboxSpec};
 use serde_json::json;
 
@@ -138,13 +138,11 @@ fn main() {
                 require: false,
                 ..SandboxSpec::default()
             },
-            workspace: workspace.clone(),
-            run_id: format!("mcp-bench-{}", std::process::id()),
-            protected: Vec::new(),
-            masked: Vec::new(),
-            read_denied: Vec::new(),
-            read_only: Vec::new(),
-            extra_env: Vec::new(),
+            children: RunnerExtra {
+                workspace: workspace.clone(),
+                run_id: format!("mcp-bench-{}", std::process::id()),
+                ..RunnerExtra::default()
+            },
             secrets: Default::default(),
         },
         &agentci::run_env::RunEnv::new(std::env::vars_os()),

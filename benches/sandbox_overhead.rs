@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentci::process::{ProcessRunner, RunnerConfig};
+use agentci::process::{ProcessRunner, RunnerConfig, RunnerExtra};
 use agentci::sandbox::{SandboxProfile, SandboxSpec};
 
 const CALLS: usize = 300;
@@ -66,13 +66,12 @@ fn runner(workspace: &Path, profile: SandboxProfile, network: bool) -> ProcessRu
                 require: false,
                 ..SandboxSpec::default()
             },
-            workspace: workspace.to_path_buf(),
-            run_id: format!("bench-{}", uuid_like()),
-            protected: vec![workspace.join(".agentci/runs/r")],
-            masked: Vec::new(),
-            read_denied: Vec::new(),
-            read_only: Vec::new(),
-            extra_env: Vec::new(),
+            children: RunnerExtra {
+                workspace: workspace.to_path_buf(),
+                run_id: format!("bench-{}", uuid_like()),
+                protected: vec![workspace.join(".agentci/runs/r")],
+                ..RunnerExtra::default()
+            },
             secrets: Default::default(),
         },
         &agentci::run_env::RunEnv::new(std::env::vars_os()),

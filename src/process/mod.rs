@@ -135,10 +135,11 @@ pub enum RunnerError {
     Proxy(#[source] crate::netproxy::ProxyError),
 }
 
-/// How one run starts processes.
-#[derive(Clone, Debug)]
-pub struct RunnerConfig {
-    pub sandbox: SandboxSpec,
+/// Where a run's children start and what they may not touch: what the
+/// caller decides, beside the job's sandbox and secrets.
+#[derive(Clone, Debug, Default)]
+pub struct RunnerExtra {
+    /// The folder children start in (the job's workspace, or its copy).
     pub workspace: PathBuf,
     /// Names the private temporary folder (`agentci-<run id>` in the system's).
     pub run_id: String,
@@ -151,8 +152,16 @@ pub struct RunnerConfig {
     pub read_denied: Vec<PathBuf>,
     /// The workspace's repositories and skill folders, read-only for children.
     pub read_only: Vec<PathBuf>,
-    /// Set on top of the scrubbed environment.
+    /// Set on top of the scrubbed environment, later entries winning
+    /// (`ProcessRunner::for_job` puts the job's `env:` first).
     pub extra_env: Vec<(String, String)>,
+}
+
+/// How one run starts processes.
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    pub sandbox: SandboxSpec,
+    pub children: RunnerExtra,
     pub secrets: Redactor,
 }
 
@@ -226,12 +235,12 @@ impl ProcessRunner {
     /// would get. A run builds its runner with `ProcessRunner::for_job`
     /// (in `crate::runner`), which fills `config` from the job.
     pub fn new(config: RunnerConfig, inherited: &RunEnv) -> Result<ProcessRunner, RunnerError> {
-        let temp = std::env::temp_dir().join(format!("agentci-{}", config.run_id));
+        let temp = std::env::temp_dir().join(format!("agentci-{}", config.children.run_id));
         let mut env = inherited_env(inherited);
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), temp.clone().into()));
         env.extend(git_env());
-        for (k, v) in &config.extra_env {
+        for (k, v) in &config.children.extra_env {
             env.retain(|(name, _)| name != k.as_str());
             env.push((k.into(), v.into()));
         }
@@ -246,7 +255,7 @@ impl ProcessRunner {
         // would create is made now (inside, the workspace rule covers it).
         for folder in writable
             .iter()
-            .filter(|f| !f.starts_with(&config.workspace))
+            .filter(|f| !f.starts_with(&config.children.workspace))
         {
             let _ = std::fs::create_dir_all(folder);
         }
@@ -256,26 +265,28 @@ impl ProcessRunner {
             .recursive(true)
             .create(&temp)
             .map_err(RunnerError::TempFolder)?;
-        let empty_file = match config.masked.is_empty() && config.read_denied.is_empty() {
+        let empty_file = match config.children.masked.is_empty()
+            && config.children.read_denied.is_empty()
+        {
             true => None,
-            false => Some(empty_file(&config.run_id).map_err(RunnerError::TempFolder)?),
+            false => Some(empty_file(&config.children.run_id).map_err(RunnerError::TempFolder)?),
         };
-        let empty_folder = match config.read_denied.iter().any(|p| p.is_dir()) {
-            true => Some(empty_folder(&config.run_id).map_err(RunnerError::TempFolder)?),
+        let empty_folder = match config.children.read_denied.iter().any(|p| p.is_dir()) {
+            true => Some(empty_folder(&config.children.run_id).map_err(RunnerError::TempFolder)?),
             false => None,
         };
         let paths = SandboxPaths {
-            run_id: config.run_id.clone(),
-            workspace: config.workspace.clone(),
+            run_id: config.children.run_id.clone(),
+            workspace: config.children.workspace.clone(),
             temp: temp.clone(),
             writable,
             job_writable,
-            protected: config.protected,
-            masked: config.masked,
+            protected: config.children.protected,
+            masked: config.children.masked,
             empty_file: empty_file.clone().unwrap_or_default(),
-            read_denied: config.read_denied,
+            read_denied: config.children.read_denied,
             empty_folder: empty_folder.clone().unwrap_or_default(),
-            read_only: config.read_only,
+            read_only: config.children.read_only,
         };
         let hosts = config.sandbox.hosts.clone();
         let sandbox = Sandbox::new(config.sandbox, &paths);
@@ -289,7 +300,7 @@ impl ProcessRunner {
         if let Some(bridge) = &network {
             for (name, value) in bridge.env() {
                 // The job's own `env:` wins (a corporate proxy chained in).
-                if !config.extra_env.iter().any(|(k, _)| *k == name) {
+                if !config.children.extra_env.iter().any(|(k, _)| *k == name) {
                     env.push((name.into(), value.into()));
                 }
             }
@@ -483,13 +494,13 @@ fn job_writable(
     let env = writable::Env::new(&lookup);
     let resolved = writable::resolve(&config.sandbox.writable, &env)?;
     let kept = KeptPaths {
-        workspace: config.workspace.clone(),
-        own: [&config.protected, &config.masked]
+        workspace: config.children.workspace.clone(),
+        own: [&config.children.protected, &config.children.masked]
             .into_iter()
             .flatten()
             .cloned()
             .collect(),
-        read_only: config.read_only.clone(),
+        read_only: config.children.read_only.clone(),
         home: lookup("HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute()),

@@ -6,31 +6,10 @@
 //! and the secrets to mask and withhold all come from the job and the
 //! run's [`RunEnv`], the same way for every caller.
 
-use std::path::PathBuf;
-
 use crate::job::JobSpec;
+pub use crate::process::RunnerExtra;
 use crate::process::{ProcessRunner, RunnerConfig, RunnerError};
 use crate::run_env::RunEnv;
-
-/// What a caller adds to the job's own configuration: where the children
-/// run and what they may not touch.
-#[derive(Clone, Debug, Default)]
-pub struct RunnerExtra {
-    /// The folder children start in (the job's workspace, or its copy).
-    pub workspace: PathBuf,
-    /// Names the private temporary folder.
-    pub run_id: String,
-    /// agentci's own outputs, read-only for children.
-    pub protected: Vec<PathBuf>,
-    /// Files children see empty (the checkpoint key).
-    pub masked: Vec<PathBuf>,
-    /// Files and folders `read(...)` deny rules cover: children see them empty.
-    pub read_denied: Vec<PathBuf>,
-    /// Read-only for children: the workspace's repositories and skills.
-    pub read_only: Vec<PathBuf>,
-    /// Set on top of the job's `env:` (an eval attempt's own folders).
-    pub extra_env: Vec<(String, String)>,
-}
 
 impl ProcessRunner {
     /// The runner children of a run of `job` get: its sandbox, its `env:`
@@ -46,18 +25,14 @@ impl ProcessRunner {
         let lookup = |name: &str| env.var(name);
         let secrets = super::secrets::run_redactor(job, lookup);
         let (mut children_env, _missing) = job.resolve_env(lookup);
+        let mut children = extra;
         // Later entries win when the command is spawned.
-        children_env.extend(extra.extra_env);
+        children_env.append(&mut children.extra_env);
+        children.extra_env = children_env;
         ProcessRunner::new(
             RunnerConfig {
                 sandbox: job.sandbox.clone(),
-                workspace: extra.workspace,
-                run_id: extra.run_id,
-                protected: extra.protected,
-                masked: extra.masked,
-                read_denied: extra.read_denied,
-                read_only: extra.read_only,
-                extra_env: children_env,
+                children,
                 secrets,
             },
             env,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use agentci::job::{McpServerSpec, McpTransport};
 use agentci::mcp::{McpSet, StartContext};
-use agentci::process::{ProcessRunner, RunnerConfig};
+use agentci::process::{ProcessRunner, RunnerConfig, RunnerExtra};
 use agentci::sandbox::{SandboxProfile, SandboxSpec};
 use serde_json::json;
 
@@ -251,13 +251,12 @@ fn servers_started_through_a_sandboxed_runner_work_and_get_its_environment() {
                 require: false,
                 ..SandboxSpec::default()
             },
-            workspace: workspace.clone(),
-            run_id: format!("mcp-set-test-{}", std::process::id()),
-            protected: Vec::new(),
-            masked: Vec::new(),
-            read_denied: Vec::new(),
-            read_only: Vec::new(),
-            extra_env: vec![("JOB_VAR".to_string(), "from the job".to_string())],
+            children: RunnerExtra {
+                workspace: workspace.clone(),
+                run_id: format!("mcp-set-test-{}", std::process::id()),
+                extra_env: vec![("JOB_VAR".to_string(), "from the job".to_string())],
+                ..RunnerExtra::default()
+            },
             secrets: Default::default(),
         },
         &agentci::run_env::RunEnv::new(std::env::vars_os()),
