@@ -7,8 +7,8 @@
 //! Prints the median wall time, CPU time and peak RSS (the child's, from
 //! `wait4`) over `AGENTCI_BENCH_RUNS` runs (default 30), for a workspace
 //! outside any repository, the same with `sandbox: off` (what the sandbox's
-//! kernel work costs: namespaces, mounts and the `ls` call's control group,
-//! whose `cgroup.procs` write waits for an RCU grace period), and one inside
+//! kernel work costs: namespaces, mounts and the `ls` call's control group),
+//! and one inside
 //! a git repository.
 //!
 //! `AGENTCI_BENCH_SERVE=plain|repo` instead sets that workspace up with a

@@ -23,8 +23,8 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use super::config::ResourceLimits;
 
@@ -64,7 +64,7 @@ pub struct CallGroups {
 /// The groups one call's child joins, and what to read afterwards.
 #[derive(Clone, Debug, Default)]
 pub struct CallGroup {
-    /// `cgroup.procs` of each group, written `0` by the child to join.
+    /// The file of each group the child writes `0` to, to join it.
     pub(super) procs: Vec<CString>,
     /// The files that count limits reached: `pids.events`, or
     /// `memory.events` / `memory.oom_control`, and the limit each counts.
@@ -142,7 +142,9 @@ impl CallGroups {
                 std::fs::write(path.join(file), value.to_string())?;
                 group.events.push((path.join(events), reached));
             }
-            group.procs.push(c_path(&path.join("cgroup.procs"))?);
+            group
+                .procs
+                .push(c_path(&path.join(join_file(run.version)))?);
         }
         Ok(group)
     }
@@ -220,26 +222,56 @@ fn own_groups() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// A whole control-group hierarchy's mount: whether it is cgroup2, its
+/// super options (the v1 controllers), where it is mounted.
+struct HierarchyMount {
+    v2: bool,
+    super_options: String,
+    point: PathBuf,
+}
+
 /// Where a hierarchy is mounted: the cgroup2 mount, or the cgroup v1
-/// mount whose options name `controller`.
+/// mount whose options name `controller`. The mount table is read once per
+/// process (a run asks for each hierarchy twice, in the probe and for its
+/// groups, and the table can be long); the commands a run starts mount
+/// only in namespaces of their own.
 fn mount_point(v2: bool, controller: &str) -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    text.lines().find_map(|line| {
-        // ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ... - FSTYPE SOURCE SUPER_OPTIONS
-        let (left, right) = line.split_once(" - ")?;
-        let mut right = right.split_whitespace();
-        let fstype = right.next()?;
-        let super_options = right.nth(1).unwrap_or_default();
-        let fields: Vec<&str> = left.split_whitespace().collect();
-        let (root, point) = (fields.get(3)?, fields.get(4)?);
-        let wanted = match v2 {
-            true => fstype == "cgroup2",
-            false => fstype == "cgroup" && super_options.split(',').any(|o| o == controller),
-        };
-        // A mount of a subtree (`root` other than `/`) would need the
-        // group paths shifted; agentci uses only whole hierarchies.
-        (wanted && *root == "/").then(|| PathBuf::from(point))
-    })
+    static MOUNTS: OnceLock<Vec<HierarchyMount>> = OnceLock::new();
+    MOUNTS
+        .get_or_init(hierarchy_mounts)
+        .iter()
+        .find(|m| match v2 {
+            true => m.v2,
+            false => !m.v2 && m.super_options.split(',').any(|o| o == controller),
+        })
+        .map(|m| m.point.clone())
+}
+
+fn hierarchy_mounts() -> Vec<HierarchyMount> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            // ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ... - FSTYPE SOURCE SUPER_OPTIONS
+            let (left, right) = line.split_once(" - ")?;
+            let mut right = right.split_whitespace();
+            let fstype = right.next()?;
+            let super_options = right.nth(1).unwrap_or_default();
+            let mut fields = left.split_whitespace();
+            let (root, point) = (fields.nth(3)?, fields.next()?);
+            // A mount of a subtree (`root` other than `/`) would need the
+            // group paths shifted; agentci uses only whole hierarchies.
+            let v2 = match fstype {
+                "cgroup2" => true,
+                "cgroup" => false,
+                _ => return None,
+            };
+            (root == "/").then(|| HierarchyMount {
+                v2,
+                super_options: super_options.to_string(),
+                point: PathBuf::from(point),
+            })
+        })
+        .collect()
 }
 
 fn v2_run_group(own: &[(String, String, String)], run_id: &str) -> Option<RunGroup> {
@@ -298,6 +330,21 @@ fn v1_run_group(
         controllers: vec![controller],
         path: run,
     })
+}
+
+/// The file a call's child writes `0` to, to join a group. Writing
+/// `cgroup.procs` moves a whole thread group under a global lock whose
+/// writer waits for an RCU grace period (6–19 ms on an idle machine, on
+/// every call). v1's `tasks` moves only the writing thread, which the
+/// kernel does without that lock (`cgroup_procs_write_start`: a single
+/// thread that is `current`); the child between `fork` and `exec` has one
+/// thread, so the whole process moves, and everything it starts follows.
+/// v2 has no per-thread file outside threaded groups.
+fn join_file(version: Version) -> &'static str {
+    match version {
+        Version::V2 => "cgroup.procs",
+        Version::V1 => "tasks",
+    }
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {

@@ -57,7 +57,7 @@ pub(super) struct ResourceLimit {
 
 /// Everything the child does, prepared before the fork.
 pub(super) struct ChildSetup {
-    /// `cgroup.procs` of the call's control groups, joined first of all so
+    /// The join file of the call's control groups, written first of all so
     /// that every process the command starts is counted.
     pub join_groups: Vec<CString>,
     /// The run's user namespace ([`super::run_namespaces`]), joined first:

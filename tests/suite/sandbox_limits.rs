@@ -172,7 +172,7 @@ fn bad_limits_are_reported_at_their_line() {
 }
 
 /// Attack: leave the call's control group (write its own pid into a parent
-/// group's `cgroup.procs`) before forking, or forge the group's events
+/// group's `cgroup.procs`, or its thread into v1's `tasks`) before forking, or forge the group's events
 /// file that agentci reads after the call, or remove the group. The
 /// control-group hierarchy is read-only inside the sandbox, so the forks
 /// still stop at the limit and the call still says RESOURCE_LIMIT.
@@ -182,8 +182,9 @@ fn a_command_cannot_leave_or_forge_its_control_group() {
         eprintln!("as {}:", user.label());
         let sb = Sandbox::new();
         let permissions = format!("{ALLOW_ALL}\nsandbox: {{limits: {{processes: 64}}}}");
-        let escape = "for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/cgroup.procs \
-                      /sys/fs/cgroup/unified/cgroup.procs; do echo 0 > $f; done; \
+        let escape = "for f in /sys/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/pids/tasks \
+                      /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; \
+                      do echo 0 > $f; done; \
                       g=$(grep pids /proc/self/cgroup | cut -d: -f3); \
                       echo 'max 0' > /sys/fs/cgroup/pids$g/pids.events; \
                       echo 100000 > /sys/fs/cgroup/pids$g/pids.max; \
