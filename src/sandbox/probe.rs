@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use nix::sched::CloneFlags;
 use serde::Serialize;
@@ -112,9 +112,24 @@ fn probe() -> Support {
         } else {
             (RunNamespaces::default(), false, false)
         };
-    if !user && !root {
+    let support = try_namespaces(support, &shared, user, network, syscalls, &missing);
+    Spare::keep(shared, user.then_some(maps), network);
+    support
+}
+
+/// The probe's trials in the run's shared namespaces (`user`: a user
+/// namespace is among them; `network`: a network namespace).
+fn try_namespaces(
+    mut support: Support,
+    shared: &RunNamespaces,
+    user: bool,
+    network: bool,
+    syscalls: Option<SyscallFilter>,
+    missing: &dyn Fn(&str) -> bool,
+) -> Support {
+    if !user && !support.root {
         // Without a user namespace a user who is not root can make none.
-        let failed = trial(CloneFlags::empty(), &shared, syscalls);
+        let failed = trial(CloneFlags::empty(), shared, syscalls);
         support.capabilities = failed & FAIL_CAPABILITIES == 0;
         support.seccomp &= failed & FAIL_SECCOMP == 0;
         return support;
@@ -122,10 +137,10 @@ fn probe() -> Support {
     support.user_namespaces = user;
     let all = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
     let host = CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC;
-    let mut failed = trial(all | host, &shared, syscalls.clone());
+    let mut failed = trial(all | host, shared, syscalls.clone());
     support.uts_ipc_namespaces = failed & FAIL_UNSHARE == 0;
     if failed & FAIL_UNSHARE != 0 {
-        failed = trial(all, &shared, syscalls.clone());
+        failed = trial(all, shared, syscalls.clone());
     }
     let namespaces = failed & (FAIL_UNSHARE | FAIL_JOIN_USER) == 0;
     support.uts_ipc_namespaces &= namespaces;
@@ -143,6 +158,64 @@ fn probe() -> Support {
     support.capabilities = failed & FAIL_CAPABILITIES == 0;
     support.seccomp &= failed & (FAIL_CAPABILITIES | FAIL_SECCOMP) == 0;
     support
+}
+
+/// The namespaces the probe made and tried, kept for the process's first
+/// sandboxed run: making them again costs a fork and a network namespace
+/// (a millisecond or more), and nothing but agentci's own trial has been
+/// in them. Taken once; a later run makes its own.
+struct Spare {
+    maps: Option<IdMaps>,
+    network: bool,
+    namespaces: RunNamespaces,
+}
+
+static SPARE: Mutex<Option<Spare>> = Mutex::new(None);
+
+impl Spare {
+    /// Keep `namespaces` (made with `maps`, with a network namespace and
+    /// its proxy listener when `network`) for [`take_spare`].
+    fn keep(namespaces: RunNamespaces, maps: Option<IdMaps>, network: bool) {
+        if namespaces.user.is_none() && namespaces.network.is_none() {
+            return;
+        }
+        *SPARE.lock().unwrap_or_else(PoisonError::into_inner) = Some(Spare {
+            maps,
+            network,
+            namespaces,
+        });
+    }
+}
+
+/// The probe's namespaces, when they are what a run with `maps` and
+/// `network` would make: the same maps, and a network namespace when one
+/// is wanted (one not wanted is let go, as is a proxy listener not
+/// wanted). `None` after the first call.
+pub(super) fn take_spare(maps: Option<&IdMaps>, network: RunNetwork) -> Option<RunNamespaces> {
+    let spare = SPARE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()?;
+    spare.fit(maps, network)
+}
+
+impl Spare {
+    /// These namespaces cut to what a run with `maps` and `network` makes,
+    /// or `None` when they cannot serve it.
+    fn fit(self, maps: Option<&IdMaps>, network: RunNetwork) -> Option<RunNamespaces> {
+        let wants_network = network != RunNetwork::Host;
+        if self.maps.as_ref() != maps || (wants_network && !self.network) {
+            return None;
+        }
+        let mut namespaces = self.namespaces;
+        if !wants_network {
+            namespaces.network = None;
+        }
+        if network != RunNetwork::Proxied {
+            namespaces.proxy = None;
+        }
+        Some(namespaces)
+    }
 }
 
 /// `support` with every namespace marked missing: what holds when the
@@ -234,4 +307,55 @@ fn seccomp_available() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Descriptors standing in for namespaces: only which are kept matters.
+    fn spare(maps: Option<IdMaps>, network: bool) -> Spare {
+        let fd = || Some(std::fs::File::open("/dev/null").unwrap().into());
+        let proxy = network.then(|| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+        Spare {
+            maps,
+            network,
+            namespaces: RunNamespaces {
+                user: fd(),
+                network: if network { fd() } else { None },
+                proxy,
+            },
+        }
+    }
+
+    #[test]
+    fn the_probes_namespaces_serve_only_a_run_that_would_make_the_same() {
+        let ours = IdMaps::for_caller(1000, 1000, None);
+        let root_for_owner = IdMaps::for_caller(0, 0, Some((1000, 1000)));
+        let root = IdMaps::for_caller(0, 0, None);
+        assert_ne!(root_for_owner, root, "the workspace owner is mapped too");
+
+        let proxied = spare(Some(ours.clone()), true).fit(Some(&ours), RunNetwork::Proxied);
+        let proxied = proxied.expect("the same maps and network");
+        assert!(proxied.user.is_some() && proxied.network.is_some() && proxied.proxy.is_some());
+
+        let isolated = spare(Some(ours.clone()), true).fit(Some(&ours), RunNetwork::Isolated);
+        let isolated = isolated.expect("a network namespace without its listener");
+        assert!(isolated.network.is_some() && isolated.proxy.is_none());
+
+        let host = spare(Some(ours.clone()), true).fit(Some(&ours), RunNetwork::Host);
+        let host = host.expect("the user namespace alone");
+        assert!(host.user.is_some() && host.network.is_none() && host.proxy.is_none());
+
+        let no_network = spare(Some(ours.clone()), false);
+        assert!(no_network.fit(Some(&ours), RunNetwork::Isolated).is_none());
+        let other_maps = spare(Some(root.clone()), true);
+        assert!(
+            other_maps
+                .fit(Some(&root_for_owner), RunNetwork::Host)
+                .is_none()
+        );
+        let no_user = spare(Some(ours.clone()), true);
+        assert!(no_user.fit(None, RunNetwork::Host).is_none());
+    }
 }
