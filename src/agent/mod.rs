@@ -120,6 +120,7 @@ impl<'a> Agent<'a> {
         if tools.names().iter().any(|t| t == "process") {
             processes.sessions().enable();
         }
+        crate::tools::schema::compile_ahead(tools.argument_schemas());
         let policy = run_policy(job, skill, further_skills, workspace.root());
         let workspace_display = workspace.root().display().to_string();
         let opening = vec![

@@ -137,6 +137,14 @@ impl ToolSet {
             .collect()
     }
 
+    /// The argument schemas of the tools, to compile ahead of the first call.
+    pub fn argument_schemas(&self) -> Vec<serde_json::Value> {
+        self.tools
+            .iter()
+            .map(|t| t.spec().parameters.clone())
+            .collect()
+    }
+
     /// Definitions for the model, in the set's order. Every phase offers
     /// all of them; [`ToolSet::get`] decides what may run now.
     pub fn definitions(&self) -> Vec<ToolDefinition> {

@@ -45,6 +45,23 @@ pub fn check_arguments(schema: &Value, args: &Value) -> Result<(), ArgumentsErro
     }
 }
 
+/// Compile `schemas` on the runtime's blocking pool, so that a run's first
+/// tool call does not wait for them. The first validator of a process also
+/// builds the JSON Schema draft's own validator (about 2 ms), work that can
+/// overlap the first model call instead. Outside a runtime nothing happens:
+/// each compiles on first use, as always. A schema that does not compile is
+/// left for that call to report.
+pub fn compile_ahead(schemas: Vec<Value>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    drop(runtime.spawn_blocking(move || {
+        for schema in &schemas {
+            let _ = compiled(schema);
+        }
+    }));
+}
+
 /// The validator for `schema`, compiled once and then shared.
 fn compiled(schema: &Value) -> Result<Arc<Validator>, ArgumentsError> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Validator>>>> = OnceLock::new();
