@@ -2,7 +2,8 @@
 //! way ripgrep prints it (`path:line:text`, `path-line-text` for context).
 //!
 //! Files are searched with ripgrep's own crates (`ignore` for the walk,
-//! `grep-searcher` and `grep-regex` for the search), so `.gitignore` is
+//! `grep-searcher` for the search, and grep-regex's reading of the pattern,
+//! compiled once a run in `matchers`), so `.gitignore` is
 //! honoured and binary files are skipped: on the calling thread while the
 //! tree is small (starting the parallel walker's threads costs more than
 //! searching a few hundred small files), in parallel once it proves large. Every file is searched even when
@@ -15,6 +16,7 @@
 //! them) is skipped, and the summary says how many were. How the result
 //! reads (lines, summary, what was left out) is in `output`.
 
+mod lean;
 mod matchers;
 mod output;
 
@@ -24,14 +26,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use grep_regex::RegexMatcher;
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 use ignore::WalkState;
 use serde_json::{Value, json};
 
-use self::matchers::{MatcherKey, Matchers};
+use self::matchers::{GrepMatcher, MatcherKey, Matchers};
 use self::output::render;
 use super::find::{PathGlob, Walk, walker};
 use super::support::{
@@ -122,7 +123,7 @@ impl Tool for GrepTool {
 /// A checked `grep` call.
 struct GrepQuery {
     pattern: String,
-    matcher: RegexMatcher,
+    matcher: GrepMatcher,
     base: PathBuf,
     glob: Option<PathGlob>,
     context: usize,
