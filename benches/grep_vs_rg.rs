@@ -21,8 +21,7 @@
 //! a small tree is searched on the calling thread, without starting the
 //! parallel walker's threads). The same pattern every call, as an agent
 //! repeats its searches (the tool keeps the patterns it compiled), then a
-//! pattern the tool has not seen every call (compiling it is most of the
-//! cost).
+//! pattern the tool has not seen every call (what compiling one costs).
 //!
 //! Usage: `cargo bench --bench grep_vs_rg [-- TREE]`; TREE defaults to
 //! `$AGENTCI_BENCH_TREE`, then `~/.cargo/registry/src`. `AGENTCI_BENCH_RUNS`
