@@ -19,7 +19,9 @@
 //! like the replay benches' workspace): the tool's time per call against a
 //! plain walk-and-regex loop on one thread (target: under 0.5 ms a call;
 //! a small tree is searched on the calling thread, without starting the
-//! parallel walker's threads).
+//! parallel walker's threads). The same pattern every call, as an agent
+//! repeats its searches (the tool keeps the patterns it compiled), then a
+//! pattern the tool has not seen every call (what compiling one costs).
 //!
 //! Usage: `cargo bench --bench grep_vs_rg [-- TREE]`; TREE defaults to
 //! `$AGENTCI_BENCH_TREE`, then `~/.cargo/registry/src`. `AGENTCI_BENCH_RUNS`
@@ -176,14 +178,25 @@ fn small_tree(runtime: &tokio::runtime::Runtime, tool: &dyn agentci::tools::Tool
     };
     let pattern = "^line 17 of file 3$|turn 5$";
     let per_call = |total: Duration| total / SMALL_CALLS;
+    let search = |pattern: &str| {
+        let result = runtime.block_on(call_checked(tool, json!({"pattern": pattern}), &ctx));
+        assert!(
+            result.ok && result.data["matches"] == 1,
+            "{}",
+            result.summary
+        );
+    };
     let tool_time = median(5, || {
         for _ in 0..SMALL_CALLS {
-            let result = runtime.block_on(call_checked(tool, json!({"pattern": pattern}), &ctx));
-            assert!(
-                result.ok && result.data["matches"] == 1,
-                "{}",
-                result.summary
-            );
+            search(pattern);
+        }
+    });
+    // Every call a pattern the tool has not compiled before, of the same shape.
+    let mut fresh = 0u32;
+    let new_pattern_time = median(5, || {
+        for _ in 0..SMALL_CALLS {
+            fresh += 1;
+            search(&format!("^line 17 of file 3$|turn {fresh}x$"));
         }
     });
     let regex = regex::Regex::new(pattern).expect("regex");
@@ -205,6 +218,10 @@ fn small_tree(runtime: &tokio::runtime::Runtime, tool: &dyn agentci::tools::Tool
         ms(per_call(tool_time)),
         ms(per_call(loop_time)),
         tool_time.as_secs_f64() / loop_time.as_secs_f64()
+    );
+    println!(
+        "small tree, a new pattern every call: agentci grep {:.3} ms a call",
+        ms(per_call(new_pattern_time))
     );
 }
 

@@ -2,7 +2,8 @@
 //! way ripgrep prints it (`path:line:text`, `path-line-text` for context).
 //!
 //! Files are searched with ripgrep's own crates (`ignore` for the walk,
-//! `grep-searcher` and `grep-regex` for the search), so `.gitignore` is
+//! `grep-searcher` for the search, and grep-regex's reading of the pattern,
+//! compiled once a run in `matchers`), so `.gitignore` is
 //! honoured and binary files are skipped: on the calling thread while the
 //! tree is small (starting the parallel walker's threads costs more than
 //! searching a few hundred small files), in parallel once it proves large. Every file is searched even when
@@ -15,6 +16,8 @@
 //! them) is skipped, and the summary says how many were. How the result
 //! reads (lines, summary, what was left out) is in `output`.
 
+mod lean;
+mod matchers;
 mod output;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -23,13 +26,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 use ignore::WalkState;
 use serde_json::{Value, json};
 
+use self::matchers::{GrepMatcher, MatcherKey, Matchers};
 use self::output::render;
 use super::find::{PathGlob, Walk, walker};
 use super::support::{
@@ -47,6 +50,8 @@ const MAX_CONTEXT: u64 = 20;
 
 pub struct GrepTool {
     spec: ToolSpec,
+    /// The patterns this tool has compiled, for the calls of the run.
+    matchers: Matchers,
 }
 
 impl GrepTool {
@@ -86,6 +91,7 @@ impl GrepTool {
                 rule_argument: RuleArgument::Path { default: Some(".") },
                 changes_files: false,
             },
+            matchers: Matchers::default(),
         }
     }
 }
@@ -103,7 +109,7 @@ impl Tool for GrepTool {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let query = match GrepQuery::from_args(&args, ctx) {
+            let query = match GrepQuery::from_args(&args, ctx, &self.matchers) {
                 Ok(q) => q,
                 Err(failure) => return *failure,
             };
@@ -117,7 +123,7 @@ impl Tool for GrepTool {
 /// A checked `grep` call.
 struct GrepQuery {
     pattern: String,
-    matcher: RegexMatcher,
+    matcher: GrepMatcher,
     base: PathBuf,
     glob: Option<PathGlob>,
     context: usize,
@@ -126,23 +132,26 @@ struct GrepQuery {
 }
 
 impl GrepQuery {
-    fn from_args(args: &Value, ctx: &ToolContext) -> Result<Self, Box<ToolResult>> {
-        let pattern = str_arg(args, "pattern").unwrap_or_default().to_string();
-        let matcher = RegexMatcherBuilder::new()
-            .case_insensitive(!bool_arg(args, "case_sensitive").unwrap_or(true))
-            .line_terminator(Some(b'\n'))
-            .build(&pattern)
-            .map_err(|e| {
-                let detail = e.to_string();
-                let first = detail.lines().last().unwrap_or_default().trim().to_string();
-                Box::new(
-                    ToolResult::failure(
-                        ToolErrorCode::InvalidArgument,
-                        format!("`pattern` is not a valid regex: {first}"),
-                    )
-                    .with_output(detail),
+    fn from_args(
+        args: &Value,
+        ctx: &ToolContext,
+        matchers: &Matchers,
+    ) -> Result<Self, Box<ToolResult>> {
+        let key = MatcherKey {
+            pattern: str_arg(args, "pattern").unwrap_or_default().to_string(),
+            case_insensitive: !bool_arg(args, "case_sensitive").unwrap_or(true),
+        };
+        let matcher = matchers.get(&key).map_err(|e| {
+            let detail = e.to_string();
+            let first = detail.lines().last().unwrap_or_default().trim().to_string();
+            Box::new(
+                ToolResult::failure(
+                    ToolErrorCode::InvalidArgument,
+                    format!("`pattern` is not a valid regex: {first}"),
                 )
-            })?;
+                .with_output(detail),
+            )
+        })?;
         let glob = match str_arg(args, "glob") {
             Some(g) => Some(PathGlob::new(g).map_err(|e| {
                 Box::new(ToolResult::failure(
@@ -157,7 +166,7 @@ impl GrepQuery {
             .resolve_for_reading(str_arg(args, "path").unwrap_or("."))
             .map_err(|e| Box::new(outside(e)))?;
         Ok(GrepQuery {
-            pattern,
+            pattern: key.pattern,
             matcher,
             base,
             glob,

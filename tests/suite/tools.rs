@@ -623,6 +623,43 @@ async fn grep_output_is_the_same_on_every_call() {
     );
 }
 
+/// The patterns `grep_answers_as_a_fresh_tool_whatever_came_before`
+/// picks from: the same text as a regex and escaped, in two cases.
+const GREP_PATTERNS: [&str; 5] = [r"fn\s+new", "NEW", "new", r"new\(\)", "new()"];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    // One tool keeps the patterns it compiled for the run's later calls:
+    // whatever calls came before, each answers as a fresh tool would.
+    #[test]
+    fn grep_answers_as_a_fresh_tool_whatever_came_before(
+        calls in proptest::collection::vec(
+            (0..GREP_PATTERNS.len(), any::<bool>(), any::<bool>()),
+            1..10,
+        ),
+    ) {
+        let dir = tree();
+        let ctx = context(dir.path());
+        let tool = builtin("grep").unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for (pattern, case_sensitive, context_lines) in calls {
+            let args = json!({
+                "pattern": GREP_PATTERNS[pattern],
+                "case_sensitive": case_sensitive,
+                "context": u8::from(context_lines),
+            });
+            let kept = runtime.block_on(call_checked(tool.as_ref(), args.clone(), &ctx));
+            let fresh = call_blocking(&ctx, "grep", args.clone());
+            prop_assert_eq!(
+                (&kept.output, &kept.summary, &kept.data),
+                (&fresh.output, &fresh.summary, &fresh.data),
+                "{}", args
+            );
+        }
+    }
+}
+
 /// A tree past what is searched on one thread (200 files) is finished by
 /// the parallel walk: each file counted once, the same first lines shown,
 /// the files a deny rule covers skipped on either side of the switch.
