@@ -12,11 +12,16 @@
 //! `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else the distribution's
 //! usual places (`rustls-native-certs`).
 //!
+//! A bundle in a folder the run's commands may write is read when the run
+//! starts instead ([`pin_roots_written_in`]), before the model acts.
+//!
 //! Build clients with [`client_builder`], never `reqwest::Client::builder()`:
 //! reqwest is built without a default crypto provider, so a client of its
 //! own making would have no TLS (`tests/suite/tls.rs` checks that no other
 //! module builds one).
 
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::WebPkiServerVerifier;
@@ -43,6 +48,51 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 /// process.
 pub fn roots_loaded() -> bool {
     SYSTEM_ROOTS.get().is_some()
+}
+
+/// Read the CA bundle now when `cert_file` or `cert_dir` (the values of
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR`) lie in one of `writable`, the folders
+/// a run's commands may write: the bundle is otherwise read at the first
+/// handshake, which may come after the model has acted (a push at the end of
+/// the run), and would then trust what the model wrote there. Read now, it
+/// is the bundle the user pointed at. Whether it was read now.
+pub fn pin_roots_written_in(
+    cert_file: Option<&OsStr>,
+    cert_dir: Option<&OsStr>,
+    writable: &[&Path],
+) -> bool {
+    if !bundle_written_in(cert_file, cert_dir, writable) {
+        return false;
+    }
+    // A bundle that cannot be read fails the first handshake, as before.
+    let _ = system_roots();
+    true
+}
+
+/// Whether the bundle's path, as given or resolved, lies in one of
+/// `writable`, as given or resolved: a symbolic link in a writable folder
+/// can be swapped even where it points outside.
+fn bundle_written_in(
+    cert_file: Option<&OsStr>,
+    cert_dir: Option<&OsStr>,
+    writable: &[&Path],
+) -> bool {
+    let forms = |path: &Path| -> Vec<PathBuf> {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let resolved = path.canonicalize().ok();
+        std::iter::once(absolute).chain(resolved).collect()
+    };
+    let folders: Vec<PathBuf> = writable.iter().flat_map(|f| forms(f)).collect();
+    let inside = |path: &Path| {
+        forms(path)
+            .iter()
+            .any(|form| folders.iter().any(|folder| form.starts_with(folder)))
+    };
+    let file = cert_file.is_some_and(|file| !file.is_empty() && inside(Path::new(file)));
+    let dir = cert_dir.is_some_and(|dirs| {
+        std::env::split_paths(dirs).any(|d| !d.as_os_str().is_empty() && inside(&d))
+    });
+    file || dir
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -164,6 +214,33 @@ impl ServerCertVerifier for SystemRoots {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bundle_is_pinned_only_where_the_runs_commands_may_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let outside = dir.path().join("etc");
+        std::fs::create_dir_all(ws.join("certs")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(ws.join("certs/ca.pem"), "").unwrap();
+        std::fs::write(outside.join("ca.pem"), "").unwrap();
+        std::os::unix::fs::symlink(outside.join("ca.pem"), ws.join("link.pem")).unwrap();
+        std::os::unix::fs::symlink(ws.join("certs"), outside.join("certs")).unwrap();
+        let writable = [ws.as_path()];
+        let written = |file: Option<&Path>, dir: Option<&str>| {
+            bundle_written_in(file.map(Path::as_os_str), dir.map(OsStr::new), &writable)
+        };
+        assert!(written(Some(&ws.join("certs/ca.pem")), None));
+        assert!(!written(Some(&outside.join("ca.pem")), None));
+        assert!(!written(None, None));
+        assert!(!written(None, Some("")));
+        // The link can be swapped for a file; the folder it names is the model's.
+        assert!(written(Some(&ws.join("link.pem")), None));
+        assert!(written(Some(&outside.join("certs/ca.pem")), None));
+        let dirs = format!("{}:{}", outside.display(), ws.join("certs").display());
+        assert!(written(None, Some(&dirs)));
+        assert!(!written(None, Some(&outside.display().to_string())));
+    }
 
     #[test]
     fn every_client_shares_one_configuration() {

@@ -288,6 +288,14 @@ impl ProcessRunner {
             empty_folder: empty_folder.clone().unwrap_or_default(),
             read_only: config.children.read_only,
         };
+        let mut written: Vec<&Path> = vec![&paths.workspace, &paths.temp];
+        written.extend(paths.writable.iter().map(PathBuf::as_path));
+        written.extend(paths.job_writable.iter().map(|r| r.folder.as_path()));
+        crate::tls::pin_roots_written_in(
+            inherited.var_os("SSL_CERT_FILE"),
+            inherited.var_os("SSL_CERT_DIR"),
+            &written,
+        );
         let hosts = config.sandbox.hosts.clone();
         let sandbox = Sandbox::new(config.sandbox, &paths);
         let network = match (hosts, sandbox.take_proxy_listener()) {

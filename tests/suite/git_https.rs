@@ -202,6 +202,50 @@ fn a_refused_https_push_says_why_without_the_token() {
     insta::assert_snapshot!("https_push_refusals", said.join("\n\n"));
 }
 
+/// Attack: the CA bundle the user named lies in the workspace, and the
+/// model rewrites it with another CA before the push (a bundle read at the
+/// first handshake, at the push, would be the model's). The bundle is read
+/// when the run starts, so the push still trusts what the user pointed at
+/// and reaches the real server, as root and as an unprivileged user.
+#[test]
+fn a_ca_bundle_in_the_workspace_is_read_before_the_model_can_rewrite_it() {
+    for user in RunAs::each() {
+        let what = user.label();
+        let sb = Sandbox::new();
+        let served = sb.path().join("served");
+        let bare = served_remote(&served);
+        let server = GitHttps::start(
+            &served,
+            Behaviour::Git(Some((USER.to_string(), TOKEN.to_string()))),
+        );
+        let forged = std::fs::read_to_string(ca_bundle(false)).unwrap();
+        let model = FakeModel::start(vec![
+            Reply::plan(&[("Write notes", "NOTES.md exists")]),
+            Reply::tool_call("write", json!({"path": "certs/ca.pem", "content": forged})),
+            Reply::tool_call("write", json!({"path": "NOTES.md", "content": "notes\n"})),
+            Reply::step_done("wrote them"),
+            Reply::text("done"),
+        ]);
+        push_job(&sb, &model.base_url(), &server.url("remote.git"));
+        let bundle = sb.workspace().join("certs/ca.pem");
+        std::fs::create_dir_all(bundle.parent().unwrap()).unwrap();
+        std::fs::copy(ca_bundle(true), &bundle).unwrap();
+        commit_all(&Repository::open(sb.workspace()).unwrap(), "the CA bundle");
+        let (out, trace) = JobRun::new(&sb)
+            .progress("plain")
+            .user(user)
+            .env("SSL_CERT_FILE", bundle.to_str().unwrap())
+            .env("SSL_CERT_DIR", "")
+            .env("GH_PUSH_TOKEN", TOKEN)
+            .traced();
+        let now = std::fs::read_to_string(&bundle).unwrap();
+        assert_eq!(now, forged, "{what}: the model did not rewrite the bundle");
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(events(&trace, "git.push").len(), 1, "{what}");
+        assert!(branch_arrived(&bare), "{what}: the branch is not there");
+    }
+}
+
 const SKILL: &str = "---\nname: lint\ndescription: Fixes lint in small steps.\nallowed-tools: Read\n---\n\nRead the code, then report.\n";
 
 /// `skills.git` under `root`, holding `skills/lint/SKILL.md` at tag `v1`;
