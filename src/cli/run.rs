@@ -340,6 +340,18 @@ fn print_job(
             match job::print::job_yaml(&job) {
                 Ok(yaml) => {
                     let _ = write!(std::io::stdout().lock(), "{yaml}");
+                    let unwritten = job::print::unwritten_keys(&job);
+                    if !unwritten.is_empty() {
+                        let keys: Vec<String> =
+                            unwritten.iter().map(|k| format!("`{k}`")).collect();
+                        let _ = writeln!(
+                            stderr,
+                            "{}: warning: --print-job does not write {} yet; the printed job \
+                             runs without them: copy them from this file into it",
+                            job_file.display(),
+                            keys.join(", ")
+                        );
+                    }
                     Ok(Exit::Success)
                 }
                 Err(e) => did_not_start(&[Diagnostic::unplaced(e.to_string())], args, cwd),

@@ -26,6 +26,27 @@ pub fn job_yaml(job: &JobSpec) -> Result<String, PrintError> {
     Ok(serde_saphyr::to_string(&JobFile::from(job))?)
 }
 
+/// The job's keys that [`job_yaml`] does not write yet, where the job sets
+/// them to anything but their defaults: the printed job runs without them,
+/// so the caller says so.
+pub fn unwritten_keys(job: &JobSpec) -> Vec<&'static str> {
+    [
+        ("skills", !job.skills.is_empty()),
+        (
+            "sandbox",
+            job.sandbox != crate::sandbox::SandboxSpec::default(),
+        ),
+        ("mcp", job.mcp != super::McpSpec::default()),
+        (
+            "telemetry",
+            job.telemetry != super::TelemetrySpec::default(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect()
+}
+
 #[derive(Serialize)]
 struct JobFile {
     version: u32,
@@ -48,6 +69,12 @@ struct JobFile {
     max_plan_turns: u32,
     #[serde(skip_serializing_if = "is_one")]
     checks_rounds: u32,
+    max_parallel_tools: usize,
+    tool_timeout: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    tool_timeouts: BTreeMap<String, String>,
+    loop_guard: LoopGuard,
+    task: Task,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     secrets: Vec<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -66,6 +93,16 @@ struct JobFile {
     /// Written inline: a file's schema is read when the job loads.
     #[serde(skip_serializing_if = "Option::is_none")]
     result_schema: Option<serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct LoopGuard {
+    repeats: u32,
+}
+
+#[derive(Serialize)]
+struct Task {
+    max_turns: u32,
 }
 
 #[derive(Serialize)]
@@ -330,6 +367,20 @@ impl From<&JobSpec> for JobFile {
             skills_path: job.skills_path.iter().map(|p| path(p)).collect(),
             max_plan_turns: job.max_plan_turns,
             checks_rounds: job.checks_rounds,
+            max_parallel_tools: job.tool_loop.max_parallel_tools,
+            tool_timeout: duration(job.tool_loop.tool_timeout),
+            tool_timeouts: job
+                .tool_loop
+                .tool_timeouts
+                .iter()
+                .map(|(tool, d)| (tool.clone(), duration(*d)))
+                .collect(),
+            loop_guard: LoopGuard {
+                repeats: job.tool_loop.loop_repeats,
+            },
+            task: Task {
+                max_turns: job.tool_loop.task_max_turns,
+            },
             secrets: job.secrets.clone(),
             env: job
                 .env

@@ -231,6 +231,48 @@ fn print_job_writes_a_job_file_that_runs() {
     assert_eq!(sb.read("ws/greeting.txt"), "hello world\n");
 }
 
+/// A job file's tool-loop keys are written as set, and a printed job
+/// printed again is the same; the keys `--print-job` cannot write yet are
+/// named on stderr, never dropped in silence.
+#[test]
+fn print_job_writes_the_tool_loop_keys_and_names_what_it_leaves_out() {
+    let sb = sandbox();
+    sb.write(
+        "job.yaml",
+        "version: 1\nname: loop\nskill: fixer\ngoal: Fix it.\n\
+         model: {provider: openai, name: fake-model, base_url: http://127.0.0.1:9/v1}\n\
+         workspace: ws\nskills_path: [skills]\ntools: [read, exec]\n\
+         permissions: {allow: [read]}\nsandbox: off\nmax_parallel_tools: 2\n\
+         tool_timeout: 90s\ntool_timeouts: {exec: 1500ms}\nloop_guard: {repeats: 5}\n\
+         task: {max_turns: 7}\n",
+    );
+    let printed = sb.agentci(&["run", "job.yaml", "--print-job"]);
+    assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
+    let yaml = stdout(&printed);
+    for line in [
+        "max_parallel_tools: 2",
+        "tool_timeout: 90s",
+        "  exec: 1500ms",
+        "  repeats: 5",
+        "  max_turns: 7",
+    ] {
+        assert!(yaml.lines().any(|l| l == line), "no `{line}` in:\n{yaml}");
+    }
+    assert!(
+        stderr(&printed).contains(
+            "job.yaml: warning: --print-job does not write `sandbox` yet; the printed job runs \
+             without them: copy them from this file into it"
+        ),
+        "{}",
+        stderr(&printed)
+    );
+    sb.write("saved.yaml", &yaml);
+    let again = sb.agentci(&["run", "saved.yaml", "--print-job"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(stdout(&again), yaml);
+    assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+}
+
 #[test]
 fn json_puts_only_events_on_stdout() {
     for stream_flag in [&["--json"][..], &["--trace", "-"][..]] {
