@@ -32,10 +32,6 @@ pub fn job_yaml(job: &JobSpec) -> Result<String, PrintError> {
 pub fn unwritten_keys(job: &JobSpec) -> Vec<&'static str> {
     [
         ("skills", !job.skills.is_empty()),
-        (
-            "sandbox",
-            job.sandbox != crate::sandbox::SandboxSpec::default(),
-        ),
         ("mcp", job.mcp != super::McpSpec::default()),
         (
             "telemetry",
@@ -75,6 +71,8 @@ struct JobFile {
     tool_timeouts: BTreeMap<String, String>,
     loop_guard: LoopGuard,
     task: Task,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Sandbox>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     secrets: Vec<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -93,6 +91,62 @@ struct JobFile {
     /// Written inline: a file's schema is read when the job loads.
     #[serde(skip_serializing_if = "Option::is_none")]
     result_schema: Option<serde_json::Value>,
+}
+
+/// `sandbox:` as a mapping; keys at their defaults left out.
+#[derive(Serialize)]
+struct Sandbox {
+    profile: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<Network>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    require: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<Limits>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    writable: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Network {
+    Open(bool),
+    Hosts(Vec<String>),
+}
+
+/// Sizes in whole bytes, which the loader reads back exactly.
+#[derive(Serialize)]
+struct Limits {
+    processes: u64,
+    memory: u64,
+    file_size: u64,
+    open_files: u64,
+}
+
+impl Sandbox {
+    /// `None` for the default sandbox, which a job need not write.
+    fn of(spec: &crate::sandbox::SandboxSpec) -> Option<Sandbox> {
+        if *spec == crate::sandbox::SandboxSpec::default() {
+            return None;
+        }
+        let limits = &spec.limits;
+        Some(Sandbox {
+            profile: spec.profile.as_str(),
+            network: match (&spec.hosts, spec.network) {
+                (Some(hosts), _) => Some(Network::Hosts(hosts.written.clone())),
+                (None, true) => Some(Network::Open(true)),
+                (None, false) => None,
+            },
+            require: spec.require,
+            limits: (*limits != crate::sandbox::ResourceLimits::default()).then_some(Limits {
+                processes: limits.processes,
+                memory: limits.memory,
+                file_size: limits.file_size,
+                open_files: limits.open_files,
+            }),
+            writable: spec.writable.iter().map(|r| r.path.to_string()).collect(),
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -381,6 +435,7 @@ impl From<&JobSpec> for JobFile {
             task: Task {
                 max_turns: job.tool_loop.task_max_turns,
             },
+            sandbox: Sandbox::of(&job.sandbox),
             secrets: job.secrets.clone(),
             env: job
                 .env

@@ -231,20 +231,23 @@ fn print_job_writes_a_job_file_that_runs() {
     assert_eq!(sb.read("ws/greeting.txt"), "hello world\n");
 }
 
-/// A job file's tool-loop keys are written as set, and a printed job
-/// printed again is the same; the keys `--print-job` cannot write yet are
-/// named on stderr, never dropped in silence.
+/// A job file's tool-loop and sandbox keys are written as set, and a
+/// printed job printed again is the same; the keys `--print-job` cannot
+/// write yet are named on stderr, never dropped in silence.
 #[test]
-fn print_job_writes_the_tool_loop_keys_and_names_what_it_leaves_out() {
+fn print_job_writes_the_tool_loop_and_sandbox_keys_and_names_what_it_leaves_out() {
     let sb = sandbox();
     sb.write(
         "job.yaml",
         "version: 1\nname: loop\nskill: fixer\ngoal: Fix it.\n\
          model: {provider: openai, name: fake-model, base_url: http://127.0.0.1:9/v1}\n\
          workspace: ws\nskills_path: [skills]\ntools: [read, exec]\n\
-         permissions: {allow: [read]}\nsandbox: off\nmax_parallel_tools: 2\n\
+         permissions: {allow: [read]}\nmax_parallel_tools: 2\n\
          tool_timeout: 90s\ntool_timeouts: {exec: 1500ms}\nloop_guard: {repeats: 5}\n\
-         task: {max_turns: 7}\n",
+         task: {max_turns: 7}\n\
+         sandbox: {profile: workspace-write, network: [crates.io], require: true,\n  \
+         limits: {processes: 64, memory: 1GiB}, writable: [~/.cache/tool, preset:cargo]}\n\
+         telemetry: {otlp: {endpoint: http://127.0.0.1:9}}\n",
     );
     let printed = sb.agentci(&["run", "job.yaml", "--print-job"]);
     assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
@@ -255,12 +258,19 @@ fn print_job_writes_the_tool_loop_keys_and_names_what_it_leaves_out() {
         "  exec: 1500ms",
         "  repeats: 5",
         "  max_turns: 7",
+        "  profile: workspace-write",
+        "  - crates.io",
+        "  require: true",
+        "    processes: 64",
+        "    memory: 1073741824",
+        "  - ~/.cache/tool",
+        "  - preset:cargo",
     ] {
         assert!(yaml.lines().any(|l| l == line), "no `{line}` in:\n{yaml}");
     }
     assert!(
         stderr(&printed).contains(
-            "job.yaml: warning: --print-job does not write `sandbox` yet; the printed job runs \
+            "job.yaml: warning: --print-job does not write `telemetry` yet; the printed job runs \
              without them: copy them from this file into it"
         ),
         "{}",
