@@ -77,6 +77,10 @@ fn bundle_written_in(
     cert_dir: Option<&OsStr>,
     writable: &[&Path],
 ) -> bool {
+    let set = |value: Option<&OsStr>| value.is_some_and(|v| !v.is_empty());
+    if !set(cert_file) && !set(cert_dir) {
+        return false;
+    }
     let forms = |path: &Path| -> Vec<PathBuf> {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let resolved = path.canonicalize().ok();
