@@ -59,6 +59,18 @@ fn served_remote(root: &Path) -> PathBuf {
     bare
 }
 
+/// The served `remote.git`, and a server that takes it only with the push
+/// token.
+fn token_server(sb: &Sandbox) -> (PathBuf, GitHttps) {
+    let served = sb.path().join("served");
+    let bare = served_remote(&served);
+    let server = GitHttps::start(
+        &served,
+        Behaviour::Git(Some((USER.to_string(), TOKEN.to_string()))),
+    );
+    (bare, server)
+}
+
 fn branch_arrived(bare: &Path) -> bool {
     Repository::open_bare(bare)
         .unwrap()
@@ -108,12 +120,7 @@ fn a_passing_run_pushes_its_branch_to_an_https_remote_with_the_token() {
     for user in RunAs::each() {
         let what = user.label();
         let sb = Sandbox::new();
-        let served = sb.path().join("served");
-        let bare = served_remote(&served);
-        let server = GitHttps::start(
-            &served,
-            Behaviour::Git(Some((USER.to_string(), TOKEN.to_string()))),
-        );
+        let (bare, server) = token_server(&sb);
         let model = FakeModel::start(fixing_script());
         push_job(&sb, &model.base_url(), &server.url("remote.git"));
         let (out, trace) = run(&sb, user, true, true);
@@ -212,12 +219,7 @@ fn a_ca_bundle_in_the_workspace_is_read_before_the_model_can_rewrite_it() {
     for user in RunAs::each() {
         let what = user.label();
         let sb = Sandbox::new();
-        let served = sb.path().join("served");
-        let bare = served_remote(&served);
-        let server = GitHttps::start(
-            &served,
-            Behaviour::Git(Some((USER.to_string(), TOKEN.to_string()))),
-        );
+        let (bare, server) = token_server(&sb);
         let forged = std::fs::read_to_string(ca_bundle(false)).unwrap();
         let model = FakeModel::start(vec![
             Reply::plan(&[("Write notes", "NOTES.md exists")]),
