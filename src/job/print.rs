@@ -31,7 +31,6 @@ pub fn job_yaml(job: &JobSpec) -> Result<String, PrintError> {
 /// so the caller says so.
 pub fn unwritten_keys(job: &JobSpec) -> Vec<&'static str> {
     [
-        ("skills", !job.skills.is_empty()),
         ("mcp", job.mcp != super::McpSpec::default()),
         (
             "telemetry",
@@ -48,6 +47,8 @@ struct JobFile {
     version: u32,
     name: String,
     skill: Skill,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skills: Vec<String>,
     goal: String,
     model: Model,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -387,6 +388,7 @@ impl From<&JobSpec> for JobFile {
                     path: git.path.clone(),
                 },
             },
+            skills: job.skills.iter().map(|s| s.name.clone()).collect(),
             goal: job.goal.clone(),
             model: Model::from(&job.model),
             tools: job.tools.clone(),

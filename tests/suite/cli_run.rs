@@ -231,12 +231,13 @@ fn print_job_writes_a_job_file_that_runs() {
     assert_eq!(sb.read("ws/greeting.txt"), "hello world\n");
 }
 
-/// A job file's tool-loop and sandbox keys are written as set, and a
+/// A job file's further skills, tool-loop and sandbox keys are written as set, and a
 /// printed job printed again is the same; the keys `--print-job` cannot
 /// write yet are named on stderr, never dropped in silence.
 #[test]
-fn print_job_writes_the_tool_loop_and_sandbox_keys_and_names_what_it_leaves_out() {
+fn print_job_writes_skills_tool_loop_and_sandbox_and_names_what_it_leaves_out() {
     let sb = sandbox();
+    sb.skill("helper", None);
     sb.write(
         "job.yaml",
         "version: 1\nname: loop\nskill: fixer\ngoal: Fix it.\n\
@@ -244,7 +245,7 @@ fn print_job_writes_the_tool_loop_and_sandbox_keys_and_names_what_it_leaves_out(
          workspace: ws\nskills_path: [skills]\ntools: [read, exec]\n\
          permissions: {allow: [read]}\nmax_parallel_tools: 2\n\
          tool_timeout: 90s\ntool_timeouts: {exec: 1500ms}\nloop_guard: {repeats: 5}\n\
-         task: {max_turns: 7}\n\
+         task: {max_turns: 7}\nskills: [helper]\n\
          sandbox: {profile: workspace-write, network: [crates.io], require: true,\n  \
          limits: {processes: 64, memory: 1GiB}, writable: [~/.cache/tool, preset:cargo]}\n\
          telemetry: {otlp: {endpoint: http://127.0.0.1:9}}\n",
@@ -265,6 +266,7 @@ fn print_job_writes_the_tool_loop_and_sandbox_keys_and_names_what_it_leaves_out(
         "    memory: 1073741824",
         "  - ~/.cache/tool",
         "  - preset:cargo",
+        "- helper",
     ] {
         assert!(yaml.lines().any(|l| l == line), "no `{line}` in:\n{yaml}");
     }
