@@ -81,6 +81,21 @@ enum TemplatePart {
 }
 
 impl EnvTemplate {
+    /// The template as a job file writes it (`${{ env.NAME }}` kept), or
+    /// `None` when its text holds `${{` (from a var's value), which a job
+    /// file would read back as an expression.
+    pub fn written(&self) -> Option<String> {
+        let mut text = String::new();
+        for part in &self.parts {
+            match part {
+                TemplatePart::Text(t) if t.contains("${{") => return None,
+                TemplatePart::Text(t) => text.push_str(t),
+                TemplatePart::Env(name) => text.push_str(&format!("${{{{ env.{name} }}}}")),
+            }
+        }
+        Some(text)
+    }
+
     /// A template that is plain text.
     pub fn text(text: impl Into<String>) -> Self {
         EnvTemplate {
@@ -209,6 +224,21 @@ pub enum McpValueError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_is_written_back_as_the_job_wrote_it_unless_a_var_brought_an_expression() {
+        let vars = BTreeMap::from([
+            ("who".to_string(), "me".to_string()),
+            ("odd".to_string(), "${{ env.X }}".to_string()),
+        ]);
+        let template = EnvTemplate::parse("Bearer ${{ env.TOKEN }} for ${{ vars.who }}", &vars);
+        assert_eq!(
+            template.unwrap().written().as_deref(),
+            Some("Bearer ${{ env.TOKEN }} for me")
+        );
+        let odd = EnvTemplate::parse("x ${{ vars.odd }}", &vars).unwrap();
+        assert_eq!(odd.written(), None, "it would read back as a reference");
+    }
 
     #[test]
     fn templates_read_the_environment_when_resolved() {

@@ -31,7 +31,10 @@ pub fn job_yaml(job: &JobSpec) -> Result<String, PrintError> {
 /// so the caller says so.
 pub fn unwritten_keys(job: &JobSpec) -> Vec<&'static str> {
     [
-        ("mcp", job.mcp != super::McpSpec::default()),
+        (
+            "mcp",
+            !job.mcp.servers.is_empty() && Mcp::of(&job.mcp).is_none(),
+        ),
         (
             "telemetry",
             job.telemetry != super::TelemetrySpec::default(),
@@ -74,6 +77,8 @@ struct JobFile {
     task: Task,
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<Sandbox>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mcp: Option<Mcp>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     secrets: Vec<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -147,6 +152,93 @@ impl Sandbox {
             }),
             writable: spec.writable.iter().map(|r| r.path.to_string()).collect(),
         })
+    }
+}
+
+/// `mcp:` with `${{ env.NAME }}` references kept as written.
+#[derive(Serialize)]
+struct Mcp {
+    servers: BTreeMap<String, McpServer>,
+}
+
+#[derive(Serialize)]
+struct McpServer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    args: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<String, String>,
+    timeout: String,
+    startup_timeout: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<String>>,
+    required: bool,
+    roots: bool,
+    sampling: bool,
+}
+
+impl Mcp {
+    /// `None` for a job without servers, and for one whose templates
+    /// cannot be written back ([`super::EnvTemplate::written`]).
+    fn of(spec: &super::McpSpec) -> Option<Mcp> {
+        if spec.servers.is_empty() {
+            return None;
+        }
+        let written = |pairs: &[(String, super::EnvTemplate)]| -> Option<BTreeMap<String, String>> {
+            pairs
+                .iter()
+                .map(|(name, template)| Some((name.clone(), template.written()?)))
+                .collect()
+        };
+        let mut servers = BTreeMap::new();
+        for server in &spec.servers {
+            let (command, args, env, cwd, url, headers) = match &server.transport {
+                super::McpTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => (
+                    Some(command.clone()),
+                    args.clone(),
+                    written(env)?,
+                    cwd.as_deref().map(path),
+                    None,
+                    BTreeMap::new(),
+                ),
+                super::McpTransport::Http { url, headers } => (
+                    None,
+                    Vec::new(),
+                    BTreeMap::new(),
+                    None,
+                    Some(url.clone()),
+                    written(headers)?,
+                ),
+            };
+            let entry = McpServer {
+                command,
+                args,
+                env,
+                cwd,
+                url,
+                headers,
+                timeout: duration(server.timeout),
+                startup_timeout: duration(server.startup_timeout),
+                tools: server.tools.clone(),
+                required: server.required,
+                roots: server.roots,
+                sampling: server.sampling,
+            };
+            servers.insert(server.name.clone(), entry);
+        }
+        Some(Mcp { servers })
     }
 }
 
@@ -438,6 +530,7 @@ impl From<&JobSpec> for JobFile {
                 max_turns: job.tool_loop.task_max_turns,
             },
             sandbox: Sandbox::of(&job.sandbox),
+            mcp: Mcp::of(&job.mcp),
             secrets: job.secrets.clone(),
             env: job
                 .env

@@ -231,11 +231,11 @@ fn print_job_writes_a_job_file_that_runs() {
     assert_eq!(sb.read("ws/greeting.txt"), "hello world\n");
 }
 
-/// A job file's further skills, tool-loop and sandbox keys are written as set, and a
+/// A job file's further skills, tool-loop, sandbox and MCP keys are written as set, and a
 /// printed job printed again is the same; the keys `--print-job` cannot
 /// write yet are named on stderr, never dropped in silence.
 #[test]
-fn print_job_writes_skills_tool_loop_and_sandbox_and_names_what_it_leaves_out() {
+fn print_job_writes_the_jobs_keys_and_names_what_it_leaves_out() {
     let sb = sandbox();
     sb.skill("helper", None);
     sb.write(
@@ -248,7 +248,11 @@ fn print_job_writes_skills_tool_loop_and_sandbox_and_names_what_it_leaves_out() 
          task: {max_turns: 7}\nskills: [helper]\n\
          sandbox: {profile: workspace-write, network: [crates.io], require: true,\n  \
          limits: {processes: 64, memory: 1GiB}, writable: [~/.cache/tool, preset:cargo]}\n\
-         telemetry: {otlp: {endpoint: http://127.0.0.1:9}}\n",
+         telemetry: {otlp: {endpoint: http://127.0.0.1:9}}\n\
+         mcp:\n  servers:\n    local: {command: my-server, args: [--flag], timeout: 10s,\n      \
+         env: {TOKEN: \"${{ env.MY_TOKEN }}\", MODE: fast}, tools: [search], required: true}\n    \
+         remote: {url: \"http://127.0.0.1:9/mcp\", sampling: true,\n      \
+         headers: {Authorization: \"Bearer ${{ env.REMOTE_TOKEN }}\"}}\n",
     );
     let printed = sb.agentci(&["run", "job.yaml", "--print-job"]);
     assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
@@ -267,8 +271,18 @@ fn print_job_writes_skills_tool_loop_and_sandbox_and_names_what_it_leaves_out() 
         "  - ~/.cache/tool",
         "  - preset:cargo",
         "- helper",
+        "      command: my-server",
+        "      - --flag",
+        "        MODE: fast",
+        "      timeout: 10s",
+        "      required: true",
+        "      sampling: true",
     ] {
         assert!(yaml.lines().any(|l| l == line), "no `{line}` in:\n{yaml}");
+    }
+    // The servers' references to agentci's environment stay references.
+    for reference in ["${{ env.MY_TOKEN }}", "Bearer ${{ env.REMOTE_TOKEN }}"] {
+        assert!(yaml.contains(reference), "no `{reference}` in:\n{yaml}");
     }
     assert!(
         stderr(&printed).contains(
