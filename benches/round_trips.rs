@@ -25,6 +25,8 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "../tests/suite/support/notes_script.rs"]
+mod notes_script;
 #[path = "support/notes_task.rs"]
 mod notes_task;
 
@@ -33,7 +35,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_model::{FakeModel, Reply};
-use notes_task::{REPORT, batching_script, workspace, write, write_task};
+use notes_script::{REPORT, batching_script};
+use notes_task::{workspace, write, write_task};
 use serde_json::json;
 
 /// What one run of the task cost.

@@ -28,6 +28,8 @@
     reason = "a bench uses only some of the test suite's fake model server"
 )]
 mod fake_model;
+#[path = "../tests/suite/support/notes_script.rs"]
+mod notes_script;
 #[path = "support/notes_task.rs"]
 mod notes_task;
 
@@ -37,7 +39,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fake_model::{FakeModel, Reply};
-use notes_task::{batching_script, write, write_task};
+use notes_script::batching_script;
+use notes_task::{write, write_task};
 
 /// What one run cost.
 struct Figures {

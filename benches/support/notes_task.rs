@@ -1,17 +1,10 @@
 //! The three-turn task `round_trips` and `run_floor` share: a workspace of
-//! two small files, a `reader` skill, a job that may `read` and run `ls`,
-//! and the answers of a model that batches (plan with the first call,
-//! report with the last `step_done`). A bench including this module
-//! includes the test suite's fake model as `fake_model`.
+//! two small files, a `reader` skill and a job that may `read` and run
+//! `ls`. The batching model's answers to it are the test suite's
+//! (`tests/suite/support/notes_script.rs`), which those benches include
+//! beside its fake model.
 
 use std::path::Path;
-
-use serde_json::json;
-
-use crate::fake_model::Reply;
-
-/// What the model reports at the end.
-pub const REPORT: &str = "notes.txt says: ship on Friday.";
 
 /// The workspace's files under `root/ws`.
 pub fn workspace(root: &Path) {
@@ -37,26 +30,6 @@ pub fn write_task(root: &Path, base_url: &str, job_extra: &str) {
              workspace: ws\n{job_extra}"
         ),
     );
-}
-
-/// The batching model's three answers.
-pub fn batching_script() -> Vec<Reply> {
-    vec![
-        Reply::tool_calls(vec![
-            (
-                "plan",
-                "submit_plan",
-                json!({"steps": [{"title": "Read the notes", "expected_outcome": "known"}]}),
-            ),
-            ("list", "exec", json!({"command": "ls"})),
-        ]),
-        Reply::tool_calls(vec![("read", "read", json!({"path": "notes.txt"}))]),
-        Reply::tool_calls(vec![(
-            "done",
-            "step_done",
-            json!({"summary": "read notes.txt", "report": REPORT}),
-        )]),
-    ]
 }
 
 pub fn write(path: &Path, text: &str) {

@@ -10,9 +10,7 @@ use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, events, stderr};
 use super::support::job::JobBuilder;
 use super::support::job::JobRun;
-
-const REPORT: &str = "notes.txt says: ship on Friday. Checked: ls shows notes.txt and \
-                      todo.txt; read notes.txt. Left: nothing.";
+use super::support::notes_script::{REPORT, batching_script};
 
 /// A workspace with two files and a job that may list and read them.
 fn sandbox(base_url: &str, job_extra: &str) -> Sandbox {
@@ -95,21 +93,6 @@ fn assert_prefixes_kept(requests: &[Value]) {
             i + 1
         );
     }
-}
-
-fn batching_script() -> Vec<Reply> {
-    vec![
-        Reply::tool_calls(vec![
-            ("plan", "submit_plan", plan_args(&["Read the notes"])),
-            ("list", "exec", json!({"command": "ls"})),
-        ]),
-        Reply::tool_calls(vec![("read", "read", json!({"path": "notes.txt"}))]),
-        Reply::tool_calls(vec![(
-            "done",
-            "step_done",
-            json!({"summary": "read notes.txt", "report": REPORT}),
-        )]),
-    ]
 }
 
 /// What the model server was sent, in bytes.

@@ -7,6 +7,7 @@ pub mod git_https;
 pub mod harness;
 pub mod job;
 pub mod junit_schema;
+pub mod notes_script;
 pub mod origin;
 pub mod prerequisites;
 pub mod redact;
