@@ -4,7 +4,6 @@
 //! outside the sandbox, so each attack is judged by the request log: the
 //! server must never see the request.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -16,6 +15,7 @@ use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply, tool_result_in};
 use super::support::harness::{Sandbox, stderr};
+use super::support::server_thread::serve_on_thread;
 use super::support::users::RunAs;
 
 /// The server's port and every path it was asked for.
@@ -57,23 +57,14 @@ impl LocalServer {
     fn start() -> LocalServer {
         let log = Log::default();
         let state = log.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-                let addr: SocketAddr = listener.local_addr().unwrap();
-                *state.port.lock().unwrap() = addr.port();
-                tx.send(addr.port()).unwrap();
-                let app = Router::new().fallback(get(answer)).with_state(state);
-                let _ = axum::serve(listener, app).await;
-            });
+        let (addr, thread) = serve_on_thread("0.0.0.0:0", |listener| async move {
+            // Known before the first request: serving starts after this.
+            *state.port.lock().unwrap() = listener.local_addr().unwrap().port();
+            let app = Router::new().fallback(get(answer)).with_state(state);
+            let _ = axum::serve(listener, app).await;
         });
         LocalServer {
-            port: rx.recv().unwrap(),
+            port: addr.port(),
             log,
             _thread: thread,
         }

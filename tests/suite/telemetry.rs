@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use super::support::fake_model::{FakeModel, Reply};
 use super::support::harness::{Sandbox, agentci_in, events, stderr};
 use super::support::job::{JobBuilder, JobRun};
+use super::support::server_thread::serve_on_thread;
 use super::support::wait::assert_took_less;
 
 #[derive(Default)]
@@ -59,21 +60,11 @@ impl Receiver {
     fn serve(app: axum::Router<Arc<Mutex<Received>>>) -> Receiver {
         let received = Arc::new(Mutex::new(Received::default()));
         let state = Arc::clone(&received);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = app.with_state(state);
-                axum::serve(listener, app).await.unwrap();
-            });
+        let (addr, thread) = serve_on_thread("127.0.0.1:0", |listener| async move {
+            axum::serve(listener, app.with_state(state)).await.unwrap();
         });
         Receiver {
-            addr: rx.recv().unwrap(),
+            addr,
             received,
             _thread: thread,
         }

@@ -11,6 +11,7 @@ pub mod notes_script;
 pub mod origin;
 pub mod prerequisites;
 pub mod redact;
+pub mod server_thread;
 pub mod tls_server;
 pub mod tmux;
 pub mod trace_schema;

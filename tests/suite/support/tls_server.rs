@@ -14,6 +14,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
+use super::server_thread::serve_on_thread;
+
 /// A file of the test CA's set (`ca.pem`, `other-ca.pem`, `server.pem`, ...).
 pub fn tls_data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -48,32 +50,23 @@ impl TlsServer {
             .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let serve = Arc::new(serve);
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown_tx, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                loop {
-                    let (tcp, _) = tokio::select! {
-                        accepted = listener.accept() => accepted.unwrap(),
-                        _ = &mut shutdown_rx => return,
-                    };
-                    let (acceptor, serve) = (acceptor.clone(), Arc::clone(&serve));
-                    tokio::spawn(async move {
-                        if let Ok(tls) = acceptor.accept(tcp).await {
-                            serve(tls).await;
-                        }
-                    });
-                }
-            });
+        let (addr, thread) = serve_on_thread("127.0.0.1:0", |listener| async move {
+            loop {
+                let (tcp, _) = tokio::select! {
+                    accepted = listener.accept() => accepted.unwrap(),
+                    _ = &mut shutdown_rx => return,
+                };
+                let (acceptor, serve) = (acceptor.clone(), Arc::clone(&serve));
+                tokio::spawn(async move {
+                    if let Ok(tls) = acceptor.accept(tcp).await {
+                        serve(tls).await;
+                    }
+                });
+            }
         });
         TlsServer {
-            addr: addr_rx.recv().unwrap(),
+            addr,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
         }
