@@ -24,7 +24,8 @@ use agentci::job::BudgetSpec;
 use agentci::provider::Usage;
 use agentci::provider::{Message, ToolCall};
 use agentci::runner::CheckpointKey;
-use agentci::runner::checkpoint::{CheckpointWriter, Origin, load};
+use agentci::runner::checkpoint::{CHECKPOINT_DIR, CheckpointWriter, Origin, load};
+use agentci::safe_file::OutputFolder;
 
 const TURNS: usize = 200;
 const RESULT_BYTES: usize = 4_096;
@@ -34,8 +35,9 @@ const WINDOW: usize = 10;
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let key = CheckpointKey::open_or_create(&dir.path().join("checkpoint.key")).expect("key");
-    let mut writer =
-        CheckpointWriter::new(dir.path(), origin(dir.path()), key.clone(), Box::new(|| 1));
+    let folder = OutputFolder::create(dir.path(), std::path::Path::new(CHECKPOINT_DIR))
+        .expect("checkpoint folder");
+    let mut writer = CheckpointWriter::new(folder, origin(dir.path()), key.clone(), Box::new(|| 1));
     let mut state = opening();
     let mut saves = Vec::with_capacity(TURNS);
     for turn in 0..TURNS {

@@ -25,11 +25,6 @@ pub enum GitError {
     },
     #[error("cannot diff the workspace: {message}")]
     Diff { message: String },
-    #[error("cannot create {}: {source}", .folder.display())]
-    CreateFolder {
-        folder: PathBuf,
-        source: std::io::Error,
-    },
     #[error("cannot write the patch {}: {source}", .path.display())]
     WritePatch {
         path: PathBuf,

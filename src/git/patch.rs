@@ -1,8 +1,6 @@
 //! The agent's changes as a unified diff: the working tree against HEAD,
 //! new files included, in the format `git apply` reads.
 
-use std::path::Path;
-
 use git2::{DiffOptions, Patch};
 
 use super::{GitError, GitWorkspace};
@@ -68,19 +66,15 @@ impl GitWorkspace {
         Ok((text, stats))
     }
 
-    /// Write [`GitWorkspace::diff`] to `path` (its folder is created).
-    pub fn write_patch(&self, path: &Path) -> Result<PatchStats, GitError> {
+    /// Write [`GitWorkspace::diff`] to `out`, through its folder's
+    /// descriptor (opened, with no link on the way, before the run).
+    pub fn write_patch(&self, out: &crate::safe_file::OutputFile) -> Result<PatchStats, GitError> {
         let (text, stats) = self.diff()?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| GitError::CreateFolder {
-                folder: parent.to_path_buf(),
+        out.replace(&text, None)
+            .map_err(|source| GitError::WritePatch {
+                path: out.path(),
                 source,
             })?;
-        }
-        crate::safe_file::replace(path, &text, None).map_err(|source| GitError::WritePatch {
-            path: path.to_path_buf(),
-            source,
-        })?;
         Ok(stats)
     }
 }

@@ -24,6 +24,7 @@
 //! refused on load. Which checkpoints may be resumed, and with what, is
 //! [`super::resume`]'s business; this module only saves and loads.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ use crate::agent::{LoopState, NotSaved, StateSaver};
 use crate::event::Event;
 use crate::event::bus::{EventSink, SinkError};
 use crate::provider::Message;
+use crate::safe_file::OutputFolder;
 use crate::skills::Skill;
 
 /// The checkpoint's folder inside a run folder.
@@ -226,7 +228,9 @@ impl EventSink for TracePosition {
 
 /// Saves the run's checkpoint before every model turn.
 pub struct CheckpointWriter {
-    dir: PathBuf,
+    /// The checkpoint folder, opened by descriptor beneath the run folder
+    /// before the run: every file is made, replaced and removed through it.
+    folder: OutputFolder,
     origin: Origin,
     key: CheckpointKey,
     /// The messages file being appended to; `None` until the first save,
@@ -244,15 +248,16 @@ pub struct CheckpointWriter {
 }
 
 impl CheckpointWriter {
-    /// A writer for the checkpoint of the run folder `run_dir`, signing with `key`.
+    /// A writer for the checkpoint folder `folder` (`checkpoint/` of the
+    /// run folder, opened), signing with `key`.
     pub fn new(
-        run_dir: &Path,
+        folder: OutputFolder,
         origin: Origin,
         key: CheckpointKey,
         next_seq: Box<dyn Fn() -> u64 + Send>,
     ) -> CheckpointWriter {
         CheckpointWriter {
-            dir: run_dir.join(CHECKPOINT_DIR),
+            folder,
             origin,
             key,
             messages: None,
@@ -268,19 +273,20 @@ impl CheckpointWriter {
     fn error(&self, what: &str, e: impl std::fmt::Display) -> String {
         format!(
             "failed to {what} the checkpoint in {}: {e}",
-            self.dir.display()
+            self.folder.path().display()
         )
     }
 
     /// Start a new messages file holding all of `conversation`.
     fn start_messages(&mut self, conversation: &[Message], generation: u64) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| self.error("create the folder of", e))?;
         // A new name each time, so the record in place keeps naming a whole file.
         let name = format!("messages-{generation}-{}.jsonl", (self.next_seq)());
-        let path = self.dir.join(&name);
-        // Whatever sits at the path (a link planted in the run folder) is replaced, not followed.
-        let mut file =
-            crate::safe_file::create_stream(&path).map_err(|e| self.error("create", e))?;
+        // Whatever sits at the name (a link planted in the run folder) is replaced, not followed.
+        let mut file = self
+            .folder
+            .file(OsStr::new(&name))
+            .create_stream()
+            .map_err(|e| self.error("create", e))?;
         let lines = lines_of(conversation).map_err(|e| self.error("encode", e))?;
         file.write_all(&lines).map_err(|e| self.error("write", e))?;
         self.messages_file = name;
@@ -295,13 +301,15 @@ impl CheckpointWriter {
 
     /// Remove the messages files the record no longer names.
     fn remove_stale(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+        // Listed and removed through the folder's descriptor: a folder
+        // swapped for a link since the start deletes nothing where it points.
+        let Ok(names) = self.folder.names() else {
             return;
         };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("messages-") && name != self.messages_file {
-                let _ = std::fs::remove_file(entry.path());
+        for name in names {
+            let text = name.to_string_lossy();
+            if text.starts_with("messages-") && text != self.messages_file.as_str() {
+                let _ = self.folder.remove_file(&name);
             }
         }
     }
@@ -346,7 +354,9 @@ impl CheckpointWriter {
         file.extend_from_slice(&record);
         file.extend_from_slice(b"}\n");
         // A new file renamed over the old: a kill mid-write leaves the old one whole.
-        crate::safe_file::replace(&self.dir.join(STATE_FILE), &file, None)
+        self.folder
+            .file(OsStr::new(STATE_FILE))
+            .replace(&file, None)
             .map_err(|e| self.error("write", e))
     }
 }
@@ -562,7 +572,8 @@ mod tests {
             trace: dir.join("trace.jsonl"),
             junit: dir.join("junit.xml"),
         };
-        CheckpointWriter::new(dir, origin, key(), Box::new(|| 7))
+        let folder = OutputFolder::create(dir, Path::new(CHECKPOINT_DIR)).unwrap();
+        CheckpointWriter::new(folder, origin, key(), Box::new(|| 7))
     }
 
     fn key() -> CheckpointKey {

@@ -24,6 +24,7 @@ use crate::git::{
 };
 use crate::job::{CommitSpec, DEFAULT_MAX_FILE_SIZE, JobSpec, PushSpec};
 use crate::provider::ModelInfo;
+use crate::safe_file::OutputFile;
 
 /// Why the job's git side refused to start the run, or stopped after the checks.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +70,8 @@ pub enum GitStepError {
 pub(super) struct GitStep {
     workspace: PathBuf,
     own_files: Vec<PathBuf>,
-    patch: Option<PathBuf>,
+    /// `outputs.patch`, in its folder opened before the run.
+    patch: Option<OutputFile>,
     commit: Option<CommitSpec>,
     /// The repository's git folder before the run, canonical.
     repository: Option<PathBuf>,
@@ -100,6 +102,7 @@ impl GitStep {
         workspace: &Path,
         own_files: Vec<PathBuf>,
         before: BeforeRun,
+        patch: Option<OutputFile>,
         skill: String,
         model: &ModelInfo,
         run_id: &str,
@@ -111,7 +114,7 @@ impl GitStep {
         Some(GitStep {
             workspace: workspace.to_path_buf(),
             own_files,
-            patch: outputs.patch.clone(),
+            patch,
             commit: outputs.commit.clone(),
             repository: before.repository,
             push: outputs.push.clone().zip(before.remote),
@@ -163,10 +166,10 @@ impl GitStep {
                 message: left_out_message(&left_out, self.limits),
             });
         }
-        if let Some(path) = &self.patch {
-            let stats = git.write_patch(path)?;
+        if let Some(out) = &self.patch {
+            let stats = git.write_patch(out)?;
             bus.emit(EventKind::GitPatch(GitPatch {
-                path: path.display().to_string(),
+                path: out.path().display().to_string(),
                 files_changed: stats.files_changed,
                 insertions: stats.insertions,
                 deletions: stats.deletions,
@@ -353,7 +356,7 @@ mod tests {
         let step = |patch: &str| GitStep {
             workspace: dir.path().to_path_buf(),
             own_files: Vec::new(),
-            patch: Some(dir.path().join(patch)),
+            patch: Some(OutputFile::trusted(&dir.path().join(patch)).unwrap()),
             repository: None,
             commit: Some(CommitSpec {
                 branch: "agentci/b".into(),

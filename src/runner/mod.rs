@@ -14,6 +14,7 @@ mod checks;
 pub mod completion;
 mod git_step;
 mod mcp;
+mod output_folders;
 mod prepare;
 mod processes;
 pub mod provider_setup;
@@ -54,6 +55,7 @@ use crate::run_env::RunEnv;
 use crate::sink::FileBase;
 use crate::skills::Skill;
 use crate::tools::{ToolLimits, catalog};
+use output_folders::OutputFolders;
 use run_files::{RunPaths, checkpoint_saver, open_bus};
 
 /// Where one run's files go and what else observes it.
@@ -140,6 +142,10 @@ pub enum StartError {
         folder: PathBuf,
         source: std::io::Error,
     },
+    /// An output folder that cannot be made or opened beneath its root: a
+    /// symlink on the way (named), a file in the way, an I/O error.
+    #[error(transparent)]
+    OutputFolder(#[from] crate::safe_file::OutputFolderError),
     #[error("failed to create the trace: {0}")]
     Trace(SinkError),
     /// A dirty workspace, or git outputs that cannot be made.
@@ -237,8 +243,12 @@ pub async fn run_prepared(
         false => git_step::before_resumed_run(job, workspace.root(), &paths.own_files),
     }
     .map_err(StartError::Git)?;
-    paths.folder.create(workspace.root())?;
-    paths.create_output_folders(workspace.root())?;
+    let folders = paths.create_output_folders(
+        workspace.root(),
+        job.outputs.patch.as_deref(),
+        options.checkpoint.is_some(),
+    )?;
+    RunFolder::exclude_from_git(workspace.root())?;
 
     // The checkpoint key is hidden from every child (exec, checks, MCP servers).
     let masked: Vec<PathBuf> = options
@@ -268,6 +278,7 @@ pub async fn run_prepared(
     );
     let (bus, position) = open_bus(
         &paths,
+        &folders,
         resume.as_mut(),
         options.junit_files.clone(),
         sinks,
@@ -283,7 +294,17 @@ pub async fn run_prepared(
     }));
     let saver = options
         .checkpoint
-        .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &position));
+        .zip(folders.folder(&paths.folder.dir.join(checkpoint::CHECKPOINT_DIR)))
+        .map(|(checkpoint, folder)| {
+            checkpoint_saver(
+                checkpoint,
+                skill,
+                workspace.root(),
+                &paths,
+                folder.clone(),
+                &position,
+            )
+        });
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
     warnings.extend(telemetry_problem);
@@ -297,6 +318,7 @@ pub async fn run_prepared(
     let after_checks = git_after_checks(
         prepared,
         &paths,
+        &folders,
         before_run,
         &options.env,
         &provider.model_info(),
@@ -318,6 +340,13 @@ pub async fn run_prepared(
         // Requests sent during the last tool calls have no next turn.
         completion.before(servers.last_requests());
     }
+    let kept_outputs = folders
+        .folder(&paths.folder.kept_outputs)
+        .map(|folder| folder.beneath().clone())
+        .ok_or_else(|| StartError::KeptOutputs {
+            folder: paths.folder.kept_outputs.clone(),
+            source: std::io::Error::other("the folder was not opened before the run"),
+        })?;
     let input = RunInput {
         job,
         skill,
@@ -327,7 +356,7 @@ pub async fn run_prepared(
         // The kept outputs are read where they are, never written by a tool.
         workspace: workspace
             .clone()
-            .with_kept_outputs(&paths.folder.kept_outputs)
+            .with_kept_outputs_opened(&paths.folder.kept_outputs, kept_outputs)
             .map(|ws| ws.with_own_outputs(&paths.own_files))
             .map_err(|source| StartError::KeptOutputs {
                 folder: paths.folder.kept_outputs.clone(),
@@ -484,6 +513,7 @@ fn provider_for(
 fn git_after_checks<'a>(
     prepared: &Prepared,
     paths: &RunPaths,
+    folders: &OutputFolders,
     before_run: git_step::BeforeRun,
     env: &RunEnv,
     model: &ModelInfo,
@@ -499,6 +529,10 @@ fn git_after_checks<'a>(
         workspace,
         paths.own_files.clone(),
         before_run,
+        job.outputs
+            .patch
+            .as_deref()
+            .and_then(|path| folders.file(path)),
         skill_label,
         model,
         &paths.run_id,

@@ -12,10 +12,13 @@ use crate::agent::StateSaver;
 use crate::event::OutputPaths;
 use crate::event::bus::{EventBus, EventSink};
 use crate::job::JobSpec;
+use crate::safe_file::OutputFolder;
 use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::skills::Skill;
 
+use super::output_folders::OutputFolders;
 use super::resume::Resumption;
+use super::run_folder::KEPT_OUTPUTS_DIR;
 use super::skill_fingerprint;
 use super::{CheckpointOptions, RunFolder, RunOptions, StartError, checkpoint, new_run_id};
 
@@ -61,24 +64,40 @@ impl RunPaths {
         }
     }
 
-    /// Make the folders that will hold the outputs inside the workspace,
-    /// before any child runs: the sandbox binds the top-level entry of each
-    /// read-only only if it exists, and a folder a child made first (or a
-    /// symlink in its place) would take agentci's write where it points.
-    pub(super) fn create_output_folders(&self, workspace: &Path) -> Result<(), StartError> {
-        for file in &self.own_files {
-            let Some(parent) = file.parent() else {
-                continue;
-            };
-            if parent == workspace || !parent.starts_with(workspace) {
-                continue;
-            }
-            std::fs::create_dir_all(parent).map_err(|source| StartError::RunFolder {
-                folder: parent.to_path_buf(),
-                source,
-            })?;
+    /// Make and open the folders that will hold the outputs, before any
+    /// child runs and before any model call: the run folder with its
+    /// `outputs/` (and `checkpoint/` when `checkpoints`), the folder of the
+    /// trace, JUnit, result and patch, and of every other output inside the
+    /// workspace. The sandbox binds the top-level entry of each read-only
+    /// only if it exists, and a folder a child made first (or a symlink in
+    /// its place) would take agentci's write where it points; a symlink
+    /// already on the way is refused, naming it ([`OutputFolders`]).
+    pub(super) fn create_output_folders(
+        &self,
+        workspace: &Path,
+        patch: Option<&Path>,
+        checkpoints: bool,
+    ) -> Result<OutputFolders, StartError> {
+        let mut folders = OutputFolders::new(workspace);
+        let run_dir = folders.open(&self.folder.dir)?;
+        folders.open_child(&run_dir, KEPT_OUTPUTS_DIR)?;
+        if checkpoints {
+            folders.open_child(&run_dir, checkpoint::CHECKPOINT_DIR)?;
         }
-        Ok(())
+        let written = [&self.trace_path, &self.junit_path]
+            .into_iter()
+            .chain(self.result_path.as_ref())
+            .map(PathBuf::as_path)
+            .chain(patch);
+        for file in written {
+            folders.open_parent_of(file)?;
+        }
+        for file in &self.own_files {
+            if folders.in_workspace(file) && file.parent().is_some_and(|p| p != workspace) {
+                folders.open_parent_of(file)?;
+            }
+        }
+        Ok(folders)
     }
 
     /// The paths as `run.started` reports them.
@@ -96,20 +115,28 @@ impl RunPaths {
 /// sinks, and the trace's position that follows it (for the checkpoint).
 pub(super) fn open_bus(
     paths: &RunPaths,
+    folders: &OutputFolders,
     resume: Option<&mut Resumption>,
     junit_files: FileBase,
     mut extra_sinks: Vec<Box<dyn EventSink>>,
     secrets: crate::redact::Redactor,
 ) -> Result<(EventBus, checkpoint::TracePosition), StartError> {
     let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
-    let mut junit = JunitWriter::new(paths.junit_path.clone()).with_file_base(junit_files);
+    let opened = |path: &Path| {
+        folders.file(path).ok_or_else(|| StartError::RunFolder {
+            folder: path.to_path_buf(),
+            source: std::io::Error::other("its folder was not opened before the run"),
+        })
+    };
+    let mut junit = JunitWriter::in_folder(opened(&paths.junit_path)?).with_file_base(junit_files);
     let next_seq = resume.as_ref().map(|resumption| resumption.next_seq());
     match resume {
         // The trace goes on after the checkpoint; the JUnit file is rebuilt from all of it.
         Some(resumption) => {
             let kept = std::mem::take(&mut resumption.trace_kept);
             sinks.push(Box::new(
-                TraceWriter::continue_from(&paths.trace_path, &kept).map_err(StartError::Trace)?,
+                TraceWriter::continue_in(opened(&paths.trace_path)?, &kept)
+                    .map_err(StartError::Trace)?,
             ));
             let history = std::mem::take(&mut resumption.history);
             for event in &history {
@@ -121,12 +148,12 @@ pub(super) fn open_bus(
             }
         }
         None => sinks.push(Box::new(
-            TraceWriter::create(&paths.trace_path).map_err(StartError::Trace)?,
+            TraceWriter::create_in(opened(&paths.trace_path)?).map_err(StartError::Trace)?,
         )),
     }
     sinks.push(Box::new(junit));
     if let Some(path) = &paths.result_path {
-        sinks.push(Box::new(ResultWriter::new(path.clone())));
+        sinks.push(Box::new(ResultWriter::new(opened(path)?)));
     }
     sinks.extend(extra_sinks);
     let position = checkpoint::TracePosition::starting_at(next_seq.unwrap_or(1));
@@ -146,6 +173,7 @@ pub(super) fn checkpoint_saver(
     skill: &Skill,
     workspace: &Path,
     paths: &RunPaths,
+    checkpoint_folder: OutputFolder,
     position: &checkpoint::TracePosition,
 ) -> Box<dyn StateSaver> {
     let (skill_file, skill_sha256) = skill_fingerprint(skill);
@@ -163,7 +191,7 @@ pub(super) fn checkpoint_saver(
     };
     let position = position.clone();
     Box::new(checkpoint::CheckpointWriter::new(
-        &paths.folder.dir,
+        checkpoint_folder,
         origin,
         options.key,
         Box::new(move || position.next_seq()),

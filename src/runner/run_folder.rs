@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 use crate::job::OutputsSpec;
 
+/// The run folder's folder of kept tool outputs.
+pub const KEPT_OUTPUTS_DIR: &str = "outputs";
+
 /// A run id that sorts by start time and is unique across parallel runs.
 pub fn new_run_id() -> String {
     let time = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
@@ -56,7 +59,7 @@ impl RunFolder {
                 .result
                 .clone()
                 .unwrap_or_else(|| dir.join("result.json")),
-            kept_outputs: dir.join("outputs"),
+            kept_outputs: dir.join(KEPT_OUTPUTS_DIR),
             dir,
         }
     }
@@ -75,14 +78,9 @@ impl RunFolder {
         )
     }
 
-    /// Create the folder and keep `.agentci/` out of the workspace's git status.
-    pub fn create(&self, workspace: &Path) -> Result<(), super::StartError> {
-        std::fs::create_dir_all(&self.kept_outputs).map_err(|source| {
-            super::StartError::RunFolder {
-                folder: self.kept_outputs.clone(),
-                source,
-            }
-        })?;
+    /// Keep `.agentci/` out of the workspace's git status (the folder
+    /// itself is made by [`super::run_files::RunPaths::create_output_folders`]).
+    pub fn exclude_from_git(workspace: &Path) -> Result<(), super::StartError> {
         exclude_from_git(workspace).map_err(|source| super::StartError::GitExclude {
             exclude: workspace.join(".git/info/exclude"),
             source,

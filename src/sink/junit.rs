@@ -30,11 +30,15 @@ use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, RunCompleted, RunStarted, RunStatus,
 };
+use crate::safe_file::OutputFile;
 use agent::{AgentProgress, or_default};
 
 /// Collects a run's events and writes JUnit XML when the run finishes.
 pub struct JunitWriter {
     path: PathBuf,
+    /// The file in its folder opened by descriptor, when the run opened it;
+    /// `None`: the path is trusted as given and its folder made at the end.
+    opened: Option<OutputFile>,
     started: Option<RunStarted>,
     started_ts: Option<String>,
     last_ts: Option<String>,
@@ -84,9 +88,18 @@ struct Counted {
 }
 
 impl JunitWriter {
+    /// Writes to `out`, in a folder opened by descriptor: a folder swapped
+    /// for a link during the run does not redirect the file.
+    pub fn in_folder(out: OutputFile) -> JunitWriter {
+        let mut writer = JunitWriter::new(out.path());
+        writer.opened = Some(out);
+        writer
+    }
+
     pub fn new(path: PathBuf) -> JunitWriter {
         JunitWriter {
             path,
+            opened: None,
             started: None,
             started_ts: None,
             last_ts: None,
@@ -397,11 +410,14 @@ impl EventSink for JunitWriter {
         let xml = self
             .to_xml()
             .map_err(|e| self.error(std::io::Error::other(e)))?;
-        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| self.error(e))?;
-        }
         // A `junit.xml` the agent planted as a link is replaced, not written through.
-        crate::safe_file::replace(&self.path, xml.as_bytes(), None).map_err(|e| self.error(e))
+        let out = match &self.opened {
+            Some(out) => out.clone(),
+            None => {
+                OutputFile::trusted(&self.path).map_err(|e| self.error(std::io::Error::other(e)))?
+            }
+        };
+        out.replace(xml.as_bytes(), None).map_err(|e| self.error(e))
     }
 }
 

@@ -6,42 +6,33 @@
 //! exists is a result that matched the schema. Checking the result is the
 //! agent's business ([`crate::agent::result`]), not this sink's.
 
-use std::io::Write;
-use std::path::PathBuf;
-
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
+use crate::safe_file::OutputFile;
 
-/// Writes the result of `run.completed` to one path.
+/// Writes the result of `run.completed` to one file.
 pub struct ResultWriter {
-    path: PathBuf,
+    out: OutputFile,
 }
 
 impl ResultWriter {
-    pub fn new(path: PathBuf) -> ResultWriter {
-        ResultWriter { path }
+    /// Writes to `out`, in a folder opened by descriptor.
+    pub fn new(out: OutputFile) -> ResultWriter {
+        ResultWriter { out }
     }
 
-    /// Write through a temporary file and rename it: a reader never sees half a result.
+    /// Write through a new file renamed over the name: a reader never sees
+    /// half a result, and a link at the name is replaced, not followed.
     fn write(&self, result: &serde_json::Value) -> Result<(), SinkError> {
         let failed = |source: std::io::Error| SinkError {
             what: "write the result to",
-            path: self.path.display().to_string(),
+            path: self.out.path().display().to_string(),
             source,
         };
-        let dir = self
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        std::fs::create_dir_all(dir).map_err(failed)?;
-        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
         let mut text =
             serde_json::to_string_pretty(result).map_err(|e| failed(std::io::Error::other(e)))?;
         text.push('\n');
-        file.write_all(text.as_bytes()).map_err(failed)?;
-        file.persist(&self.path).map_err(|e| failed(e.error))?;
-        Ok(())
+        self.out.replace(text.as_bytes(), None).map_err(failed)
     }
 }
 

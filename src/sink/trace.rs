@@ -7,8 +7,10 @@
 //! [`read_trace_partial`]) is here too, so the format has one owner; what the
 //! lines mean is `docs/trace-schema.json` and [`crate::event`].
 //!
-//! The file is made by [`safe_file`] (a link planted at its path is replaced,
-//! not followed), and at the end the writer checks that the path still names
+//! The file is made through its folder's descriptor
+//! ([`crate::safe_file::OutputFile`]: a link planted at its name is
+//! replaced, not followed, and a folder swapped since it was opened
+//! redirects nothing), and at the end the writer checks that the path still names
 //! the file it wrote, whole: a trace that a command the agent ran replaced or
 //! cut is an error, and a replaced one is put back.
 
@@ -20,11 +22,14 @@ use sha2::{Digest, Sha256};
 
 use crate::event::Event;
 use crate::event::bus::{EventSink, SinkError};
-use crate::safe_file::{self, FileIdentity};
+use crate::safe_file::{FileIdentity, OutputFile};
 
 /// Streams every event to a JSONL file.
 pub struct TraceWriter {
     path: PathBuf,
+    /// The file's name in its folder, opened by descriptor: the check at the
+    /// end and the putting back go through it, never through the path.
+    out: OutputFile,
     file: File,
     /// The file as created, to tell at the end whether the path still names it.
     identity: FileIdentity,
@@ -34,27 +39,32 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    /// Create the trace file, creating its parent directories. Whatever is
-    /// at the path (an old trace, a symlink someone planted) is replaced,
-    /// never followed or truncated through.
+    /// Create the trace file, creating its parent directories (the path is
+    /// trusted as given). Whatever is at the path (an old trace, a symlink
+    /// someone planted) is replaced, never followed or truncated through.
     pub fn create(path: &Path) -> Result<TraceWriter, SinkError> {
-        let display = path.display().to_string();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| SinkError {
-                what: "create the trace directory for",
-                path: display.clone(),
-                source,
-            })?;
-        }
+        let out = OutputFile::trusted(path).map_err(|e| SinkError {
+            what: "create the trace directory for",
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        TraceWriter::create_in(out)
+    }
+
+    /// Create the trace file in a folder opened by descriptor (the run's
+    /// output folders), replacing whatever is at its name.
+    pub fn create_in(out: OutputFile) -> Result<TraceWriter, SinkError> {
+        let path = out.path();
         let create_error = |source| SinkError {
             what: "create trace file",
-            path: display.clone(),
+            path: path.display().to_string(),
             source,
         };
-        let file = safe_file::create_stream(path).map_err(create_error)?;
+        let file = out.create_stream().map_err(create_error)?;
         let identity = FileIdentity::of_file(&file).map_err(create_error)?;
         Ok(TraceWriter {
-            path: path.to_path_buf(),
+            path,
+            out,
             file,
             identity,
             digest: Sha256::new(),
@@ -63,10 +73,10 @@ impl TraceWriter {
 
     /// Create the trace file anew holding `kept` (the trace of a resumed
     /// run up to its checkpoint), to go on writing after it. Made as
-    /// [`TraceWriter::create`] makes a file: whatever is at the path is
+    /// [`TraceWriter::create_in`] makes a file: whatever is at the name is
     /// replaced, never written through.
-    pub fn continue_from(path: &Path, kept: &[u8]) -> Result<TraceWriter, SinkError> {
-        let mut writer = TraceWriter::create(path)?;
+    pub fn continue_in(out: OutputFile, kept: &[u8]) -> Result<TraceWriter, SinkError> {
+        let mut writer = TraceWriter::create_in(out)?;
         writer.file.write_all(kept).map_err(|e| writer.error(e))?;
         writer.digest.update(kept);
         Ok(writer)
@@ -105,14 +115,14 @@ impl TraceWriter {
         if on_disk.finalize() != self.digest.clone().finalize() {
             return Err(tampered("truncated or written to"));
         }
-        if FileIdentity::of_path(&self.path).ok() == Some(self.identity) {
+        if self.out.identity().ok().flatten() == Some(self.identity) {
             return Ok(());
         }
         let mut ours = Vec::new();
         self.file
             .seek(SeekFrom::Start(0))
             .and_then(|_| self.file.read_to_end(&mut ours))
-            .and_then(|_| safe_file::replace(&self.path, &ours, None))
+            .and_then(|_| self.out.replace(&ours, None))
             .map_err(|e| self.error(e))?;
         Err(tampered(
             "replaced, moved or removed (agentci put its own trace back)",

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub mod beneath;
+/// Opening by descriptor beneath a folder, shared with agentci's own outputs.
+pub use crate::safe_file::beneath;
 pub mod catalog;
 pub mod edit;
 pub mod exec;

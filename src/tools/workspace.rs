@@ -148,6 +148,22 @@ impl Workspace {
         self.with_read_only(dir, true)
     }
 
+    /// [`Workspace::with_kept_outputs`] for the folder the run opened
+    /// before it started: its files are written and read through `opened`,
+    /// whatever `dir` names later.
+    pub fn with_kept_outputs_opened(mut self, dir: &Path, opened: Beneath) -> io::Result<Self> {
+        let canonical = dir.canonicalize()?;
+        if !self.read_only.iter().any(|f| f.canonical == canonical) {
+            self.read_only.push(ReadOnlyFolder {
+                given: dir.to_path_buf(),
+                dir: opened,
+                canonical,
+                kept_outputs: true,
+            });
+        }
+        Ok(self)
+    }
+
     fn with_read_only(mut self, dir: &Path, kept_outputs: bool) -> io::Result<Self> {
         let canonical = dir.canonicalize()?;
         if !self.read_only.iter().any(|f| f.canonical == canonical) {

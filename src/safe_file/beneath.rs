@@ -1,5 +1,6 @@
 //! Opening files by descriptor beneath a folder agentci opened once: the
-//! workspace root, a skill folder, the kept outputs.
+//! workspace root, a skill folder, the run's output folders
+//! ([`super::output_folder`]).
 //!
 //! A path the tools checked is never used again by name from `/`: between
 //! the check and the use, a process the agent started can swap a folder on
@@ -14,8 +15,8 @@
 //! component at a time with `O_NOFOLLOW`.
 //!
 //! This module decides nothing about which paths are allowed (that is
-//! [`super::Workspace`]); it only makes sure the file opened is the one
-//! beneath the folder.
+//! `tools::Workspace`, and for agentci's own outputs the runner); it only
+//! makes sure the file opened is the one beneath the folder.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -89,6 +90,21 @@ impl Beneath {
         walk(self.dir.as_fd(), &names, flags)
     }
 
+    /// A folder opened before, as a root to open paths beneath.
+    pub fn from_folder(folder: &Folder) -> Self {
+        Beneath {
+            dir: Arc::clone(&folder.fd),
+            walk_only: false,
+        }
+    }
+
+    /// The folder itself, to look up, create and replace names in it.
+    pub fn folder(&self) -> Folder {
+        Folder {
+            fd: Arc::clone(&self.dir),
+        }
+    }
+
     /// Opens `relative` for reading as a file.
     pub fn open_file(&self, relative: &Path) -> io::Result<File> {
         self.open_at(relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
@@ -97,7 +113,8 @@ impl Beneath {
 
     /// Opens the folder `relative` (to create, replace and look up names in it).
     pub fn open_dir(&self, relative: &Path) -> io::Result<Folder> {
-        self.open_at(relative, dir_flags()).map(|fd| Folder { fd })
+        self.open_at(relative, dir_flags())
+            .map(|fd| Folder { fd: Arc::new(fd) })
     }
 
     /// Opens the folder `relative`, creating whatever of it is missing,
@@ -141,9 +158,9 @@ impl Beneath {
 
 /// A folder beneath the root, opened: names in it are looked up, created
 /// and replaced through its descriptor, never through a path.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Folder {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
 }
 
 impl Folder {
@@ -169,10 +186,11 @@ impl Folder {
     }
 
     /// Creates the file `name`, which must not exist yet (`O_EXCL`, so a
-    /// symlink planted there is not followed either).
+    /// symlink planted there is not followed either), open for reading and
+    /// writing.
     pub fn create_new(&self, name: &OsStr) -> io::Result<File> {
         let flags =
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+            OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         nix::fcntl::openat(self.fd.as_fd(), name, flags, new_file())
             .map(File::from)
             .map_err(io::Error::from)
@@ -183,18 +201,48 @@ impl Folder {
         nix::fcntl::renameat(self.fd.as_fd(), from, self.fd.as_fd(), to).map_err(io::Error::from)
     }
 
+    /// Replaces the file `name` with an empty file open for reading and
+    /// writing, to stream into: made anew in this folder and renamed over
+    /// the name, so whatever was there is replaced, never written through.
+    pub fn create_stream(&self, name: &OsStr) -> io::Result<File> {
+        let staged_name = staging_name(name);
+        let file = self.create_new(&staged_name)?;
+        match self.rename(&staged_name, name) {
+            Ok(()) => Ok(file),
+            Err(e) => {
+                let _ = self.remove_file(&staged_name);
+                Err(e)
+            }
+        }
+    }
+
+    /// The names in this folder (`.` and `..` left out).
+    pub fn names(&self) -> io::Result<Vec<OsString>> {
+        let listing = nix::dir::Dir::openat(
+            self.fd.as_fd(),
+            ".",
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut names = Vec::new();
+        for entry in listing {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names
+                    .push(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name).to_os_string());
+            }
+        }
+        Ok(names)
+    }
+
     /// Replaces the file `name` with `bytes`: a new file made in this
     /// folder, renamed over the name. A symlink or hard link there is
     /// replaced, never written through (as [`crate::safe_file`] does for
     /// agentci's own outputs). `mode` sets the permission bits exactly;
     /// `None` leaves a new file's (umask applied).
     pub fn replace(&self, name: &OsStr, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
-        let mut staged_name = OsString::from(".");
-        staged_name.push(name);
-        staged_name.push(format!(
-            ".{}.tmp",
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        ));
+        let staged_name = staging_name(name);
         let mut staged = self.create_new(&staged_name)?;
         let written = std::io::Write::write_all(&mut staged, bytes)
             .and_then(|()| match mode {
@@ -219,6 +267,17 @@ impl Folder {
         )
         .map_err(io::Error::from)
     }
+}
+
+/// A fresh hidden name beside `name` for a file made before it is renamed over `name`.
+fn staging_name(name: &OsStr) -> OsString {
+    let mut staged_name = OsString::from(".");
+    staged_name.push(name);
+    staged_name.push(format!(
+        ".{}.tmp",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    ));
+    staged_name
 }
 
 /// The components of `relative`, which must all be plain names.

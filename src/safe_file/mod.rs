@@ -13,13 +13,20 @@
 //! path. The rename replaces a planted link itself, not what it points to.
 //!
 //! This module does not judge whether a path is allowed (the workspace and
-//! the policy do) and does not guard the folders above the file: a folder
-//! swapped for a symlink between two writes is the sandbox's to prevent.
+//! the policy do). The path-based functions here do not guard the folders
+//! above the file; agentci's run outputs are written through folders opened
+//! by descriptor instead ([`output_folder`], on [`beneath`]), so a folder on
+//! the way planted or swapped for a symlink redirects nothing.
 
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+
+pub mod beneath;
+pub mod output_folder;
+
+pub use output_folder::{OutputFile, OutputFolder, OutputFolderError};
 
 /// Mode for new files; the process umask is applied on top, as for any new file.
 const NEW_FILE_MODE: u32 = 0o666;
@@ -70,6 +77,14 @@ impl FileIdentity {
             dev: meta.dev(),
             ino: meta.ino(),
         })
+    }
+
+    /// The file a `stat` describes.
+    pub fn from_stat(stat: &nix::sys::stat::FileStat) -> Self {
+        FileIdentity {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        }
     }
 
     /// What `path` itself names now (a symlink counts as itself).
