@@ -8,6 +8,7 @@ mod attacks_fetch;
 mod attacks_files;
 mod attacks_git;
 mod attacks_output;
+mod attacks_output_folders;
 mod attacks_race;
 mod attacks_shell;
 mod attacks_untrusted;
