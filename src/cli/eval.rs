@@ -30,6 +30,7 @@ use super::eval_progress::{NoProgress, PlainProgress, SuiteBar};
 use super::signals;
 use super::{CliError, Exit};
 use crate::run_env::RunEnv;
+use crate::safe_file::OutputFolder;
 
 /// `env` is agentci's environment, snapshotted once in `main`: every
 /// attempt reads its variables from it.
@@ -40,6 +41,13 @@ pub fn eval(args: EvalArgs, env: &RunEnv) -> Result<Exit, CliError> {
     options.settings.cancel = cancel.clone();
     options.settings.env = env.clone();
     let thresholds = thresholds(&args.baseline)?;
+    // Opened before any case runs: a link on the way is refused now, by name.
+    let out = open_output_folder(&cwd, &options.out_dir, "--out")?;
+    let html = args
+        .html
+        .as_ref()
+        .map(|dir| open_output_folder(&cwd, &cwd.join(dir), "--html"))
+        .transpose()?;
     let baseline = read_baseline(args.baseline.baseline.as_ref(), &cwd, &options.out_dir)?;
     let suites = load_suites(&args.suites, &cwd, args.record)?;
     check_selection(&suites, &options, args.filter.as_deref())?;
@@ -104,14 +112,13 @@ pub fn eval(args: EvalArgs, env: &RunEnv) -> Result<Exit, CliError> {
         );
     }
     let interrupted = results.interrupted.clone();
-    let html = args.html.as_ref().map(|dir| cwd.join(dir));
     let exit = finish(
         results,
-        &options.out_dir,
+        &out,
         baseline.as_ref(),
         &thresholds,
         &cwd,
-        html.as_deref(),
+        html.as_ref(),
     );
     if let Some(guard) = guard.filter(|g| g.reached())
         && received.signal().is_none()
@@ -457,15 +464,16 @@ fn check_selection(
 /// `agentci report merge`.
 pub(super) fn finish(
     mut results: Results,
-    out_dir: &Path,
+    out: &OutputFolder,
     baseline: Option<&Results>,
     thresholds: &Thresholds,
     cwd: &Path,
-    html: Option<&Path>,
+    html: Option<&OutputFolder>,
 ) -> Result<Exit, CliError> {
+    let out_dir = out.path();
     let mut stderr = std::io::stderr();
     compare_with(&mut results, baseline, thresholds);
-    crate::eval::report::write_all(&results, out_dir).map_err(CliError::input)?;
+    crate::eval::report::write_all(&results, out).map_err(CliError::input)?;
     let shown = |path: &Path| path.strip_prefix(cwd).unwrap_or(path).display().to_string();
     let summary = crate::eval::report::markdown::summary(&results);
     if std::io::stdout().is_terminal() {
@@ -535,6 +543,19 @@ pub(super) fn finish(
         }
     }
     Ok(exit)
+}
+
+/// The report folder `dir` (`--out`, `--html`), opened by descriptor: beneath
+/// the current folder when it lies inside it (a checkout can commit a link
+/// there), else trusted as the user wrote it. A link on the way is an
+/// error naming it and the flag.
+pub(super) fn open_output_folder(
+    cwd: &Path,
+    dir: &Path,
+    flag: &str,
+) -> Result<OutputFolder, CliError> {
+    let dir = crate::tools::workspace::normalize(dir);
+    OutputFolder::beneath_or_trusted(cwd, &dir).map_err(|e| CliError::input(format!("{flag}: {e}")))
 }
 
 /// Set the intervals at the chosen confidence and, with a baseline, the

@@ -14,10 +14,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::eval::{Results, Thresholds};
+use crate::safe_file::OutputFolder;
 
 use super::args::{BaselineArgs, HtmlArgs, MergeArgs, ReportArgs, ReportCommand};
 use super::baseline::read_baseline;
-use super::eval::{finish, thresholds};
+use super::eval::{finish, open_output_folder, thresholds};
 use super::{CliError, Exit};
 
 pub fn report(args: ReportArgs) -> Result<Exit, CliError> {
@@ -77,7 +78,7 @@ fn write_html(
     baseline: Option<&Results>,
     thresholds: &Thresholds,
     cwd: &Path,
-    out: &Path,
+    out: &OutputFolder,
 ) -> Result<(), CliError> {
     let mut results = if parts.len() == 1 {
         parts.remove(0)
@@ -99,24 +100,25 @@ fn write_html(
 fn html(args: HtmlArgs) -> Result<Exit, CliError> {
     let (cwd, thresholds, baseline) =
         baseline_inputs(&args.baseline, &args.out).map_err(CliError::Input)?;
+    let out = open_output_folder(&cwd, &cwd.join(&args.out), "--out")?;
     let parts = args
         .results
         .iter()
         .map(|path| read_with_traces(&cwd.join(path)))
         .collect::<Result<Vec<_>, _>>()?;
-    write_html(
-        parts,
-        baseline.as_ref(),
-        &thresholds,
-        &cwd,
-        &cwd.join(&args.out),
-    )?;
+    write_html(parts, baseline.as_ref(), &thresholds, &cwd, &out)?;
     Ok(Exit::Success)
 }
 
 fn merge(args: MergeArgs) -> Result<Exit, CliError> {
     let (cwd, thresholds, baseline) =
         baseline_inputs(&args.baseline, &args.out).map_err(CliError::Input)?;
+    let out = open_output_folder(&cwd, &cwd.join(&args.out), "--out")?;
+    let html = args
+        .html
+        .as_ref()
+        .map(|dir| open_output_folder(&cwd, &cwd.join(dir), "--html"))
+        .transpose()?;
     let mut parts = Vec::new();
     for dir in &args.dirs {
         let file = results_file(&cwd.join(dir));
@@ -127,21 +129,14 @@ fn merge(args: MergeArgs) -> Result<Exit, CliError> {
     }
     let merged = Results::merge(parts).map_err(CliError::input)?;
     let incomplete = merged.interrupted.clone();
-    let mut exit = finish(
-        merged,
-        &cwd.join(&args.out),
-        baseline.as_ref(),
-        &thresholds,
-        &cwd,
-        None,
-    )?;
-    if let Some(out) = &args.html {
+    let mut exit = finish(merged, &out, baseline.as_ref(), &thresholds, &cwd, None)?;
+    if let Some(html) = &html {
         let parts = args
             .dirs
             .iter()
             .map(|dir| read_with_traces(&cwd.join(dir)))
             .collect::<Result<Vec<_>, _>>()?;
-        write_html(parts, baseline.as_ref(), &thresholds, &cwd, &cwd.join(out))?;
+        write_html(parts, baseline.as_ref(), &thresholds, &cwd, html)?;
     }
     // A shard that was stopped (a signal, --max-cost-usd) left cases out:
     // the merged verdict cannot pass on what did not run.

@@ -662,6 +662,16 @@ impl Results {
         Ok(results)
     }
 
+    /// [`Results::write`] through an output folder opened by descriptor.
+    pub fn write_to(&self, out: &crate::safe_file::OutputFile) -> Result<(), ResultsError> {
+        let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
+        out.replace((text + "\n").as_bytes(), None)
+            .map_err(|source| ResultsError::Unwritable {
+                path: out.path(),
+                source,
+            })
+    }
+
     pub fn write(&self, path: &Path) -> Result<(), ResultsError> {
         let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
         crate::safe_file::replace(path, (text + "\n").as_bytes(), None).map_err(|source| {

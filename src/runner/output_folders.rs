@@ -43,10 +43,7 @@ impl OutputFolders {
         if let Some(folder) = self.opened.get(&dir) {
             return Ok(folder.clone());
         }
-        let folder = match dir.strip_prefix(&self.workspace) {
-            Ok(relative) => OutputFolder::create(&self.workspace, relative)?,
-            Err(_) => OutputFolder::trusted(&dir)?,
-        };
+        let folder = OutputFolder::beneath_or_trusted(&self.workspace, &dir)?;
         self.opened.insert(dir, folder.clone());
         Ok(folder)
     }

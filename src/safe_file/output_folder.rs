@@ -85,6 +85,18 @@ impl OutputFolder {
         })
     }
 
+    /// The folder `dir` (absolute, `..`-free): when it lies inside `root`
+    /// it is made beneath `root` with no link on the way (`root` is where
+    /// untrusted content starts: the workspace, the current folder);
+    /// otherwise it was named by the user outside it and is trusted as
+    /// written ([`OutputFolder::trusted`]).
+    pub fn beneath_or_trusted(root: &Path, dir: &Path) -> Result<OutputFolder, OutputFolderError> {
+        match dir.strip_prefix(root) {
+            Ok(relative) => OutputFolder::create(root, relative),
+            Err(_) => OutputFolder::trusted(dir),
+        }
+    }
+
     /// The folder at `path`, trusted as written (a folder the user named):
     /// created with its parents when missing, then opened.
     pub fn trusted(path: &Path) -> Result<OutputFolder, OutputFolderError> {

@@ -266,3 +266,52 @@ fn a_folder_swapped_for_a_link_during_the_run_redirects_nothing() {
         }
     }
 }
+
+// Issue 38, attack 1, for `agentci eval`: a checkout that commits its
+// `--out` or `--html` folder as a symlink is refused before any case runs,
+// naming the link, and nothing is written where it points; real folders
+// get the results and the page.
+#[test]
+fn eval_out_and_html_links_are_refused_and_real_folders_written() {
+    let sb = super::eval::notes_sandbox();
+    sb.write("elsewhere/results.json", "{\"precious\":1}\n");
+    sb.write("elsewhere/index.html", "precious\n");
+    for flag in ["--out", "--html"] {
+        let link = sb.path().join("planted");
+        std::os::unix::fs::symlink("elsewhere", &link).unwrap();
+        let before = contents(&sb.path().join("elsewhere"));
+        let (out_dir, html_dir) = match flag {
+            "--out" => ("planted/results", "html"),
+            _ => ("out", "planted/page"),
+        };
+        let args = ["suite.yaml", "--out", out_dir, "--html", html_dir];
+        let out = super::eval::eval(&sb, &args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains(&format!("{flag}: {} is a symbolic link", link.display())),
+            "{flag}: {err}"
+        );
+        assert_eq!(contents(&sb.path().join("elsewhere")), before, "{flag}");
+        std::fs::remove_file(&link).unwrap();
+    }
+    let args = [
+        "suite.yaml",
+        "--out",
+        "out",
+        "--html",
+        "html",
+        "--min-pass-rate",
+        "0",
+    ];
+    let out = super::eval::eval(&sb, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for file in [
+        "out/results.json",
+        "out/junit.xml",
+        "out/summary.md",
+        "html/index.html",
+    ] {
+        assert!(sb.path().join(file).is_file(), "{file}: {}", stderr(&out));
+    }
+}

@@ -11,18 +11,16 @@ pub mod junit;
 pub mod markdown;
 pub mod table;
 
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+use crate::safe_file::OutputFolder;
 
 use super::results::Results;
 
 /// A report that could not be made or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("cannot create {}: {error}", .path.display())]
-    Create {
-        path: PathBuf,
-        error: std::io::Error,
-    },
     /// `results.json`, in its own words.
     #[error("{0}")]
     Results(String),
@@ -32,25 +30,20 @@ pub enum ReportError {
     Write { path: PathBuf, error: String },
 }
 
-/// Write `results.json`, `junit.xml` and `summary.md` into `dir`.
-pub fn write_all(results: &Results, dir: &Path) -> Result<(), ReportError> {
-    std::fs::create_dir_all(dir).map_err(|error| ReportError::Create {
-        path: dir.to_path_buf(),
-        error,
-    })?;
+/// Write `results.json`, `junit.xml` and `summary.md` into `dir`, opened
+/// before the evaluation by descriptor (a link on the way was refused then).
+pub fn write_all(results: &Results, dir: &OutputFolder) -> Result<(), ReportError> {
     results
-        .write(&dir.join("results.json"))
+        .write_to(&dir.file(OsStr::new("results.json")))
         .map_err(|e| ReportError::Results(e.to_string()))?;
     let xml = junit::to_xml(results)?;
-    let write = |path: PathBuf, bytes: &[u8]| {
-        crate::safe_file::replace(&path, bytes, None).map_err(|e| ReportError::Write {
+    let write = |name: &str, bytes: &[u8]| {
+        let out = dir.file(OsStr::new(name));
+        out.replace(bytes, None).map_err(|e| ReportError::Write {
             error: e.to_string(),
-            path,
+            path: out.path(),
         })
     };
-    write(dir.join("junit.xml"), xml.as_bytes())?;
-    write(
-        dir.join("summary.md"),
-        markdown::summary(results).as_bytes(),
-    )
+    write("junit.xml", xml.as_bytes())?;
+    write("summary.md", markdown::summary(results).as_bytes())
 }

@@ -38,14 +38,15 @@ pub fn write(
     results: &Results,
     baseline: Option<&Results>,
     results_dir: &Path,
-    out_dir: &Path,
+    out_dir: &crate::safe_file::OutputFolder,
 ) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
-    let index = out_dir.join("index.html");
-    std::fs::write(&index, page(results, baseline, results_dir))
-        .map_err(|e| format!("cannot write {}: {e}", index.display()))?;
-    Ok(index)
+    // Through the folder opened before: a link planted at the name is
+    // replaced, and a folder swapped since redirects nothing.
+    let index = out_dir.file(std::ffi::OsStr::new("index.html"));
+    index
+        .replace(page(results, baseline, results_dir).as_bytes(), None)
+        .map_err(|e| format!("cannot write {}: {e}", index.path().display()))?;
+    Ok(index.path())
 }
 
 /// The whole page.
