@@ -12,6 +12,7 @@ use crate::agent::StateSaver;
 use crate::event::OutputPaths;
 use crate::event::bus::{EventBus, EventSink};
 use crate::job::JobSpec;
+use crate::sink::reserve::RecordReserve;
 use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::skills::Skill;
 
@@ -81,6 +82,15 @@ impl RunPaths {
         Ok(())
     }
 
+    /// The folders of the run's records, where space is reserved for them.
+    pub(super) fn record_folders(&self) -> Vec<&Path> {
+        std::iter::once(self.folder.dir.as_path())
+            .chain(self.trace_path.parent())
+            .chain(self.junit_path.parent())
+            .chain(self.result_path.as_deref().and_then(Path::parent))
+            .collect()
+    }
+
     /// The paths as `run.started` reports them.
     pub(super) fn outputs(&self, job: &JobSpec) -> OutputPaths {
         OutputPaths {
@@ -92,24 +102,30 @@ impl RunPaths {
     }
 }
 
-/// The bus over the trace, JUnit and result writers and the caller's
-/// sinks, and the trace's position that follows it (for the checkpoint).
+/// The bus over the trace, JUnit and result writers (which share `reserve`
+/// when the disk is full) and the caller's sinks, and the trace's position
+/// that follows it (for the checkpoint).
 pub(super) fn open_bus(
     paths: &RunPaths,
     resume: Option<&mut Resumption>,
     junit_files: FileBase,
     mut extra_sinks: Vec<Box<dyn EventSink>>,
     secrets: crate::redact::Redactor,
+    reserve: &RecordReserve,
 ) -> Result<(EventBus, checkpoint::TracePosition), StartError> {
     let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
-    let mut junit = JunitWriter::new(paths.junit_path.clone()).with_file_base(junit_files);
+    let mut junit = JunitWriter::new(paths.junit_path.clone())
+        .with_file_base(junit_files)
+        .with_reserve(reserve.clone());
     let next_seq = resume.as_ref().map(|resumption| resumption.next_seq());
     match resume {
         // The trace goes on after the checkpoint; the JUnit file is rebuilt from all of it.
         Some(resumption) => {
             let kept = std::mem::take(&mut resumption.trace_kept);
             sinks.push(Box::new(
-                TraceWriter::continue_from(&paths.trace_path, &kept).map_err(StartError::Trace)?,
+                TraceWriter::continue_from(&paths.trace_path, &kept)
+                    .map_err(StartError::Trace)?
+                    .with_reserve(reserve.clone()),
             ));
             let history = std::mem::take(&mut resumption.history);
             for event in &history {
@@ -121,12 +137,16 @@ pub(super) fn open_bus(
             }
         }
         None => sinks.push(Box::new(
-            TraceWriter::create(&paths.trace_path).map_err(StartError::Trace)?,
+            TraceWriter::create(&paths.trace_path)
+                .map_err(StartError::Trace)?
+                .with_reserve(reserve.clone()),
         )),
     }
     sinks.push(Box::new(junit));
     if let Some(path) = &paths.result_path {
-        sinks.push(Box::new(ResultWriter::new(path.clone())));
+        sinks.push(Box::new(
+            ResultWriter::new(path.clone()).with_reserve(reserve.clone()),
+        ));
     }
     sinks.extend(extra_sinks);
     let position = checkpoint::TracePosition::starting_at(next_seq.unwrap_or(1));

@@ -11,6 +11,9 @@
 //! what the agent got done (for the agent testcase) is read from them by
 //! `agent`.
 //!
+//! When the disk is full, the file is written with the space reserved for
+//! the run's records ([`super::reserve`]).
+//!
 //! Every `<failure>` and `<error>` has a non-empty `message` and text, and
 //! the `file` attribute is relative to the checkout when the job file is in
 //! it: that is what the report readers (junitparser, dorny's and EnricoMi's
@@ -30,6 +33,7 @@ use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, RunCompleted, RunStarted, RunStatus,
 };
+use super::reserve::{self, RecordReserve};
 use agent::{AgentProgress, or_default};
 
 /// Collects a run's events and writes JUnit XML when the run finishes.
@@ -47,6 +51,8 @@ pub struct JunitWriter {
     counted: Counted,
     agent: AgentProgress,
     files: FileBase,
+    /// Space to write the file with when the disk is full.
+    reserve: RecordReserve,
 }
 
 /// What the `file` attribute is relative to.
@@ -96,7 +102,14 @@ impl JunitWriter {
             counted: Counted::default(),
             agent: AgentProgress::default(),
             files: FileBase::default(),
+            reserve: RecordReserve::default(),
         }
+    }
+
+    /// Write the file with `reserve`'s space when the disk is full.
+    pub fn with_reserve(mut self, reserve: RecordReserve) -> JunitWriter {
+        self.reserve = reserve;
+        self
     }
 
     /// Write the `file` attribute relative to `files` (by default as the
@@ -401,7 +414,12 @@ impl EventSink for JunitWriter {
             std::fs::create_dir_all(parent).map_err(|e| self.error(e))?;
         }
         // A `junit.xml` the agent planted as a link is replaced, not written through.
-        crate::safe_file::replace(&self.path, xml.as_bytes(), None).map_err(|e| self.error(e))
+        let write = || crate::safe_file::replace(&self.path, xml.as_bytes(), None);
+        match write() {
+            Err(e) if reserve::out_of_space(&e) && self.reserve.release() => write(),
+            written => written,
+        }
+        .map_err(|e| self.error(e))
     }
 }
 

@@ -9,17 +9,29 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::reserve::{self, RecordReserve};
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
 
 /// Writes the result of `run.completed` to one path.
 pub struct ResultWriter {
     path: PathBuf,
+    /// Space to write the file with when the disk is full.
+    reserve: RecordReserve,
 }
 
 impl ResultWriter {
     pub fn new(path: PathBuf) -> ResultWriter {
-        ResultWriter { path }
+        ResultWriter {
+            path,
+            reserve: RecordReserve::default(),
+        }
+    }
+
+    /// Write the file with `reserve`'s space when the disk is full.
+    pub fn with_reserve(mut self, reserve: RecordReserve) -> ResultWriter {
+        self.reserve = reserve;
+        self
     }
 
     /// Write through a temporary file and rename it: a reader never sees half a result.
@@ -49,7 +61,12 @@ impl EventSink for ResultWriter {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         match &event.kind {
             EventKind::RunCompleted(done) => match &done.result {
-                Some(result) => self.write(result),
+                Some(result) => match self.write(result) {
+                    Err(e) if reserve::out_of_space(&e.source) && self.reserve.release() => {
+                        self.write(result)
+                    }
+                    written => written,
+                },
                 None => Ok(()),
             },
             _ => Ok(()),
