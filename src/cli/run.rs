@@ -235,24 +235,40 @@ fn finish(args: &RunArgs, cwd: &Path, report: &runner::RunReport, trace_to_stdou
             print_model_text(&mut std::io::stdout().lock(), summary, github);
         }
     }
-    let mut failed_to_write = false;
+    let mut unwritten: Vec<String> = report.sink_errors.iter().map(ToString::to_string).collect();
     if let Some(file) = &args.output_last_message {
         let text = completed.summary.clone().unwrap_or_default();
         if let Err(e) = std::fs::write(cwd.join(file), text) {
             let _ = writeln!(stderr, "error: failed to write {}: {e}", file.display());
-            failed_to_write = true;
+            unwritten.push(format!("write {}: {e}", file.display()));
         }
     }
+    // A run whose records could not all be written never reads as a pass:
+    // the line names what is missing, and a passing run exits as an error.
+    let reason = match (unwritten.is_empty(), report.incomplete_in_reason) {
+        (true, _) => completed.reason.clone(),
+        // The reason lists what could not be written before `run.completed`.
+        (false, true) => std::iter::once(completed.reason.clone())
+            .chain(unwritten.iter().map(|e| format!("failed to {e}")))
+            .collect::<Vec<_>>()
+            .join("; "),
+        (false, false) => {
+            crate::runner::completion::incomplete_reason(&completed.reason, &unwritten)
+        }
+    };
+    let status = match completed.status {
+        RunStatus::Passed if !unwritten.is_empty() => RunStatus::Error,
+        other => other,
+    };
     let status_line = format!(
         "agentci: {} — {} (trace: {}, junit: {})",
-        completed.status.as_str(),
-        completed.reason,
+        status.as_str(),
+        reason,
         shown(&report.trace, cwd),
         shown(&report.junit, cwd),
     );
     print_model_text(&mut stderr, &status_line, github);
-    if (failed_to_write || !report.sink_errors.is_empty()) && completed.status == RunStatus::Passed
-    {
+    if status != completed.status {
         // A passing run whose results could not be written is not a pass CI can trust.
         return Exit::Error;
     }

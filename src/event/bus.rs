@@ -22,6 +22,13 @@ use crate::redact::Redactor;
 /// progress display. Sinks never call back into the run.
 pub trait EventSink: Send {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError>;
+    /// Called once just before `run.completed`: write what the sink held
+    /// back because it could not be written (the trace's lines while the
+    /// disk was full), with the space kept for the records. An `Err` means
+    /// the record is incomplete, and the run does not pass.
+    fn settle(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
     /// Called once after `run.completed`, to write anything built up.
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
@@ -64,6 +71,9 @@ struct BusState {
     redactor: Redactor,
     /// The first sink error; reported at the end, the run goes on.
     errors: Vec<SinkError>,
+    /// Settling before `run.completed` left a record incomplete (which
+    /// `run.completed` then says).
+    settle_failed: bool,
     /// `run.completed` was delivered: it stays the last event, so anything
     /// a step left running after a signal (the git step) emits is dropped.
     completed: bool,
@@ -87,6 +97,7 @@ impl EventBus {
                 sinks,
                 redactor,
                 errors: Vec::new(),
+                settle_failed: false,
                 completed: false,
             })),
             agent: None,
@@ -150,6 +161,25 @@ impl EventBus {
         for sink in sinks.iter_mut() {
             sink.on_partial_text(call_id, &delta);
         }
+    }
+
+    /// Let every sink write what it held back, before `run.completed`;
+    /// returns what could not be written. A sink still holding lines tries
+    /// again in [`EventBus::finish`], which reports them if they fail again.
+    pub fn settle(&self) -> Vec<SinkError> {
+        let mut state = self.lock();
+        let unwritten: Vec<SinkError> = state
+            .sinks
+            .iter_mut()
+            .filter_map(|sink| sink.settle().err())
+            .collect();
+        state.settle_failed |= !unwritten.is_empty();
+        unwritten
+    }
+
+    /// Whether [`EventBus::settle`] found a record incomplete.
+    pub fn settle_failed(&self) -> bool {
+        self.lock().settle_failed
     }
 
     /// Let every sink write what it built up; returns the sink errors of the whole run.

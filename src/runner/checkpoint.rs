@@ -15,7 +15,10 @@
 //! The record is the commit point: a process killed while appending leaves
 //! lines the record does not count, and one killed while writing the
 //! record leaves the previous record, which still names a valid prefix of
-//! the messages.
+//! the messages. A save the disk has no room for fails the same way: the
+//! part of the lines that got written is cut off again and the previous
+//! record stays, so the checkpoint on disk is the last one that fit, still
+//! authentic, and the next save (once space is back) appends after it.
 //!
 //! The run folder is often inside the workspace, within the model's reach,
 //! so the record carries an HMAC made with the user's checkpoint key
@@ -26,7 +29,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -325,8 +328,19 @@ impl CheckpointWriter {
         };
         // One write: a kill leaves at most a part of these lines, which the
         // record (still the previous one) does not count.
-        file.write_all(&lines)
-            .map_err(|e| format!("failed to write the checkpoint's messages: {e}"))?;
+        if let Err(e) = file.write_all(&lines) {
+            // A full disk takes part of the lines: cut them off, so the next
+            // save appends right after what the record counts. When even
+            // that fails, the next save starts a new file.
+            let counted = self.bytes;
+            let cut = file
+                .set_len(counted)
+                .and_then(|()| file.seek(SeekFrom::Start(counted)));
+            if cut.is_err() {
+                self.messages = None;
+            }
+            return Err(format!("failed to write the checkpoint's messages: {e}"));
+        }
         self.saved += new.len();
         self.bytes += lines.len() as u64;
         self.hasher.update(&lines);

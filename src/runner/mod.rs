@@ -53,6 +53,7 @@ use crate::provider::ModelInfo;
 use crate::redact::Redactor;
 use crate::run_env::RunEnv;
 use crate::sink::FileBase;
+use crate::sink::reserve::{RECORD_RESERVE_BYTES, RecordReserve};
 use crate::skills::Skill;
 use crate::tools::{ToolLimits, catalog};
 use output_folders::OutputFolders;
@@ -121,6 +122,9 @@ pub struct RunReport {
     pub junit: PathBuf,
     /// Sinks that could not write; the run itself went on.
     pub sink_errors: Vec<SinkError>,
+    /// `run.completed` says the run's records are incomplete already (what
+    /// could not be written before it); `sink_errors` holds what else failed.
+    pub incomplete_in_reason: bool,
 }
 
 /// Why a run could not start at all.
@@ -276,6 +280,7 @@ pub async fn run_prepared(
         options.trace_parent.as_ref(),
         options.sinks,
     );
+    let reserve = RecordReserve::default();
     let (bus, position) = open_bus(
         &paths,
         &folders,
@@ -283,7 +288,10 @@ pub async fn run_prepared(
         options.junit_files.clone(),
         sinks,
         secrets,
+        &reserve,
     )?;
+    // Before any child runs: what the model's commands fill later cannot take it.
+    let unreserved = reserve.hold_beside(&paths.record_folders(), RECORD_RESERVE_BYTES);
     let mut completion = completion::Completion::default();
     if let Some(flush) = telemetry_flush {
         completion.before(flush);
@@ -308,6 +316,7 @@ pub async fn run_prepared(
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
     warnings.extend(telemetry_problem);
+    warnings.extend(unreserved);
 
     let provider = provider_for(
         prepared,
@@ -383,12 +392,14 @@ pub async fn run_prepared(
         servers.shutdown().await;
     }
     let sink_errors = bus.finish();
+    let incomplete_in_reason = bus.settle_failed();
     Ok(RunReport {
         completed,
         run_dir: paths.folder.dir,
         trace: paths.trace_path,
         junit: paths.junit_path,
         sink_errors,
+        incomplete_in_reason,
     })
 }
 

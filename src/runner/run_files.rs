@@ -13,6 +13,7 @@ use crate::event::OutputPaths;
 use crate::event::bus::{EventBus, EventSink};
 use crate::job::JobSpec;
 use crate::safe_file::OutputFolder;
+use crate::sink::reserve::RecordReserve;
 use crate::sink::{FileBase, JunitWriter, ResultWriter, TraceWriter};
 use crate::skills::Skill;
 
@@ -100,6 +101,15 @@ impl RunPaths {
         Ok(folders)
     }
 
+    /// The folders of the run's records, where space is reserved for them.
+    pub(super) fn record_folders(&self) -> Vec<&Path> {
+        std::iter::once(self.folder.dir.as_path())
+            .chain(self.trace_path.parent())
+            .chain(self.junit_path.parent())
+            .chain(self.result_path.as_deref().and_then(Path::parent))
+            .collect()
+    }
+
     /// The paths as `run.started` reports them.
     pub(super) fn outputs(&self, job: &JobSpec) -> OutputPaths {
         OutputPaths {
@@ -111,8 +121,9 @@ impl RunPaths {
     }
 }
 
-/// The bus over the trace, JUnit and result writers and the caller's
-/// sinks, and the trace's position that follows it (for the checkpoint).
+/// The bus over the trace, JUnit and result writers (which share `reserve`
+/// when the disk is full) and the caller's sinks, and the trace's position
+/// that follows it (for the checkpoint).
 pub(super) fn open_bus(
     paths: &RunPaths,
     folders: &OutputFolders,
@@ -120,6 +131,7 @@ pub(super) fn open_bus(
     junit_files: FileBase,
     mut extra_sinks: Vec<Box<dyn EventSink>>,
     secrets: crate::redact::Redactor,
+    reserve: &RecordReserve,
 ) -> Result<(EventBus, checkpoint::TracePosition), StartError> {
     let mut sinks: Vec<Box<dyn EventSink>> = Vec::new();
     let opened = |path: &Path| {
@@ -128,7 +140,9 @@ pub(super) fn open_bus(
             source: std::io::Error::other("its folder was not opened before the run"),
         })
     };
-    let mut junit = JunitWriter::in_folder(opened(&paths.junit_path)?).with_file_base(junit_files);
+    let mut junit = JunitWriter::in_folder(opened(&paths.junit_path)?)
+        .with_file_base(junit_files)
+        .with_reserve(reserve.clone());
     let next_seq = resume.as_ref().map(|resumption| resumption.next_seq());
     match resume {
         // The trace goes on after the checkpoint; the JUnit file is rebuilt from all of it.
@@ -136,7 +150,8 @@ pub(super) fn open_bus(
             let kept = std::mem::take(&mut resumption.trace_kept);
             sinks.push(Box::new(
                 TraceWriter::continue_in(opened(&paths.trace_path)?, &kept)
-                    .map_err(StartError::Trace)?,
+                    .map_err(StartError::Trace)?
+                    .with_reserve(reserve.clone()),
             ));
             let history = std::mem::take(&mut resumption.history);
             for event in &history {
@@ -148,12 +163,16 @@ pub(super) fn open_bus(
             }
         }
         None => sinks.push(Box::new(
-            TraceWriter::create_in(opened(&paths.trace_path)?).map_err(StartError::Trace)?,
+            TraceWriter::create_in(opened(&paths.trace_path)?)
+                .map_err(StartError::Trace)?
+                .with_reserve(reserve.clone()),
         )),
     }
     sinks.push(Box::new(junit));
     if let Some(path) = &paths.result_path {
-        sinks.push(Box::new(ResultWriter::new(opened(path)?)));
+        sinks.push(Box::new(
+            ResultWriter::new(opened(path)?).with_reserve(reserve.clone()),
+        ));
     }
     sinks.extend(extra_sinks);
     let position = checkpoint::TracePosition::starting_at(next_seq.unwrap_or(1));

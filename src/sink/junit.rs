@@ -11,6 +11,9 @@
 //! what the agent got done (for the agent testcase) is read from them by
 //! `agent`.
 //!
+//! When the disk is full, the file is written with the space reserved for
+//! the run's records ([`super::reserve`]).
+//!
 //! Every `<failure>` and `<error>` has a non-empty `message` and text, and
 //! the `file` attribute is relative to the checkout when the job file is in
 //! it: that is what the report readers (junitparser, dorny's and EnricoMi's
@@ -30,6 +33,7 @@ use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, RunCompleted, RunStarted, RunStatus,
 };
+use super::reserve::{self, RecordReserve};
 use crate::safe_file::OutputFile;
 use agent::{AgentProgress, or_default};
 
@@ -51,6 +55,8 @@ pub struct JunitWriter {
     counted: Counted,
     agent: AgentProgress,
     files: FileBase,
+    /// Space to write the file with when the disk is full.
+    reserve: RecordReserve,
 }
 
 /// What the `file` attribute is relative to.
@@ -109,7 +115,14 @@ impl JunitWriter {
             counted: Counted::default(),
             agent: AgentProgress::default(),
             files: FileBase::default(),
+            reserve: RecordReserve::default(),
         }
+    }
+
+    /// Write the file with `reserve`'s space when the disk is full.
+    pub fn with_reserve(mut self, reserve: RecordReserve) -> JunitWriter {
+        self.reserve = reserve;
+        self
     }
 
     /// Write the `file` attribute relative to `files` (by default as the
@@ -417,7 +430,12 @@ impl EventSink for JunitWriter {
                 OutputFile::trusted(&self.path).map_err(|e| self.error(std::io::Error::other(e)))?
             }
         };
-        out.replace(xml.as_bytes(), None).map_err(|e| self.error(e))
+        let write = || out.replace(xml.as_bytes(), None);
+        match write() {
+            Err(e) if reserve::out_of_space(&e) && self.reserve.release() => write(),
+            written => written,
+        }
+        .map_err(|e| self.error(e))
     }
 }
 

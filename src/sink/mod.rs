@@ -10,6 +10,8 @@
 //! file ([`ResultWriter`]).
 //! Sinks never call back into the run, and a sink that fails to write does
 //! not stop it: the [`EventBus`](crate::event::bus::EventBus) collects the error.
+//! The files that record the run (trace, JUnit, result) share the space
+//! [`reserve`] holds back for a full disk.
 //! Choosing which sinks a run gets (terminal or not, `--out`) is the CLI's job.
 
 mod described;
@@ -17,6 +19,7 @@ mod github;
 pub mod junit;
 mod network;
 pub(crate) mod progress;
+pub mod reserve;
 mod result_file;
 mod resumed;
 mod trace;

@@ -6,6 +6,7 @@
 //! exists is a result that matched the schema. Checking the result is the
 //! agent's business ([`crate::agent::result`]), not this sink's.
 
+use super::reserve::{self, RecordReserve};
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
 use crate::safe_file::OutputFile;
@@ -13,12 +14,23 @@ use crate::safe_file::OutputFile;
 /// Writes the result of `run.completed` to one file.
 pub struct ResultWriter {
     out: OutputFile,
+    /// Space to write the file with when the disk is full.
+    reserve: RecordReserve,
 }
 
 impl ResultWriter {
     /// Writes to `out`, in a folder opened by descriptor.
     pub fn new(out: OutputFile) -> ResultWriter {
-        ResultWriter { out }
+        ResultWriter {
+            out,
+            reserve: RecordReserve::default(),
+        }
+    }
+
+    /// Write the file with `reserve`'s space when the disk is full.
+    pub fn with_reserve(mut self, reserve: RecordReserve) -> ResultWriter {
+        self.reserve = reserve;
+        self
     }
 
     /// Write through a new file renamed over the name: a reader never sees
@@ -40,7 +52,12 @@ impl EventSink for ResultWriter {
     fn on_event(&mut self, event: &Event) -> Result<(), SinkError> {
         match &event.kind {
             EventKind::RunCompleted(done) => match &done.result {
-                Some(result) => self.write(result),
+                Some(result) => match self.write(result) {
+                    Err(e) if reserve::out_of_space(&e.source) && self.reserve.release() => {
+                        self.write(result)
+                    }
+                    written => written,
+                },
                 None => Ok(()),
             },
             _ => Ok(()),

@@ -6,6 +6,7 @@ mod attacks_checkpoint;
 mod attacks_eval_snapshot;
 mod attacks_fetch;
 mod attacks_files;
+mod attacks_full_disk;
 mod attacks_git;
 mod attacks_output;
 mod attacks_output_folders;
