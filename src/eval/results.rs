@@ -664,11 +664,11 @@ impl Results {
 
     pub fn write(&self, path: &Path) -> Result<(), ResultsError> {
         let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
-        crate::safe_file::replace(path, (text + "\n").as_bytes(), None).map_err(|source| {
-            ResultsError::Unwritable {
-                path: path.to_path_buf(),
-                source,
-            }
+        // Made from attempts whose records were masked by their runs.
+        let text = crate::redact::Masked::from_masked_parts((text + "\n").into_bytes());
+        crate::safe_file::replace(path, &text, None).map_err(|source| ResultsError::Unwritable {
+            path: path.to_path_buf(),
+            source,
         })
     }
 

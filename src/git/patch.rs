@@ -68,8 +68,15 @@ impl GitWorkspace {
         Ok((text, stats))
     }
 
-    /// Write [`GitWorkspace::diff`] to `path` (its folder is created).
-    pub fn write_patch(&self, path: &Path) -> Result<PatchStats, GitError> {
+    /// Write [`GitWorkspace::diff`] to `path` (its folder is created),
+    /// masked with `secrets` as the trace is: a secret the agent wrote into
+    /// a file shows as `***` in the patch (the commit, if any, keeps the
+    /// files as they are).
+    pub fn write_patch(
+        &self,
+        path: &Path,
+        secrets: &crate::redact::Redactor,
+    ) -> Result<PatchStats, GitError> {
         let (text, stats) = self.diff()?;
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|source| GitError::CreateFolder {
@@ -77,9 +84,11 @@ impl GitWorkspace {
                 source,
             })?;
         }
-        crate::safe_file::replace(path, &text, None).map_err(|source| GitError::WritePatch {
-            path: path.to_path_buf(),
-            source,
+        crate::safe_file::replace(path, &secrets.mask_bytes(&text), None).map_err(|source| {
+            GitError::WritePatch {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         Ok(stats)
     }

@@ -164,7 +164,7 @@ impl GitStep {
             });
         }
         if let Some(path) = &self.patch {
-            let stats = git.write_patch(path)?;
+            let stats = git.write_patch(path, &bus.redactor())?;
             bus.emit(EventKind::GitPatch(GitPatch {
                 path: path.display().to_string(),
                 files_changed: stats.files_changed,

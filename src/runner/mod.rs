@@ -281,9 +281,17 @@ pub async fn run_prepared(
     processes.observe_network(std::sync::Arc::new(move |record| {
         network_bus.emit(crate::event::EventKind::NetworkRequest(record));
     }));
-    let saver = options
-        .checkpoint
-        .map(|checkpoint| checkpoint_saver(checkpoint, skill, workspace.root(), &paths, &position));
+    let saver = options.checkpoint.map(|checkpoint| {
+        let secrets = bus.redactor();
+        checkpoint_saver(
+            checkpoint,
+            skill,
+            workspace.root(),
+            &paths,
+            &position,
+            secrets,
+        )
+    });
     let mut warnings = warnings.clone();
     warnings.extend(unset_secrets);
     warnings.extend(telemetry_problem);
@@ -293,6 +301,7 @@ pub async fn run_prepared(
         &options.env,
         options.record.as_deref(),
         prompt.event_text,
+        bus.redactor(),
     );
     let after_checks = git_after_checks(
         prepared,
@@ -458,6 +467,7 @@ fn provider_for(
     env: &RunEnv,
     record: Option<&Path>,
     event_text: bool,
+    secrets: crate::redact::Redactor,
 ) -> Box<dyn crate::provider::ModelProvider> {
     let Prepared {
         job,
@@ -477,6 +487,7 @@ fn provider_for(
         &skill_folders,
         record,
         event_text,
+        secrets,
     )
 }
 

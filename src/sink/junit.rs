@@ -400,8 +400,10 @@ impl EventSink for JunitWriter {
         if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| self.error(e))?;
         }
-        // A `junit.xml` the agent planted as a link is replaced, not written through.
-        crate::safe_file::replace(&self.path, xml.as_bytes(), None).map_err(|e| self.error(e))
+        // A `junit.xml` the agent planted as a link is replaced, not written
+        // through. The XML is made from events the bus masked.
+        let xml = crate::redact::Masked::from_masked_parts(xml.as_bytes());
+        crate::safe_file::replace(&self.path, &xml, None).map_err(|e| self.error(e))
     }
 }
 

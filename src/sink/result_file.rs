@@ -6,7 +6,6 @@
 //! exists is a result that matched the schema. Checking the result is the
 //! agent's business ([`crate::agent::result`]), not this sink's.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::event::bus::{EventSink, SinkError};
@@ -22,7 +21,8 @@ impl ResultWriter {
         ResultWriter { path }
     }
 
-    /// Write through a temporary file and rename it: a reader never sees half a result.
+    /// Write through a new file renamed into place: a reader never sees
+    /// half a result, and a link planted at the path is replaced.
     fn write(&self, result: &serde_json::Value) -> Result<(), SinkError> {
         let failed = |source: std::io::Error| SinkError {
             what: "write the result to",
@@ -35,13 +35,12 @@ impl ResultWriter {
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
         std::fs::create_dir_all(dir).map_err(failed)?;
-        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
         let mut text =
             serde_json::to_string_pretty(result).map_err(|e| failed(std::io::Error::other(e)))?;
         text.push('\n');
-        file.write_all(text.as_bytes()).map_err(failed)?;
-        file.persist(&self.path).map_err(|e| failed(e.error))?;
-        Ok(())
+        // From `run.completed`, which the bus masked.
+        let text = crate::redact::Masked::from_masked_parts(text.into_bytes());
+        crate::safe_file::replace(&self.path, &text, None).map_err(failed)
     }
 }
 

@@ -12,20 +12,20 @@
 //! the file it wrote, whole: a trace that a command the agent ran replaced or
 //! cut is an error, and a replaced one is put back.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::event::Event;
 use crate::event::bus::{EventSink, SinkError};
-use crate::safe_file::{self, FileIdentity};
+use crate::redact::Masked;
+use crate::safe_file::{self, FileIdentity, MaskedStream};
 
 /// Streams every event to a JSONL file.
 pub struct TraceWriter {
     path: PathBuf,
-    file: File,
+    file: MaskedStream,
     /// The file as created, to tell at the end whether the path still names it.
     identity: FileIdentity,
     /// The digest of every byte written: the file must read back as
@@ -52,7 +52,7 @@ impl TraceWriter {
             source,
         };
         let file = safe_file::create_stream(path).map_err(create_error)?;
-        let identity = FileIdentity::of_file(&file).map_err(create_error)?;
+        let identity = file.identity().map_err(create_error)?;
         Ok(TraceWriter {
             path: path.to_path_buf(),
             file,
@@ -67,7 +67,11 @@ impl TraceWriter {
     /// replaced, never written through.
     pub fn continue_from(path: &Path, kept: &[u8]) -> Result<TraceWriter, SinkError> {
         let mut writer = TraceWriter::create(path)?;
-        writer.file.write_all(kept).map_err(|e| writer.error(e))?;
+        // The kept lines are the trace's own, masked when they were written.
+        writer
+            .file
+            .write_masked(&Masked::from_masked_parts(kept))
+            .map_err(|e| writer.error(e))?;
         writer.digest.update(kept);
         Ok(writer)
     }
@@ -112,7 +116,8 @@ impl TraceWriter {
         self.file
             .seek(SeekFrom::Start(0))
             .and_then(|_| self.file.read_to_end(&mut ours))
-            .and_then(|_| safe_file::replace(&self.path, &ours, None))
+            // Our own lines, read back: masked when they were written.
+            .and_then(|_| safe_file::replace(&self.path, &Masked::from_masked_parts(ours), None))
             .map_err(|e| self.error(e))?;
         Err(tampered(
             "replaced, moved or removed (agentci put its own trace back)",
@@ -125,8 +130,11 @@ impl EventSink for TraceWriter {
         let mut line = serde_json::to_vec(event).map_err(|e| self.error(e.into()))?;
         line.push(b'\n');
         // One write per line, straight to the file: nothing sits in a user-space
-        // buffer when the process is killed.
-        self.file.write_all(&line).map_err(|e| self.error(e))?;
+        // buffer when the process is killed. The bus masked the event before
+        // any sink saw it.
+        self.file
+            .write_masked(&Masked::from_masked_parts(&line[..]))
+            .map_err(|e| self.error(e))?;
         self.digest.update(&line);
         Ok(())
     }

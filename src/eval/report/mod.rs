@@ -43,7 +43,9 @@ pub fn write_all(results: &Results, dir: &Path) -> Result<(), ReportError> {
         .map_err(|e| ReportError::Results(e.to_string()))?;
     let xml = junit::to_xml(results)?;
     let write = |path: PathBuf, bytes: &[u8]| {
-        crate::safe_file::replace(&path, bytes, None).map_err(|e| ReportError::Write {
+        // Rendered from results whose attempts' runs masked them.
+        let bytes = crate::redact::Masked::from_masked_parts(bytes);
+        crate::safe_file::replace(&path, &bytes, None).map_err(|e| ReportError::Write {
             error: e.to_string(),
             path,
         })

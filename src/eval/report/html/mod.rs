@@ -43,7 +43,11 @@ pub fn write(
     std::fs::create_dir_all(out_dir)
         .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     let index = out_dir.join("index.html");
-    std::fs::write(&index, page(results, baseline, results_dir))
+    // Rendered from results and traces that their runs wrote masked; a
+    // link planted at the page's path is replaced, not written through.
+    let html =
+        crate::redact::Masked::from_masked_parts(page(results, baseline, results_dir).into_bytes());
+    crate::safe_file::replace(&index, &html, None)
         .map_err(|e| format!("cannot write {}: {e}", index.display()))?;
     Ok(index)
 }
