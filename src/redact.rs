@@ -6,7 +6,11 @@
 //! trace, the JUnit file, the logs and the GitHub summary can never disagree
 //! about what is hidden, and a new sink is covered without doing anything.
 //! The run also masks tool results before they go back to the model (a model
-//! provider is a third party) and the summary the CLI prints.
+//! provider is a third party) and the summary the CLI prints. What is
+//! written to a file without being an event (the checkpoint, the patch, a
+//! cassette) is masked with the same redactor: files are written only as
+//! [`Masked`] bytes (`masked`), which only a redactor, or a caller naming
+//! its bytes as made of masked parts, can produce.
 //!
 //! What counts as a secret (the job's API key, its `secrets:`, well-known
 //! token variables) is the runner's decision: it builds a [`Redactor`] from

@@ -7,6 +7,7 @@ mod attacks_eval_snapshot;
 mod attacks_fetch;
 mod attacks_files;
 mod attacks_git;
+mod attacks_masked_records;
 mod attacks_output;
 mod attacks_race;
 mod attacks_shell;
