@@ -6,6 +6,9 @@
 //! turn 200, which must not be proportional to the conversation (target:
 //! under 1 ms); the full-state serialize of `loop_state` is the comparison.
 //!
+//! The writer masks three secrets (an API key, a job secret, a token) in
+//! everything it stores, as a run's does.
+//!
 //! Run with `cargo bench --bench checkpoint`. Prints figures; asserts nothing.
 
 #![expect(
@@ -37,7 +40,18 @@ fn main() {
     let key = CheckpointKey::open_or_create(&dir.path().join("checkpoint.key")).expect("key");
     let folder = OutputFolder::create(dir.path(), std::path::Path::new(CHECKPOINT_DIR))
         .expect("checkpoint folder");
-    let mut writer = CheckpointWriter::new(folder, origin(dir.path()), key.clone(), Box::new(|| 1));
+    let secrets = agentci::redact::Redactor::new([
+        "sk-bench-0123456789abcdef",
+        "deploy-token-5f3a9c1e7d",
+        "ghp_bench0123456789",
+    ]);
+    let mut writer = CheckpointWriter::new(
+        folder,
+        origin(dir.path()),
+        key.clone(),
+        secrets,
+        Box::new(|| 1),
+    );
     let mut state = opening();
     let mut saves = Vec::with_capacity(TURNS);
     for turn in 0..TURNS {

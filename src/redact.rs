@@ -6,7 +6,11 @@
 //! trace, the JUnit file, the logs and the GitHub summary can never disagree
 //! about what is hidden, and a new sink is covered without doing anything.
 //! The run also masks tool results before they go back to the model (a model
-//! provider is a third party) and the summary the CLI prints.
+//! provider is a third party) and the summary the CLI prints. What is
+//! written to a file without being an event (the checkpoint, the patch, a
+//! cassette) is masked with the same redactor: files are written only as
+//! [`Masked`] bytes (`masked`), which only a redactor, or a caller naming
+//! its bytes as made of masked parts, can produce.
 //!
 //! What counts as a secret (the job's API key, its `secrets:`, well-known
 //! token variables) is the runner's decision: it builds a [`Redactor`] from
@@ -19,6 +23,7 @@
 //! command that prints `base64 .env` must not hand the key over either.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::Serialize;
@@ -26,8 +31,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 mod encoded;
+mod masked;
 
 pub use encoded::MIN_ENCODED_SECRET_LEN;
+pub use masked::Masked;
 
 /// What a masked secret is replaced with.
 pub const MASK: &str = "***";
@@ -53,6 +60,9 @@ pub struct Redactor {
     secrets: Vec<String>,
     /// The secrets' base64 and hex forms; `None` when no secret has any.
     encoded: Option<Regex>,
+    /// The secrets and their forms over bytes, for bytes that are not
+    /// UTF-8; built the first time such bytes come.
+    bytes: OnceLock<Option<regex::bytes::Regex>>,
 }
 
 impl Redactor {
@@ -70,7 +80,28 @@ impl Redactor {
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
         let encoded = encoded::encoded_forms_regex(&secrets);
-        Redactor { secrets, encoded }
+        Redactor {
+            secrets,
+            encoded,
+            bytes: OnceLock::new(),
+        }
+    }
+
+    /// One regex over bytes for the secrets (longest first) and their
+    /// encoded forms; `None` when it cannot be built (see `encoded`).
+    fn bytes_regex(&self) -> Option<&regex::bytes::Regex> {
+        self.bytes
+            .get_or_init(|| {
+                let mut alternatives: Vec<String> =
+                    self.secrets.iter().map(|s| regex::escape(s)).collect();
+                alternatives.extend(self.encoded.as_ref().map(|r| r.as_str().to_string()));
+                // Unicode off: a secret's bytes match wherever they stand.
+                regex::bytes::RegexBuilder::new(&alternatives.join("|"))
+                    .unicode(false)
+                    .build()
+                    .ok()
+            })
+            .as_ref()
     }
 
     pub fn is_empty(&self) -> bool {

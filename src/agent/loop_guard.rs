@@ -20,6 +20,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 /// Longest cycle of turns the guard looks for; period 1 is the repeat count's job.
 const MAX_CYCLE: usize = 3;
@@ -155,9 +156,31 @@ fn is_poll(tool: &str, args: &Value) -> bool {
         )
 }
 
-/// Identical calls have identical keys (serde_json keeps object keys sorted).
+/// Identical calls have identical keys (serde_json keeps object keys
+/// sorted). A key is the SHA-256 of the call, not the call: the guard is in
+/// every checkpoint, which must not grow with one huge argument, nor hold
+/// what the model put in one (a secret it decoded).
 fn call_key(tool: &str, args: &Value) -> String {
-    format!("{tool} {args}")
+    let mut hasher = Sha256::new();
+    hasher.update(tool.as_bytes());
+    hasher.update(b" ");
+    // Written straight into the hasher: a 30 MB argument is not copied.
+    let _ = serde_json::to_writer(HashWriter(&mut hasher), args);
+    format!("{:x}", hasher.finalize())
+}
+
+/// Feeds what is written to a SHA-256.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn ordinal(n: u32) -> String {
@@ -191,6 +214,27 @@ mod tests {
             matches!(g.observe_call("read", &a), Judgement::Stop(m) if m.starts_with("repeating itself"))
         );
         assert!(g.stuck().is_some());
+    }
+
+    // Regression: the guard kept each call's arguments as its key, so one
+    // 30 MB argument made every later checkpoint of the step hold it twice
+    // (in the counts and in the turns), and a secret the model decoded
+    // into an argument sat in the checkpoint unmasked.
+    #[test]
+    fn the_guard_keeps_digests_not_arguments() {
+        let mut g = LoopGuard::new(2);
+        let big = json!({"path": format!("tok-5f3a9c1e7d{}", "x".repeat(1 << 20))});
+        assert_eq!(g.observe_turn(&[("read", &big)]), Judgement::Run);
+        assert_eq!(g.observe_call("read", &big), Judgement::Run);
+        let saved = serde_json::to_string(&g).unwrap();
+        assert!(saved.len() < 1024, "{} bytes", saved.len());
+        assert!(!saved.contains("tok-5f3a9c1e7d"), "{saved}");
+        // Still the same judgement: the repeat is caught.
+        assert!(matches!(g.observe_call("read", &big), Judgement::Warn(_)));
+        assert_eq!(
+            g.observe_call("read", &json!({"path": "other"})),
+            Judgement::Run
+        );
     }
 
     #[test]

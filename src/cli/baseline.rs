@@ -175,7 +175,11 @@ fn from_github(
         Ok(Baseline::Found { results, run_url }) => {
             let kept = out_dir.join(BASELINE_FILE);
             let written = std::fs::create_dir_all(out_dir)
-                .and_then(|()| crate::safe_file::replace(&kept, &results, None));
+                // Another run's results, written masked by that run.
+                .and_then(|()| {
+                    let results = crate::redact::Masked::from_masked_parts(&results[..]);
+                    crate::safe_file::replace(&kept, &results, None)
+                });
             if let Err(e) = written {
                 return failed(format!("cannot keep it as {}: {e}", kept.display()));
             }

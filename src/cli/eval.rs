@@ -586,11 +586,9 @@ fn github(results: &Results, summary: &str, results_json: &Path) {
         let Some(path) = std::env::var_os(var) else {
             return;
         };
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
+        // Made from the results, written masked by each attempt's run.
+        let text = crate::redact::Masked::from_masked_parts(text.as_bytes());
+        let appended = crate::safe_file::append(path.as_ref(), &text);
         if let Err(e) = appended {
             let _ = writeln!(std::io::stderr(), "warning: cannot append to {var}: {e}");
         }

@@ -238,7 +238,10 @@ fn finish(args: &RunArgs, cwd: &Path, report: &runner::RunReport, trace_to_stdou
     let mut unwritten: Vec<String> = report.sink_errors.iter().map(ToString::to_string).collect();
     if let Some(file) = &args.output_last_message {
         let text = completed.summary.clone().unwrap_or_default();
-        if let Err(e) = std::fs::write(cwd.join(file), text) {
+        // The summary of `run.completed`, which the bus masked.
+        let text = crate::redact::Masked::from_masked_parts(text.into_bytes());
+        // Written through the path: the user names it (it may be `/dev/stdout`).
+        if let Err(e) = std::fs::write(cwd.join(file), text.as_bytes()) {
             let _ = writeln!(stderr, "error: failed to write {}: {e}", file.display());
             unwritten.push(format!("write {}: {e}", file.display()));
         }

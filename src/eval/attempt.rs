@@ -387,7 +387,9 @@ async fn write_patch(
     let target = path.clone();
     let text = tokio::task::spawn_blocking(move || {
         let text = attempt_patch::diff(&before, &root, &changed, &secrets);
-        crate::safe_file::replace(&target, text.as_bytes(), None).map(|()| text)
+        // `diff` masks with the run's redactor before it caps the patch.
+        let masked = crate::redact::Masked::from_masked_parts(text.as_bytes());
+        crate::safe_file::replace(&target, &masked, None).map(|()| text)
     })
     .await
     .map_err(|e| format!("writing the patch crashed: {e}"))?

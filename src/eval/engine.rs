@@ -392,7 +392,9 @@ fn label(case: &str, model: Option<&str>) -> String {
 fn save(plan: &AttemptPlan, mut result: AttemptResult) -> AttemptResult {
     let write = std::fs::create_dir_all(&plan.dir).and_then(|()| {
         let text = serde_json::to_string_pretty(&result).map_err(std::io::Error::other)?;
-        crate::safe_file::replace(&plan.dir.join(ATTEMPT_FILE), text.as_bytes(), None)
+        // Made from the run's `run.completed` and the attempt's masked patch.
+        let text = crate::redact::Masked::from_masked_parts(text.as_bytes());
+        crate::safe_file::replace(&plan.dir.join(ATTEMPT_FILE), &text, None)
     });
     if let Err(e) = write {
         result.outcome = Outcome::Error;

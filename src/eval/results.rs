@@ -665,7 +665,9 @@ impl Results {
     /// [`Results::write`] through an output folder opened by descriptor.
     pub fn write_to(&self, out: &crate::safe_file::OutputFile) -> Result<(), ResultsError> {
         let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
-        out.replace((text + "\n").as_bytes(), None)
+        // Made from attempts whose records were masked by their runs.
+        let text = crate::redact::Masked::from_masked_parts((text + "\n").into_bytes());
+        out.replace(&text, None)
             .map_err(|source| ResultsError::Unwritable {
                 path: out.path(),
                 source,
@@ -674,11 +676,11 @@ impl Results {
 
     pub fn write(&self, path: &Path) -> Result<(), ResultsError> {
         let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
-        crate::safe_file::replace(path, (text + "\n").as_bytes(), None).map_err(|source| {
-            ResultsError::Unwritable {
-                path: path.to_path_buf(),
-                source,
-            }
+        // Made from attempts whose records were masked by their runs.
+        let text = crate::redact::Masked::from_masked_parts((text + "\n").into_bytes());
+        crate::safe_file::replace(path, &text, None).map_err(|source| ResultsError::Unwritable {
+            path: path.to_path_buf(),
+            source,
         })
     }
 

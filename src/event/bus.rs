@@ -112,6 +112,12 @@ impl EventBus {
         }
     }
 
+    /// The secrets this bus masks, for what the run writes besides events
+    /// (the checkpoint, the patch, a cassette): masked the same way.
+    pub fn redactor(&self) -> Redactor {
+        self.lock().redactor.clone()
+    }
+
     pub fn run_id(&self) -> String {
         self.lock().run_id.clone()
     }

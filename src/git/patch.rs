@@ -67,10 +67,17 @@ impl GitWorkspace {
     }
 
     /// Write [`GitWorkspace::diff`] to `out`, through its folder's
-    /// descriptor (opened, with no link on the way, before the run).
-    pub fn write_patch(&self, out: &crate::safe_file::OutputFile) -> Result<PatchStats, GitError> {
+    /// descriptor (opened, with no link on the way, before the run),
+    /// masked with `secrets` as the trace is: a secret the agent wrote into
+    /// a file shows as `***` in the patch (the commit, if any, keeps the
+    /// files as they are).
+    pub fn write_patch(
+        &self,
+        out: &crate::safe_file::OutputFile,
+        secrets: &crate::redact::Redactor,
+    ) -> Result<PatchStats, GitError> {
         let (text, stats) = self.diff()?;
-        out.replace(&text, None)
+        out.replace(&secrets.mask_bytes(&text), None)
             .map_err(|source| GitError::WritePatch {
                 path: out.path(),
                 source,

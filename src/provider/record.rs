@@ -4,16 +4,19 @@
 //! it answers, appends the normalized exchange to the cassette and flushes it
 //! right away, so a run that is killed keeps everything recorded so far.
 //! Failed calls are not recorded, and neither are retries: only the answer
-//! that finally came. The format lives in [`super::cassette`].
+//! that finally came. Each line is masked with the run's secrets as the
+//! trace is (an endpoint that echoes the API key does not get it into the
+//! cassette); a replay then serves the masked text, as a resumed run does.
+//! The format lives in [`super::cassette`].
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::cassette::{CassetteHeader, Conversation, Exchange, WorkspacePaths};
 use super::{ChatRequest, ChatResponse, ModelProvider, ProviderError, ProviderObserver};
 use crate::provider::ModelInfo;
+use crate::redact::Redactor;
+use crate::safe_file::MaskedStream;
 use futures_util::future::BoxFuture;
 
 /// Wraps any provider and records what it says.
@@ -22,7 +25,9 @@ pub struct RecordingProvider {
     path: PathBuf,
     paths: WorkspacePaths,
     /// The file and the previous request, which the next line is stored against.
-    file: Mutex<(File, Conversation)>,
+    file: Mutex<(MaskedStream, Conversation)>,
+    /// The run's secrets, masked in every line.
+    secrets: Redactor,
     /// Whether the lines are an eval judge's ([`Exchange::judge`]).
     judge: bool,
 }
@@ -46,6 +51,7 @@ impl RecordingProvider {
         path: impl Into<PathBuf>,
         workspace_root: &Path,
         event_text: bool,
+        secrets: Redactor,
     ) -> Result<Self, ProviderError> {
         let path = path.into();
         let cannot_create = |err: std::io::Error| {
@@ -63,6 +69,7 @@ impl RecordingProvider {
             inner,
             paths: WorkspacePaths::new(workspace_root),
             file: Mutex::new((file, Conversation::default())),
+            secrets,
             path,
             judge: false,
         };
@@ -81,23 +88,20 @@ impl RecordingProvider {
         inner: Box<dyn ModelProvider>,
         path: impl Into<PathBuf>,
         workspace_root: &Path,
+        secrets: Redactor,
     ) -> Result<Self, ProviderError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let path = path.into();
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|err| {
-                ProviderError::Config(format!(
-                    "cannot append to cassette {}: {err}",
-                    path.display()
-                ))
-            })?;
+        let file = crate::safe_file::append_stream_nofollow(&path).map_err(|err| {
+            ProviderError::Config(format!(
+                "cannot append to cassette {}: {err}",
+                path.display()
+            ))
+        })?;
         Ok(Self {
             inner,
             paths: WorkspacePaths::new(workspace_root),
             file: Mutex::new((file, Conversation::default())),
+            secrets,
             path,
             judge: true,
         })
@@ -134,10 +138,14 @@ impl RecordingProvider {
             .lock()
             .map_err(|_| write_error(&"an earlier write panicked"))?;
         let (file, conversation) = &mut *guard;
-        let mut text =
-            serde_json::to_string(&line(conversation)).map_err(|err| write_error(&err))?;
-        text.push('\n');
-        file.write_all(text.as_bytes())
+        let mut text = self
+            .secrets
+            .mask_json(&line(conversation))
+            .map_err(|err| write_error(&err))?
+            .into_bytes();
+        text.push(b'\n');
+        // A masked line and a newline are still masked.
+        file.write_masked(&crate::redact::Masked::from_masked_parts(text))
             .and_then(|()| file.flush())
             .map_err(|err| write_error(&err))
     }

@@ -12,6 +12,17 @@
 //!   holds the messages, how many messages and bytes of it count, and the
 //!   SHA-256 of those bytes, kept running as lines are appended.
 //!
+//! A string of the record longer than [`BLOB_MIN_BYTES`] (a plan title,
+//! a report, anything the model made huge) is stored once, in a file of
+//! its own named by its SHA-256 (`blob-<sha256>`), and the record holds
+//! that name instead: a 30 MB argument costs one 30 MB write, not one per
+//! turn. The MAC covers the name, so a blob is checked against it on load.
+//!
+//! What is stored is masked with the run's secrets, as the trace is (the
+//! run folder is what a workflow uploads): the messages, the record and
+//! every blob. A resumed run reads the masked conversation back, so the
+//! model sees `***` where a secret was, as the trace shows it.
+//!
 //! The record is the commit point: a process killed while appending leaves
 //! lines the record does not count, and one killed while writing the
 //! record leaves the previous record, which still names a valid prefix of
@@ -27,15 +38,17 @@
 //! refused on load. Which checkpoints may be resumed, and with what, is
 //! [`super::resume`]'s business; this module only saves and loads.
 
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
@@ -44,12 +57,19 @@ use crate::agent::{LoopState, NotSaved, StateSaver};
 use crate::event::Event;
 use crate::event::bus::{EventSink, SinkError};
 use crate::provider::Message;
-use crate::safe_file::OutputFolder;
+use crate::redact::{Masked, Redactor};
+use crate::safe_file::{MaskedStream, OutputFolder};
 use crate::skills::Skill;
 
 /// The checkpoint's folder inside a run folder.
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 const STATE_FILE: &str = "state.json";
+/// Strings of the record at least this long are stored once, by reference.
+pub const BLOB_MIN_BYTES: usize = 64 * 1024;
+/// The prefix of a blob's file name; its SHA-256 follows.
+const BLOB_PREFIX: &str = "blob-";
+/// The key of the object that stands for a blob in the record.
+const BLOB_KEY: &str = "checkpoint_blob";
 /// What the MAC is of, besides the record: a record is never taken for
 /// anything else the key might one day sign.
 const MAC_CONTEXT: &[u8] = b"agentci checkpoint record\n";
@@ -154,6 +174,13 @@ pub enum CheckpointError {
         path: PathBuf,
         source: serde_json::Error,
     },
+    #[error(
+        "{}: the checkpoint's stored text is not the one its record names (its SHA-256 \
+         differs, or it is missing: the file was changed after agentci wrote it); it cannot \
+         be resumed, run the job again",
+        .path.display()
+    )]
+    BlobChanged { path: PathBuf },
     #[error("{} line {line}: not a message: {source}", .path.display())]
     BadMessage {
         path: PathBuf,
@@ -236,9 +263,11 @@ pub struct CheckpointWriter {
     folder: OutputFolder,
     origin: Origin,
     key: CheckpointKey,
+    /// The run's secrets: what is stored is masked with them.
+    secrets: Redactor,
     /// The messages file being appended to; `None` until the first save,
     /// which writes it whole.
-    messages: Option<File>,
+    messages: Option<MaskedStream>,
     messages_file: String,
     /// Messages and bytes in it, and the SHA-256 of those bytes so far.
     saved: usize,
@@ -248,21 +277,28 @@ pub struct CheckpointWriter {
     generation: u64,
     /// Gives the trace's next `seq` at the moment of saving.
     next_seq: Box<dyn Fn() -> u64 + Send>,
+    /// The blobs the last record names, all on disk.
+    blobs: BTreeSet<String>,
+    /// Bytes written to the checkpoint by this writer so far.
+    bytes_written: u64,
 }
 
 impl CheckpointWriter {
     /// A writer for the checkpoint folder `folder` (`checkpoint/` of the
-    /// run folder, opened), signing with `key`.
+    /// run folder, opened), signing with `key` and masking `secrets` in
+    /// what it stores.
     pub fn new(
         folder: OutputFolder,
         origin: Origin,
         key: CheckpointKey,
+        secrets: Redactor,
         next_seq: Box<dyn Fn() -> u64 + Send>,
     ) -> CheckpointWriter {
         CheckpointWriter {
             folder,
             origin,
             key,
+            secrets,
             messages: None,
             messages_file: String::new(),
             saved: 0,
@@ -270,7 +306,15 @@ impl CheckpointWriter {
             hasher: Sha256::new(),
             generation: 0,
             next_seq,
+            blobs: BTreeSet::new(),
+            bytes_written: 0,
         }
+    }
+
+    /// Bytes this writer has written to the checkpoint (messages, records
+    /// and blobs) so far: what saving has cost the disk.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
     }
 
     fn error(&self, what: &str, e: impl std::fmt::Display) -> String {
@@ -290,19 +334,22 @@ impl CheckpointWriter {
             .file(OsStr::new(&name))
             .create_stream()
             .map_err(|e| self.error("create", e))?;
-        let lines = lines_of(conversation).map_err(|e| self.error("encode", e))?;
-        file.write_all(&lines).map_err(|e| self.error("write", e))?;
+        let lines = lines_of(conversation, &self.secrets).map_err(|e| self.error("encode", e))?;
+        file.write_masked(&lines)
+            .map_err(|e| self.error("write", e))?;
+        self.bytes_written += lines.len() as u64;
+        let lines = lines.as_bytes();
         self.messages_file = name;
         self.messages = Some(file);
         self.saved = conversation.len();
         self.bytes = lines.len() as u64;
         self.hasher = Sha256::new();
-        self.hasher.update(&lines);
+        self.hasher.update(lines);
         self.generation = generation;
         Ok(())
     }
 
-    /// Remove the messages files the record no longer names.
+    /// Remove the messages files and blobs the record no longer names.
     fn remove_stale(&self) {
         // Listed and removed through the folder's descriptor: a folder
         // swapped for a link since the start deletes nothing where it points.
@@ -311,7 +358,10 @@ impl CheckpointWriter {
         };
         for name in names {
             let text = name.to_string_lossy();
-            if text.starts_with("messages-") && text != self.messages_file.as_str() {
+            let stale_messages =
+                text.starts_with("messages-") && text != self.messages_file.as_str();
+            let stale_blob = text.starts_with(BLOB_PREFIX) && !self.blobs.contains(text.as_ref());
+            if stale_messages || stale_blob {
                 let _ = self.folder.remove_file(&name);
             }
         }
@@ -322,13 +372,13 @@ impl CheckpointWriter {
         if new.is_empty() {
             return Ok(());
         }
-        let lines = lines_of(new).map_err(|e| self.error("encode", e))?;
+        let lines = lines_of(new, &self.secrets).map_err(|e| self.error("encode", e))?;
         let Some(file) = self.messages.as_mut() else {
             return Ok(());
         };
         // One write: a kill leaves at most a part of these lines, which the
         // record (still the previous one) does not count.
-        if let Err(e) = file.write_all(&lines) {
+        if let Err(e) = file.write_masked(&lines) {
             // A full disk takes part of the lines: cut them off, so the next
             // save appends right after what the record counts. When even
             // that fails, the next save starts a new file.
@@ -343,11 +393,16 @@ impl CheckpointWriter {
         }
         self.saved += new.len();
         self.bytes += lines.len() as u64;
-        self.hasher.update(&lines);
+        self.bytes_written += lines.len() as u64;
+        self.hasher.update(lines.as_bytes());
         Ok(())
     }
 
-    fn write_record(&self, state: &LoopState) -> Result<(), String> {
+    /// Write the record; returns whether the blobs it names changed.
+    fn write_record(&mut self, state: &LoopState) -> Result<bool, String> {
+        let mut state = serde_json::to_value(state).map_err(|e| self.error("encode", e))?;
+        let mut named = BTreeSet::new();
+        self.store_large_strings(&mut state, &mut named)?;
         let record = Record {
             origin: self.origin.clone(),
             messages_file: self.messages_file.clone(),
@@ -358,20 +413,67 @@ impl CheckpointWriter {
             next_seq: (self.next_seq)(),
             state,
         };
-        let record = serde_json::to_vec(&record).map_err(|e| self.error("encode", e))?;
+        let record = self
+            .secrets
+            .mask_json(&record)
+            .map_err(|e| self.error("encode", e))?;
         let mut file = format!(
             "{{\"agentci_version\":\"{}\",\"mac\":\"{}\",\"record\":",
             env!("CARGO_PKG_VERSION"),
-            record_mac(&self.key, &record)
+            record_mac(&self.key, record.as_bytes())
         )
         .into_bytes();
-        file.extend_from_slice(&record);
+        file.extend_from_slice(record.as_bytes());
         file.extend_from_slice(b"}\n");
+        // The masked record in an envelope of the version and its MAC.
+        let file = Masked::from_masked_parts(file);
         // A new file renamed over the old: a kill mid-write leaves the old one whole.
         self.folder
             .file(OsStr::new(STATE_FILE))
             .replace(&file, None)
-            .map_err(|e| self.error("write", e))
+            .map_err(|e| self.error("write", e))?;
+        self.bytes_written += file.len() as u64;
+        let changed = named != self.blobs;
+        self.blobs = named;
+        Ok(changed)
+    }
+
+    /// Replace every string of `value` of at least [`BLOB_MIN_BYTES`] with
+    /// a reference to a blob holding it, masked, writing the blobs not on
+    /// disk yet; `named` collects the blobs' file names.
+    fn store_large_strings(
+        &mut self,
+        value: &mut Value,
+        named: &mut BTreeSet<String>,
+    ) -> Result<(), String> {
+        match value {
+            Value::String(text) if text.len() >= BLOB_MIN_BYTES => {
+                let masked = self.secrets.mask(text);
+                let sha256 = format!("{:x}", Sha256::digest(masked.as_bytes()));
+                let name = format!("{BLOB_PREFIX}{sha256}");
+                if !self.blobs.contains(&name) && !named.contains(&name) {
+                    self.folder
+                        .file(OsStr::new(&name))
+                        .replace(&masked, None)
+                        .map_err(|e| self.error("write", e))?;
+                    self.bytes_written += masked.len() as u64;
+                }
+                named.insert(name);
+                *value = serde_json::json!({ BLOB_KEY: sha256 });
+            }
+            Value::Array(items) => {
+                for item in items {
+                    self.store_large_strings(item, named)?;
+                }
+            }
+            Value::Object(map) => {
+                for item in map.values_mut() {
+                    self.store_large_strings(item, named)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
 
@@ -396,22 +498,59 @@ impl CheckpointWriter {
         let conversation = std::mem::take(&mut state.conversation);
         let written = self.write_record(state);
         state.conversation = conversation;
-        written?;
-        if rewritten {
+        let blobs_changed = written?;
+        if rewritten || blobs_changed {
             self.remove_stale();
         }
         Ok(())
     }
 }
 
-/// `messages` as JSON lines.
-fn lines_of(messages: &[Message]) -> serde_json::Result<Vec<u8>> {
+/// `messages` as JSON lines, each masked with `secrets`.
+fn lines_of(messages: &[Message], secrets: &Redactor) -> serde_json::Result<Masked<'static>> {
     let mut lines = Vec::new();
     for message in messages {
-        serde_json::to_writer(&mut lines, message)?;
+        lines.extend_from_slice(secrets.mask_json(message)?.as_bytes());
         lines.push(b'\n');
     }
-    Ok(lines)
+    // Masked lines joined by newlines.
+    Ok(Masked::from_masked_parts(lines))
+}
+
+/// Put back every blob `value` refers to from the checkpoint folder `dir`,
+/// each checked against the SHA-256 that names it.
+fn load_blobs(value: &mut Value, dir: &Path) -> Result<(), CheckpointError> {
+    match value {
+        Value::Object(map) if map.len() == 1 && map.contains_key(BLOB_KEY) => {
+            let sha256 = map
+                .get(BLOB_KEY)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let path = dir.join(format!("{BLOB_PREFIX}{sha256}"));
+            let changed = || CheckpointError::BlobChanged { path: path.clone() };
+            // The name is the record's, which the MAC covers; still, only hex.
+            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(changed());
+            }
+            let bytes = std::fs::read(&path).map_err(|_| changed())?;
+            if format!("{:x}", Sha256::digest(&bytes)) != sha256 {
+                return Err(changed());
+            }
+            *value = Value::String(String::from_utf8(bytes).map_err(|_| changed())?);
+        }
+        Value::Array(items) => {
+            for item in items {
+                load_blobs(item, dir)?;
+            }
+        }
+        Value::Object(map) => {
+            for item in map.values_mut() {
+                load_blobs(item, dir)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Where the checkpoint of the run folder `run_dir` keeps its record.
@@ -475,18 +614,20 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
 /// after checking its MAC with `key` and its messages with its record.
 pub fn load(run_dir: &Path, key: &CheckpointKey) -> Result<Checkpoint, CheckpointError> {
     let raw = read_record(run_dir, key)?;
-    let record: Record<LoopState> =
-        serde_json::from_str(raw.get()).map_err(|source| CheckpointError::BadRecord {
-            path: record_path(run_dir),
-            source,
-        })?;
+    let bad_record = |source| CheckpointError::BadRecord {
+        path: record_path(run_dir),
+        source,
+    };
+    let mut record: Record<Value> = serde_json::from_str(raw.get()).map_err(bad_record)?;
     if record.origin.agentci_version != env!("CARGO_PKG_VERSION") {
         return Err(CheckpointError::OtherVersion {
             path: record_path(run_dir),
             version: record.origin.agentci_version,
         });
     }
-    let mut state = record.state;
+    load_blobs(&mut record.state, &run_dir.join(CHECKPOINT_DIR))?;
+    let mut state: LoopState =
+        serde_json::from_value(std::mem::take(&mut record.state)).map_err(bad_record)?;
     state.conversation = read_messages(
         &run_dir.join(CHECKPOINT_DIR).join(&record.messages_file),
         record.messages,
@@ -587,7 +728,7 @@ mod tests {
             junit: dir.join("junit.xml"),
         };
         let folder = OutputFolder::create(dir, Path::new(CHECKPOINT_DIR)).unwrap();
-        CheckpointWriter::new(folder, origin, key(), Box::new(|| 7))
+        CheckpointWriter::new(folder, origin, key(), Redactor::default(), Box::new(|| 7))
     }
 
     fn key() -> CheckpointKey {
@@ -682,6 +823,102 @@ mod tests {
         assert_eq!(
             load(dir.path()).unwrap().state.conversation,
             state.conversation
+        );
+    }
+
+    /// Every file of the checkpoint folder, read whole.
+    fn checkpoint_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        std::fs::read_dir(dir.join(CHECKPOINT_DIR))
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, std::fs::read(e.path()).unwrap())
+            })
+            .collect()
+    }
+
+    // Regression: the checkpoint stored the model's own output unmasked
+    // (plan titles, tool arguments, text), while the trace masked it.
+    #[test]
+    fn what_is_stored_is_masked_and_loads_as_the_trace_shows_it() {
+        const SECRET: &str = "tok-5f3a9c1e7d";
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        writer.secrets = Redactor::new([SECRET]);
+        let mut state = state(&["system", &format!("use {SECRET}")]);
+        let long = format!("{SECRET} {}", "y".repeat(BLOB_MIN_BYTES));
+        state.plan = vec![crate::event::PlanStep {
+            title: format!("send {SECRET}"),
+            expected_outcome: long.clone(),
+        }];
+        state.report = Some(format!("done with {SECRET}"));
+        writer.save(&mut state).unwrap();
+        state.conversation.push(user(&format!("again {SECRET}")));
+        writer.save(&mut state).unwrap();
+        for (name, bytes) in checkpoint_bytes(dir.path()) {
+            assert!(
+                !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+                "{name} holds the secret"
+            );
+        }
+        let loaded = load(dir.path()).unwrap().state;
+        assert_eq!(loaded.conversation[1], user("use ***"));
+        assert_eq!(loaded.conversation[2], user("again ***"));
+        assert_eq!(loaded.plan[0].title, "send ***");
+        assert_eq!(loaded.plan[0].expected_outcome, long.replace(SECRET, "***"));
+        assert_eq!(loaded.report.as_deref(), Some("done with ***"));
+    }
+
+    // Regression: one huge string in the loop's state (a 30 MB argument
+    // the loop guard kept, a plan title) was rewritten in `state.json` at
+    // every later turn.
+    #[test]
+    fn a_large_string_is_stored_once_by_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer(dir.path());
+        let mut state = state(&["system", "goal"]);
+        let huge = "z".repeat(4 * BLOB_MIN_BYTES);
+        state.report = Some(huge.clone());
+        writer.save(&mut state).unwrap();
+        let after_first = writer.bytes_written();
+        assert!(after_first > huge.len() as u64);
+        for turn in 0..5 {
+            state.conversation.push(user(&format!("turn {turn}")));
+            writer.save(&mut state).unwrap();
+        }
+        let per_turn = (writer.bytes_written() - after_first) / 5;
+        assert!(per_turn < 4096, "{per_turn} bytes a turn");
+        let record = std::fs::metadata(record_path(dir.path())).unwrap().len();
+        assert!(record < 4096, "state.json is {record} bytes");
+        assert_eq!(load(dir.path()).unwrap().state.report, Some(huge));
+
+        // A changed blob is refused, like changed messages.
+        let blob = checkpoint_bytes(dir.path())
+            .into_iter()
+            .find(|(name, _)| name.starts_with(BLOB_PREFIX))
+            .unwrap();
+        let path = dir.path().join(CHECKPOINT_DIR).join(&blob.0);
+        std::fs::write(&path, "z".repeat(4 * BLOB_MIN_BYTES - 1)).unwrap();
+        let error = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(error, CheckpointError::BlobChanged { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains(&blob.0), "{error}");
+
+        // A string that shrinks below the size is stored inline again, and
+        // the blob nobody names is removed.
+        state.report = Some("short".into());
+        writer.save(&mut state).unwrap();
+        assert!(
+            checkpoint_bytes(dir.path())
+                .iter()
+                .all(|(name, _)| !name.starts_with(BLOB_PREFIX))
+        );
+        assert_eq!(
+            load(dir.path()).unwrap().state.report.as_deref(),
+            Some("short")
         );
     }
 

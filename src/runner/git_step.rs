@@ -167,7 +167,7 @@ impl GitStep {
             });
         }
         if let Some(out) = &self.patch {
-            let stats = git.write_patch(out)?;
+            let stats = git.write_patch(out, &bus.redactor())?;
             bus.emit(EventKind::GitPatch(GitPatch {
                 path: out.path().display().to_string(),
                 files_changed: stats.files_changed,

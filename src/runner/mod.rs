@@ -311,6 +311,7 @@ pub async fn run_prepared(
                 &paths,
                 folder.clone(),
                 &position,
+                bus.redactor(),
             )
         });
     let mut warnings = warnings.clone();
@@ -323,6 +324,7 @@ pub async fn run_prepared(
         &options.env,
         options.record.as_deref(),
         prompt.event_text,
+        bus.redactor(),
     );
     let after_checks = git_after_checks(
         prepared,
@@ -498,6 +500,7 @@ fn provider_for(
     env: &RunEnv,
     record: Option<&Path>,
     event_text: bool,
+    secrets: crate::redact::Redactor,
 ) -> Box<dyn crate::provider::ModelProvider> {
     let Prepared {
         job,
@@ -517,6 +520,7 @@ fn provider_for(
         &skill_folders,
         record,
         event_text,
+        secrets,
     )
 }
 

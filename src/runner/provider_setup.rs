@@ -36,6 +36,7 @@ pub fn build_provider(
     skill_folders: &[(String, PathBuf)],
     record: Option<&Path>,
     event_text: bool,
+    secrets: crate::redact::Redactor,
 ) -> Box<dyn ModelProvider> {
     let info = ModelInfo {
         provider: job.model.provider.as_str().to_string(),
@@ -56,8 +57,10 @@ pub fn build_provider(
         _ => served_provider(&job.model, env),
     };
     let built = match (built, record) {
-        (Ok(inner), Some(path)) => RecordingProvider::new(inner, path, workspace, event_text)
-            .map(|p| Box::new(p.with_skill_folders(skill_folders)) as Box<dyn ModelProvider>),
+        (Ok(inner), Some(path)) => {
+            RecordingProvider::new(inner, path, workspace, event_text, secrets)
+                .map(|p| Box::new(p.with_skill_folders(skill_folders)) as Box<dyn ModelProvider>)
+        }
         (other, _) => other,
     };
     match built {

@@ -186,7 +186,8 @@ pub(super) fn open_bus(
 }
 
 /// Saves a checkpoint before every model turn, recording the job file and
-/// what made the job, and signing it with the checkpoint key.
+/// what made the job, masking `secrets` as the trace does, and signing it
+/// with the checkpoint key.
 pub(super) fn checkpoint_saver(
     options: CheckpointOptions,
     skill: &Skill,
@@ -194,6 +195,7 @@ pub(super) fn checkpoint_saver(
     paths: &RunPaths,
     checkpoint_folder: OutputFolder,
     position: &checkpoint::TracePosition,
+    secrets: crate::redact::Redactor,
 ) -> Box<dyn StateSaver> {
     let (skill_file, skill_sha256) = skill_fingerprint(skill);
     let origin = checkpoint::Origin {
@@ -213,6 +215,7 @@ pub(super) fn checkpoint_saver(
         checkpoint_folder,
         origin,
         options.key,
+        secrets,
         Box::new(move || position.next_seq()),
     ))
 }

@@ -12,6 +12,10 @@
 //! and never opens an existing file), and that file is renamed over the
 //! path. The rename replaces a planted link itself, not what it points to.
 //!
+//! What it writes is [`Masked`] and nothing else: every record that leaves
+//! the process went through the run's masker (see [`crate::redact::Masked`]),
+//! so a new writer cannot forget it.
+//!
 //! This module does not judge whether a path is allowed (the workspace and
 //! the policy do). The path-based functions here do not guard the folders
 //! above the file; agentci's run outputs are written through folders opened
@@ -19,7 +23,7 @@
 //! the way planted or swapped for a symlink redirects nothing.
 
 use std::fs::{File, Permissions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
@@ -28,6 +32,8 @@ pub mod output_folder;
 
 pub use output_folder::{OutputFile, OutputFolder, OutputFolderError};
 
+use crate::redact::Masked;
+
 /// Mode for new files; the process umask is applied on top, as for any new file.
 const NEW_FILE_MODE: u32 = 0o666;
 
@@ -35,9 +41,9 @@ const NEW_FILE_MODE: u32 = 0o666;
 /// is replaced, never written through. `mode` keeps an existing file's
 /// permission bits (see [`permission_bits`]); `None` makes a new file's.
 /// The folder must exist.
-pub fn replace(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+pub fn replace(path: &Path, bytes: &Masked<'_>, mode: Option<u32>) -> io::Result<()> {
     let mut staged = staging_file(path)?;
-    staged.write_all(bytes)?;
+    staged.write_all(bytes.as_bytes())?;
     if let Some(mode) = mode {
         // The umask applied when the file was made; set the bits exactly.
         staged
@@ -51,8 +57,84 @@ pub fn replace(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
 /// Create an empty file at `path` to stream into (the live trace, a
 /// cassette), replacing whatever was there without following it. The
 /// returned file is open for reading and writing.
-pub fn create_stream(path: &Path) -> io::Result<File> {
-    staging_file(path)?.persist(path).map_err(|e| e.error)
+pub fn create_stream(path: &Path) -> io::Result<MaskedStream> {
+    let file = staging_file(path)?.persist(path).map_err(|e| e.error)?;
+    Ok(MaskedStream { file })
+}
+
+/// Append `bytes` to the file at `path`, creating it: a file another
+/// program hands agentci to add to (GitHub's step summary and outputs).
+pub fn append(path: &Path, bytes: &Masked<'_>) -> io::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(bytes.as_bytes())
+}
+
+/// Open the existing file at `path` to append to it, refusing a symlink at
+/// the path itself (a cassette a judge adds its exchanges to).
+pub fn append_stream_nofollow(path: &Path) -> io::Result<MaskedStream> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    Ok(MaskedStream { file })
+}
+
+/// A file agentci streams a record into: written only with [`Masked`]
+/// bytes, read back and sought freely (the trace checks its own bytes).
+#[derive(Debug)]
+pub struct MaskedStream {
+    file: File,
+}
+
+impl MaskedStream {
+    /// A stream over any open file, for tests that put a failing file
+    /// (`/dev/full`) under a writer.
+    #[cfg(test)]
+    pub fn over(file: File) -> MaskedStream {
+        MaskedStream { file }
+    }
+
+    /// Write all of `bytes` in one call (a kill leaves at most this write cut).
+    pub fn write_masked(&mut self, bytes: &Masked<'_>) -> io::Result<()> {
+        self.file.write_all(bytes.as_bytes())
+    }
+
+    /// Write some of `bytes`, as `write(2)` does: how many were written.
+    /// A full disk leaves the rest for the caller to hold and retry.
+    pub fn write_some(&mut self, bytes: &Masked<'_>) -> io::Result<usize> {
+        self.file.write(bytes.as_bytes())
+    }
+
+    /// Cut the file to `len` bytes (what a record counts, after a write the
+    /// disk cut short).
+    pub fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+
+    /// Which file this is, to tell whether its path still names it.
+    pub fn identity(&self) -> io::Result<FileIdentity> {
+        FileIdentity::of_file(&self.file)
+    }
+}
+
+impl Read for MaskedStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
+impl Seek for MaskedStream {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.file.seek(pos)
+    }
 }
 
 /// The permission bits (`rwx` for user, group, others) of the file at
@@ -127,7 +209,7 @@ mod tests {
         std::fs::write(&outside, "precious").unwrap();
         let target = dir.path().join("junit.xml");
         symlink(&outside, &target).unwrap();
-        replace(&target, b"<xml/>", None).unwrap();
+        replace(&target, &Masked::from_masked_parts(&b"<xml/>"[..]), None).unwrap();
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
         assert!(std::fs::symlink_metadata(&target).unwrap().is_file());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "<xml/>");
@@ -142,7 +224,12 @@ mod tests {
         let inside = dir.path().join("inside.sh");
         std::fs::hard_link(&outside, &inside).unwrap();
         let mode = permission_bits(&inside);
-        replace(&inside, b"echo changed", mode).unwrap();
+        replace(
+            &inside,
+            &Masked::from_masked_parts(&b"echo changed"[..]),
+            mode,
+        )
+        .unwrap();
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "echo hi");
         assert_eq!(std::fs::read_to_string(&inside).unwrap(), "echo changed");
         assert_eq!(permission_bits(&inside), Some(0o751));
@@ -156,11 +243,12 @@ mod tests {
         let trace = dir.path().join("trace.jsonl");
         symlink(&outside, &trace).unwrap();
         let mut file = create_stream(&trace).unwrap();
-        file.write_all(b"{}\n").unwrap();
+        file.write_masked(&Masked::from_masked_parts(&b"{}\n"[..]))
+            .unwrap();
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
         assert_eq!(std::fs::read_to_string(&trace).unwrap(), "{}\n");
         assert_eq!(
-            FileIdentity::of_file(&file).unwrap(),
+            file.identity().unwrap(),
             FileIdentity::of_path(&trace).unwrap()
         );
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

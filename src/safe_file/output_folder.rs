@@ -19,14 +19,14 @@
 //! folder the user named outside it). This module does not decide that.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use nix::sys::stat::SFlag;
 
-use super::FileIdentity;
 use super::beneath::Beneath;
+use super::{FileIdentity, MaskedStream};
+use crate::redact::Masked;
 
 /// Why an output folder could not be made or opened.
 #[derive(Debug, thiserror::Error)]
@@ -179,14 +179,18 @@ impl OutputFile {
 
     /// Replaces the file with `bytes` (a new file renamed over the name:
     /// a link or hard link there is replaced, never written through).
-    pub fn replace(&self, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
-        self.folder.dir.folder().replace(&self.name, bytes, mode)
+    pub fn replace(&self, bytes: &Masked<'_>, mode: Option<u32>) -> io::Result<()> {
+        self.folder
+            .dir
+            .folder()
+            .replace(&self.name, bytes.as_bytes(), mode)
     }
 
     /// An empty file in place of whatever was there, open for reading and
     /// writing, to stream into.
-    pub fn create_stream(&self) -> io::Result<File> {
-        self.folder.dir.folder().create_stream(&self.name)
+    pub fn create_stream(&self) -> io::Result<MaskedStream> {
+        let file = self.folder.dir.folder().create_stream(&self.name)?;
+        Ok(MaskedStream { file })
     }
 
     /// Which file the name holds now (a symlink counts as itself), or
@@ -256,7 +260,7 @@ mod tests {
         let folder = OutputFolder::create(root.path(), Path::new(".agentci/runs/r1")).unwrap();
         folder
             .file(OsStr::new("junit.xml"))
-            .replace(b"<x/>", None)
+            .replace(&Masked::from_masked_parts(&b"<x/>"[..]), None)
             .unwrap();
         let text = std::fs::read_to_string(root.path().join(".agentci/runs/r1/junit.xml"));
         assert_eq!(text.unwrap(), "<x/>");
@@ -300,9 +304,13 @@ mod tests {
         std::fs::rename(root.path().join("out"), root.path().join("moved")).unwrap();
         symlink(elsewhere.path(), root.path().join("out")).unwrap();
         let junit = folder.file(OsStr::new("junit.xml"));
-        junit.replace(b"<x/>", None).unwrap();
+        junit
+            .replace(&Masked::from_masked_parts(&b"<x/>"[..]), None)
+            .unwrap();
         let mut stream = junit.create_stream().unwrap();
-        std::io::Write::write_all(&mut stream, b"y").unwrap();
+        stream
+            .write_masked(&Masked::from_masked_parts(&b"y"[..]))
+            .unwrap();
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
         assert_eq!(
             std::fs::read_to_string(root.path().join("moved/junit.xml")).unwrap(),

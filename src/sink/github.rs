@@ -455,16 +455,16 @@ fn relative_to(config: &GithubConfig, path: &Path) -> String {
 }
 
 fn append(path: &Path, text: &str, what: &'static str) -> Result<(), SinkError> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-        .map_err(|source| SinkError {
-            what,
-            path: path.display().to_string(),
-            source,
-        })
+    // The summary and the outputs are made from events the bus masked.
+    crate::safe_file::append(
+        path,
+        &crate::redact::Masked::from_masked_parts(text.as_bytes()),
+    )
+    .map_err(|source| SinkError {
+        what,
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -29,11 +29,11 @@ use std::time::Duration;
 use chrono::{DateTime, FixedOffset};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
+use super::reserve::{self, RecordReserve};
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, RunCompleted, RunStarted, RunStatus,
 };
-use super::reserve::{self, RecordReserve};
 use crate::safe_file::OutputFile;
 use agent::{AgentProgress, or_default};
 
@@ -430,7 +430,9 @@ impl EventSink for JunitWriter {
                 OutputFile::trusted(&self.path).map_err(|e| self.error(std::io::Error::other(e)))?
             }
         };
-        let write = || out.replace(xml.as_bytes(), None);
+        // The XML is made from events the bus masked.
+        let xml = crate::redact::Masked::from_masked_parts(xml.as_bytes());
+        let write = || out.replace(&xml, None);
         match write() {
             Err(e) if reserve::out_of_space(&e) && self.reserve.release() => write(),
             written => written,

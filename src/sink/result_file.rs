@@ -44,7 +44,9 @@ impl ResultWriter {
         let mut text =
             serde_json::to_string_pretty(result).map_err(|e| failed(std::io::Error::other(e)))?;
         text.push('\n');
-        self.out.replace(text.as_bytes(), None).map_err(failed)
+        // From `run.completed`, which the bus masked.
+        let text = crate::redact::Masked::from_masked_parts(text.into_bytes());
+        self.out.replace(&text, None).map_err(failed)
     }
 }
 

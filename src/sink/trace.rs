@@ -25,8 +25,7 @@
 //! in order, except for the last one when the space runs out mid-line, as
 //! after a kill.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -34,7 +33,8 @@ use sha2::{Digest, Sha256};
 use super::reserve::{self, RecordReserve};
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{Event, EventKind};
-use crate::safe_file::{FileIdentity, OutputFile};
+use crate::redact::Masked;
+use crate::safe_file::{FileIdentity, MaskedStream, OutputFile};
 
 /// How many bytes of trace lines are held in memory while they cannot be
 /// written; past it, lines are dropped rather than grow without bound.
@@ -46,7 +46,7 @@ pub struct TraceWriter {
     /// The file's name in its folder, opened by descriptor: the check at the
     /// end and the putting back go through it, never through the path.
     out: OutputFile,
-    file: File,
+    file: MaskedStream,
     /// The file as created, to tell at the end whether the path still names it.
     identity: FileIdentity,
     /// The digest of every byte written: the file must read back as
@@ -86,7 +86,7 @@ impl TraceWriter {
             source,
         };
         let file = out.create_stream().map_err(create_error)?;
-        let identity = FileIdentity::of_file(&file).map_err(create_error)?;
+        let identity = file.identity().map_err(create_error)?;
         Ok(TraceWriter {
             path,
             out,
@@ -113,7 +113,11 @@ impl TraceWriter {
     /// replaced, never written through.
     pub fn continue_in(out: OutputFile, kept: &[u8]) -> Result<TraceWriter, SinkError> {
         let mut writer = TraceWriter::create_in(out)?;
-        writer.file.write_all(kept).map_err(|e| writer.error(e))?;
+        // The kept lines are the trace's own, masked when they were written.
+        writer
+            .file
+            .write_masked(&Masked::from_masked_parts(kept))
+            .map_err(|e| writer.error(e))?;
         writer.digest.update(kept);
         Ok(writer)
     }
@@ -134,7 +138,11 @@ impl TraceWriter {
     /// leaves `held` (a short write leaves the rest of a line held).
     fn write_held(&mut self) -> std::io::Result<()> {
         while !self.held.is_empty() {
-            match self.file.write(&self.held) {
+            // Whole event lines, which the bus masked before any sink saw them.
+            match self
+                .file
+                .write_some(&Masked::from_masked_parts(&self.held[..]))
+            {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(written) => {
                     self.digest.update(&self.held[..written]);
@@ -206,7 +214,8 @@ impl TraceWriter {
         self.file
             .seek(SeekFrom::Start(0))
             .and_then(|_| self.file.read_to_end(&mut ours))
-            .and_then(|_| self.out.replace(&ours, None))
+            // Our own lines, read back: masked when they were written.
+            .and_then(|_| self.out.replace(&Masked::from_masked_parts(ours), None))
             .map_err(|e| self.error(e))?;
         Err(tampered(
             "replaced, moved or removed (agentci put its own trace back)",
@@ -355,7 +364,12 @@ mod tests {
         bus.emit(warning("before"));
         let real = std::mem::replace(
             &mut writer.lock().unwrap().file,
-            File::options().write(true).open("/dev/full").unwrap(),
+            MaskedStream::over(
+                std::fs::File::options()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            ),
         );
         bus.emit(warning("while full 1"));
         bus.emit(warning("while full 2"));
@@ -379,7 +393,12 @@ mod tests {
             .collect();
         assert_eq!(
             messages,
-            ["1 before", "2 while full 1", "3 while full 2", "4 space is back"]
+            [
+                "1 before",
+                "2 while full 1",
+                "3 while full 2",
+                "4 space is back"
+            ]
         );
         assert!(writer.lock().unwrap().finish().is_ok());
     }
@@ -389,7 +408,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.jsonl");
         let mut writer = TraceWriter::create(&path).unwrap();
-        writer.file = File::options().write(true).open("/dev/full").unwrap();
+        writer.file = MaskedStream::over(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        );
         writer.held = vec![b'x'; HELD_LIMIT - 10];
         let event = |kind| Event {
             seq: 1,

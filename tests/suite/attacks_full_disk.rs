@@ -149,7 +149,13 @@ fn can_mount_tmpfs() -> bool {
     let unshare = if is_root() { "-m" } else { "-Urm" };
     let dir = tempfile::tempdir().unwrap();
     Command::new("unshare")
-        .args([unshare, "sh", "-c", "mount -t tmpfs -o size=1m probe \"$1\"", "sh"])
+        .args([
+            unshare,
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=1m probe \"$1\"",
+            "sh",
+        ])
         .arg(dir.path())
         .output()
         .is_ok_and(|o| o.status.success())

@@ -8,6 +8,7 @@ mod attacks_fetch;
 mod attacks_files;
 mod attacks_full_disk;
 mod attacks_git;
+mod attacks_masked_records;
 mod attacks_output;
 mod attacks_output_folders;
 mod attacks_race;

@@ -10,6 +10,7 @@ use agentci::provider::replay::ReplayProvider;
 use agentci::provider::{
     ChatRequest, ChatResponse, Message, ModelProvider, ProviderError, ToolCall, ToolDefinition,
 };
+use agentci::redact::Redactor;
 use serde_json::json;
 
 use super::support::fake_model::{FakeModel, Reply};
@@ -402,8 +403,14 @@ async fn record(
     replies: Vec<Reply>,
 ) -> Vec<ChatResponse> {
     let fake = FakeModel::start(replies);
-    let recorder =
-        RecordingProvider::new(Box::new(keyed(&fake.base_url())), cassette, root, false).unwrap();
+    let recorder = RecordingProvider::new(
+        Box::new(keyed(&fake.base_url())),
+        cassette,
+        root,
+        false,
+        Redactor::default(),
+    )
+    .unwrap();
     assert_eq!(recorder.model_info().provider, "openai");
     let mut responses = Vec::new();
     for request in requests {
@@ -615,6 +622,7 @@ async fn recording_keeps_each_exchange_on_disk_as_it_happens() {
         &cassette,
         dir.path(),
         false,
+        Redactor::default(),
     )
     .unwrap();
     recorder.complete(&request("one")).await.unwrap();
@@ -740,6 +748,7 @@ async fn replay_hands_recorded_text_to_the_observer_as_a_stream() {
         &cassette,
         dir.path(),
         false,
+        Redactor::default(),
     )
     .unwrap();
     recorder.complete(&request("hi")).await.unwrap();

@@ -82,8 +82,16 @@ impl Bench {
             Source::Live => served_provider(&spec, &self.env).map_err(|e| describe(&e))?,
             Source::Record(cassette) => {
                 let live = served_provider(&spec, &self.env).map_err(|e| describe(&e))?;
+                // The judge's key and the well-known tokens, masked as a run masks them.
+                let secrets = crate::redact::Redactor::new(
+                    spec.api_key_env
+                        .iter()
+                        .map(String::as_str)
+                        .chain(crate::redact::WELL_KNOWN_SECRETS.iter().copied())
+                        .filter_map(|name| self.env.var(name)),
+                );
                 Box::new(
-                    RecordingProvider::append_judge(live, cassette, &self.workspace)
+                    RecordingProvider::append_judge(live, cassette, &self.workspace, secrets)
                         .map_err(|e| describe(&e))?,
                 )
             }

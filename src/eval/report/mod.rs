@@ -39,7 +39,9 @@ pub fn write_all(results: &Results, dir: &OutputFolder) -> Result<(), ReportErro
     let xml = junit::to_xml(results)?;
     let write = |name: &str, bytes: &[u8]| {
         let out = dir.file(OsStr::new(name));
-        out.replace(bytes, None).map_err(|e| ReportError::Write {
+        // Rendered from results whose attempts' runs masked them.
+        let bytes = crate::redact::Masked::from_masked_parts(bytes);
+        out.replace(&bytes, None).map_err(|e| ReportError::Write {
             error: e.to_string(),
             path: out.path(),
         })

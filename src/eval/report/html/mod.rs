@@ -43,8 +43,11 @@ pub fn write(
     // Through the folder opened before: a link planted at the name is
     // replaced, and a folder swapped since redirects nothing.
     let index = out_dir.file(std::ffi::OsStr::new("index.html"));
+    // Rendered from results and traces that their runs wrote masked.
+    let html =
+        crate::redact::Masked::from_masked_parts(page(results, baseline, results_dir).into_bytes());
     index
-        .replace(page(results, baseline, results_dir).as_bytes(), None)
+        .replace(&html, None)
         .map_err(|e| format!("cannot write {}: {e}", index.path().display()))?;
     Ok(index.path())
 }
