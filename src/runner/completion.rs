@@ -157,7 +157,11 @@ mod tests {
         };
         let done = with_records(completed(RunStatus::Failed), &[full]);
         assert_eq!(done.status, RunStatus::Failed);
-        assert!(done.reason.contains("records are incomplete"), "{}", done.reason);
+        assert!(
+            done.reason.contains("records are incomplete"),
+            "{}",
+            done.reason
+        );
         // Nothing unwritten: nothing changes.
         assert_eq!(
             with_records(completed(RunStatus::Passed), &[]),

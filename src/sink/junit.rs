@@ -29,11 +29,11 @@ use std::time::Duration;
 use chrono::{DateTime, FixedOffset};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
+use super::reserve::{self, RecordReserve};
 use crate::event::bus::{EventSink, SinkError};
 use crate::event::{
     CheckCompleted, CheckOutcome, Event, EventKind, RunCompleted, RunStarted, RunStatus,
 };
-use super::reserve::{self, RecordReserve};
 use agent::{AgentProgress, or_default};
 
 /// Collects a run's events and writes JUnit XML when the run finishes.

@@ -369,7 +369,12 @@ mod tests {
             .collect();
         assert_eq!(
             messages,
-            ["1 before", "2 while full 1", "3 while full 2", "4 space is back"]
+            [
+                "1 before",
+                "2 while full 1",
+                "3 while full 2",
+                "4 space is back"
+            ]
         );
         assert!(writer.lock().unwrap().finish().is_ok());
     }
