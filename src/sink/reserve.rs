@@ -15,8 +15,8 @@
 //! that finds the disk full: at that moment the command that filled it may
 //! still be running (a background session, a loop), and it would take the
 //! freed space as fast as agentci does. So while the disk is full the trace
-//! keeps its lines in memory ([`super::trace`]) and retries with each event,
-//! which writes them as soon as space comes back; just before
+//! writer keeps its lines in memory and retries with each event, which
+//! writes them as soon as space comes back; just before
 //! `run.completed`, when the agent's commands and the checks have ended,
 //! the sinks settle what they hold and the reserve is released for them and
 //! for the JUnit file. What does not fit even then makes the record
