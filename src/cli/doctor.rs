@@ -1,9 +1,11 @@
 //! `agentci doctor`: what this machine's kernel can enforce of the sandbox
 //! (Landlock, namespaces, capabilities, seccomp), and so which protections a job's
 //! `sandbox:` gets here, what commands can still reach without the missing
-//! ones, and how to get the full sandbox. Given a job file it also checks
-//! this machine's set-up for the job (`super::doctor_setup`). The sandbox
-//! part only informs (exit 0); a set-up check that fails is exit 1, a job
+//! ones, how to get the full sandbox, and which jobs would refuse to start
+//! here (`super::doctor_jobs`). Given a job file it also says whether that
+//! job starts and checks this machine's set-up for it
+//! (`super::doctor_setup`). The machine's part only informs (exit 0); a job
+//! that would refuse to start or a set-up check that fails is exit 1, a job
 //! file that does not load exit 2.
 
 use std::fmt::Write as _;
@@ -12,13 +14,14 @@ use std::io::Write as _;
 use serde_json::json;
 
 use super::args::DoctorArgs;
+use super::doctor_jobs::{JobStart, job_start, job_text, profiles, profiles_text};
 use super::doctor_setup::{Outcome, SetupCheck, setup_checks};
 use super::{CliError, Exit};
 use crate::job::LoadOptions;
 use crate::sandbox::{Exposure, FULL_SANDBOX, Support, still_exposed, support};
 
 pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exit, CliError> {
-    let setup = match &args.job {
+    let job = match &args.job {
         Some(job_file) => {
             let cwd = std::env::current_dir().map_err(CliError::CurrentDir)?;
             let options = LoadOptions {
@@ -26,10 +29,7 @@ pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exi
                 ..LoadOptions::default()
             };
             match crate::job::load_job(job_file, &options) {
-                Ok((job, _)) => {
-                    let env = |name: &str| run_env.var(name);
-                    Some(setup_checks(&job, args.offline, &env))
-                }
+                Ok((job, _)) => Some(job),
                 Err(problems) => {
                     let mut stderr = std::io::stderr();
                     for problem in problems {
@@ -41,7 +41,12 @@ pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exi
         }
         None => None,
     };
+    let env = |name: &str| run_env.var(name);
+    let setup = job
+        .as_ref()
+        .map(|job| setup_checks(job, args.offline, &env));
     let support = support();
+    let job_sandbox: Option<JobStart> = job.as_ref().map(|job| job_start(&job.sandbox, &support));
     let text = if args.json {
         let exposed: Vec<_> = exposed(&support)
             .iter()
@@ -56,11 +61,17 @@ pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exi
             "enforced": enforced,
             "exposed": exposed,
             "full_sandbox": (!support.pid_namespace).then_some(FULL_SANDBOX),
+            "jobs": profiles(&support),
+            "job_sandbox": job_sandbox,
             "setup": setup,
         });
         format!("{value}\n")
     } else {
         let mut text = report(&support);
+        text.push_str(&profiles_text(&support));
+        if let Some(start) = &job_sandbox {
+            text.push_str(&job_text(start));
+        }
         if let Some(setup) = &setup {
             text.push_str(&setup_report(setup));
         }
@@ -68,7 +79,8 @@ pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exi
     };
     // Nothing to do if stdout is closed.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    let failed = setup.iter().flatten().any(|c| c.outcome == Outcome::Failed);
+    let refuses = job_sandbox.as_ref().is_some_and(|start| !start.starts);
+    let failed = refuses || setup.iter().flatten().any(|c| c.outcome == Outcome::Failed);
     Ok(if failed { Exit::Failed } else { Exit::Success })
 }
 

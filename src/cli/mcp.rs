@@ -410,7 +410,8 @@ fn job_servers(
 
 /// The process runner a run of `job` would have: its sandbox profile, its
 /// `env:`, its secrets. What the sandbox cannot enforce here is said on
-/// stderr, as a run says it at start; a job that requires the full sandbox stops.
+/// stderr, as a run says it at start; a job that requires its sandbox (the
+/// default) stops when part of it cannot be enforced here.
 fn job_runner(job: &crate::job::JobSpec, env: &RunEnv) -> Result<ProcessRunner, String> {
     let extra = RunnerExtra {
         workspace: job.workspace.clone(),
@@ -423,10 +424,10 @@ fn job_runner(job: &crate::job::JobSpec, env: &RunEnv) -> Result<ProcessRunner, 
         RunnerError::Proxy(e) => e.to_string(),
     })?;
     let report = runner.sandbox_report();
+    if let Some(refusal) = crate::sandbox::refusal(&report) {
+        return Err(format!("{}: {refusal}", job.path.display()));
+    }
     if let Some(message) = crate::sandbox::degraded_message(&report) {
-        if report.require {
-            return Err(format!("{message}; the job sets `sandbox.require: true`"));
-        }
         let _ = writeln!(std::io::stderr(), "warning: {message}");
     }
     Ok(runner)

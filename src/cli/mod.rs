@@ -7,6 +7,7 @@ mod baseline;
 mod color;
 mod comment;
 pub mod doctor;
+mod doctor_jobs;
 mod doctor_setup;
 pub mod eval;
 mod eval_progress;

@@ -63,7 +63,8 @@ pub struct SandboxReport {
     pub profile: String,
     /// `sandbox.network`: outgoing network allowed.
     pub network: bool,
-    /// `sandbox.require`: a degraded sandbox stops the run.
+    /// `sandbox.require` (true unless the job says false): a degraded
+    /// sandbox stops the run before it starts.
     pub require: bool,
     /// Enforced by the kernel: `filesystem`, `processes`, `run_folder`,
     /// `checkpoint_key` (children read the checkpoint key empty), `network`.

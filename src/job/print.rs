@@ -105,8 +105,9 @@ struct Sandbox {
     profile: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     network: Option<Network>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    require: bool,
+    /// Written only when false: true is the default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    require: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     limits: Option<Limits>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -143,7 +144,7 @@ impl Sandbox {
                 (None, true) => Some(Network::Open(true)),
                 (None, false) => None,
             },
-            require: spec.require,
+            require: (!spec.require).then_some(false),
             limits: (*limits != crate::sandbox::ResourceLimits::default()).then_some(Limits {
                 processes: limits.processes,
                 memory: limits.memory,

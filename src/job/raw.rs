@@ -742,7 +742,7 @@ impl<'de> Visitor<'de> for SandboxVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "a profile (`workspace-write`, `read-only`, `off`) or a mapping \
-             `{profile: workspace-write, network: false, require: false}`",
+             `{profile: workspace-write, network: false, require: true}`",
         )
     }
 

@@ -191,7 +191,7 @@ impl JsonSchema for RawSandbox {
                     "properties": {
                         "profile": {"anyOf": [{"enum": PROFILES}, {"const": false}]},
                         "network": network,
-                        "require": {"type": "boolean", "description": "fail the run instead of running unconfined when this machine cannot enforce the sandbox"},
+                        "require": {"type": "boolean", "default": true, "description": "refuse to start the run when this machine cannot enforce the whole profile (default true); false runs with the degraded sandbox and a warning"},
                         "limits": limits,
                         "writable": writable
                     },

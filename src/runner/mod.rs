@@ -588,7 +588,9 @@ async fn start_tools(
     deadline: Option<RunDeadline>,
     bus: &EventBus,
 ) -> (Option<Arc<mcp::RunServers>>, ToolSet) {
-    let servers = match job.mcp.servers.is_empty() {
+    // A run that refuses its degraded sandbox starts no child at all.
+    let refused = crate::sandbox::refuses(&processes.sandbox_report());
+    let servers = match job.mcp.servers.is_empty() || refused {
         true => None,
         false => Some(Arc::new(
             mcp::RunServers::start(job, workspace, processes, env, deadline, bus.clone()).await,

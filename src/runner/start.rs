@@ -74,9 +74,10 @@ pub(super) fn announce(what: Announcement<'_>, bus: &EventBus) {
     }
 }
 
-/// Say what the sandbox cannot enforce here (`sandbox.degraded` and a
-/// warning) and which variables commands go without for it; returns why
-/// the run must stop when the job requires it all.
+/// Say what the sandbox cannot enforce here (`sandbox.degraded`) and, when
+/// the job requires its sandbox (the default), return why the run does not
+/// start; a job that accepts the degraded sandbox gets a warning instead,
+/// and one naming the variables commands go without for it.
 pub(super) fn report_degraded_sandbox(
     processes: &crate::process::ProcessRunner,
     bus: &EventBus,
@@ -84,24 +85,23 @@ pub(super) fn report_degraded_sandbox(
     use crate::sandbox::{FULL_SANDBOX, children_reach_agentci};
     let report = processes.sandbox_report();
     let message = crate::sandbox::degraded_message(&report)?;
-    let require = report.require;
+    let refusal = crate::sandbox::refusal(&report);
     let reach = children_reach_agentci(&report);
     bus.emit(EventKind::SandboxDegraded(report));
-    let mut warning = message.clone();
+    if refusal.is_some() {
+        // The reason says it all, once, in `run.completed`.
+        return refusal;
+    }
+    let mut warning = message;
     if reach {
         warning.push_str("; ");
         warning.push_str(FULL_SANDBOX);
     }
-    if !require {
-        warning.push_str("; set `sandbox.require: true` to make this an error");
-    }
+    warning.push_str("; the job accepts this with `sandbox.require: false`");
     bus.emit(EventKind::Warning {
         source: crate::sandbox::DEGRADED_WARNING_SOURCE.into(),
         message: warning,
     });
-    if require {
-        return Some(format!("sandbox.require is true and {message}"));
-    }
     let withheld = processes.withheld_secrets();
     if !withheld.is_empty() {
         bus.emit(EventKind::Warning {

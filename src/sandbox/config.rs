@@ -80,7 +80,7 @@ impl PartialEq for HostList {
 impl Eq for HostList {}
 
 /// `sandbox:` validated.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SandboxSpec {
     pub profile: SandboxProfile,
     /// Outgoing network allowed (`sandbox.network: true`, default false).
@@ -88,7 +88,9 @@ pub struct SandboxSpec {
     /// The hosts commands may reach through agentci's proxy
     /// (`sandbox.network: [hosts]`); `network` is false then.
     pub hosts: Option<HostList>,
-    /// A sandbox the kernel cannot fully enforce is an error, not a warning.
+    /// `sandbox.require` (default true): a profile the kernel cannot fully
+    /// enforce here stops the run before any child starts (fail closed);
+    /// false accepts the degraded sandbox, with a warning.
     pub require: bool,
     /// Resource limits of every command (`sandbox.limits`); not applied
     /// under `sandbox: off`.
@@ -97,4 +99,18 @@ pub struct SandboxSpec {
     /// names them; only under `workspace-write`. Resolved at run start
     /// ([`super::writable::resolve`]).
     pub writable: Vec<WritableRoot>,
+}
+
+impl Default for SandboxSpec {
+    /// `workspace-write`, no network, required, the default limits.
+    fn default() -> Self {
+        SandboxSpec {
+            profile: SandboxProfile::default(),
+            network: false,
+            hosts: None,
+            require: true,
+            limits: ResourceLimits::default(),
+            writable: Vec::new(),
+        }
+    }
 }

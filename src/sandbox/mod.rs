@@ -39,12 +39,15 @@
 //! it can give files only to the users mapped (itself and the workspace's
 //! owner); a seccomp rule keeps it from making set-user-ID or set-group-ID
 //! files, which would run as their owner on the host. What the kernel cannot do is reported once per run
-//! ([`SandboxReport::missing`]), never silently skipped. This module does
+//! ([`SandboxReport::missing`]), never silently skipped, and stops the run
+//! before it starts unless the job accepts it with `sandbox.require: false`
+//! ([`fail_closed`]). This module does
 //! not decide which commands may run: that is [`crate::policy`].
 
 mod cgroup;
 mod child;
 mod config;
+mod fail_closed;
 pub mod probe;
 mod run_namespaces;
 mod seccomp;
@@ -68,6 +71,7 @@ use std::os::unix::fs::MetadataExt;
 
 pub use cgroup::{CallGroup, LimitReached};
 pub use config::{HostList, ResourceLimits, SandboxProfile, SandboxSpec};
+pub use fail_closed::{how_to_enforce, refusal, refuses};
 pub use probe::{Support, support};
 pub use writable::{ResolvedRoot, WritableError, WritableRoot};
 
@@ -526,6 +530,14 @@ fn report(spec: &SandboxSpec, support: &Support, hides: Hides) -> SandboxReport 
         note(support.network_namespace, "network");
     }
     report
+}
+
+/// What a run of a job with `spec` would report on a machine with
+/// `support`, before any run: for `agentci doctor`, which says whether the
+/// job would start. A run may find less (namespaces that the probe made
+/// and a second try does not), never more.
+pub fn expected_report(spec: &SandboxSpec, support: &Support) -> SandboxReport {
+    report(spec, support, Hides::default())
 }
 
 /// The `source` of the warning a run gives for a degraded sandbox (the

@@ -8,7 +8,11 @@
 //! again), personality flags that turn off address randomisation, and
 //! set-user-ID or set-group-ID files. `clone3` and `openat2` get `ENOSYS`:
 //! their flags and modes are in memory a filter cannot read, so libc falls
-//! back to `clone` and `openat`, whose arguments the filter sees. A system call of
+//! back to `clone` and `openat`, whose arguments the filter sees. So does
+//! io_uring (`io_uring_setup`, `io_uring_enter`, `io_uring_register`): its
+//! operations (`IORING_OP_OPENAT` with a set-user-ID mode, among others)
+//! are read by the kernel from a ring in shared memory, past the filter;
+//! programs that use it fall back to plain system calls. A system call of
 //! another architecture (32-bit code on x86_64) ends the process: the
 //! filter cannot judge its numbers. This module only builds the programs;
 //! [`super::child`] installs them, and the capabilities, namespaces and
@@ -91,9 +95,7 @@ impl SyscallFilter {
             SeccompAction::Errno(libc::EPERM as u32),
             ARCH,
         )?;
-        let mut unreadable = BTreeMap::new();
-        unreadable.insert(libc::SYS_clone3, Vec::new());
-        unreadable.insert(libc::SYS_openat2, Vec::new());
+        let unreadable = UNREADABLE.iter().map(|&nr| (nr, Vec::new())).collect();
         let unreadable = SeccompFilter::new(
             unreadable,
             SeccompAction::Allow,
@@ -106,6 +108,22 @@ impl SyscallFilter {
         Ok(SyscallFilter { programs })
     }
 }
+
+/// System calls whose arguments lie in memory a filter cannot read,
+/// answered `ENOSYS` as if the kernel lacked them: callers fall back to
+/// calls the filter can judge. Docker's default seccomp profile has left
+/// the three io_uring calls out of its allow list since Docker 25.0
+/// (moby/moby#46762, `profiles/seccomp/default.json`; they get its default
+/// `EPERM` there), so programs that use io_uring (libuv, tokio-uring,
+/// liburing) already cope without it; `ENOSYS` is the answer they read as
+/// "this kernel has none" and fall back on.
+const UNREADABLE: &[libc::c_long] = &[
+    libc::SYS_clone3,
+    libc::SYS_openat2,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+];
 
 /// Each refused system call and the rules under which it is (none: always).
 fn refused_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, FilterError> {

@@ -555,7 +555,13 @@ fn without_a_mount_namespace_the_run_says_the_key_is_readable() {
     for user in RunAs::each() {
         let model = FakeModel::start(honest_script());
         let sb = Sandbox::new();
-        write_job(&sb, "job.yaml", &model.base_url(), "");
+        // A machine that cannot hide the key runs only a job that accepts it.
+        write_job(
+            &sb,
+            "job.yaml",
+            &model.base_url(),
+            "sandbox: {require: false}",
+        );
         let out = sb.agentci_as(
             user,
             &["run", "job.yaml", "--progress", "plain"],

@@ -246,7 +246,7 @@ fn print_job_writes_the_jobs_keys_and_names_what_it_leaves_out() {
          permissions: {allow: [read]}\nmax_parallel_tools: 2\n\
          tool_timeout: 90s\ntool_timeouts: {exec: 1500ms}\nloop_guard: {repeats: 5}\n\
          task: {max_turns: 7}\nskills: [helper]\n\
-         sandbox: {profile: workspace-write, network: [crates.io], require: true,\n  \
+         sandbox: {profile: workspace-write, network: [crates.io], require: false,\n  \
          limits: {processes: 64, memory: 1GiB}, writable: [~/.cache/tool, preset:cargo]}\n\
          telemetry: {otlp: {endpoint: http://127.0.0.1:9}}\n\
          mcp:\n  servers:\n    local: {command: my-server, args: [--flag], timeout: 10s,\n      \
@@ -265,7 +265,8 @@ fn print_job_writes_the_jobs_keys_and_names_what_it_leaves_out() {
         "  max_turns: 7",
         "  profile: workspace-write",
         "  - crates.io",
-        "  require: true",
+        // true is the default and not written; false is.
+        "  require: false",
         "    processes: 64",
         "    memory: 1073741824",
         "  - ~/.cache/tool",

@@ -2,7 +2,9 @@
 //! before a run finds out: the model's key variable (never shown), whether
 //! the model's server answers and takes the key (against the fake model
 //! server's models list, as strict as the real APIs'), the programs the
-//! job's MCP servers start, and `--offline`. A failed check is exit 1.
+//! job's MCP servers start, `--offline`, and whether the job's sandbox
+//! would let it start here. A failed check, or a job that would refuse to
+//! start, is exit 1.
 
 use serde_json::Value;
 
@@ -159,4 +161,67 @@ fn a_job_that_does_not_load_is_exit_2_with_its_problems() {
     let out = agentci_in(sb.path(), &["doctor", "job.yaml"], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("job.yaml:"), "{}", stderr(&out));
+}
+
+/// A job whose sandbox this machine cannot fully enforce would refuse to
+/// start: `doctor JOB` says so and why (exit 1), and says which profiles
+/// refuse here; the same job accepting the degraded sandbox would start.
+/// The machine without Landlock is the test switch's.
+#[test]
+fn doctor_says_whether_the_job_would_refuse_to_start() {
+    let no_landlock = [("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "landlock")];
+    let model = "{provider: openai, name: m, base_url: 'http://127.0.0.1:9/v1'}";
+    let sb = sandbox(model, "");
+    let out = agentci_in(
+        sb.path(),
+        &["doctor", "job.yaml", "--offline", "--json"],
+        &no_landlock,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let job = &value["job_sandbox"];
+    assert_eq!(job["starts"], false, "{job}");
+    assert_eq!(job["missing"], serde_json::json!(["filesystem"]));
+    let detail = job["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("the run refuses to start") && detail.contains("require: false}"),
+        "{detail}"
+    );
+    let profiles: Vec<(&str, bool)> = value["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["profile"].as_str().unwrap(), p["starts"] == true))
+        .collect();
+    assert_eq!(profiles, [("workspace-write", false), ("read-only", false)]);
+
+    let out = agentci_in(
+        sb.path(),
+        &["doctor", "job.yaml", "--offline"],
+        &no_landlock,
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("workspace-write   jobs REFUSE to start (not enforced: filesystem)")
+            && text.contains("  sandbox           FAILED   the run refuses to start"),
+        "{text}"
+    );
+
+    // Accepted knowingly, the same job starts, degraded.
+    let sb = sandbox(model, "sandbox: {require: false}\n");
+    let out = agentci_in(
+        sb.path(),
+        &["doctor", "job.yaml", "--offline", "--json"],
+        &no_landlock,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["job_sandbox"]["starts"], true);
+    assert!(
+        value["job_sandbox"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("starts degraded"),
+        "{value}"
+    );
 }

@@ -211,7 +211,7 @@ fn servers_die_with_agentci_even_when_it_is_killed() {
 }
 
 #[test]
-fn a_degraded_sandbox_is_reported_and_a_required_one_stops_the_command() {
+fn a_degraded_sandbox_stops_the_command_unless_accepted() {
     let sb = Sandbox::new();
     let run = |sandbox: &str| {
         let job = job(&sb, sandbox, &[]);
@@ -221,7 +221,7 @@ fn a_degraded_sandbox_is_reported_and_a_required_one_stops_the_command() {
             &[("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "landlock")],
         )
     };
-    let out = run("sandbox: {profile: workspace-write}");
+    let out = run("sandbox: {profile: workspace-write, require: false}");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stderr(&out);
     assert!(
@@ -229,13 +229,16 @@ fn a_degraded_sandbox_is_reported_and_a_required_one_stops_the_command() {
             && text.contains("writes outside the workspace are not blocked"),
         "{text}"
     );
-    let out = run("sandbox: {profile: workspace-write, require: true}");
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("sandbox.require: true"),
-        "{}",
-        stderr(&out)
-    );
+    for required in ["", "sandbox: {profile: workspace-write, require: true}"] {
+        let out = run(required);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("the run refuses to start")
+                && stderr(&out).contains("require: false}` to accept"),
+            "{}",
+            stderr(&out)
+        );
+    }
 }
 
 /// The same in a run: SIGTERM while the model waits on a server's tool

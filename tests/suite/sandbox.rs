@@ -299,14 +299,15 @@ fn the_live_trace_cannot_be_tampered_with() {
     assert!(runs[0].join("junit.xml").is_file());
 }
 
-/// Pretending Landlock is absent: a warning and `sandbox.degraded`; with
-/// `sandbox.require: true` the run stops with exit 2 before any call.
+/// Pretending Landlock is absent: with `sandbox.require: false` a warning
+/// and `sandbox.degraded`; by default the run stops with exit 2 before any
+/// call.
 #[test]
-fn a_degraded_sandbox_is_reported_and_can_be_required() {
+fn a_degraded_sandbox_is_reported_and_refused_unless_accepted() {
     let pretend = [("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "landlock")];
     let model = FakeModel::start(script(&["echo hi"]));
     let sb = Sandbox::new();
-    job(&sb, &model.base_url(), "", "");
+    job(&sb, &model.base_url(), "sandbox: {require: false}", "");
     let (out, trace) = run(&sb, &pretend);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let degraded = events(&trace, "sandbox.degraded");
@@ -321,18 +322,20 @@ fn a_degraded_sandbox_is_reported_and_can_be_required() {
 
     let model = FakeModel::start(script(&["echo hi"]));
     let sb = Sandbox::new();
-    job(&sb, &model.base_url(), "sandbox: {require: true}", "");
+    job(&sb, &model.base_url(), "", "");
     let (out, trace) = run(&sb, &pretend);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(events(&trace, "tool.call").is_empty());
     let completed = events(&trace, "run.completed");
-    assert!(
-        completed[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("sandbox.require")
-    );
+    let reason = completed[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("require: false}` to accept"), "{reason}");
     assert!(model.requests().is_empty(), "the model was never called");
+    let refusal = stderr(&out)
+        .lines()
+        .find(|l| l.contains("refuses to start"))
+        .unwrap_or_default()
+        .to_string();
+    insta::assert_snapshot!("degraded_refusal", refusal);
 }
 
 #[test]

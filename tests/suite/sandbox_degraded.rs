@@ -13,6 +13,14 @@
 //! annotation say what is still exposed and how to get the full sandbox.
 //! Tried as root and as an unprivileged user, judged by what the commands
 //! printed and by the file itself, read from outside while agentci runs.
+//!
+//! And such a machine fails closed. What got through before: the run
+//! warned and went on, so `exec` wrote outside the workspace (no Landlock
+//! either), a `setsid` daemon outlived the run, and `exec` wrote into the
+//! run folder's checkpoint. Now the run refuses to start (exit 2, no model
+//! call, no child started) unless the job accepts the degraded sandbox
+//! with `sandbox.require: false`; the tests of what is still exposed then
+//! set it.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
@@ -183,11 +191,28 @@ struct Degraded {
     model: FakeModel,
 }
 
-/// Run the job as `user` on the machine that refuses namespaces.
+/// What a job that accepts the degraded sandbox writes.
+const ACCEPTED: &str = "sandbox: {require: false}";
+
+/// Run the job, whose model runs `LOOKS`, as `user` on the machine that
+/// refuses namespaces.
 fn run_degraded(user: RunAs, sandbox: &str, extra_env: &[(&str, &str)]) -> (Sandbox, Degraded) {
-    let model = FakeModel::start(script(&LOOKS));
+    run_commands_in(user, &LOOKS, sandbox, extra_env, |_| {})
+}
+
+/// Run the job, whose model runs `commands`, as `user` on the machine that
+/// refuses namespaces, in a sandbox `prepare` sets up first.
+fn run_commands_in(
+    user: RunAs,
+    commands: &[&str],
+    sandbox: &str,
+    extra_env: &[(&str, &str)],
+    prepare: impl Fn(&Sandbox),
+) -> (Sandbox, Degraded) {
+    let model = FakeModel::start(script(commands));
     let sb = Sandbox::new();
     job(&sb, &model.base_url(), sandbox);
+    prepare(&sb);
     let args = [
         "run",
         "job.yaml",
@@ -208,7 +233,7 @@ fn run_degraded(user: RunAs, sandbox: &str, extra_env: &[(&str, &str)]) -> (Sand
     let block = block_while_running(&mut child, &model);
     let out = child.wait_with_output().unwrap();
     let trace = read_jsonl(&sb.path().join("out/trace.jsonl"));
-    let printed = (0..LOOKS.len())
+    let printed = (0..commands.len())
         .map(|i| printed_by(&model, &format!("call_{i}")))
         .collect();
     let degraded = Degraded {
@@ -259,7 +284,7 @@ fn shows_key(text: &str) -> bool {
 fn the_key_stays_out_of_reach_when_namespaces_are_refused() {
     for user in RunAs::each() {
         let who = user.label();
-        let (_sb, run) = run_degraded(user, "", &[]);
+        let (_sb, run) = run_degraded(user, ACCEPTED, &[]);
         assert_eq!(
             run.out.status.code(),
             Some(0),
@@ -371,7 +396,7 @@ fn last_line(text: &str) -> &str {
 /// The warning lines of the degraded run, as a user reads them.
 #[test]
 fn the_warnings_say_what_is_still_exposed_and_how_to_get_the_full_sandbox() {
-    let (_sb, run) = run_degraded(RunAs::Current, "", &[]);
+    let (_sb, run) = run_degraded(RunAs::Current, ACCEPTED, &[]);
     let said = stderr(&run.out);
     let warnings: Vec<&str> = said
         .lines()
@@ -395,11 +420,16 @@ fn the_warnings_say_what_is_still_exposed_and_how_to_get_the_full_sandbox() {
     eprintln!("degraded path (namespaces refused by seccomp): the warning lines checked");
 }
 
-/// `sandbox.require: true` on the same machine: exit 2, no model call.
+/// By default (and with `sandbox.require: true` written out) the same
+/// machine stops the run: exit 2, no model call, the reason naming what is
+/// missing and the choices.
 #[test]
-fn a_required_sandbox_stops_the_run_when_namespaces_are_refused() {
-    for user in RunAs::each() {
-        let (_sb, run) = run_degraded(user, "sandbox: {require: true}", &[]);
+fn by_default_the_run_refuses_to_start_when_namespaces_are_refused() {
+    for (user, sandbox) in RunAs::each()
+        .into_iter()
+        .flat_map(|user| [(user, ""), (user, "sandbox: {require: true}")])
+    {
+        let (_sb, run) = run_degraded(user, sandbox, &[]);
         let who = user.label();
         assert_eq!(
             run.out.status.code(),
@@ -413,8 +443,145 @@ fn a_required_sandbox_stops_the_run_when_namespaces_are_refused() {
         );
         let completed = events(&run.trace, "run.completed");
         let reason = completed[0]["reason"].as_str().unwrap();
-        assert!(reason.contains("sandbox.require"), "{reason}");
-        eprintln!("as {who}: degraded path, the required sandbox stopped the run");
+        for expected in [
+            "the run refuses to start",
+            "processes: no private PID namespace",
+            "kernel.apparmor_restrict_unprivileged_userns=0",
+            "`sandbox: off`",
+            "require: false}` to accept the degraded sandbox knowingly",
+        ] {
+            assert!(reason.contains(expected), "as {who}: {expected}: {reason}");
+        }
+        assert!(stderr(&run.out).contains("the run refuses to start"));
+        eprintln!("as {who}: degraded path, `{sandbox}`: the run refused to start");
+    }
+}
+
+/// The attacks of a degraded sandbox (Landlock missing too): a write
+/// outside the workspace, a `setsid` daemon meant to outlive the run, a
+/// file planted in the run folder's checkpoint.
+const ESCAPES: [&str; 3] = [
+    "echo escaped > ../outside/escaped.txt && cat ../outside/escaped.txt",
+    "setsid sh -c 'echo $$ > ../outside/daemon.pid; exec sleep 60' </dev/null >/dev/null 2>&1 & \
+     sleep 1; echo started",
+    "kill -0 \"$(cat ../outside/daemon.pid)\" && echo daemon-alive; \
+     for d in .agentci/runs/*/checkpoint; do echo forged > \"$d/planted\"; done; \
+     ls .agentci/runs/*/checkpoint",
+];
+
+/// Whether a process `pid` (read from `file`) is alive; killed if so.
+fn alive_then_killed(file: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return false;
+    };
+    let pid: i32 = text.trim().parse().unwrap();
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    // SAFETY: the daemon this test's own run started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    alive
+}
+
+/// Files named `planted` anywhere under `dir`.
+fn planted_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| match e.path().is_dir() {
+            true => planted_under(&e.path()),
+            false => vec![e.path()]
+                .into_iter()
+                .filter(|p| p.ends_with("planted"))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Attack: on a machine without namespaces or Landlock, `exec` writes
+/// outside the workspace, leaves a daemon behind and writes into the
+/// checkpoint. By default none of it happens: the run refuses to start.
+/// With `sandbox.require: false` all of it does, as the warning says.
+#[test]
+fn a_degraded_sandbox_fails_closed_and_what_require_false_lets_through_is_said() {
+    let no_landlock = [("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "landlock")];
+    for user in RunAs::each() {
+        let who = user.label();
+        let make_outside = |sb: &Sandbox| {
+            std::fs::create_dir_all(sb.path().join("outside")).unwrap();
+        };
+
+        // The default: nothing runs.
+        let (sb, run) = run_commands_in(user, &ESCAPES, "", &no_landlock, make_outside);
+        assert_eq!(
+            run.out.status.code(),
+            Some(2),
+            "as {who}: {}",
+            stderr(&run.out)
+        );
+        assert!(
+            run.model.requests().is_empty(),
+            "as {who}: the model was called"
+        );
+        let outside = sb.path().join("outside");
+        assert!(!outside.join("escaped.txt").exists(), "as {who}");
+        assert!(
+            !alive_then_killed(&outside.join("daemon.pid")),
+            "as {who}: a daemon ran"
+        );
+        assert!(
+            planted_under(&sb.workspace().join(".agentci")).is_empty(),
+            "as {who}"
+        );
+        let reason = &events(&run.trace, "run.completed")[0]["reason"];
+        let reason = reason.as_str().unwrap();
+        assert!(
+            reason.contains("filesystem: writes outside the workspace are not blocked")
+                && reason.contains("Landlock (Linux 5.13"),
+            "as {who}: {reason}"
+        );
+        eprintln!("as {who}: no namespaces, no Landlock: the run refused, nothing escaped");
+
+        // Accepted knowingly: each attack gets through, and the warning said so.
+        let (sb, run) = run_commands_in(user, &ESCAPES, ACCEPTED, &no_landlock, make_outside);
+        assert_eq!(
+            run.out.status.code(),
+            Some(0),
+            "as {who}: {}",
+            stderr(&run.out)
+        );
+        let outside = sb.path().join("outside");
+        assert!(
+            outside.join("escaped.txt").exists(),
+            "as {who}: {}",
+            run.printed[0]
+        );
+        // The daemon outlived the call that started it; whether it also
+        // outlives the run depends on a control group, which ends with the run.
+        assert!(
+            run.printed[2].contains("daemon-alive"),
+            "as {who}: the daemon did not outlive its call: {} / {}",
+            run.printed[1],
+            run.printed[2]
+        );
+        let after = alive_then_killed(&outside.join("daemon.pid"));
+        eprintln!("as {who}: the daemon outlived its call; still alive after the run: {after}");
+        assert!(
+            !planted_under(&sb.workspace().join(".agentci")).is_empty(),
+            "as {who}: {}",
+            run.printed[2]
+        );
+        let warning = stderr(&run.out);
+        for said in [
+            "writes outside the workspace are not blocked",
+            "may outlive their call",
+            "children can write the run folder",
+            "the job accepts this with `sandbox.require: false`",
+        ] {
+            assert!(warning.contains(said), "as {who}: {said}: {warning}");
+        }
+        eprintln!("as {who}: `sandbox.require: false`: all three got through, as the warning said");
     }
 }
 
@@ -423,7 +590,7 @@ fn a_required_sandbox_stops_the_run_when_namespaces_are_refused() {
 /// sandbox in a workflow; its warning line is a log line, not a second one.
 #[test]
 fn under_github_actions_the_degraded_sandbox_is_an_annotation_with_the_fix() {
-    let (sb, run) = run_degraded(RunAs::Current, "", &[("GITHUB_ACTIONS", "true")]);
+    let (sb, run) = run_degraded(RunAs::Current, ACCEPTED, &[("GITHUB_ACTIONS", "true")]);
     let said = stderr(&run.out);
     let annotations: Vec<&str> = said
         .lines()
@@ -525,7 +692,7 @@ fn an_mcp_server_keeps_its_own_secret_when_namespaces_are_refused() {
          env: {{SERVER_TOKEN: '${{{{ env.{KEY_ENV} }}}}'}}\n",
         server[0], server[1]
     );
-    job(&sb, &model.base_url(), &mcp);
+    job(&sb, &model.base_url(), &format!("{ACCEPTED}\n{mcp}"));
     let args = [
         "run",
         "job.yaml",

@@ -462,13 +462,14 @@ fn startup_files_in_the_workspace_stay_as_they_were() {
     }
 }
 
-/// Where the kernel has no seccomp the run says so and goes on, unless
-/// `sandbox.require: true`.
+/// Where the kernel has no seccomp the run says so and refuses to start,
+/// unless `sandbox.require: false`.
 #[test]
-fn a_missing_seccomp_is_reported_and_can_be_required() {
+fn a_missing_seccomp_is_reported_and_refused_unless_accepted() {
     let pretend = [("AGENTCI_TEST_SANDBOX_UNSUPPORTED", "seccomp")];
     let sb = Sandbox::new();
-    let (out, trace, outputs) = attack(&sb, RunAs::Current, &["echo ran"], "", &pretend);
+    let accepted = "permissions: {default: allow}\nsandbox: {require: false}";
+    let (out, trace, outputs) = attack(&sb, RunAs::Current, &["echo ran"], accepted, &pretend);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(outputs[0].contains("ran"));
     let degraded = events(&trace, "sandbox.degraded");
@@ -484,11 +485,7 @@ fn a_missing_seccomp_is_reported_and_can_be_required() {
 
     let sb = Sandbox::new();
     let model = FakeModel::start(script(&["echo ran"]));
-    job(
-        &sb,
-        &model.base_url(),
-        "permissions: {default: allow}\nsandbox: {require: true}",
-    );
+    job(&sb, &model.base_url(), "permissions: {default: allow}");
     let out = sb.agentci_as(
         RunAs::Current,
         &["run", "job.yaml", "--progress", "none"],

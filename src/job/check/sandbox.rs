@@ -65,7 +65,9 @@ impl Checker<'_> {
             }
             None => {}
         }
-        spec.require = flag(self, &raw.value.require, "require");
+        if raw.value.require.is_some() {
+            spec.require = flag(self, &raw.value.require, "require");
+        }
         if let Some(limits) = &raw.value.limits {
             spec.limits = self.limits(limits);
         }

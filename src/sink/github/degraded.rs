@@ -14,7 +14,8 @@ pub(super) const TITLE: &str = "agentci: sandbox degraded";
 
 /// How to get the namespaces a workflow's machine refused.
 const FULL_SANDBOX_IN_A_WORKFLOW: &str = "For the full sandbox: on a GitHub-hosted Ubuntu runner \
-     (24.04 restricts unprivileged user namespaces), run \
+     (24.04 restricts unprivileged user namespaces), the agentci action sets it up itself \
+     (`sandbox-setup: true`, its default); without the action, run \
      `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` in a step before agentci; \
      on a self-hosted runner, allow unprivileged user namespaces; in a container job, give the \
      container `options: --privileged` (or `--security-opt seccomp=unconfined --security-opt \
