@@ -60,10 +60,14 @@ pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exi
         });
         format!("{value}\n")
     } else {
-        let mut text = report(&support);
+        // The job's checks first: they are what the user asked about and
+        // what decides the exit code; the kernel report follows.
+        let mut text = String::new();
         if let Some(setup) = &setup {
             text.push_str(&setup_report(setup));
+            text.push('\n');
         }
+        text.push_str(&report(&support));
         text
     };
     // Nothing to do if stdout is closed.
