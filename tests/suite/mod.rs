@@ -37,6 +37,7 @@ mod git_https;
 mod git_output;
 mod git_skill;
 mod github;
+mod github_refs;
 mod grep_run;
 mod hardening;
 mod junit_report;
