@@ -296,10 +296,19 @@ pub enum ReportCommand {
     /// Join the results folders of shards into one results.json, junit.xml and summary.md.
     Merge(MergeArgs),
     /// Write the HTML report of earlier results (several: merged, like shards).
+    #[command(mut_arg("baseline", |arg| arg.help(BASELINE_SHOWN_ONLY)))]
     Html(HtmlArgs),
     /// Post (or update in place) the pull request comment comparing results with the baseline.
+    #[command(mut_arg("baseline", |arg| arg.help(BASELINE_SHOWN_ONLY)))]
     Comment(CommentArgs),
 }
+
+/// `--baseline` of the commands that show a comparison and leave the verdict
+/// to `eval` and `report merge`: their exit code does not depend on it.
+const BASELINE_SHOWN_ONLY: &str = "Compare with this earlier results.json, or with \
+     `github:BRANCH`: the merged results of this workflow's latest successful run on BRANCH \
+     (GitHub Actions); the regressions are shown, the exit code stays 0 (the verdict is \
+     `eval`'s and `report merge`'s)";
 
 #[derive(Debug, Args)]
 pub struct CommentArgs {

@@ -67,14 +67,20 @@ pub fn doctor(args: &DoctorArgs, run_env: &crate::run_env::RunEnv) -> Result<Exi
         });
         format!("{value}\n")
     } else {
-        let mut text = report(&support);
-        text.push_str(&profiles_text(&support));
-        if let Some(start) = &job_sandbox {
-            text.push_str(&job_text(start));
-        }
+        // The job's checks first: they are what the user asked about and
+        // what decides the exit code; the kernel report follows.
+        let mut text = String::new();
         if let Some(setup) = &setup {
             text.push_str(&setup_report(setup));
         }
+        if let Some(start) = &job_sandbox {
+            text.push_str(&job_text(start));
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&report(&support));
+        text.push_str(&profiles_text(&support));
         text
     };
     // Nothing to do if stdout is closed.

@@ -172,20 +172,27 @@ fn ask_models(
     match status {
         200..=299 => {
             let ids = model_ids(&body);
-            let listed = ids.is_empty() || ids.iter().any(|id| id == model);
-            let note = if listed {
-                String::new()
-            } else {
-                format!(
-                    "; it does not list model `{model}` (it lists {}), check model.name",
-                    shown_ids(&ids)
+            // A server that lists models but not this one would answer the
+            // run's first request with "model not found": a typo in
+            // model.name fails here, as the README promises. An empty list
+            // says nothing either way.
+            if ids.is_empty() || ids.iter().any(|id| id == model) {
+                check(
+                    "model_server",
+                    Outcome::Ok,
+                    format!("{base_url} answers (GET /models: HTTP {status})"),
                 )
-            };
-            check(
-                "model_server",
-                Outcome::Ok,
-                format!("{base_url} answers (GET /models: HTTP {status}){note}"),
-            )
+            } else {
+                check(
+                    "model_server",
+                    Outcome::Failed,
+                    format!(
+                        "{base_url} answers (GET /models: HTTP {status}) but does not list model \
+                         `{model}` (it lists {}); check model.name",
+                        shown_ids(&ids)
+                    ),
+                )
+            }
         }
         401 | 403 => check(
             "model_server",

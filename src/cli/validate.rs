@@ -205,6 +205,9 @@ impl<W: Write> Validation<W> {
             cwd: self.cwd.clone(),
             vars: self.vars.clone(),
             model: self.model.clone(),
+            // As `agentci run` does: a `--var` the job never uses is a typo
+            // that `run` would refuse, so `validate` must not say ok.
+            reject_unused_vars: true,
             ..LoadOptions::default()
         };
         // A job with wrong keys still gets its skill looked for, so a missing

@@ -34,11 +34,11 @@ pub(super) struct RawJob {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, Scalar>")]
     pub vars: BTreeMap<String, Spanned<Scalar>>,
-    /// The model: `provider` (openai, anthropic, replay), `name`, and optional server, key, retry, price and context settings.
+    /// The model: `provider` (openai, anthropic, bedrock, …, replay), `name`, and optional server, key, retry, price and context settings.
     #[schemars(with = "Option<RawModel>")]
     pub model: Option<Spanned<RawModel>>,
     /// The tools the agent may use (read, grep, find, ls, edit, write, exec, …), intersected with the skill's allowed-tools.
-    #[schemars(with = "Option<Vec<String>>")]
+    #[schemars(with = "Option<Vec<super::schema::ToolName>>")]
     pub tools: Option<Vec<Spanned<String>>>,
     /// Rules that decide every tool call without asking anyone: `default` (allow | deny), `allow` and `deny` patterns such as `exec(cargo test *)`; deny beats allow.
     pub permissions: Option<RawPermissions>,
@@ -166,8 +166,8 @@ pub(super) struct RawLoopGuard {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Model")]
 pub(super) struct RawModel {
-    /// `openai` (any OpenAI-compatible server), `anthropic` or `replay`.
-    #[schemars(with = "Option<String>")]
+    /// `openai` (any OpenAI-compatible server), `openai-responses`, `azure-openai`, `anthropic`, `bedrock`, `vertex` or `replay` (see docs/providers.md).
+    #[schemars(with = "Option<super::schema::ProviderName>")]
     pub provider: Option<Spanned<String>>,
     /// The model's name, e.g. `gpt-4.1-mini`.
     #[schemars(with = "Option<String>")]

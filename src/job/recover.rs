@@ -96,15 +96,30 @@ pub fn blank_entry(source: &mut String, line: usize) -> Option<String> {
             _ => end += 1,
         }
     }
+    let emptied_item = emptied_item(&lines, entry, key_column, end);
     let mut out = String::with_capacity(source.len());
     for (i, text) in lines.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         if i == entry {
-            // Keep a list item's `- ` so the list keeps its shape.
-            out.push_str(&text[..key_column]);
-            out.extend(text[key_column..].chars().map(|_| ' '));
+            // Keep a list item's `- ` so the list keeps its shape, unless
+            // that leaves the item empty: an empty item reads as `~`, which
+            // would be reported a second time (`unknown value ~` after a
+            // misspelt assertion). It goes, or, alone in its list, becomes
+            // `[]` so the list is still a list.
+            match emptied_item {
+                Some(EmptiedItem::Drop) => out.extend(text.chars().map(|_| ' ')),
+                Some(EmptiedItem::EmptyList(dash)) => {
+                    out.push_str(&text[..dash]);
+                    out.push_str("[]");
+                    out.extend(text[dash + 2..].chars().map(|_| ' '));
+                }
+                None => {
+                    out.push_str(&text[..key_column]);
+                    out.extend(text[key_column..].chars().map(|_| ' '));
+                }
+            }
         } else if i > entry && i < end {
             out.extend(text.chars().map(|_| ' '));
         } else {
@@ -113,6 +128,55 @@ pub fn blank_entry(source: &mut String, line: usize) -> Option<String> {
     }
     *source = out;
     Some(key)
+}
+
+/// What to do with a list item whose only key is blanked.
+enum EmptiedItem {
+    /// Other items remain: blank the item's `- ` too.
+    Drop,
+    /// It is the list's only item: `- ` at this column becomes `[]`.
+    EmptyList(usize),
+}
+
+/// Whether blanking the key on line `entry` (its entry ending before line
+/// `end`) empties a block list item (`- key: …` with no other key of its
+/// own below), and what to do then; `None` when it is no list item or keeps
+/// other keys.
+fn emptied_item(
+    lines: &[&str],
+    entry: usize,
+    key_column: usize,
+    end: usize,
+) -> Option<EmptiedItem> {
+    let line = lines[entry];
+    let dash = line.len() - line.trim_start().len();
+    let after_dash = line[dash..].strip_prefix("- ")?;
+    if dash + 2 + (after_dash.len() - after_dash.trim_start().len()) != key_column {
+        return None;
+    }
+    let keeps_keys = lines
+        .get(end)
+        .is_some_and(|next| indentation(next) == Some(key_column) && key_of(next).is_some());
+    if keeps_keys {
+        return None;
+    }
+    // Another item of the same list: a `-` at the same column, with only
+    // deeper lines (the items' contents) between.
+    let is_sibling = |i: usize| -> Option<bool> {
+        let indent = indentation(lines[i])?;
+        match indent.cmp(&dash) {
+            std::cmp::Ordering::Greater => None,
+            std::cmp::Ordering::Equal => Some(lines[i].trim_start().starts_with('-')),
+            std::cmp::Ordering::Less => Some(false),
+        }
+    };
+    let above = (0..entry).rev().find_map(is_sibling).unwrap_or(false);
+    let below = (end..lines.len()).find_map(is_sibling).unwrap_or(false);
+    Some(if above || below {
+        EmptiedItem::Drop
+    } else {
+        EmptiedItem::EmptyList(dash)
+    })
 }
 
 /// The column and name of a `key:` at the start of a block line (after any `- `).

@@ -24,6 +24,37 @@ pub fn job_schema() -> serde_json::Value {
     schema.to_value()
 }
 
+/// An item of `tools:`: one of the builtin tools, listed from the catalog,
+/// so an editor completes them and a schema check refuses `tools: [bash]`
+/// (the loader refuses any other name too).
+pub(crate) struct ToolName;
+
+impl JsonSchema for ToolName {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("ToolName")
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names = crate::tools::catalog::names();
+        json_schema!({"type": "string", "enum": names})
+    }
+}
+
+/// `model.provider`: the providers a job can name.
+pub(crate) struct ProviderName;
+
+impl JsonSchema for ProviderName {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("ProviderName")
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<&str> = super::ProviderKind::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect();
+        json_schema!({"type": "string", "enum": names})
+    }
+}
+
 macro_rules! schema_only {
     ($(#[doc = $doc:literal])* $name:ident, $id:literal, $schema:tt) => {
         $(#[doc = $doc])*

@@ -69,6 +69,11 @@ pub(crate) fn explain_syntax_error(d: &mut Diagnostic, yaml: &str, first_line: u
         );
         return;
     }
+    if let Some(problem) = misplaced_item(&lines, index, &file_line) {
+        d.column = u32::try_from(indent_of(line) + 1).unwrap_or(u32::MAX);
+        d.message = problem;
+        return;
+    }
     if let Some(problem) = misindented(&lines, index, file_line) {
         d.column = u32::try_from(indent_of(line) + 1).unwrap_or(u32::MAX);
         d.message = problem;
@@ -165,6 +170,55 @@ fn misindented(lines: &[&str], index: usize, file_line: impl Fn(usize) -> u32) -
                 indent_by(key, sibling_column)
             ));
         }
+    }
+    None
+}
+
+/// A list item (`- …`) on line `index` whose `-` is out of line with the
+/// item before it in the same list: the parser reads it as a key that is
+/// missing, or as part of the item above. The item before is the nearest
+/// `- ` line above with only deeper lines (its own contents) between; a
+/// line left of this one before it is the list's parent, so this is the
+/// first item and nothing is said.
+fn misplaced_item(
+    lines: &[&str],
+    index: usize,
+    file_line: &impl Fn(usize) -> u32,
+) -> Option<String> {
+    let line = lines[index];
+    let item = line.trim_start();
+    if !(item.starts_with("- ") || item == "-") {
+        return None;
+    }
+    let indent = indent_of(line);
+    let mut shallowest_between = usize::MAX;
+    for above in (0..index).rev().filter(|&i| is_content(lines[i])) {
+        let above_indent = indent_of(lines[above]);
+        let above_item = lines[above].trim_start();
+        if above_item.starts_with("- ") || above_item == "-" {
+            if above_indent < shallowest_between && above_indent != indent {
+                let shown = |text: &str| -> String { text.chars().take(40).collect() };
+                let more_or_less = if indent > above_indent {
+                    "more"
+                } else {
+                    "less"
+                };
+                return Some(format!(
+                    "`{}` is indented {more_or_less} than the list item `{}` on line {}; items \
+                     of one list must start their `-` in the same column: {}",
+                    shown(item),
+                    shown(above_item),
+                    file_line(above),
+                    indent_by(&shown(item), above_indent)
+                ));
+            }
+            if above_indent <= indent {
+                return None;
+            }
+        } else if above_indent < indent {
+            return None;
+        }
+        shallowest_between = shallowest_between.min(above_indent);
     }
     None
 }

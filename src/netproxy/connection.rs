@@ -165,18 +165,33 @@ where
     let client = (&mut client_r, &mut client_w);
     let origin = (&mut origin_r, &mut origin_w);
     let (sent, received) = (&log.sent, &log.received);
-    if opened.tunnel {
-        relay::tunnel(client, origin, sent, received)
-            .await
-            .map_err(relay_failed)
+    let relayed = if opened.tunnel {
+        relay::tunnel(client, origin, sent, received).await
     } else {
-        relay::forward(client, origin, sent, received)
-            .await
-            .map_err(|e| match e {
-                ForwardError::BadResponse(_) => Refusal::new(Outcome::Unreachable, e.to_string()),
-                ForwardError::Io(io) => relay_failed(io),
-            })
+        match relay::forward(client, origin, sent, received).await {
+            Err(e @ ForwardError::BadResponse(_)) => {
+                return Err(Refusal::new(Outcome::Unreachable, e.to_string()));
+            }
+            Err(ForwardError::Io(io)) => Err(io),
+            Ok(()) => Ok(()),
+        }
+    };
+    match relayed {
+        Err(e) if !closed_after_the_answer(&e, log) => Err(relay_failed(e)),
+        _ => Ok(()),
     }
+}
+
+/// A peer that resets the connection once the answer has come (a TLS
+/// client that closes without `close_notify`, a command that exits with
+/// its socket open, an origin dropping a finished keep-alive) has closed
+/// it, no more. Recorded as a failure, every such connection of a command
+/// that succeeded read `relaying failed: Connection reset by peer` in the
+/// run's log. A reset before any byte came back is still a failure.
+fn closed_after_the_answer(e: &io::Error, log: &ConnectionLog) -> bool {
+    use io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+    matches!(e.kind(), ConnectionReset | BrokenPipe | ConnectionAborted)
+        && log.received.load(Ordering::Relaxed) > 0
 }
 
 fn relay_failed(e: io::Error) -> Refusal {

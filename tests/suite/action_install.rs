@@ -400,10 +400,9 @@ fn the_action_wires_the_install_steps_and_pins_what_it_uses() {
             let Some(used) = line.trim().trim_start_matches("- ").strip_prefix("uses: ") else {
                 continue;
             };
-            // This repository's own action, used by its reusable eval workflow
-            // (a reusable workflow's `./` is the caller's checkout): not third party.
-            if used.starts_with("./") || used.starts_with("OWNER/agentci/.github/actions/agentci@")
-            {
+            // This repository's own action: `./` in its own workflows, `$/` (the
+            // called workflow's own repository) in the reusable eval workflow.
+            if used.starts_with("./") || used.starts_with("$/") {
                 continue;
             }
             assert!(pinned.is_match(used), "not pinned by commit: {used}");

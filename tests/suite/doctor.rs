@@ -117,7 +117,8 @@ fn a_missing_key_a_refusing_server_and_a_silent_one_fail_with_the_fix() {
     assert_eq!(state, "failed");
     assert!(detail.contains("does not answer"), "{detail}");
 
-    // A model name the server does not list is pointed out.
+    // A model name the server does not list fails the check, as the README
+    // says (it printed `ok … does not list model` and exited 0).
     let sb = sandbox(
         &format!(
             "{{provider: openai, name: fake-modle, base_url: {}}}",
@@ -125,8 +126,10 @@ fn a_missing_key_a_refusing_server_and_a_silent_one_fail_with_the_fix() {
         ),
         "",
     );
-    let (_, setup) = doctor(&sb, &[], &[("OPENAI_API_KEY", "k")]);
-    let detail = outcome(&setup, "model_server").1;
+    let (code, setup) = doctor(&sb, &[], &[("OPENAI_API_KEY", "k")]);
+    assert_eq!(code, Some(1), "{setup}");
+    let (state, detail) = outcome(&setup, "model_server");
+    assert_eq!(state, "failed", "{detail}");
     assert!(
         detail.contains("does not list model `fake-modle` (it lists `fake-model`)"),
         "{detail}"
@@ -151,7 +154,13 @@ fn mcp_programs_that_are_not_installed_are_named() {
     let out = agentci_in(sb.path(), &["doctor", "job.yaml", "--offline"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
-    let setup_part = &text[text.find("set-up for the job:").unwrap()..];
+    // The job's checks come first, the kernel report after them (they came
+    // after a screenful of kernel lines, where a failed check was missed).
+    assert!(text.starts_with("set-up for the job:\n"), "{text}");
+    let kernel = text
+        .find("agentci doctor: what this machine can enforce")
+        .unwrap_or_else(|| panic!("no kernel report after the checks: {text}"));
+    let setup_part = &text[..kernel];
     insta::assert_snapshot!("doctor_setup_text", setup_part);
 }
 

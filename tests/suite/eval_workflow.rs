@@ -348,6 +348,15 @@ fn the_pull_request_comment_is_updated_in_place() {
     };
     let out = comment("7");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Exit 0 with a regression, and `--help` says so (it said "exit 1 on a
+    // regression", which only `eval` and `report merge` do).
+    for command in ["comment", "html"] {
+        let help = stdout(&agentci_env(&sb, &["report", command, "--help"], &[]));
+        assert!(help.contains("the exit code stays 0"), "{help}");
+        assert!(!help.contains("exit 1"), "{help}");
+    }
+    let help = stdout(&agentci_env(&sb, &["report", "merge", "--help"], &[]));
+    assert!(help.contains("exit 1 on a regression"), "{help}");
     assert!(
         stderr(&out).contains(&format!(
             "agentci: updated the comment on #7: https://github.com/octo/skills/pull/7#issuecomment-{ours}"
@@ -739,7 +748,7 @@ fn run_workflow(sb: &Sandbox, github: &FakeGithub, event: &str, name: &str) -> W
         .find(|s| {
             s["uses"]
                 .as_str()
-                .is_some_and(|u| u.ends_with("/.github/actions/agentci@main"))
+                .is_some_and(|u| u == "$/.github/actions/agentci")
         })
         .unwrap();
     let eval_step = action["runs"]["steps"]

@@ -109,6 +109,9 @@ fn structurally_broken_jobs_fail_the_schema_where_validate_says() {
         ("wrong-type.yaml", ""),
         ("structural-and-semantic.yaml", "gaol"),
         ("many-problems.yaml", "/version: 2"),
+        // `tools` items and `model.provider` are enums (they were any
+        // string, so editors completed nothing and `tools: [bash]` passed).
+        ("unknown-tool.yaml", "\"Bash\" is not one of"),
     ] {
         let found = errors(&jobs, &broken.join(job));
         assert!(
@@ -116,6 +119,32 @@ fn structurally_broken_jobs_fail_the_schema_where_validate_says() {
             "{job}: the schema should refuse it ({expected}), found {found:?}"
         );
     }
+}
+
+/// The enums list what the loader accepts: every builtin tool and every
+/// provider, and nothing else.
+#[test]
+fn tools_and_providers_are_enums_an_editor_can_complete() {
+    let schema: Value = serde_json::from_str(&schema_printed("job")).unwrap();
+    let defs = &schema["$defs"];
+    let tools: Vec<&str> = defs["ToolName"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(tools, agentci::tools::catalog::names());
+    let providers = defs["ProviderName"]["enum"].as_array().unwrap();
+    assert_eq!(providers.len(), agentci::job::ProviderKind::ALL.len());
+    let jobs = validator("job");
+    let job = |body: &str| -> Value {
+        serde_saphyr::from_str(&format!("name: x\nskill: s\ngoal: g\n{body}")).unwrap()
+    };
+    assert!(jobs.is_valid(&job(
+        "tools: [read, exec]\nmodel: {provider: bedrock, name: m}"
+    )));
+    assert!(!jobs.is_valid(&job("tools: [bash]")));
+    assert!(!jobs.is_valid(&job("model: {provider: opanai, name: m}")));
 }
 
 #[test]

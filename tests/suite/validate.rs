@@ -449,3 +449,78 @@ fn suite_syntax_errors_are_explained_like_job_ones() {
         format!("{}{}", stdout(&indent), stdout(&colon))
     );
 }
+
+/// Regression: `validate --var K=V` said ok for a var the job never uses,
+/// and `agentci run` with the same flags exited 2. Now both refuse it, with
+/// the job's vars and a did-you-mean.
+#[test]
+fn a_var_the_job_does_not_use_is_refused_as_run_refuses_it() {
+    let data = data_copy();
+    std::fs::write(
+        data.root.join("flag-job.yaml"),
+        "name: flags\nskill: ok-skill\nskills_path: [skills]\ngoal: Greet ${{ vars.who }}.\n\
+         model: {provider: openai, name: gpt-4.1-mini}\n",
+    )
+    .unwrap();
+    let flags = ["flag-job.yaml", "--var", "who=world", "--var", "whom=you"];
+    let validate = agentci(&data.root, &[&["validate"][..], &flags].concat());
+    assert_eq!(validate.status.code(), Some(2), "{}", stdout(&validate));
+    let said = String::from_utf8_lossy(&validate.stderr).into_owned() + &stdout(&validate);
+    assert!(
+        said.contains("the job does not use a var `whom` (did you mean `who`?)"),
+        "{said}"
+    );
+    let run = agentci(
+        &data.root,
+        &[&["run"][..], &flags, &["--print-job"]].concat(),
+    );
+    assert_eq!(run.status.code(), Some(2));
+}
+
+/// A mistyped fixture folder gets a did-you-mean, and a misspelt assertion
+/// is one error: the item blanked to recover used to read as `~` and be
+/// reported again as `unknown value ~`.
+#[test]
+fn a_suite_with_a_mistyped_fixture_and_assertion_gets_one_error_each() {
+    let data = data_copy();
+    let suite = data.root.join("suite");
+    std::fs::create_dir_all(suite.join("calc-add")).unwrap();
+    std::fs::write(
+        suite.join("job.yaml"),
+        "name: j\nskill: ok-skill\nskills_path: [../skills]\ngoal: g\nmodel: {name: m}\n",
+    )
+    .unwrap();
+    for (name, asserts) in [
+        (
+            "several.yaml",
+            "      - run: cargo test\n      - file_contians: {path: a, pattern: b}\n      - max_turns: 3\n",
+        ),
+        (
+            "alone.yaml",
+            "      - file_contians: {path: a, pattern: b}\n",
+        ),
+    ] {
+        std::fs::write(
+            suite.join(name),
+            format!(
+                "version: 1\njob: job.yaml\ncases:\n  - name: a\n    fixture: calc-ad\n    assert:\n{asserts}"
+            ),
+        )
+        .unwrap();
+        let out = agentci(&suite, &["validate", name]);
+        assert_eq!(out.status.code(), Some(2));
+        let text = stdout(&out);
+        let errors = error_lines(&text);
+        assert_eq!(errors.len(), 2, "{text}");
+        assert!(
+            errors[0].ends_with("fixture folder calc-ad does not exist (did you mean `calc-add`?)")
+                || errors[0].contains("calc-ad does not exist (did you mean `calc-add`?)"),
+            "{text}"
+        );
+        assert!(
+            errors[1].contains("unknown value `file_contians` (did you mean `file_contains`?)"),
+            "{text}"
+        );
+        assert!(!text.contains("`~`"), "{text}");
+    }
+}

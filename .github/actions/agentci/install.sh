@@ -6,7 +6,7 @@
 #
 # What gets installed: the release named by `version` (a tag such as v0.2.0, or `latest`);
 # without one, the release of the action's own tag when the action is used at a release tag
-# (OWNER/agentci/.github/actions/agentci@v0.2.0); otherwise (a branch, a commit, this
+# (agentci/agentci/.github/actions/agentci@v0.2.0); otherwise (a branch, a commit, this
 # repository's own checkout) the action's own source, built with cargo. `from-source: true`
 # always builds. A release without a binary for this runner is built from its tag; a binary
 # whose SHA-256 does not match its published checksum is never installed.
@@ -25,8 +25,8 @@ fail() {
     exit 1
 }
 
-# OWNER/REPO and the ref the action was used at, from its path
-# (.../_actions/OWNER/REPO/REF/.github/actions/agentci); empty for a local action.
+# owner/repo and the ref the action was used at, from its path
+# (.../_actions/{owner}/{repo}/{ref}/.github/actions/agentci); empty for a local action.
 action_origin() {
     case "$GITHUB_ACTION_PATH" in
         */_actions/*/*/*/.github/actions/agentci)

@@ -303,9 +303,10 @@ impl SuiteChecker<'_> {
                 if dir.is_dir() {
                     Some(Fixture::Dir(dir))
                 } else {
+                    let hint = sibling_folder_hint(&dir);
                     self.r.error(
                         pos,
-                        format!("fixture folder {} does not exist", dir.display()),
+                        format!("fixture folder {} does not exist{hint}", dir.display()),
                     );
                     None
                 }
@@ -615,4 +616,21 @@ impl SuiteChecker<'_> {
         }
         Some(path.trim_start_matches("./").to_string())
     }
+}
+
+/// ` (did you mean `NAME`?)` for the folder beside a missing fixture folder
+/// whose name is closest to its name (a typo in `fixture:`), else nothing.
+fn sibling_folder_hint(missing: &Path) -> String {
+    let (Some(parent), Some(name)) = (missing.parent(), missing.file_name()) else {
+        return String::new();
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return String::new();
+    };
+    let folders: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    crate::job::suggest::did_you_mean(&name.to_string_lossy(), folders.iter().map(String::as_str))
 }

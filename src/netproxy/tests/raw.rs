@@ -409,3 +409,59 @@ fn serving_outside_a_runtime_is_an_error_not_a_panic() {
         Err(ProxyError::NoRuntime)
     ));
 }
+
+/// An origin that sends `greeting` as soon as a client connects and then
+/// waits for the client to go.
+async fn greeting_origin(greeting: &'static [u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                stream.write_all(greeting).await.unwrap();
+                let mut rest = Vec::new();
+                let _ = stream.read_to_end(&mut rest).await;
+            });
+        }
+    });
+    addr
+}
+
+/// A tunnel client that resets the connection (SO_LINGER 0, then close)
+/// after `wait_for` bytes came back through it.
+async fn tunnel_then_reset(proxy: SocketAddr, origin: SocketAddr, wait_for: usize) {
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    let connect = format!("CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n\r\n");
+    stream.write_all(connect.as_bytes()).await.unwrap();
+    read_until_blank_line(&mut stream).await;
+    let mut answer = vec![0u8; wait_for];
+    stream.read_exact(&mut answer).await.unwrap();
+    // Closing with a zero linger sends RST instead of FIN.
+    stream.set_zero_linger().unwrap();
+    drop(stream);
+}
+
+/// Regression: a client that resets its tunnel once the answer has come
+/// (as TLS clients and exiting commands do) was recorded as
+/// `relaying failed: Connection reset by peer`, a warning in the log of a
+/// command that succeeded. It is a close; a reset before any answer is
+/// still a failure.
+#[tokio::test]
+async fn a_reset_after_the_answer_is_a_close_not_a_failure() {
+    let origin = greeting_origin(b"hello").await;
+    let rule = format!("127.0.0.1:{}", origin.port());
+    let mut proxy = start(std::slice::from_ref(&rule));
+    tunnel_then_reset(proxy.addr(), origin, 5).await;
+    let record = proxy.record().await;
+    assert_eq!(record.outcome, Outcome::Closed, "{:?}", record.reason);
+    assert_eq!(record.reason, None);
+    assert_eq!(record.bytes_received, 5);
+
+    let silent = echo_origin(b"never sent").await.0;
+    let rule = format!("127.0.0.1:{}", silent.port());
+    let mut proxy = start(std::slice::from_ref(&rule));
+    tunnel_then_reset(proxy.addr(), silent, 0).await;
+    let record = proxy.record().await;
+    assert_eq!(record.bytes_received, 0);
+    assert_eq!(record.outcome, Outcome::RelayFailed, "{record:?}");
+}
