@@ -1,6 +1,7 @@
 mod support;
 
 mod action_install;
+mod ad_hoc;
 mod agent_loop;
 mod attacks_checkpoint;
 mod attacks_eval_snapshot;
