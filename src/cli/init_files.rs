@@ -111,7 +111,9 @@ pub fn job(use_: Use, target: &Target<'_>) -> String {
              workspace: .\n{checks}",
             model = model_block(),
         ),
-        // Read-only: it reports, it changes nothing, so it needs no checks.
+        // Read-only: it reports; its one check holds it to changing nothing
+        // (outside a git checkout, such as an eval's fixture copy, there is
+        // nothing to compare and it passes).
         Use::Review => format!(
             "goal: |\n  Review the changes of this branch against `${{{{ vars.base }}}}`: read \
              the diff\n  (`git diff ${{{{ vars.base }}}}...HEAD`) and the code around it, and \
@@ -122,7 +124,8 @@ pub fn job(use_: Use, target: &Target<'_>) -> String {
              permissions:\n  default: deny\n  allow: [read, grep, find, ls, \"exec(git diff *)\", \
              \"exec(git log *)\", \"exec(git show *)\"]\n  deny: [\"read(**/.env)\"]\n\
              budget: {{max_turns: 30, max_tool_calls: 80, timeout: 10m}}\n\
-             workspace: .\n",
+             workspace: .\n\
+             checks:\n  - name: changed no file\n    run: 'test -z \"$(git status --porcelain)\"'\n",
             model = model_block(),
         ),
     };
