@@ -37,6 +37,8 @@ pub enum Command {
     Trace(super::trace::TraceArgs),
     /// Print the JSON Schema of a job file, an eval suite or a trace line (for editors).
     Schema(super::schema::SchemaArgs),
+    /// Write a first job, skill skeleton, GitHub workflow and eval suite into this repository.
+    Init(super::init::InitArgs),
 }
 
 #[derive(Debug, Args)]

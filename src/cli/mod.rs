@@ -12,6 +12,9 @@ mod doctor_setup;
 pub mod eval;
 mod eval_progress;
 pub mod exit;
+pub mod init;
+mod init_files;
+mod init_project;
 mod json_stream;
 pub mod mcp;
 mod mcp_print;
@@ -68,6 +71,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::doctor(&args, &env),
         Command::Mcp(args) => mcp::mcp(args, &env),
         Command::Trace(args) => trace::trace(args),
+        Command::Init(args) => init::init(&args),
         Command::Schema(args) => schema::schema(&args),
     };
     ExitCode::from(exit::exit_code(outcome))

@@ -218,10 +218,21 @@ impl<W: Write> Validation<W> {
         let Some(loaded) = loaded else { return };
         let job = &loaded.job;
         let (line, column) = loaded.skill_position;
-        let Some(dir) = self.skill_dir(file, job, (line, column)) else {
-            return;
+        let skill = if let SkillRef::Builtin(name) = &job.skill {
+            // Built into the binary: only its name can be wrong.
+            match crate::skills::builtin::load(name) {
+                Ok(skill) => Some(skill),
+                Err(e) => {
+                    self.report(e.diagnostics(file, line, column));
+                    return;
+                }
+            }
+        } else {
+            let Some(dir) = self.skill_dir(file, job, (line, column)) else {
+                return;
+            };
+            self.skill(&dir)
         };
-        let skill = self.skill(&dir);
         let further_ok = self.further_skills(file, job);
         if let Some(skill) = &skill
             && !tools_left(None, skill).is_empty()
@@ -287,6 +298,8 @@ impl<W: Write> Validation<W> {
                     .map_err(SkillError::Git),
                 None => Err(SkillError::Git(GitSkillError::NoCache)),
             },
+            // Loaded from the binary by the caller; it has no folder of its own.
+            SkillRef::Builtin(_) => return None,
         };
         match dir {
             Ok(dir) => Some(dir),
@@ -387,6 +400,7 @@ impl<W: Write> Validation<W> {
             SkillRef::Git(source) => {
                 format!("`{}` at `{}` in {}", source.path, source.rev, source.url)
             }
+            SkillRef::Builtin(name) => format!("`{name}` (built in)"),
         }
     }
 

@@ -149,7 +149,11 @@ pub fn load_job_with_problems(
     }
     let mut sources = overrides::merge(&mut raw, &opts.overrides, &opts.cwd);
     if from_flags {
-        if let Some(note) = overrides::allow_looking(&mut raw, &opts.overrides, &mut sources) {
+        if opts.overrides.skill.is_none() {
+            let note = overrides::ad_hoc_defaults(&mut raw, &opts.overrides, &mut sources);
+            diagnostics.push(Diagnostic::warning("--skill", 0, 0, note));
+        } else if let Some(note) = overrides::allow_looking(&mut raw, &opts.overrides, &mut sources)
+        {
             diagnostics.push(Diagnostic::warning("--allow", 0, 0, note));
         }
         raw.name = Some(Spanned::new(
@@ -189,19 +193,14 @@ pub fn load_job_with_problems(
     (loaded, diagnostics)
 }
 
-/// A run without a job file needs a goal, a skill and a model from flags.
+/// A run without a job file needs a goal and a model from flags (without
+/// `--skill` it gets the built-in one).
 fn missing_job_flags(opts: &LoadOptions) -> Vec<Diagnostic> {
     let mut missing = Vec::new();
     if opts.overrides.goal.is_none() {
         missing.push(Diagnostic::flag(
             "--goal",
             "give a job file, or the goal with --goal TEXT (--goal - reads it from stdin)",
-        ));
-    }
-    if opts.overrides.skill.is_none() {
-        missing.push(Diagnostic::flag(
-            "--skill",
-            "a run without a job file needs --skill NAME (or a skill folder)",
         ));
     }
     if opts.model.is_none() && opts.replay.is_none() {

@@ -36,7 +36,7 @@ pub use load::{
 };
 pub use mcp::{EnvTemplate, McpServerSpec, McpSpec, McpTransport};
 pub(crate) use overrides::Given;
-pub use overrides::Overrides;
+pub use overrides::{AD_HOC_SKILL, Overrides};
 
 /// A validated job.
 #[derive(Clone, Debug)]
@@ -262,6 +262,8 @@ pub enum SkillRef {
     Path(PathBuf),
     /// A skill folder inside a git repository at a pinned revision.
     Git(GitSkillRef),
+    /// A skill built into agentci (`{builtin: general}`), by a known name.
+    Builtin(String),
 }
 
 /// `skill: {git: URL, rev: REV, path: DIR}`.

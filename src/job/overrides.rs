@@ -282,6 +282,68 @@ fn merge_budget(raw: &mut RawJob, overrides: &Overrides, sources: &mut Sources) 
     }
 }
 
+/// The built-in skill a job made from flags alone uses when no `--skill`
+/// is given (its text is in `skills::builtin`).
+pub const AD_HOC_SKILL: &str = "general";
+
+/// A job made from flags alone with no `--skill` (an ad-hoc run, like
+/// `codex exec "…"`): the built-in skill, and the tools every run is
+/// offered (the read-only ones, `write`, `edit`, `exec`, or those `--tools`
+/// names) allowed by a bare rule each, so `exec` runs any command. What
+/// contains it is the sandbox, as in codex's default `workspace-write`
+/// mode: children write only in the workspace and a private temp folder,
+/// and reach no network. An `--allow` rule for a tool replaces that tool's
+/// bare rule (`--allow 'exec(cargo test *)'` narrows exec to it); `--deny`
+/// beats both. Returns the note that says what the run may do.
+pub(super) fn ad_hoc_defaults(
+    raw: &mut RawJob,
+    overrides: &Overrides,
+    sources: &mut Sources,
+) -> String {
+    let skill = Given::flag("--skill", ());
+    raw.skill = Some(sources.spanned(&skill, RawSkill::Builtin(AD_HOC_SKILL.to_string())));
+    let named: Vec<&str> = overrides.tools.iter().map(|t| t.value.as_str()).collect();
+    let narrowed: Vec<&str> = overrides
+        .allow
+        .iter()
+        .map(|rule| rule_tool(&rule.value))
+        .collect();
+    let offered = crate::tools::catalog::offered_by_default();
+    let allowed: Vec<&str> = offered
+        .iter()
+        .copied()
+        .filter(|tool| named.is_empty() || named.contains(tool))
+        .filter(|tool| !narrowed.contains(tool))
+        .collect();
+    let permissions = permissions(raw);
+    for tool in &allowed {
+        let given = Given::flag("--allow", (*tool).to_string());
+        permissions
+            .allow
+            .push(sources.spanned(&given, given.value.clone()));
+    }
+    let exec = if allowed.contains(&"exec") {
+        "; exec runs any command, contained by the `workspace-write` sandbox (writes only in \
+         the workspace, no network): narrow it with --allow 'exec(cargo test *)' or --deny"
+    } else {
+        ""
+    };
+    let allowed = if allowed.is_empty() {
+        "nothing more".to_string()
+    } else {
+        allowed.join(", ")
+    };
+    format!(
+        "no job file and no --skill: the built-in skill `{AD_HOC_SKILL}`, and allowed without \
+         a rule: {allowed}{exec}"
+    )
+}
+
+/// The tool an allow rule is for: `exec` of `exec(cargo test *)`.
+fn rule_tool(rule: &str) -> &str {
+    rule.split('(').next().unwrap_or(rule).trim()
+}
+
 /// A job made from flags alone (no job file) with no `--allow`: the
 /// read-only tools are allowed, as `codex exec` and `claude -p` start out,
 /// instead of a run where every call is denied. Returns the note that says

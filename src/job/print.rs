@@ -265,6 +265,9 @@ enum Skill {
         rev: String,
         path: String,
     },
+    Builtin {
+        builtin: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -479,6 +482,9 @@ impl From<&JobSpec> for JobFile {
                     git: git.url.clone(),
                     rev: git.rev.clone(),
                     path: git.path.clone(),
+                },
+                SkillRef::Builtin(name) => Skill::Builtin {
+                    builtin: name.clone(),
                 },
             },
             skills: job.skills.iter().map(|s| s.name.clone()).collect(),

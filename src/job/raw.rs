@@ -608,9 +608,11 @@ pub(super) enum RawSkill {
         rev: Option<String>,
         path: Option<String>,
     },
+    /// `{builtin: NAME}`: a skill built into agentci; the name is checked by the loader.
+    Builtin(String),
 }
 
-const SKILL_KEYS: &[&str] = &["path", "git", "rev"];
+const SKILL_KEYS: &[&str] = &["path", "git", "rev", "builtin"];
 
 impl<'de> Deserialize<'de> for RawSkill {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -624,7 +626,10 @@ impl<'de> Visitor<'de> for SkillVisitor {
     type Value = RawSkill;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a skill name, a mapping `{path: DIR}` or `{git: URL, rev: SHA, path: DIR}`")
+        f.write_str(
+            "a skill name, a mapping `{path: DIR}`, `{git: URL, rev: SHA, path: DIR}` or \
+             `{builtin: general}`",
+        )
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSkill, E> {
@@ -632,14 +637,23 @@ impl<'de> Visitor<'de> for SkillVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSkill, A::Error> {
-        let (mut path, mut git, mut rev) = (None, None, None);
+        let (mut path, mut git, mut rev, mut builtin) = (None, None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "path" => path = Some(map.next_value::<String>()?),
                 "git" => git = Some(map.next_value::<String>()?),
                 "rev" => rev = Some(map.next_value::<String>()?),
+                "builtin" => builtin = Some(map.next_value::<String>()?),
                 other => return Err(de::Error::unknown_field(other, SKILL_KEYS)),
             }
+        }
+        if let Some(name) = builtin {
+            if git.is_some() || path.is_some() || rev.is_some() {
+                return Err(de::Error::custom(
+                    "`builtin` names a skill on its own; remove `path`, `git` and `rev`",
+                ));
+            }
+            return Ok(RawSkill::Builtin(name));
         }
         match (git, path) {
             (Some(url), path) => Ok(RawSkill::Git { url, rev, path }),

@@ -141,8 +141,9 @@ impl JsonSchema for RawSkill {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "description": "a skill's name (a folder under a skills path), `{path: DIR}`, or \
-                            `{git: URL, rev: SHA, path: DIR}` for a skill in a git repository",
+            "description": "a skill's name (a folder under a skills path), `{path: DIR}`, \
+                            `{git: URL, rev: SHA, path: DIR}` for a skill in a git repository, or \
+                            `{builtin: general}` for the skill built into agentci",
             "anyOf": [
                 {"type": "string"},
                 {
@@ -150,10 +151,11 @@ impl JsonSchema for RawSkill {
                     "properties": {
                         "path": {"type": "string", "description": "the skill's folder (relative to the job file, or inside the repository)"},
                         "git": {"type": "string", "description": "the repository's URL"},
-                        "rev": {"type": "string", "description": "the commit to use (a full SHA, or a tag or branch)"}
+                        "rev": {"type": "string", "description": "the commit to use (a full SHA, or a tag or branch)"},
+                        "builtin": {"type": "string", "enum": ["general"], "description": "a skill built into agentci: `general`, a careful general-purpose coding agent"}
                     },
                     "additionalProperties": false,
-                    "anyOf": [{"required": ["git"]}, {"required": ["path"]}]
+                    "anyOf": [{"required": ["git"]}, {"required": ["path"]}, {"required": ["builtin"]}]
                 }
             ]
         })

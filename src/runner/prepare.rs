@@ -185,6 +185,7 @@ fn find_skill(
             Some(cache) => skills::git::load_git_skill(source, &cache),
             None => Err(skills::SkillError::Git(skills::git::GitSkillError::NoCache)),
         },
+        SkillRef::Builtin(name) => skills::builtin::load(name),
     }
     // Where the skill was named, as `agentci validate` says it.
     .map_err(|e| {

@@ -41,6 +41,9 @@ pub enum SkillError {
         /// Why the workspace is not trusted, as a sentence fragment.
         reason: String,
     },
+    /// A built-in skill that is unknown or could not be put in its folder;
+    /// the message names the skill.
+    Builtin { message: String },
 }
 
 impl SkillError {
@@ -76,6 +79,7 @@ impl fmt::Display for SkillError {
                 write!(f, "`{name}` is not a valid skill name: {reason}")
             }
             SkillError::Git(error) => write!(f, "{error}"),
+            SkillError::Builtin { message } => f.write_str(message),
             SkillError::Untrusted { name, dir, reason } => write!(
                 f,
                 "skill `{name}` is in the workspace ({}), and this run does not trust the \

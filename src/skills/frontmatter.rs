@@ -280,6 +280,7 @@ fn build(
         max_turns,
         warnings: Vec::new(),
         source: None,
+        folder_holder: None,
     };
     if let (Some(pos), Some(message)) = (tools_pos, no_tools_warning(None, &skill)) {
         r.warning(pos, message);

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use crate::event::SkillSource;
 use crate::policy::ToolPattern;
 
+pub mod builtin;
 pub mod discover;
 pub mod frontmatter;
 pub mod git;
@@ -54,4 +55,7 @@ pub struct Skill {
     pub warnings: Vec<String>,
     /// For a skill from git: the repository, revision and the commit it resolved to.
     pub source: Option<SkillSource>,
+    /// For a built-in skill: the temporary folder `dir` lies in, removed
+    /// when the last clone of the skill is dropped ([`builtin`]).
+    pub folder_holder: Option<std::sync::Arc<tempfile::TempDir>>,
 }

@@ -74,6 +74,16 @@ pub fn looking() -> Vec<&'static str> {
         .collect()
 }
 
+/// The builtins a run gets when the job's `tools:` does not say (every
+/// one that is not opt-in).
+pub fn offered_by_default() -> Vec<&'static str> {
+    BUILTINS
+        .iter()
+        .filter(|b| !b.opt_in)
+        .map(|b| b.name)
+        .collect()
+}
+
 /// Is `name` a builtin tool?
 pub fn is_builtin(name: &str) -> bool {
     BUILTINS.iter().any(|b| b.name == name)

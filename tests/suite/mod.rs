@@ -2,6 +2,7 @@ mod support;
 
 mod action_install;
 mod action_sandbox;
+mod ad_hoc;
 mod agent_loop;
 mod attacks_checkpoint;
 mod attacks_eval_snapshot;
@@ -45,6 +46,7 @@ mod github;
 mod github_refs;
 mod grep_run;
 mod hardening;
+mod init;
 mod junit_report;
 mod live_view;
 mod mcp;

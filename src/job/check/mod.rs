@@ -266,7 +266,8 @@ impl Checker<'_> {
             let pos = self.r.start();
             self.r.error(
                 pos,
-                "missing required key `skill` (a skill name, `{path: DIR}` or `{git: URL, rev: SHA, path: DIR}`)",
+                "missing required key `skill` (a skill name, `{path: DIR}`, `{git: URL, rev: SHA, path: DIR}` \
+                 or `{builtin: general}`)",
             );
             return None;
         };
@@ -284,6 +285,15 @@ impl Checker<'_> {
             RawSkill::Git { url, rev, path } => {
                 self.git_skill(skill, url, rev.as_deref(), path.as_deref())
             }
+            RawSkill::Builtin(name) if name.trim().is_empty() => {
+                self.r.error(
+                    pos,
+                    "`skill.builtin` is empty; expected the name of a built-in skill: general",
+                );
+                None
+            }
+            // Whether agentci has it is the skill loader's question, as for a name.
+            RawSkill::Builtin(name) => Some(SkillRef::Builtin(name.trim().to_string())),
         }
     }
 
