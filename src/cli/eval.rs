@@ -41,17 +41,18 @@ pub fn eval(args: EvalArgs, env: &RunEnv) -> Result<Exit, CliError> {
     options.settings.cancel = cancel.clone();
     options.settings.env = env.clone();
     let thresholds = thresholds(&args.baseline)?;
-    // Opened before any case runs: a link on the way is refused now, by name.
+    let baseline = read_baseline(args.baseline.baseline.as_ref(), &cwd, &options.out_dir)?;
+    let suites = load_suites(&args.suites, &cwd, args.record)?;
+    check_selection(&suites, &options, args.filter.as_deref())?;
+    options.spans = eval_spans(&args, env);
+    // Opened before any case runs (after the suites were read, so a
+    // mistake there leaves no folder behind): a link on the way is refused now, by name.
     let out = open_output_folder(&cwd, &options.out_dir, "--out")?;
     let html = args
         .html
         .as_ref()
         .map(|dir| open_output_folder(&cwd, &cwd.join(dir), "--html"))
         .transpose()?;
-    let baseline = read_baseline(args.baseline.baseline.as_ref(), &cwd, &options.out_dir)?;
-    let suites = load_suites(&args.suites, &cwd, args.record)?;
-    check_selection(&suites, &options, args.filter.as_deref())?;
-    options.spans = eval_spans(&args, env);
 
     if let Some(limit) = args.max_cost_usd
         && let Some(refused) = cost_estimate_over(&suites, &options, baseline.as_ref(), limit)

@@ -100,12 +100,13 @@ fn write_html(
 fn html(args: HtmlArgs) -> Result<Exit, CliError> {
     let (cwd, thresholds, baseline) =
         baseline_inputs(&args.baseline, &args.out).map_err(CliError::Input)?;
-    let out = open_output_folder(&cwd, &cwd.join(&args.out), "--out")?;
     let parts = args
         .results
         .iter()
         .map(|path| read_with_traces(&cwd.join(path)))
         .collect::<Result<Vec<_>, _>>()?;
+    // Made only once the results were read: a mistake there leaves no folder behind.
+    let out = open_output_folder(&cwd, &cwd.join(&args.out), "--out")?;
     write_html(parts, baseline.as_ref(), &thresholds, &cwd, &out)?;
     Ok(Exit::Success)
 }
@@ -113,12 +114,6 @@ fn html(args: HtmlArgs) -> Result<Exit, CliError> {
 fn merge(args: MergeArgs) -> Result<Exit, CliError> {
     let (cwd, thresholds, baseline) =
         baseline_inputs(&args.baseline, &args.out).map_err(CliError::Input)?;
-    let out = open_output_folder(&cwd, &cwd.join(&args.out), "--out")?;
-    let html = args
-        .html
-        .as_ref()
-        .map(|dir| open_output_folder(&cwd, &cwd.join(dir), "--html"))
-        .transpose()?;
     let mut parts = Vec::new();
     for dir in &args.dirs {
         let file = results_file(&cwd.join(dir));
@@ -128,6 +123,13 @@ fn merge(args: MergeArgs) -> Result<Exit, CliError> {
         }
     }
     let merged = Results::merge(parts).map_err(CliError::input)?;
+    // Opened before anything is written, once the shards were read and merged.
+    let out = open_output_folder(&cwd, &cwd.join(&args.out), "--out")?;
+    let html = args
+        .html
+        .as_ref()
+        .map(|dir| open_output_folder(&cwd, &cwd.join(dir), "--html"))
+        .transpose()?;
     let incomplete = merged.interrupted.clone();
     let mut exit = finish(merged, &out, baseline.as_ref(), &thresholds, &cwd, None)?;
     if let Some(html) = &html {

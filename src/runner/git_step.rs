@@ -95,6 +95,13 @@ impl GitStep {
         self
     }
 
+    /// The step writing `outputs.patch` to `patch`, its folder opened by
+    /// descriptor before the run (see `run_files::create_output_folders`).
+    pub(super) fn with_patch(mut self, patch: Option<OutputFile>) -> GitStep {
+        self.patch = patch;
+        self
+    }
+
     /// `None` when the job asks for no git output. `before` is what
     /// [`preflight`] or [`before_resumed_run`] returned.
     pub(super) fn new(
@@ -102,7 +109,6 @@ impl GitStep {
         workspace: &Path,
         own_files: Vec<PathBuf>,
         before: BeforeRun,
-        patch: Option<OutputFile>,
         skill: String,
         model: &ModelInfo,
         run_id: &str,
@@ -114,7 +120,7 @@ impl GitStep {
         Some(GitStep {
             workspace: workspace.to_path_buf(),
             own_files,
-            patch,
+            patch: None,
             commit: outputs.commit.clone(),
             repository: before.repository,
             push: outputs.push.clone().zip(before.remote),

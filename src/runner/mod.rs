@@ -544,15 +544,12 @@ fn git_after_checks<'a>(
         workspace,
         paths.own_files.clone(),
         before_run,
-        job.outputs
-            .patch
-            .as_deref()
-            .and_then(|path| folders.file(path)),
         skill_label,
         model,
         &paths.run_id,
     )
     .map(|step| step.with_push_token(env))
+    .map(|step| step.with_patch(job.outputs.patch.as_deref().and_then(|p| folders.file(p))))
     .map(|step| -> AfterChecks<'_> {
         Box::new(move |status, bus| {
             // libgit2 blocks (and a push waits on the network): keep it off the runtime's threads.
