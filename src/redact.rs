@@ -92,8 +92,13 @@ impl Redactor {
     fn bytes_regex(&self) -> Option<&regex::bytes::Regex> {
         self.bytes
             .get_or_init(|| {
-                let mut alternatives: Vec<String> =
-                    self.secrets.iter().map(|s| regex::escape(s)).collect();
+                // Each byte spelled `\xNN`: with Unicode off that matches
+                // the byte itself, whatever the secret's characters are.
+                let mut alternatives: Vec<String> = self
+                    .secrets
+                    .iter()
+                    .map(|s| s.bytes().map(|b| format!("\\x{b:02x}")).collect())
+                    .collect();
                 alternatives.extend(self.encoded.as_ref().map(|r| r.as_str().to_string()));
                 // Unicode off: a secret's bytes match wherever they stand.
                 regex::bytes::RegexBuilder::new(&alternatives.join("|"))

@@ -132,6 +132,13 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_of_any_characters_is_masked_in_bytes() {
+        let r = Redactor::new(["clé-5f3a9c1e7d"]);
+        let bytes = b"\xff cl\xc3\xa9-5f3a9c1e7d \xfe";
+        assert_eq!(r.mask_bytes(bytes).as_bytes(), b"\xff *** \xfe");
+    }
+
+    #[test]
     fn nothing_to_mask_borrows() {
         let r = Redactor::new(["tok-5f3a9c1e7d"]);
         let text = "nothing secret";

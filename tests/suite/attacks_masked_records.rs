@@ -8,7 +8,7 @@
 //! but `checkpoint/state.json` and `messages-*.jsonl` held it plain, and
 //! so did the run's `outputs.patch`; an endpoint echoing the API key got
 //! it into the checkpoint the same way. The run folder is what the
-//! documented workflow uploads. Also: one 30 MB tool argument made every
+//! documented workflow uploads. Also: one huge (30 MB) tool argument made every
 //! later per-turn checkpoint rewrite a `state.json` of that size.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +22,8 @@ use super::support::users::RunAs;
 
 /// The secret the job lists and passes to `exec`.
 const SECRET: &str = "dpl-7c41e9b2a05f3d68";
+/// The size of the one huge argument.
+const HUGE: usize = 1024 * 1024;
 /// The model's API key, which a hostile endpoint echoes.
 const API_KEY: &str = "sk-echoed-4b8d1f0e9a27c356";
 
@@ -204,7 +206,10 @@ fn an_endpoint_echoing_the_api_key_gets_it_into_no_record() {
 #[test]
 fn one_huge_argument_is_not_rewritten_at_every_later_turn() {
     for user in RunAs::each() {
-        let huge = "h".repeat(30 * 1024 * 1024);
+        // 1 MiB rather than the report's 30: the same path (anything of
+        // 64 KiB or more is stored by reference), under the fake server's
+        // 2 MB request limit and fast in a debug build.
+        let huge = "h".repeat(HUGE);
         let mut script = vec![
             Reply::plan(&[("read around", "read")]),
             // An argument the schema refuses: the loop guard still saw it.
@@ -242,7 +247,7 @@ fn one_huge_argument_is_not_rewritten_at_every_later_turn() {
             .map(|f| std::fs::metadata(f).unwrap().len())
             .sum();
         assert!(
-            total < 31 * 1024 * 1024,
+            total < (HUGE + HUGE / 4) as u64,
             "{}: the checkpoint holds {total} bytes",
             user.label()
         );
