@@ -365,7 +365,9 @@ fn a_source_build_is_keyed_by_the_version_and_the_lock_file() {
     let (edited, _) = runner.step("resolve", &[]);
     assert_eq!(first["key"], edited["key"], "every commit would rebuild");
     // A dependency or a version changes it.
-    runner.sb.write("repo/Cargo.lock", "# lock, one crate newer\n");
+    runner
+        .sb
+        .write("repo/Cargo.lock", "# lock, one crate newer\n");
     let (relocked, _) = runner.step("resolve", &[]);
     assert_ne!(first["key"], relocked["key"], "a stale build would be kept");
     let manifest = runner.sb.read("repo/Cargo.toml");
