@@ -22,20 +22,20 @@ const SCRIPT: &str = concat!(
 );
 
 /// The asset name for this machine, as the script names it.
-fn target() -> String {
+pub(super) fn target() -> String {
     let arch = std::env::consts::ARCH;
     format!("{arch}-unknown-linux-gnu")
 }
 
 /// A release server on 127.0.0.1 answering GETs from `files` (path ->
 /// body) with 200, anything else with 404; records the paths asked for.
-struct ReleaseServer {
-    url: String,
+pub(super) struct ReleaseServer {
+    pub(super) url: String,
     asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ReleaseServer {
-    fn start(files: BTreeMap<String, Vec<u8>>) -> ReleaseServer {
+    pub(super) fn start(files: BTreeMap<String, Vec<u8>>) -> ReleaseServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -96,7 +96,7 @@ fn release_asset(sb: &Sandbox) -> (Vec<u8>, String) {
 
 /// The runner around the script: its temp folder, output file, the action's
 /// path as the runner lays it out, stand-ins for `cargo` and `curl`.
-struct Runner {
+pub(super) struct Runner {
     sb: Sandbox,
     action_path: PathBuf,
     calls: PathBuf,
@@ -104,7 +104,7 @@ struct Runner {
 
 impl Runner {
     /// The action checked out by the runner at `owner/repo@reference`.
-    fn at(reference: &str) -> Runner {
+    pub(super) fn at(reference: &str) -> Runner {
         let sb = Sandbox::new();
         let action_path = sb.path().join(format!(
             "_actions/octo/agentci/{reference}/.github/actions/agentci"
@@ -170,7 +170,7 @@ impl Runner {
     }
 
     /// `resolve`, then `install` with what it decided, as action.yml wires them.
-    fn install(&self, resolve_env: &[(&str, &str)], releases_url: &str) -> Output {
+    pub(super) fn install(&self, resolve_env: &[(&str, &str)], releases_url: &str) -> Output {
         let (decided, out) = self.step("resolve", resolve_env);
         assert!(
             out.status.success(),
@@ -201,11 +201,11 @@ impl Runner {
         out
     }
 
-    fn installed(&self) -> PathBuf {
+    pub(super) fn installed(&self) -> PathBuf {
         self.sb.path().join("temp/agentci/bin/agentci")
     }
 
-    fn calls(&self) -> String {
+    pub(super) fn calls(&self) -> String {
         std::fs::read_to_string(&self.calls).unwrap_or_default()
     }
 }
@@ -334,7 +334,10 @@ fn a_release_without_a_binary_for_the_runner_is_built_from_its_tag() {
 /// `Cargo.toml` and `Cargo.lock` three folders up.
 fn local_checkout() -> Runner {
     let sb = Sandbox::new();
-    sb.write("repo/Cargo.toml", "[package]\nname = \"agentci\"\n");
+    sb.write(
+        "repo/Cargo.toml",
+        "[package]\nname = \"agentci\"\nversion = \"0.3.1\"\n\n[dependencies]\nx = { version = \"9\" }\n",
+    );
     sb.write("repo/Cargo.lock", "# lock\n");
     sb.write("repo/src/main.rs", "fn main() {}\n");
     let action_path = sb.path().join("repo/.github/actions/agentci");
@@ -342,21 +345,37 @@ fn local_checkout() -> Runner {
     Runner::with(sb, action_path)
 }
 
+// What broke: the key was a digest of every source file, so each commit to agentci missed the
+// cache and rebuilt from scratch (minutes of CPU per workflow run on a branch).
 #[test]
-fn a_source_build_is_keyed_by_the_source_and_redone_when_it_changes() {
+fn a_source_build_is_keyed_by_the_version_and_the_lock_file() {
     let runner = local_checkout();
     let (first, out) = runner.step("resolve", &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(first["mode"], "source");
-    assert!(first["key"].starts_with("source-"), "{first:?}");
+    // The [package] version, not a dependency's `version` further down.
+    assert!(first["key"].starts_with("source-0.3.1-"), "{first:?}");
     // The same source, the same key; github.action_ref plays no part.
     let (again, _) = runner.step("resolve", &[("ACTION_REF", "main")]);
     assert_eq!(first["key"], again["key"]);
+    // A change to the source alone keeps the build.
     runner
         .sb
         .write("repo/src/main.rs", "fn main() { println!(); }\n");
-    let (changed, _) = runner.step("resolve", &[]);
-    assert_ne!(first["key"], changed["key"], "a stale build would be kept");
+    let (edited, _) = runner.step("resolve", &[]);
+    assert_eq!(first["key"], edited["key"], "every commit would rebuild");
+    // A dependency or a version changes it.
+    runner
+        .sb
+        .write("repo/Cargo.lock", "# lock, one crate newer\n");
+    let (relocked, _) = runner.step("resolve", &[]);
+    assert_ne!(first["key"], relocked["key"], "a stale build would be kept");
+    let manifest = runner.sb.read("repo/Cargo.toml");
+    runner
+        .sb
+        .write("repo/Cargo.toml", &manifest.replace("0.3.1", "0.3.2"));
+    let (bumped, _) = runner.step("resolve", &[]);
+    assert!(bumped["key"].starts_with("source-0.3.2-"), "{bumped:?}");
 
     let out = runner.install(&[], "http://127.0.0.1:9");
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));

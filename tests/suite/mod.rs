@@ -59,6 +59,7 @@ mod mcp_set;
 mod mcp_startup;
 mod memory_rules;
 mod module_graph;
+mod packaging;
 mod policy;
 mod progress_plain;
 mod protocol;

@@ -11,10 +11,12 @@
 # always builds. A release without a binary for this runner is built from its tag; a binary
 # whose SHA-256 does not match its published checksum is never installed.
 #
-# The cache key names the release tag, or the SHA-256 of the source files, so a source build
-# is redone when the source changes (an action used at @main never keeps a stale binary), and
-# never depends on github.action_ref, which is empty inside composite actions
-# (actions/runner#2473).
+# The cache key names the release tag, or, for a source build, agentci's version and the
+# SHA-256 of Cargo.lock: a build is kept until the version or a dependency changes, not redone
+# for every commit (a clean build takes minutes), so an action used at a branch runs the binary
+# of the first commit built at that version; set `from-source` with a `version` tag, or use a
+# release tag, to pin exactly what runs. The key never depends on github.action_ref, which is
+# empty inside composite actions (actions/runner#2473).
 set -euo pipefail
 
 root="$RUNNER_TEMP/agentci"
@@ -66,12 +68,17 @@ sha256() {
     fi
 }
 
-# The SHA-256 of what a source build compiles, for the cache key.
-source_digest() {
-    (
-        cd "$source_dir"
-        find Cargo.toml Cargo.lock src -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | sha256
-    ) | cut -c1-16
+# The source build's cache key: agentci's version (the [package] table's `version`) and the
+# SHA-256 of Cargo.lock, which together say what a build of this source compiles.
+source_key() {
+    local version lock
+    version="$(awk -F'"' '/^\[package\]/ { in_package = 1; next }
+        /^\[/ { in_package = 0 }
+        in_package && /^version *=/ { print $2; exit }' "$source_dir/Cargo.toml")"
+    [ -n "$version" ] || fail "cannot read agentci's version from $source_dir/Cargo.toml"
+    [ -f "$source_dir/Cargo.lock" ] || fail "no Cargo.lock next to the action's source"
+    lock="$(sha256 "$source_dir/Cargo.lock" | cut -c1-16)"
+    echo "$version-$lock"
 }
 
 # The tag the `latest` release redirects to on GitHub.
@@ -111,7 +118,7 @@ resolve() {
     elif [ "$mode" = source ]; then
         [ -f "$source_dir/Cargo.toml" ] \
             || fail "cannot find agentci's source next to the action; set the version input"
-        key="source-$(source_digest)"
+        key="source-$(source_key)"
     else
         key="release-$tag"
     fi
