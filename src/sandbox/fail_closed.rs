@@ -11,9 +11,12 @@
 use crate::event::SandboxReport;
 
 /// Whether a run with `report` must not start: the job requires its
-/// sandbox and part of it cannot be enforced here.
+/// sandbox and part of its isolation cannot be enforced here. A missing
+/// process limit alone (root without a control group) does not refuse: it
+/// bounds how much a command may start, not what it may reach, and the
+/// call's timeout still ends a fork bomb; it stays a warning.
 pub fn refuses(report: &SandboxReport) -> bool {
-    report.require && !report.missing.is_empty()
+    report.require && report.missing.iter().any(|m| m != "process_limit")
 }
 
 /// Why a run with `report` does not start, with what is missing and the
@@ -105,5 +108,14 @@ mod tests {
         assert!(refusal(&report(true, &[])).is_none());
         assert!(!refuses(&report(false, &["filesystem"])));
         assert!(refusal(&report(false, &["filesystem"])).is_none());
+    }
+
+    // A root CI container without a control group refused every run, though
+    // only the process limit was missing: that one stays a warning.
+    #[test]
+    fn a_missing_process_limit_alone_does_not_refuse() {
+        assert!(!refuses(&report(true, &["process_limit"])));
+        assert!(refusal(&report(true, &["process_limit"])).is_none());
+        assert!(refuses(&report(true, &["process_limit", "seccomp"])));
     }
 }

@@ -94,6 +94,7 @@ fn every_flag_the_readme_gives_agentci_exists() {
         "--all-targets",
         "--cap-add",
         "--security-opt",
+        "--git",
     ] {
         unknown.remove(foreign);
     }
