@@ -2,6 +2,7 @@ mod support;
 
 mod action_install;
 mod agent_loop;
+mod attacks_answers;
 mod attacks_checkpoint;
 mod attacks_eval_snapshot;
 mod attacks_fetch;
