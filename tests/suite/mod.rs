@@ -85,6 +85,7 @@ mod skills;
 mod subagent;
 mod telemetry;
 mod tls;
+mod tool_file_size;
 mod tools;
 mod trace_rebuild;
 mod trace_view;
