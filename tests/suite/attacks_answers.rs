@@ -99,6 +99,8 @@ fn measured(mut command: Command) -> Ended {
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
     let took = started.elapsed();
+    // `wait4` reaped it; `Child` must not wait again.
+    std::mem::forget(child);
     assert!(libc::WIFEXITED(status), "agentci was killed: {status}");
     Ended {
         code: libc::WEXITSTATUS(status),
