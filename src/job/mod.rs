@@ -350,6 +350,9 @@ pub struct ModelSpec {
     pub cassette: Option<PathBuf>,
     /// Time allowed for one model request.
     pub request_timeout: Duration,
+    /// `model.max_response_bytes`: the most bytes one answer may take on the
+    /// wire, streamed or not.
+    pub max_response_bytes: u64,
     /// Stream answers as server-sent events (`model.stream`, default true).
     pub stream: bool,
     /// `model.retry`: unset fields take the provider layer's defaults.

@@ -281,6 +281,9 @@ struct Model {
     #[serde(skip_serializing_if = "Option::is_none")]
     cassette: Option<String>,
     request_timeout: String,
+    /// Whole bytes, shown when not the default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_response_bytes: Option<u64>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry: Option<Retry>,
@@ -585,6 +588,9 @@ impl From<&ModelSpec> for Model {
             api_key_env: model.api_key_env.clone(),
             cassette: model.cassette.as_deref().map(path),
             request_timeout: duration(model.request_timeout),
+            max_response_bytes: (model.max_response_bytes
+                != crate::provider::answer_cap::DEFAULT_MAX_RESPONSE_BYTES)
+                .then_some(model.max_response_bytes),
             stream: model.stream,
             retry,
             price: model.price.map(|p: PriceSpec| Price {

@@ -184,6 +184,9 @@ pub(super) struct RawModel {
     /// How long one model request may take.
     #[schemars(with = "Option<super::schema::DurationText>")]
     pub request_timeout: Option<Spanned<Scalar>>,
+    /// The most bytes one answer may take on the wire, streamed or not, e.g. `32MiB` (default 16 MiB).
+    #[schemars(with = "Option<super::schema::SizeText>")]
+    pub max_response_bytes: Option<Spanned<Scalar>>,
     /// Stream responses from the server.
     #[schemars(with = "Option<super::schema::Flag>")]
     pub stream: Option<Spanned<Scalar>>,

@@ -113,6 +113,14 @@ impl AnthropicProvider {
         })
     }
 
+    /// The provider with answers capped at `bytes` on the wire
+    /// (`model.max_response_bytes`; the default is
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](super::answer_cap::DEFAULT_MAX_RESPONSE_BYTES)).
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.target.max_response_bytes = bytes;
+        self
+    }
+
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.target.endpoint
@@ -267,7 +275,13 @@ where
     B: AsRef<[u8]>,
     E: std::fmt::Display,
 {
-    super::http::decode_stream(body, EventDecoder::default(), observer).await
+    super::http::decode_stream(
+        body,
+        EventDecoder::default(),
+        observer,
+        super::answer_cap::DEFAULT_MAX_RESPONSE_BYTES,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use futures_util::future::BoxFuture;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
-use super::http::HttpTarget;
+use super::http::{HttpTarget, StreamFailure};
 use super::{
     ChatRequest, ChatResponse, ModelInfo, ModelProvider, ProviderError, ProviderObserver,
     anthropic, pricing,
@@ -120,6 +120,14 @@ impl BedrockProvider {
         })
     }
 
+    /// The provider with answers capped at `bytes` on the wire
+    /// (`model.max_response_bytes`; the default is
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](super::answer_cap::DEFAULT_MAX_RESPONSE_BYTES)).
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.target.max_response_bytes = bytes;
+        self
+    }
+
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.target.endpoint
@@ -157,10 +165,7 @@ impl BedrockProvider {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with(EVENT_STREAM));
         if !streamed {
-            let text = response
-                .text()
-                .await
-                .map_err(|err| self.target.transport_error(&err))?;
+            let text = self.target.read_whole(response).await?;
             return anthropic::parse_cloud_answer(&text)
                 .map_err(|reason| self.target.bad_body("", &reason.to_string(), &text));
         }
@@ -168,6 +173,7 @@ impl BedrockProvider {
             response.bytes_stream(),
             anthropic::cloud_stream_decoder(),
             observer,
+            self.target.max_response_bytes,
         )
         .await
         .map_err(|failure| self.stream_error(failure))
@@ -232,6 +238,7 @@ impl BedrockProvider {
 
     fn stream_error(&self, failure: EventStreamFailure) -> ProviderError {
         match failure {
+            EventStreamFailure::Stream(StreamFailure::TooLarge) => self.target.too_large_error(),
             EventStreamFailure::Stream(failure) => ProviderError::Unavailable(format!(
                 "the response stream from Bedrock at {} {failure}",
                 self.target.endpoint
@@ -333,9 +340,14 @@ where
     B: AsRef<[u8]>,
     E: std::fmt::Display,
 {
-    event_stream::decode(body, anthropic::cloud_stream_decoder(), observer)
-        .await
-        .map_err(|failure| format!("{failure:?}"))
+    event_stream::decode(
+        body,
+        anthropic::cloud_stream_decoder(),
+        observer,
+        super::answer_cap::DEFAULT_MAX_RESPONSE_BYTES,
+    )
+    .await
+    .map_err(|failure| format!("{failure:?}"))
 }
 
 #[cfg(test)]

@@ -1,19 +1,22 @@
 //! What the HTTP providers share: the endpoint and key, one attempt of a
 //! request with its timeout, turning transport and HTTP failures into
-//! one-line [`ProviderError`]s that say what to fix, and reading a streamed
-//! body through a wire format's [`StreamDecoder`].
+//! one-line [`ProviderError`]s that say what to fix, and reading a body
+//! (whole, or streamed through a wire format's [`StreamDecoder`]) under the
+//! answer cap of [`super::answer_cap`].
 //!
 //! Wire formats (bodies, event meanings) are not here: they stay private to
 //! [`super::openai`] and [`super::anthropic`]. Retrying is
 //! [`super::retry`]'s job; one call here is one attempt.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use super::answer_cap::{self, WholeBodyFailure};
 use super::answer_error::AnswerError;
 use super::sse::{self, SseError, SseEvent};
 use super::{ChatResponse, ProviderError, ProviderObserver};
@@ -44,6 +47,8 @@ pub(super) struct HttpTarget {
     /// where they come from.
     pub signed: bool,
     pub request_timeout: Duration,
+    /// `model.max_response_bytes`: the most bytes one answer may take on the wire.
+    pub max_response_bytes: u64,
     pub client: reqwest::Client,
 }
 
@@ -117,6 +122,7 @@ impl HttpTarget {
             api_key: None,
             signed: true,
             request_timeout,
+            max_response_bytes: answer_cap::DEFAULT_MAX_RESPONSE_BYTES,
             client,
         })
     }
@@ -164,6 +170,28 @@ impl HttpTarget {
             self.endpoint,
             format_duration(self.request_timeout)
         ))
+    }
+
+    /// An answer over `max_response_bytes`: refused, and not retried (the
+    /// same request would bring the same answer).
+    pub fn too_large_error(&self) -> ProviderError {
+        ProviderError::AnswerTooLarge(format!(
+            "the model server at {} sent an answer larger than {}, the limit \
+             model.max_response_bytes sets; the answer was refused; if the model really answers \
+             that much, raise model.max_response_bytes in the job",
+            self.endpoint,
+            answer_cap::size_text(self.max_response_bytes)
+        ))
+    }
+
+    /// A whole body, under the answer cap.
+    pub async fn read_whole(&self, response: reqwest::Response) -> Result<String, ProviderError> {
+        answer_cap::read_whole(response, self.max_response_bytes)
+            .await
+            .map_err(|failure| match failure {
+                WholeBodyFailure::TooLarge => self.too_large_error(),
+                WholeBodyFailure::Transport(err) => self.transport_error(&err),
+            })
     }
 
     pub fn transport_error(&self, err: &reqwest::Error) -> ProviderError {
@@ -253,10 +281,7 @@ impl HttpTarget {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        let text = response
-            .text()
-            .await
-            .map_err(|err| self.transport_error(&err))?;
+        let text = self.read_whole(response).await?;
         Err(self.http_error(status, &headers, &text, model, context_too_long))
     }
 
@@ -272,34 +297,43 @@ impl HttpTarget {
         if is_event_stream(&response) {
             return self.read_stream(response, decoder, observer).await;
         }
-        let text = response
-            .text()
-            .await
-            .map_err(|err| self.transport_error(&err))?;
+        let text = self.read_whole(response).await?;
         parse(&text).map_err(|reason| self.bad_body("", &reason.to_string(), &text))
     }
 
     /// Reads a streamed body through `decoder`. A stream that ends before
     /// the format's final event, breaks off, or carries garbage is an
     /// [`ProviderError::Unavailable`], so the call is retried as a whole and
-    /// nothing half-received becomes an answer.
+    /// nothing half-received becomes an answer; one that passes the answer
+    /// cap is [`ProviderError::AnswerTooLarge`].
     pub async fn read_stream<D: StreamDecoder>(
         &self,
         response: reqwest::Response,
         decoder: D,
         observer: &dyn ProviderObserver,
     ) -> Result<ChatResponse, ProviderError> {
-        decode_stream(response.bytes_stream(), decoder, observer)
-            .await
-            .map_err(|failure| match failure {
-                StreamFailure::Transport(message) if message.contains("timed out") => {
-                    self.timeout_error()
-                }
-                other => ProviderError::Unavailable(format!(
-                    "the response stream from the model server at {} {other}",
-                    self.endpoint
-                )),
-            })
+        decode_stream(
+            response.bytes_stream(),
+            decoder,
+            observer,
+            self.max_response_bytes,
+        )
+        .await
+        .map_err(|failure| self.stream_error(failure))
+    }
+
+    /// A stream's failure as a provider error.
+    pub fn stream_error(&self, failure: StreamFailure) -> ProviderError {
+        match failure {
+            StreamFailure::TooLarge => self.too_large_error(),
+            StreamFailure::Transport(message) if message.contains("timed out") => {
+                self.timeout_error()
+            }
+            other => ProviderError::Unavailable(format!(
+                "the response stream from the model server at {} {other}",
+                self.endpoint
+            )),
+        }
     }
 }
 
@@ -335,6 +369,8 @@ pub enum StreamFailure {
     Malformed(String),
     /// The body ended before the format's final event.
     Incomplete { events: usize },
+    /// The body passed the answer cap (`model.max_response_bytes`).
+    TooLarge,
 }
 
 impl fmt::Display for StreamFailure {
@@ -346,15 +382,18 @@ impl fmt::Display for StreamFailure {
                 f,
                 "broke off after {events} events, before the end of the answer"
             ),
+            StreamFailure::TooLarge => f.write_str("passed the answer cap"),
         }
     }
 }
 
-/// Feeds every event of `body` to `decoder` until its final event.
+/// Feeds every event of `body` to `decoder` until its final event; more
+/// than `limit` bytes is [`StreamFailure::TooLarge`].
 pub async fn decode_stream<S, B, E, D>(
     body: S,
     mut decoder: D,
     observer: &dyn ProviderObserver,
+    limit: u64,
 ) -> Result<ChatResponse, StreamFailure>
 where
     S: Stream<Item = Result<B, E>>,
@@ -362,11 +401,13 @@ where
     E: fmt::Display,
     D: StreamDecoder,
 {
-    let events = sse::events(body);
+    let over = AtomicBool::new(false);
+    let events = sse::events(answer_cap::capped(body, limit, &over));
     futures_util::pin_mut!(events);
     let mut seen = 0;
     while let Some(event) = events.next().await {
         let event = event.map_err(|err| match err {
+            SseError::Transport(_) if over.load(Ordering::Relaxed) => StreamFailure::TooLarge,
             SseError::Transport(message) => StreamFailure::Transport(message),
             SseError::Malformed(message) => StreamFailure::Malformed(message),
         })?;

@@ -12,6 +12,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod answer_cap;
 mod answer_error;
 pub mod anthropic;
 pub mod azure;
@@ -179,6 +180,10 @@ pub enum ProviderError {
     /// A replayed run asked for something the cassette does not hold.
     #[error("{0}")]
     ReplayDiverged(String),
+    /// The answer passed `model.max_response_bytes` on the wire; not
+    /// retried, since the same request would bring the same answer.
+    #[error("{0}")]
+    AnswerTooLarge(String),
 }
 
 /// One retry the provider layer is about to make, reported before it waits.

@@ -105,6 +105,14 @@ impl ResponsesProvider {
         })
     }
 
+    /// The provider with answers capped at `bytes` on the wire
+    /// (`model.max_response_bytes`; the default is
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](super::answer_cap::DEFAULT_MAX_RESPONSE_BYTES)).
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.target.max_response_bytes = bytes;
+        self
+    }
+
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.target.endpoint
@@ -264,7 +272,13 @@ where
     E: std::fmt::Display,
 {
     let id = Mutex::new(None);
-    super::http::decode_stream(body, EventDecoder::new(&id), observer).await
+    super::http::decode_stream(
+        body,
+        EventDecoder::new(&id),
+        observer,
+        super::answer_cap::DEFAULT_MAX_RESPONSE_BYTES,
+    )
+    .await
 }
 
 /// The body [`ResponsesProvider`] would send for `request`, as JSON:

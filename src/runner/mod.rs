@@ -377,6 +377,7 @@ pub async fn run_prepared(
         warnings,
         limits: ToolLimits {
             kept_outputs: Some(paths.folder.kept_outputs.clone()),
+            max_file_bytes: job.sandbox.limits.file_size,
             ..ToolLimits::default()
         },
         processes,

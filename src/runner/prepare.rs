@@ -89,8 +89,8 @@ pub fn prepare(
 }
 
 /// [`prepare`] for a run started by a GitHub Actions `event`: its free text
-/// becomes untrusted input, and a pull request event makes the workspace
-/// untrusted unless the job sets `trust_workspace`.
+/// becomes untrusted input, and a pull request event (or a `workflow_run`)
+/// makes the workspace untrusted unless the job sets `trust_workspace`.
 pub fn prepare_for_event(
     job_file: &std::path::Path,
     options: &LoadOptions,
@@ -103,7 +103,7 @@ pub fn prepare_for_event(
     let (job, load_warnings) = (loaded.job, loaded.warnings);
     let untrusted_because = untrusted_because(&job, event);
     let event_untrusts_workspace =
-        job.trust_workspace.is_none() && event.is_some_and(GithubEvent::is_pull_request);
+        job.trust_workspace.is_none() && event.is_some_and(GithubEvent::untrusts_workspace);
     let untrusted_because = untrusted_because.as_deref();
     let search_paths = skills::skill_search_paths(&job, &options.skills_path);
     let skill = find_skill(
@@ -240,6 +240,11 @@ fn untrusted_because(job: &JobSpec, event: Option<&GithubEvent>) -> Option<Strin
         (None, Some(event)) if event.is_pull_request() => Some(format!(
             "the run was started by a GitHub `{}` event on a pull request, which can add or \
              change skills",
+            event.name
+        )),
+        (None, Some(event)) if event.follows_another_workflow() => Some(format!(
+            "the run was started by a GitHub `{}` event, which works on what another \
+             workflow (a pull request's too) left in the workspace",
             event.name
         )),
         (None, _) => None,

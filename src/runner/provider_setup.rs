@@ -85,6 +85,7 @@ pub fn served_provider(
     let base_url = model.base_url.clone();
     let api_key_env = model.api_key_env.clone();
     let request_timeout = model.request_timeout;
+    let cap = model.max_response_bytes;
     let stream = model.stream;
     let reasoning = model.reasoning.clone();
     // The three APIs reached with a key take the same settings.
@@ -97,44 +98,59 @@ pub fn served_provider(
         reasoning: reasoning.clone(),
     };
     let built: Box<dyn ModelProvider> = match model.provider {
-        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(keyed(), env)?),
-        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(keyed(), env)?),
-        ProviderKind::AzureOpenAi => Box::new(azure::provider(
-            AzureConfig {
-                deployment: name,
-                base_url,
-                api_version: model.api_version.clone(),
-                api_key_env,
-                request_timeout,
-                stream,
-                reasoning,
-            },
-            env,
-        )?),
-        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(keyed(), env)?),
-        ProviderKind::Bedrock => Box::new(BedrockProvider::new(
-            BedrockConfig {
-                name,
-                region: model.region.clone(),
-                base_url,
-                request_timeout,
-                stream,
-                reasoning,
-            },
-            env,
-        )?),
-        ProviderKind::Vertex => Box::new(VertexProvider::new(
-            VertexConfig {
-                name,
-                project: model.project.clone(),
-                region: model.region.clone(),
-                base_url,
-                request_timeout,
-                stream,
-                reasoning,
-            },
-            env,
-        )?),
+        ProviderKind::OpenAi => {
+            Box::new(OpenAiProvider::new(keyed(), env)?.with_max_response_bytes(cap))
+        }
+        ProviderKind::OpenAiResponses => {
+            Box::new(ResponsesProvider::new(keyed(), env)?.with_max_response_bytes(cap))
+        }
+        ProviderKind::AzureOpenAi => Box::new(
+            azure::provider(
+                AzureConfig {
+                    deployment: name,
+                    base_url,
+                    api_version: model.api_version.clone(),
+                    api_key_env,
+                    request_timeout,
+                    stream,
+                    reasoning,
+                },
+                env,
+            )?
+            .with_max_response_bytes(cap),
+        ),
+        ProviderKind::Anthropic => {
+            Box::new(AnthropicProvider::new(keyed(), env)?.with_max_response_bytes(cap))
+        }
+        ProviderKind::Bedrock => Box::new(
+            BedrockProvider::new(
+                BedrockConfig {
+                    name,
+                    region: model.region.clone(),
+                    base_url,
+                    request_timeout,
+                    stream,
+                    reasoning,
+                },
+                env,
+            )?
+            .with_max_response_bytes(cap),
+        ),
+        ProviderKind::Vertex => Box::new(
+            VertexProvider::new(
+                VertexConfig {
+                    name,
+                    project: model.project.clone(),
+                    region: model.region.clone(),
+                    base_url,
+                    request_timeout,
+                    stream,
+                    reasoning,
+                },
+                env,
+            )?
+            .with_max_response_bytes(cap),
+        ),
         ProviderKind::Replay => {
             return Err(ProviderError::Config(
                 "a replay serves only the requests it recorded".into(),

@@ -7,7 +7,8 @@
 //! matches `old_text` written with plain LF. Permission to edit is not
 //! decided here. The file is read as `read` reads it (no binaries, no
 //! files with other hard links unless the job allows them) and written by
-//! replacing it, so nothing it was linked to changes.
+//! replacing it, so nothing it was linked to changes. A result over the
+//! job's `sandbox.limits.file_size` is refused before it is built.
 
 use std::io::Read;
 use std::path::Path;
@@ -15,8 +16,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::support::{
-    EntryKind, blocking, bool_arg, entry, io_failure, looks_binary, open_content, outside,
-    special_file, str_arg,
+    EntryKind, blocking, bool_arg, entry, file_too_large, io_failure, looks_binary, open_content,
+    outside, special_file, str_arg,
 };
 use super::{
     BoxFuture, FileAccess, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec,
@@ -93,7 +94,8 @@ impl Tool for EditTool {
             };
             let access = ctx.access.clone();
             let workspace = ctx.workspace.clone();
-            blocking(move || edit_file(&workspace, &resolved, &request, &access)).await
+            let max_bytes = ctx.limits.max_file_bytes;
+            blocking(move || edit_file(&workspace, &resolved, &request, &access, max_bytes)).await
         })
     }
 }
@@ -123,6 +125,10 @@ pub enum EditError {
         count: usize,
         lines: Vec<usize>,
     },
+    /// The file would be `bytes` long, over the limit it was given.
+    TooLarge {
+        bytes: u64,
+    },
 }
 
 /// Replace `old` with `new` in `content`: exactly one occurrence, or all of
@@ -133,6 +139,18 @@ pub fn apply_edit(
     new: &str,
     replace_all: bool,
 ) -> Result<Edited, EditError> {
+    apply_edit_within(content, old, new, replace_all, u64::MAX)
+}
+
+/// [`apply_edit`], refusing a result over `max_bytes` before building it
+/// (`replace_all` of a short text by a long one can multiply a file).
+pub fn apply_edit_within(
+    content: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    max_bytes: u64,
+) -> Result<Edited, EditError> {
     if old.is_empty() {
         return Err(EditError::NoMatch);
     }
@@ -140,7 +158,7 @@ pub fn apply_edit(
     if starts.is_empty() {
         if content.contains("\r\n") && old.contains('\n') && !old.contains('\r') {
             let crlf = |s: &str| s.replace('\n', "\r\n");
-            return apply_edit(content, &crlf(old), &crlf(new), replace_all);
+            return apply_edit_within(content, &crlf(old), &crlf(new), replace_all, max_bytes);
         }
         return Err(EditError::NoMatch);
     }
@@ -149,6 +167,12 @@ pub fn apply_edit(
             count: starts.len(),
             lines: starts.iter().map(|&i| line_of(content, i)).collect(),
         });
+    }
+    let count = starts.len() as u64;
+    let bytes = (content.len() as u64 - count * old.len() as u64)
+        .saturating_add(count.saturating_mul(new.len() as u64));
+    if bytes > max_bytes {
+        return Err(EditError::TooLarge { bytes });
     }
     let mut result = String::with_capacity(content.len() + starts.len() * new.len());
     let mut lines = Vec::with_capacity(starts.len());
@@ -181,6 +205,7 @@ fn edit_file(
     path: &Path,
     request: &EditRequest,
     access: &FileAccess,
+    max_bytes: u64,
 ) -> ToolResult {
     let shown = &request.shown;
     // Read and replaced through the folder's descriptor beneath the
@@ -234,13 +259,17 @@ fn edit_file(
             "`old_text` and `new_text` are identical; there is nothing to change",
         );
     }
-    let edited = match apply_edit(
+    let edited = match apply_edit_within(
         &content,
         &request.old_text,
         &request.new_text,
         request.replace_all,
+        max_bytes,
     ) {
         Ok(edited) => edited,
+        Err(EditError::TooLarge { bytes }) => {
+            return file_too_large(shown, bytes, max_bytes);
+        }
         Err(EditError::NoMatch) => {
             return ToolResult::failure(
                 ToolErrorCode::NoMatch,

@@ -178,6 +178,9 @@ pub struct ToolLimits {
     /// Where an output cut at `max_output_chars` is kept whole (the run
     /// folder's `outputs/`, readable by `read` and `grep`); `None`: not kept.
     pub kept_outputs: Option<std::path::PathBuf>,
+    /// The largest file `write` and `edit` may leave: the job's
+    /// `sandbox.limits.file_size`, which caps what `exec`'s children write.
+    pub max_file_bytes: u64,
 }
 
 impl Default for ToolLimits {
@@ -190,6 +193,7 @@ impl Default for ToolLimits {
             find_max_results: 200,
             read_default_limit: 2000,
             kept_outputs: None,
+            max_file_bytes: crate::sandbox::ResourceLimits::default().file_size,
         }
     }
 }
@@ -489,6 +493,19 @@ pub(crate) mod support {
             _ => "",
         };
         ToolResult::failure(code, format!("cannot {what} `{path}`: {error}{hint}"))
+    }
+
+    /// The refusal of a file of `bytes` bytes at `path` (as the model wrote
+    /// it), over `limit`, the job's `sandbox.limits.file_size`.
+    pub fn file_too_large(path: &str, bytes: u64, limit: u64) -> ToolResult {
+        ToolResult::failure(
+            ToolErrorCode::ResourceLimit,
+            format!(
+                "`{path}` would be {bytes} bytes, more than this job's file size limit of \
+                 {limit} bytes (`sandbox.limits.file_size`); nothing was written: write a \
+                 smaller file, or the job must raise sandbox.limits.file_size"
+            ),
+        )
     }
 
     /// Run blocking file-system work off the async threads.

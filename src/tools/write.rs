@@ -5,13 +5,16 @@
 //! to write is not decided here. The file is replaced, never written in
 //! place, through the folder's descriptor beneath the workspace (see
 //! [`super::beneath`]), so a folder swapped for a symlink after the path
-//! was checked cannot lead the write out.
+//! was checked cannot lead the write out. Content over the job's
+//! `sandbox.limits.file_size` is refused, as the kernel refuses it to `exec`.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{EntryKind, blocking, entry, io_failure, outside, special_file, str_arg};
+use super::support::{
+    EntryKind, blocking, entry, file_too_large, io_failure, outside, special_file, str_arg,
+};
 use super::{
     BoxFuture, RuleArgument, Tool, ToolContext, ToolErrorCode, ToolResult, ToolSpec, Workspace,
 };
@@ -74,7 +77,12 @@ impl Tool for WriteTool {
                 Err(e) => return outside(e),
             };
             let shown = ctx.workspace.relative(&resolved);
-            let content = str_arg(&args, "content").unwrap_or_default().to_string();
+            let content = str_arg(&args, "content").unwrap_or_default();
+            let limit = ctx.limits.max_file_bytes;
+            if content.len() as u64 > limit {
+                return file_too_large(path, content.len() as u64, limit);
+            }
+            let content = content.to_string();
             let workspace = ctx.workspace.clone();
             blocking(move || write_file(&workspace, &resolved, &shown, &content)).await
         })

@@ -36,6 +36,15 @@ const PULL_REQUEST_EVENTS: &[&str] = &[
     "merge_group",
 ];
 
+/// Events whose workflow runs with the base repository's secrets on what
+/// another workflow left behind, whatever their payload says: a
+/// `workflow_run` follows a run that a fork's pull request can start, and
+/// the artifacts, caches and `head_sha` it works on are that run's. GitHub
+/// lists a fork's pull request in none of the payload's fields, and a chain
+/// of `workflow_run`s names only the last trigger, so the payload cannot
+/// clear it.
+const FOLLOWING_EVENTS: &[&str] = &["workflow_run"];
+
 /// Objects of a payload that list the pull requests a run is about
 /// (`workflow_run.pull_requests[]`, `check_suite.pull_requests[]`, …).
 const PULL_REQUEST_LISTS: &[&[&str]] = &[
@@ -134,6 +143,19 @@ impl GithubEvent {
         PULL_REQUEST_EVENTS.contains(&self.name.as_str()) || carries_pull_request(&self.payload)
     }
 
+    /// Does the run follow another workflow (`workflow_run`), whose
+    /// outputs it works on with the base repository's secrets?
+    pub fn follows_another_workflow(&self) -> bool {
+        FOLLOWING_EVENTS.contains(&self.name.as_str())
+    }
+
+    /// Is the workspace untrusted by default: a pull request run
+    /// ([`Self::is_pull_request`]) or a run that follows another workflow
+    /// ([`Self::follows_another_workflow`]).
+    pub fn untrusts_workspace(&self) -> bool {
+        self.is_pull_request() || self.follows_another_workflow()
+    }
+
     /// The payload's free text, cleaned, in a fixed order; empty fields are left out.
     pub fn free_text(&self) -> Vec<UntrustedText> {
         FREE_TEXT
@@ -200,6 +222,19 @@ mod tests {
         let run = json!({"workflow_run": {"event": "pull_request"}});
         assert!(event("workflow_run", run).is_pull_request());
         assert!(!event("push", json!({})).is_pull_request());
+    }
+
+    // Regression (issue 38): a `workflow_run` whose payload named no pull
+    // request (a fork's, a chain of runs) kept the workspace trusted.
+    #[test]
+    fn every_workflow_run_untrusts_the_workspace() {
+        let quiet = json!({"workflow_run": {"event": "push", "pull_requests": []}});
+        let run = event("workflow_run", quiet.clone());
+        assert!(!run.is_pull_request());
+        assert!(run.follows_another_workflow() && run.untrusts_workspace());
+        assert!(event("pull_request_target", json!({})).untrusts_workspace());
+        assert!(!event("push", quiet).untrusts_workspace());
+        assert!(!event("schedule", json!({})).untrusts_workspace());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::job::diagnostic::Pos;
 use crate::job::load::{FlagValues, check_base_url, pos_of};
 use crate::job::raw::RawModel;
 use crate::job::{ModelSpec, ProviderKind};
+use crate::provider::answer_cap::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::provider::replay::ReplayMatch;
 use crate::tools::workspace::normalize;
 
@@ -57,6 +58,10 @@ impl Checker<'_> {
             .and_then(|m| m.request_timeout.as_ref())
             .and_then(|t| self.duration(t, "request_timeout"))
             .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        let max_response_bytes = raw
+            .and_then(|m| m.max_response_bytes.as_ref())
+            .and_then(|v| self.size(v, "model.max_response_bytes"))
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
         let replay_match = self.replay_match(raw, overrides);
         let api_key_env = field(|m| &m.api_key_env)
             .filter(|_| same_provider)
@@ -96,6 +101,7 @@ impl Checker<'_> {
             api_key_env,
             cassette,
             request_timeout,
+            max_response_bytes,
             stream: options.stream,
             retry: options.retry,
             price,

@@ -131,21 +131,26 @@ impl Checker<'_> {
         };
         count(self, &raw.processes, "processes", &mut limits.processes);
         count(self, &raw.open_files, "open_files", &mut limits.open_files);
-        if let Some(n) = raw.memory.as_ref().and_then(|v| self.size(v, "memory")) {
+        if let Some(n) = raw
+            .memory
+            .as_ref()
+            .and_then(|v| self.size(v, "sandbox.limits.memory"))
+        {
             limits.memory = n;
         }
         if let Some(n) = raw
             .file_size
             .as_ref()
-            .and_then(|v| self.size(v, "file_size"))
+            .and_then(|v| self.size(v, "sandbox.limits.file_size"))
         {
             limits.file_size = n;
         }
         limits
     }
 
-    /// A positive size: `4GiB`, `512MiB`, `1GB`, or whole bytes.
-    fn size(&mut self, value: &Spanned<Scalar>, key: &str) -> Option<u64> {
+    /// A positive size: `4GiB`, `512MiB`, `1GB`, or whole bytes; `key` is
+    /// the key's full name, for the message.
+    pub(super) fn size(&mut self, value: &Spanned<Scalar>, key: &str) -> Option<u64> {
         let parsed = match &value.value {
             Scalar::Int(n) => u64::try_from(*n).ok(),
             Scalar::Str(text) => parse_size(text),
@@ -158,7 +163,7 @@ impl Checker<'_> {
                 self.r.error(
                     pos,
                     format!(
-                        "`sandbox.limits.{key}` must be a size such as `512MiB`, `4GiB` or a \
+                        "`{key}` must be a size such as `512MiB`, `4GiB` or a \
                          whole number of bytes, found {} `{}`",
                         value.value.kind(),
                         value.value.text()

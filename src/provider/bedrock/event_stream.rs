@@ -11,9 +11,12 @@
 //! validationException, …) ends the stream with the HTTP status the same
 //! exception has outside a stream, so retrying treats both alike.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 
+use crate::provider::answer_cap;
 use crate::provider::http::{StreamDecoder, StreamFailure};
 use crate::provider::sse::SseEvent;
 use crate::provider::{ChatResponse, ProviderObserver};
@@ -142,11 +145,13 @@ struct ExceptionBody {
     message: Option<String>,
 }
 
-/// Reads a Bedrock stream through the Messages `decoder` until its final event.
+/// Reads a Bedrock stream through the Messages `decoder` until its final
+/// event; more than `limit` bytes is [`StreamFailure::TooLarge`].
 pub async fn decode<S, B, E, D>(
     body: S,
     mut decoder: D,
     observer: &dyn ProviderObserver,
+    limit: u64,
 ) -> Result<ChatResponse, EventStreamFailure>
 where
     S: Stream<Item = Result<B, E>>,
@@ -155,12 +160,18 @@ where
     D: StreamDecoder,
 {
     let malformed = |m: String| EventStreamFailure::Stream(StreamFailure::Malformed(m));
+    let over = AtomicBool::new(false);
+    let body = answer_cap::capped(body, limit, &over);
     futures_util::pin_mut!(body);
     let mut buffer = Vec::new();
     let mut seen = 0;
     while let Some(piece) = body.next().await {
-        let piece = piece
-            .map_err(|e| EventStreamFailure::Stream(StreamFailure::Transport(e.to_string())))?;
+        let piece = piece.map_err(|message| {
+            EventStreamFailure::Stream(match over.load(Ordering::Relaxed) {
+                true => StreamFailure::TooLarge,
+                false => StreamFailure::Transport(message),
+            })
+        })?;
         buffer.extend_from_slice(piece.as_ref());
         while let Some(frame) = next_frame(&mut buffer).map_err(|e| malformed(e.to_string()))? {
             seen += 1;
@@ -293,6 +304,7 @@ mod tests {
             futures_util::stream::iter(pieces),
             crate::provider::anthropic::cloud_stream_decoder(),
             &crate::provider::Unobserved,
+            answer_cap::DEFAULT_MAX_RESPONSE_BYTES,
         ))
     }
 

@@ -223,6 +223,7 @@ mod tests {
             futures_util::stream::iter(pieces),
             EventDecoder::new(&id),
             &seen,
+            crate::provider::answer_cap::DEFAULT_MAX_RESPONSE_BYTES,
         ));
         (
             result,

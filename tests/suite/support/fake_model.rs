@@ -61,12 +61,19 @@ pub struct Reply {
     reasoning_content: Option<String>,
     /// Anthropic thinking blocks that lead the answer.
     thinking: Vec<Thought>,
+    /// Wait this long before each piece of the body (a slow server).
+    pace: Option<Duration>,
 }
 
 #[derive(Clone, Debug)]
 enum ReplyBody {
     /// Sent as is, with status 200.
     Raw(Value),
+    /// Server-sent events sent as written, with status 200.
+    RawEvents(Vec<String>),
+    /// An event stream that sends a comment line at this interval and never
+    /// ends.
+    Trickle(Duration),
     /// A completion in the route's format, built when the script starts (ids are assigned then).
     Chat {
         text: Option<String>,
@@ -112,6 +119,7 @@ impl Reply {
             lane: None,
             reasoning_content: None,
             thinking: Vec::new(),
+            pace: None,
         }
     }
 
@@ -217,6 +225,26 @@ impl Reply {
             cut_after: Some(events),
             ..reply
         }
+    }
+
+    /// Server-sent events sent as written (`data: …\n\n` each), whatever
+    /// the route: for answers no scripted reply makes, such as a huge one.
+    pub fn events(events: Vec<String>) -> Self {
+        Self::new(ReplyBody::RawEvents(events))
+    }
+
+    /// A `200 text/event-stream` answer that never ends: an SSE comment line
+    /// (`: waiting`, which the SSE standard says readers skip, as real servers
+    /// send to keep a connection open) every `every`, and never an event.
+    pub fn trickle(every: Duration) -> Self {
+        Self::new(ReplyBody::Trickle(every))
+    }
+
+    /// `self`, with the server waiting `every` before each piece of the body
+    /// (each event, or the JSON body): a slow answer.
+    pub fn paced(mut self, every: Duration) -> Self {
+        self.pace = Some(every);
+        self
     }
 
     /// An answer that never comes (within any test's patience).
@@ -359,10 +387,13 @@ struct Prepared {
     /// 1-based position in the script, for response ids.
     number: usize,
     reasoning_content: Option<String>,
+    pace: Option<Duration>,
 }
 
 enum PreparedKind {
     Raw(Value),
+    RawEvents(Vec<String>),
+    Trickle(Duration),
     Chat {
         text: Option<String>,
         /// `(id, name, arguments)`.
@@ -406,6 +437,8 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
         .map(|(index, reply)| {
             let kind = match reply.body {
                 ReplyBody::Raw(body) => PreparedKind::Raw(body),
+                ReplyBody::RawEvents(events) => PreparedKind::RawEvents(events),
+                ReplyBody::Trickle(every) => PreparedKind::Trickle(every),
                 ReplyBody::Error { status, message } => PreparedKind::Error { status, message },
                 ReplyBody::ContextTooLong => PreparedKind::ContextTooLong,
                 ReplyBody::StreamException { kind, message } => {
@@ -435,6 +468,7 @@ fn prepare(replies: Vec<Reply>) -> VecDeque<Prepared> {
                 thinking: reply.thinking,
                 number: index + 1,
                 reasoning_content: reply.reasoning_content,
+                pace: reply.pace,
             }
         })
         .collect()
@@ -465,6 +499,9 @@ impl Prepared {
     fn render(&self, api: Api, stream: bool) -> Rendered {
         match &self.kind {
             PreparedKind::Raw(body) => Rendered::Json(200, body.clone()),
+            PreparedKind::RawEvents(events) => Rendered::Events(events.clone()),
+            // `answer` sends a trickle itself: it has no end to render.
+            PreparedKind::Trickle(_) => Rendered::Events(Vec::new()),
             PreparedKind::Error { status, message } => {
                 Rendered::Json(*status, error_body(api, *status, message, None))
             }
@@ -1090,6 +1127,9 @@ async fn answer(
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
+    if let PreparedKind::Trickle(every) = reply.kind {
+        return trickle(every);
+    }
     let rendered = match api {
         Api::Responses => responses::render(&reply, &request, stream),
         _ => reply.render(api, stream),
@@ -1122,8 +1162,16 @@ async fn answer(
         .map(|chunk| Ok(Bytes::from(chunk)))
         .collect();
     let cut = reply.cut_after.is_some();
+    let pace = reply.pace;
+    let paced =
+        futures_util::StreamExt::then(futures_util::stream::iter(parts), move |part| async move {
+            if let Some(every) = pace {
+                tokio::time::sleep(every).await;
+            }
+            part
+        });
     let body_stream = futures_util::StreamExt::chain(
-        futures_util::stream::iter(parts),
+        paced,
         futures_util::StreamExt::filter_map(
             futures_util::stream::once(async move {
                 if !cut {
@@ -1151,6 +1199,23 @@ async fn answer(
             response_headers.insert(name, value);
         }
     }
+    response
+}
+
+/// An event stream that sends `: waiting` every `every` and never ends.
+fn trickle(every: Duration) -> Response {
+    let comments = futures_util::stream::unfold((), move |()| async move {
+        tokio::time::sleep(every).await;
+        Some((
+            Ok::<_, std::io::Error>(Bytes::from_static(b": waiting\n\n")),
+            (),
+        ))
+    });
+    let mut response = Response::new(Body::from_stream(comments));
+    response.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
     response
 }
 
