@@ -30,13 +30,19 @@ const API_KEY: &str = "sk-echoed-4b8d1f0e9a27c356";
 /// A job in the git workspace `ws` that passes [`SECRET`] to `exec`,
 /// writes a patch, and keeps its run folder in `ws/out`.
 fn write_job(sb: &Sandbox, base_url: &str, extra: &str) {
+    write_job_with_model(sb, base_url, "", extra);
+}
+
+/// [`write_job`] with more keys in the job's `model` (`model_extra`
+/// starts with a comma).
+fn write_job_with_model(sb: &Sandbox, base_url: &str, model_extra: &str, extra: &str) {
     sb.skill("deployer", None);
     sb.write(
         "job.yaml",
         &format!(
             "version: 1\nname: masked\nskill: deployer\ngoal: Deploy.\n\
              model: {{provider: openai, name: fake-model, base_url: {base_url}, \
-             api_key_env: LLM_KEY}}\n\
+             api_key_env: LLM_KEY{model_extra}}}\n\
              tools: [read, write, exec]\nworkspace: ws\nskills_path: [skills]\n\
              allow_dirty: true\npermissions: {{default: allow}}\n\
              secrets: [DEPLOY_TOKEN]\nenv:\n  DEPLOY_TOKEN: \"${{{{ secrets.DEPLOY_TOKEN }}}}\"\n\
@@ -223,7 +229,15 @@ fn one_huge_argument_is_not_rewritten_at_every_later_turn() {
         }
         let model = FakeModel::start(script);
         let sb = Sandbox::new();
-        write_job(&sb, &model.base_url(), "budget: {max_turns: 5}\n");
+        // The fake streams an argument a few characters a chunk, as real
+        // servers do: 1 MiB of it is some 100 MiB on the wire, over the
+        // default cap on one answer.
+        write_job_with_model(
+            &sb,
+            &model.base_url(),
+            ", max_response_bytes: 1GiB",
+            "budget: {max_turns: 5}\n",
+        );
         let out = agentci(&sb, user, &[]);
         assert_eq!(
             out.status.code(),
