@@ -294,8 +294,9 @@ fn start_launcher(launcher: &Path, log: &Path) -> Child {
         .env("LOG", log)
         .process_group(0)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        // Not pipes: a stand-in left running would hold them open and hang the test.
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log.with_extension("stderr")).unwrap())
         .spawn()
         .unwrap();
     let started = Instant::now();
@@ -304,6 +305,22 @@ fn start_launcher(launcher: &Path, log: &Path) -> Child {
         std::thread::sleep(Duration::from_millis(20));
     }
     child
+}
+
+/// How the launcher ended, within a minute; its stderr.
+fn launcher_exit(mut child: Child, log: &Path) -> (std::process::ExitStatus, String) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let stderr = std::fs::read_to_string(log.with_extension("stderr")).unwrap();
+            return (status, stderr);
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the launcher did not exit within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 // What must not break: agentci winds a run down on the first SIGTERM and drops it unfinished
@@ -331,21 +348,21 @@ fn the_npm_launcher_passes_a_signal_on_once_and_returns_the_exit() {
         } else {
             kill(pid, Signal::SIGTERM).unwrap();
         }
-        let out = child.wait_with_output().unwrap();
+        let (status, stderr) = launcher_exit(child, &log);
         assert_eq!(
-            out.status.code(),
+            status.code(),
             Some(41),
-            "to the group: {to_the_group}; {}",
-            stderr(&out)
+            "to the group: {to_the_group}; {stderr}"
         );
     }
 
     // A binary killed by a signal: the launcher dies of the same one.
     let sb = Sandbox::new();
     let launcher = launcher_with(&sb, "echo started >> \"$LOG\"\nkill -KILL $$\n");
-    let child = start_launcher(&launcher, &sb.path().join("log"));
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    let log = sb.path().join("log");
+    let child = start_launcher(&launcher, &log);
+    let (status, stderr) = launcher_exit(child, &log);
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?} {stderr}");
 }
 
 #[test]

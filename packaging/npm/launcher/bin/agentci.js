@@ -53,19 +53,24 @@ function binaryPath() {
 // runs in a process group of its own, so a signal sent to this process or to its group
 // (`timeout`, a runner cancelling the step) reaches agentci once, through here.
 const interactive = [0, 1, 2].some((fd) => tty.isatty(fd));
-const child = spawn(binaryPath(), process.argv.slice(2), {
+const FORWARDED = interactive ? ["SIGTERM", "SIGHUP"] : ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
+const HANDLED = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
+// Handlers first: a signal that came before them would end this process and leave agentci
+// running on its own. One that comes before agentci starts is passed on once it has.
+let child = null;
+const early = [];
+for (const signal of HANDLED) {
+  process.on(signal, () => {
+    if (!FORWARDED.includes(signal)) return;
+    if (child === null) early.push(signal);
+    else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  });
+}
+child = spawn(binaryPath(), process.argv.slice(2), {
   stdio: "inherit",
   detached: !interactive,
 });
-const FORWARDED = interactive ? ["SIGTERM", "SIGHUP"] : ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
-const HANDLED = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
-for (const signal of HANDLED) {
-  process.on(signal, () => {
-    if (FORWARDED.includes(signal) && child.exitCode === null && child.signalCode === null) {
-      child.kill(signal);
-    }
-  });
-}
+for (const signal of early) child.kill(signal);
 
 child.on("error", (error) => fail(`cannot run ${child.spawnfile}: ${error.message}`));
 child.on("exit", (code, signal) => {
