@@ -662,7 +662,8 @@ impl Results {
         Ok(results)
     }
 
-    /// [`Results::write`] through an output folder opened by descriptor.
+    /// Write the results as pretty JSON to `out`, a file in an output
+    /// folder opened by descriptor (a link at its name is replaced).
     pub fn write_to(&self, out: &crate::safe_file::OutputFile) -> Result<(), ResultsError> {
         let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
         // Made from attempts whose records were masked by their runs.
@@ -672,16 +673,6 @@ impl Results {
                 path: out.path(),
                 source,
             })
-    }
-
-    pub fn write(&self, path: &Path) -> Result<(), ResultsError> {
-        let text = serde_json::to_string_pretty(self).map_err(ResultsError::Serialize)?;
-        // Made from attempts whose records were masked by their runs.
-        let text = crate::redact::Masked::from_masked_parts((text + "\n").into_bytes());
-        crate::safe_file::replace(path, &text, None).map_err(|source| ResultsError::Unwritable {
-            path: path.to_path_buf(),
-            source,
-        })
     }
 
     /// Join shard results: suites by name, cases by name; the same case in
